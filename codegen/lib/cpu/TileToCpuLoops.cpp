@@ -1,0 +1,357 @@
+//===- TileToCpuLoops.cpp - CPU reference lowering of tiled tile IR -------===//
+//
+// Block tensors (always statically shaped in the tiled form) become memref buffers; each block op
+// becomes a scalar loop nest. This is the reference backend: clarity over speed.
+//
+//===----------------------------------------------------------------------===//
+#include "tilefuse/codegen/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "tilefuse/dialect/TileOps.h"
+
+namespace tilefuse {
+#define GEN_PASS_DEF_TILETOCPULOOPS
+#include "tilefuse/codegen/Passes.h.inc"
+} // namespace tilefuse
+
+using namespace mlir;
+using namespace tilefuse;
+using namespace tilefuse::tile;
+
+namespace {
+
+bool isBlockTensor(Type t) { return isa<RankedTensorType>(t); }
+
+MemRefType bufferType(Type t) {
+  auto tt = cast<RankedTensorType>(t);
+  return MemRefType::get(tt.getShape(), tt.getElementType());
+}
+
+Value idx(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+/// Loops over every element of `shape`; `body` gets the element's indices.
+void forEachElement(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                    function_ref<void(OpBuilder &, Location, ValueRange)> body) {
+  SmallVector<Value> lbs, ubs, steps;
+  for (int64_t d : shape) {
+    lbs.push_back(idx(b, loc, 0));
+    ubs.push_back(idx(b, loc, d));
+    steps.push_back(idx(b, loc, 1));
+  }
+  scf::buildLoopNest(b, loc, lbs, ubs, steps, body);
+}
+
+Value convertScalar(OpBuilder &b, Location loc, Value v, Type to) {
+  Type from = v.getType();
+  if (from == to)
+    return v;
+  if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+    return arith::ExtFOp::create(b, loc, to, v);
+  return arith::TruncFOp::create(b, loc, to, v);
+}
+
+Value floatConst(OpBuilder &b, Location loc, Type t, double v) {
+  return arith::ConstantOp::create(b, loc, t, b.getFloatAttr(t, v));
+}
+
+/// arith.constant dense<splat> : tensor<...> -> a filled buffer.
+struct ConstantLowering : OpConversionPattern<arith::ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(arith::ConstantOp op, OpAdaptor,
+                                ConversionPatternRewriter &rw) const override {
+    auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+    if (!isBlockTensor(op.getType()) || !dense || !dense.isSplat())
+      return rw.notifyMatchFailure(op, "only splat block constants are lowered");
+    Location loc = op.getLoc();
+    auto ty = bufferType(op.getType());
+    Value buf = memref::AllocOp::create(rw, loc, ty);
+    Value scalar = arith::ConstantOp::create(rw, loc, ty.getElementType(),
+                                             cast<TypedAttr>(dense.getSplatValue<Attribute>()));
+    forEachElement(rw, loc, ty.getShape(), [&](OpBuilder &b, Location l, ValueRange iv) {
+      memref::StoreOp::create(b, l, scalar, buf, iv);
+    });
+    rw.replaceOp(op, buf);
+    return success();
+  }
+};
+
+/// Any elementwise arith/math op on blocks -> the same op on scalars in a loop nest.
+struct ElementwiseLowering : ConversionPattern {
+  ElementwiseLowering(TypeConverter &tc, MLIRContext *ctx)
+      : ConversionPattern(tc, MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op, ArrayRef<Value> operands,
+                                ConversionPatternRewriter &rw) const override {
+    if (!op->hasTrait<OpTrait::Elementwise>() || op->getNumResults() != 1 ||
+        !isBlockTensor(op->getResult(0).getType()) ||
+        !isa<arith::ArithDialect, math::MathDialect>(op->getDialect()))
+      return failure();
+    Location loc = op->getLoc();
+    auto resTy = bufferType(op->getResult(0).getType());
+    Value buf = memref::AllocOp::create(rw, loc, resTy);
+    forEachElement(rw, loc, resTy.getShape(), [&](OpBuilder &b, Location l, ValueRange iv) {
+      OperationState state(l, op->getName());
+      for (Value v : operands)
+        state.addOperands(isa<MemRefType>(v.getType())
+                              ? memref::LoadOp::create(b, l, v, iv).getResult()
+                              : v);
+      state.addTypes(resTy.getElementType());
+      state.addAttributes(op->getAttrs());
+      Operation *scalar = b.create(state);
+      memref::StoreOp::create(b, l, scalar->getResult(0), buf, iv);
+    });
+    rw.replaceOp(op, buf);
+    return success();
+  }
+};
+
+/// Indices of the view element for block element `iv` (row iv[0] of the block).
+SmallVector<Value> viewIndices(OpBuilder &b, Location loc, ValueRange lead, Value row,
+                               ValueRange iv) {
+  SmallVector<Value> out(lead.begin(), lead.end());
+  out.push_back(row);
+  out.append(iv.begin() + 1, iv.end());
+  return out;
+}
+
+struct BlockLoadLowering : OpConversionPattern<BlockLoadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(BlockLoadOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    auto ty = bufferType(op.getType());
+    Value buf = memref::AllocOp::create(rw, loc, ty);
+    ValueRange all = a.getIndices();
+    ValueRange lead = all.drop_back();
+    Value row0 = all.back();
+    Type elt = ty.getElementType();
+    forEachElement(rw, loc, ty.getShape(), [&](OpBuilder &b, Location l, ValueRange iv) {
+      Value row = arith::AddIOp::create(b, l, row0, iv[0]);
+      Value inside = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, row, a.getBound());
+      auto ifOp = scf::IfOp::create(
+          b, l, inside,
+          [&](OpBuilder &tb, Location tl) {
+            Value v = memref::LoadOp::create(tb, tl, a.getView(),
+                                             viewIndices(tb, tl, lead, row, iv));
+            scf::YieldOp::create(tb, tl, v);
+          },
+          [&](OpBuilder &eb, Location el) {
+            scf::YieldOp::create(eb, el, floatConst(eb, el, elt, 0.0));
+          });
+      memref::StoreOp::create(b, l, ifOp.getResult(0), buf, iv);
+    });
+    rw.replaceOp(op, buf);
+    return success();
+  }
+};
+
+struct BlockStoreLowering : OpConversionPattern<BlockStoreOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(BlockStoreOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    auto ty = cast<MemRefType>(a.getValue().getType());
+    Type viewElt = op.getView().getType().getElementType();
+    ValueRange all = a.getIndices();
+    ValueRange lead = all.drop_back();
+    Value row0 = all.back();
+    forEachElement(rw, loc, ty.getShape(), [&](OpBuilder &b, Location l, ValueRange iv) {
+      Value row = arith::AddIOp::create(b, l, row0, iv[0]);
+      Value inside = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, row, a.getBound());
+      scf::IfOp::create(b, l, inside, [&](OpBuilder &tb, Location tl) {
+        Value v = memref::LoadOp::create(tb, tl, a.getValue(), iv);
+        memref::StoreOp::create(tb, tl, convertScalar(tb, tl, v, viewElt), a.getView(),
+                                viewIndices(tb, tl, lead, row, iv));
+        scf::YieldOp::create(tb, tl);
+      });
+    });
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+struct BlockDotLowering : OpConversionPattern<BlockDotOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(BlockDotOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    auto ty = bufferType(op.getType());
+    Type f32 = rw.getF32Type();
+    Value buf = memref::AllocOp::create(rw, loc, ty);
+    int64_t k = op.getLhs().getType().getDimSize(1);
+    bool tr = op.getTransposeRhs();
+    forEachElement(rw, loc, ty.getShape(), [&](OpBuilder &b, Location l, ValueRange iv) {
+      Value init = a.getAcc() ? memref::LoadOp::create(b, l, a.getAcc(), iv).getResult()
+                              : floatConst(b, l, f32, 0.0);
+      auto red = scf::ForOp::create(
+          b, l, idx(b, l, 0), idx(b, l, k), idx(b, l, 1), ValueRange{init},
+          [&](OpBuilder &kb, Location kl, Value kk, ValueRange sum) {
+            Value x = memref::LoadOp::create(kb, kl, a.getLhs(), ValueRange{iv[0], kk});
+            Value y = memref::LoadOp::create(kb, kl, a.getRhs(),
+                                             tr ? ValueRange{iv[1], kk} : ValueRange{kk, iv[1]});
+            Value prod = arith::MulFOp::create(kb, kl, convertScalar(kb, kl, x, f32),
+                                               convertScalar(kb, kl, y, f32));
+            scf::YieldOp::create(kb, kl, ValueRange{arith::AddFOp::create(kb, kl, sum[0], prod)});
+          });
+      memref::StoreOp::create(b, l, red.getResult(0), buf, iv);
+    });
+    rw.replaceOp(op, buf);
+    return success();
+  }
+};
+
+struct ReduceLowering : OpConversionPattern<ReduceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ReduceOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    auto ty = bufferType(op.getType());
+    Type f32 = rw.getF32Type();
+    int64_t cols = op.getInput().getType().getDimSize(1);
+    bool isMax = op.getKind() == ReduceKind::Max;
+    Value buf = memref::AllocOp::create(rw, loc, ty);
+    forEachElement(rw, loc, ty.getShape(), [&](OpBuilder &b, Location l, ValueRange iv) {
+      Value init = floatConst(b, l, f32, isMax ? -INFINITY : 0.0);
+      auto red = scf::ForOp::create(
+          b, l, idx(b, l, 0), idx(b, l, cols), idx(b, l, 1), ValueRange{init},
+          [&](OpBuilder &kb, Location kl, Value j, ValueRange acc) {
+            Value x = memref::LoadOp::create(kb, kl, a.getInput(), ValueRange{iv[0], j});
+            Value r = isMax ? arith::MaximumFOp::create(kb, kl, acc[0], x).getResult()
+                            : arith::AddFOp::create(kb, kl, acc[0], x).getResult();
+            scf::YieldOp::create(kb, kl, r);
+          });
+      memref::StoreOp::create(b, l, red.getResult(0), buf, iv);
+    });
+    rw.replaceOp(op, buf);
+    return success();
+  }
+};
+
+struct BroadcastLowering : OpConversionPattern<BroadcastOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(BroadcastOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    auto ty = bufferType(op.getType());
+    Value buf = memref::AllocOp::create(rw, loc, ty);
+    forEachElement(rw, loc, ty.getShape(), [&](OpBuilder &b, Location l, ValueRange iv) {
+      Value v = memref::LoadOp::create(b, l, a.getInput(), ValueRange{iv[0]});
+      memref::StoreOp::create(b, l, v, buf, iv);
+    });
+    rw.replaceOp(op, buf);
+    return success();
+  }
+};
+
+/// block_score_mod / block_mask: the scalar region runs once per element with
+/// (b, h, row + i, col + j).
+template <typename OpTy>
+struct BlockRegionLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  using OpAdaptor = typename OpTy::Adaptor;
+  LogicalResult matchAndRewrite(OpTy op, OpAdaptor a,
+                                ConversionPatternRewriter &rw) const override {
+    constexpr bool isMask = std::is_same_v<OpTy, BlockMaskOp>;
+    Location loc = op.getLoc();
+    auto ty = bufferType(op.getType());
+    Value buf = memref::AllocOp::create(rw, loc, ty);
+    Block &body = op.getBody().front();
+    forEachElement(rw, loc, ty.getShape(), [&](OpBuilder &b, Location l, ValueRange iv) {
+      Value s = memref::LoadOp::create(b, l, a.getInput(), iv);
+      Value q = arith::AddIOp::create(b, l, a.getRow(), iv[0]);
+      Value kv = arith::AddIOp::create(b, l, a.getCol(), iv[1]);
+      IRMapping map;
+      unsigned first = 0;
+      if (!isMask)
+        map.map(body.getArgument(first++), s);
+      map.map(body.getArgument(first + 0), a.getBatch());
+      map.map(body.getArgument(first + 1), a.getHead());
+      map.map(body.getArgument(first + 2), q);
+      map.map(body.getArgument(first + 3), kv);
+      for (Operation &inner : body.without_terminator())
+        b.clone(inner, map);
+      Value y = map.lookupOrDefault(cast<YieldOp>(body.getTerminator()).getValues()[0]);
+      Value out = y;
+      if (isMask)
+        out = arith::SelectOp::create(b, l, y, s, floatConst(b, l, b.getF32Type(), -INFINITY));
+      memref::StoreOp::create(b, l, out, buf, iv);
+    });
+    rw.replaceOp(op, buf);
+    return success();
+  }
+};
+
+struct BlockEventLowering : OpConversionPattern<BlockEventOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(BlockEventOp op, OpAdaptor,
+                                ConversionPatternRewriter &rw) const override {
+    Value kind = arith::ConstantIntOp::create(rw, op.getLoc(),
+                                              static_cast<int64_t>(op.getKind()), 32);
+    rw.replaceOpWithNewOp<func::CallOp>(op, kBlockEventSymbol, TypeRange{}, ValueRange{kind});
+    return success();
+  }
+};
+
+struct TileToCpuLoopsPass : public tilefuse::impl::TileToCpuLoopsBase<TileToCpuLoopsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+
+    // The grid runs sequentially on the host.
+    SmallVector<scf::ForallOp> foralls;
+    module.walk([&](scf::ForallOp op) { foralls.push_back(op); });
+    IRRewriter rewriter(ctx);
+    for (scf::ForallOp op : foralls) {
+      rewriter.setInsertionPoint(op);
+      if (failed(scf::forallToForLoop(rewriter, op)))
+        return signalPassFailure();
+    }
+
+    bool hasEvents = false;
+    module.walk([&](BlockEventOp) { hasEvents = true; });
+    if (hasEvents && !module.lookupSymbol(kBlockEventSymbol)) {
+      OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+      auto fn = func::FuncOp::create(b, module.getLoc(), kBlockEventSymbol,
+                                     b.getFunctionType({b.getI32Type()}, {}));
+      fn.setPrivate();
+    }
+
+    TypeConverter tc;
+    tc.addConversion([](Type t) { return t; });
+    tc.addConversion([](RankedTensorType t) -> Type { return bufferType(t); });
+    auto materialize = [](OpBuilder &b, Type t, ValueRange in, Location loc) -> Value {
+      return UnrealizedConversionCastOp::create(b, loc, t, in).getResult(0);
+    };
+    tc.addSourceMaterialization(materialize);
+    tc.addTargetMaterialization(materialize);
+
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<TileDialect>();
+    target.addLegalDialect<memref::MemRefDialect, func::FuncDialect>();
+    auto noTensors = [&](Operation *op) {
+      return llvm::none_of(op->getOperandTypes(), isBlockTensor) &&
+             llvm::none_of(op->getResultTypes(), isBlockTensor);
+    };
+    target.addDynamicallyLegalDialect<arith::ArithDialect, math::MathDialect>(noTensors);
+    RewritePatternSet patterns(ctx);
+    patterns.add<ConstantLowering, BlockLoadLowering, BlockStoreLowering, BlockDotLowering,
+                 ReduceLowering, BroadcastLowering, BlockRegionLowering<BlockScoreModOp>,
+                 BlockRegionLowering<BlockMaskOp>, BlockEventLowering>(tc, ctx);
+    patterns.add<ElementwiseLowering>(tc, ctx);
+    scf::populateSCFStructuralTypeConversionsAndLegality(tc, patterns, target);
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,64 @@
+//===- TileDialect.td - the tile dialect -------------------*- tablegen -*-===//
+//
+// The `tile` dialect describes attention kernels at two levels:
+//  * the written form: whole-tensor ops over logical B x H x M x D shapes (what a kernel author
+//    writes in kernels/*.mlir), and
+//  * the tiled form: block ops inside a grid of programs (scf.forall) and loops over key/value
+//    blocks (scf.for), produced by tile-tiling and refined by the later passes.
+// Score and mask modifications are scalar regions over the indices (b, h, q_idx, kv_idx); every
+// attention variant is expressed through them, never through C++ special cases.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILEFUSE_DIALECT_TILEDIALECT_TD
+#define TILEFUSE_DIALECT_TILEDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/Traits.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Tile_Dialect : Dialect {
+  let name = "tile";
+  let summary = "Tile-level attention kernels: written form and tiled form";
+  let description = [{
+    The `tile` dialect is tilefuse's single IR for attention kernels. Kernel authors write
+    whole-tensor attention (`tile.load`, `tile.dot`, `tile.scale`, `tile.score_mod`, `tile.mask`,
+    `tile.softmax`, `tile.store`); the passes rewrite it into block-level ops (`tile.block_load`,
+    `tile.block_dot`, `tile.block_mask`, `tile.reduce`, ...) inside explicit loops.
+  }];
+  let cppNamespace = "::tilefuse::tile";
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+  let useDefaultAttributePrinterParser = 1;
+}
+
+class Tile_Op<string mnemonic, list<Trait> traits = []> :
+    Op<Tile_Dialect, mnemonic, traits>;
+
+def Tile_ReduceKind : I32EnumAttr<"ReduceKind", "row reduction kind", [
+    I32EnumAttrCase<"Max", 0, "max">,
+    I32EnumAttrCase<"Sum", 1, "sum">
+  ]> {
+  let cppNamespace = "::tilefuse::tile";
+  let genSpecializedAttr = 0;
+}
+def Tile_ReduceKindAttr : EnumAttr<Tile_Dialect, Tile_ReduceKind, "reduce_kind">;
+
+def Tile_BlockClass : I32EnumAttr<"BlockClass", "classification of a (row block, column block)", [
+    I32EnumAttrCase<"Full", 0, "full">,
+    I32EnumAttrCase<"Partial", 1, "partial">
+  ]> {
+  let cppNamespace = "::tilefuse::tile";
+  let genSpecializedAttr = 0;
+}
+def Tile_BlockClassAttr : EnumAttr<Tile_Dialect, Tile_BlockClass, "block_class">;
+
+#endif // TILEFUSE_DIALECT_TILEDIALECT_TD

@@ -1,0 +1,195 @@
+//===- TileOps.td - tile dialect operations ----------------*- tablegen -*-===//
+
+#ifndef TILEFUSE_DIALECT_TILEOPS_TD
+#define TILEFUSE_DIALECT_TILEOPS_TD
+
+include "tilefuse/dialect/TileDialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+// Element types a kernel may read and write.
+def Tile_StorageElement : AnyTypeOf<[BF16, F16, F32], "bf16, f16 or f32">;
+def Tile_View : MemRefRankOf<[BF16, F16, F32], [3, 4]>;
+def Tile_Tensor : RankedTensorOf<[BF16, F16, F32]>;
+def Tile_F32Tensor : RankedTensorOf<[F32]>;
+def Tile_Block2D : 2DTensorOf<[BF16, F16, F32]>;
+def Tile_F32Block2D : 2DTensorOf<[F32]>;
+def Tile_F32Block1D : 1DTensorOf<[F32]>;
+
+//===----------------------------------------------------------------------===//
+// Written form: whole-tensor ops over B x H x M x D views.
+//===----------------------------------------------------------------------===//
+
+def Tile_LoadOp : Tile_Op<"load"> {
+  let summary = "reads a whole B x H x L x D strided view as a tensor";
+  let arguments = (ins Arg<Tile_View, "source view", [MemRead]>:$view);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = "$view attr-dict `:` type($view) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_StoreOp : Tile_Op<"store"> {
+  let summary = "writes a whole tensor to a strided view, converting to the view's element type";
+  let arguments = (ins Tile_Tensor:$value, Arg<Tile_View, "target view", [MemWrite]>:$view);
+  let assemblyFormat = "$value `,` $view attr-dict `:` type($value) `,` type($view)";
+  let hasVerifier = 1;
+}
+
+def Tile_DotOp : Tile_Op<"dot", [Pure]> {
+  let summary = "batched per-head matrix product with GQA head mapping";
+  let description = [{
+    `lhs` is B x H x M x K and `rhs` is B x Hkv x K x N (or B x Hkv x N x K with
+    `transpose_rhs`). H must be a multiple of Hkv: query head h reads key/value head
+    h / (H / Hkv) (grouped-query attention; Hkv = 1 is multi-query attention). The result is
+    B x H x M x N in f32 (f32 accumulation).
+  }];
+  let arguments = (ins Tile_Tensor:$lhs, Tile_Tensor:$rhs, UnitAttr:$transpose_rhs);
+  let results = (outs Tile_F32Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_rhs` $transpose_rhs^)? attr-dict `:` type($lhs) `,` type($rhs)
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_ScaleOp : Tile_Op<"scale", [Pure, SameOperandsAndResultType]> {
+  let summary = "multiplies every score by a constant (the softmax temperature)";
+  let arguments = (ins Tile_F32Tensor:$input, F64Attr:$factor);
+  let results = (outs Tile_F32Tensor:$result);
+  let assemblyFormat = "$input `by` $factor attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Tile_ScoreModOp : Tile_Op<"score_mod", [RecursiveMemoryEffects, SameOperandsAndResultType,
+                                            SingleBlock]> {
+  let summary = "applies a scalar function of (score, b, h, q_idx, kv_idx) to every score";
+  let description = [{
+    The body receives the score (f32) and its indices b, h, q_idx, kv_idx (index) and yields the
+    new score. It may use values defined above (for example a memref.dim of a view).
+  }];
+  let arguments = (ins Tile_F32Tensor:$input);
+  let results = (outs Tile_F32Tensor:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$input attr-dict `:` type($input) $body";
+  let hasRegionVerifier = 1;
+}
+
+def Tile_MaskOp : Tile_Op<"mask", [RecursiveMemoryEffects, SameOperandsAndResultType,
+                                   SingleBlock]> {
+  let summary = "keeps the scores where a predicate of (b, h, q_idx, kv_idx) holds, -inf elsewhere";
+  let arguments = (ins Tile_F32Tensor:$input);
+  let results = (outs Tile_F32Tensor:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$input attr-dict `:` type($input) $body";
+  let hasRegionVerifier = 1;
+}
+
+def Tile_SoftmaxOp : Tile_Op<"softmax", [Pure]> {
+  let summary = "softmax over the key dimension, with the row logsumexp";
+  let description = [{
+    Rows whose scores are all -inf (fully masked) give zero probabilities and a logsumexp of -inf.
+  }];
+  let arguments = (ins Tile_F32Tensor:$input);
+  let results = (outs Tile_F32Tensor:$probs, Tile_F32Tensor:$logsumexp);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($probs) `,` type($logsumexp)";
+  let hasVerifier = 1;
+}
+
+def Tile_YieldOp : Tile_Op<"yield", [Pure, Terminator, ReturnLike,
+    ParentOneOf<["ScoreModOp", "MaskOp", "BlockScoreModOp", "BlockMaskOp"]>]> {
+  let summary = "yields the value of a score or mask region";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Tiled form: block ops inside the program grid (scf.forall) and key/value loops (scf.for).
+//===----------------------------------------------------------------------===//
+
+def Tile_BlockLoadOp : Tile_Op<"block_load"> {
+  let summary = "loads a block of rows of a view; rows at or past `bound` read as zero";
+  let description = [{
+    `indices` address the leading dimensions of `view`; the last index is the first row of the
+    block. The block spans the result's row count from there, and every trailing dimension of the
+    view in full. Rows at or beyond `bound` are not read and are zero in the result, so any
+    sequence length works with any block size.
+  }];
+  let arguments = (ins Arg<Tile_View, "source view", [MemRead]>:$view, Variadic<Index>:$indices,
+                       Index:$bound);
+  let results = (outs Tile_Tensor:$result);
+  let assemblyFormat = [{
+    $view `[` $indices `]` `bound` $bound attr-dict `:` type($view) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_BlockStoreOp : Tile_Op<"block_store"> {
+  let summary = "stores a block of rows to a view; rows at or past `bound` are not written";
+  let arguments = (ins Tile_Tensor:$value, Arg<Tile_View, "target view", [MemWrite]>:$view,
+                       Variadic<Index>:$indices, Index:$bound);
+  let assemblyFormat = [{
+    $value `,` $view `[` $indices `]` `bound` $bound attr-dict `:` type($value) `,` type($view)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_BlockDotOp : Tile_Op<"block_dot", [Pure]> {
+  let summary = "block matrix product with f32 accumulation: acc + lhs x rhs (or lhs x rhs^T)";
+  let arguments = (ins Tile_Block2D:$lhs, Tile_Block2D:$rhs, Optional<Tile_F32Block2D>:$acc,
+                       UnitAttr:$transpose_rhs);
+  let results = (outs Tile_F32Block2D:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`acc` $acc^)? (`transpose_rhs` $transpose_rhs^)? attr-dict `:`
+    type($lhs) `,` type($rhs) (`,` type($acc)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+class Tile_BlockRegionOp<string mnemonic> : Tile_Op<mnemonic, [RecursiveMemoryEffects,
+    AllTypesMatch<["input", "result"]>, SingleBlock]> {
+  let arguments = (ins Tile_F32Block2D:$input, Index:$batch, Index:$head, Index:$row,
+                       Index:$col);
+  let results = (outs Tile_F32Block2D:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $input `at` `(` $batch `,` $head `,` $row `,` $col `)` attr-dict `:` type($input) $body
+  }];
+  let hasRegionVerifier = 1;
+}
+
+def Tile_BlockScoreModOp : Tile_BlockRegionOp<"block_score_mod"> {
+  let summary = "score_mod on one block whose top-left element is (row, col)";
+}
+
+def Tile_BlockMaskOp : Tile_BlockRegionOp<"block_mask"> {
+  let summary = "mask on one block whose top-left element is (row, col); -inf where false";
+}
+
+def Tile_ReduceOp : Tile_Op<"reduce", [Pure]> {
+  let summary = "reduces each row of a block (max or sum) to a column vector";
+  let arguments = (ins Tile_ReduceKindAttr:$kind, Tile_F32Block2D:$input);
+  let results = (outs Tile_F32Block1D:$result);
+  let assemblyFormat = "$kind $input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure]> {
+  let summary = "repeats a per-row vector along the columns of a block";
+  let arguments = (ins Tile_F32Block1D:$input);
+  let results = (outs Tile_F32Block2D:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_BlockEventOp : Tile_Op<"block_event", [MemoryEffects<[MemWrite]>]> {
+  let summary = "instrumentation: counts a visited key/value block of the given class";
+  let description = [{
+    Inserted by tile-block-pruning when its `instrument` option is set; the CPU backend counts the
+    events so tests can check how many blocks ran and how many applied the mask.
+  }];
+  let arguments = (ins Tile_BlockClassAttr:$kind);
+  let assemblyFormat = "$kind attr-dict";
+}
+
+#endif // TILEFUSE_DIALECT_TILEOPS_TD

@@ -1,0 +1,213 @@
+//===- TileOps.cpp - tile dialect operations ------------------------------===//
+//
+// Verifiers: every message names the operand and the sizes that disagree, because the DSL author
+// reads them at the file:line:col of the op.
+//
+//===----------------------------------------------------------------------===//
+#include "tilefuse/dialect/TileOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace tilefuse::tile;
+
+namespace {
+std::string dimStr(int64_t d) { return ShapedType::isDynamic(d) ? "?" : std::to_string(d); }
+
+/// Two sizes agree when either is dynamic or both are equal.
+bool sizesAgree(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+/// Checks the block of a score/mask region: the argument types and a single yielded value.
+LogicalResult verifyIndexRegion(Operation *op, Region &body, bool hasScoreArg,
+                                Type yieldedType, StringRef yieldedName) {
+  if (body.empty())
+    return op->emitOpError("needs a body");
+  Block &block = body.front();
+  unsigned numIndices = 4;
+  unsigned expected = numIndices + (hasScoreArg ? 1 : 0);
+  if (block.getNumArguments() != expected)
+    return op->emitOpError() << "body must take " << expected << " arguments ("
+                             << (hasScoreArg ? "score: f32, " : "")
+                             << "b, h, q_idx, kv_idx: index), got " << block.getNumArguments();
+  unsigned i = 0;
+  if (hasScoreArg) {
+    if (!block.getArgument(0).getType().isF32())
+      return op->emitOpError("body argument #0 (the score) must be f32, got ")
+             << block.getArgument(0).getType();
+    i = 1;
+  }
+  for (; i < expected; ++i)
+    if (!block.getArgument(i).getType().isIndex())
+      return op->emitOpError() << "body argument #" << i << " must be index, got "
+                               << block.getArgument(i).getType();
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return op->emitOpError("body must end with tile.yield");
+  if (yield.getValues().size() != 1 || yield.getValues()[0].getType() != yieldedType)
+    return yield.emitOpError() << "must yield exactly one " << yieldedType << " (" << yieldedName
+                               << ")";
+  return success();
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Written form
+//===----------------------------------------------------------------------===//
+
+LogicalResult LoadOp::verify() {
+  auto viewTy = getView().getType();
+  auto resTy = getResult().getType();
+  if (viewTy.getRank() != 4)
+    return emitOpError("expects a rank-4 B x H x L x D view, got rank ") << viewTy.getRank();
+  if (viewTy.getElementType() != resTy.getElementType())
+    return emitOpError("result element type ")
+           << resTy.getElementType() << " differs from the view's " << viewTy.getElementType();
+  if (failed(verifyCompatibleShape(viewTy.getShape(), resTy.getShape())))
+    return emitOpError("result shape does not match the view shape");
+  return success();
+}
+
+LogicalResult StoreOp::verify() {
+  auto viewTy = getView().getType();
+  auto valTy = getValue().getType();
+  if (viewTy.getRank() != valTy.getRank())
+    return emitOpError("value rank ") << valTy.getRank() << " differs from view rank "
+                                      << viewTy.getRank();
+  if (failed(verifyCompatibleShape(viewTy.getShape(), valTy.getShape())))
+    return emitOpError("value shape does not match the view shape");
+  return success();
+}
+
+LogicalResult DotOp::verify() {
+  auto lhsTy = getLhs().getType();
+  auto rhsTy = getRhs().getType();
+  auto resTy = getResult().getType();
+  if (lhsTy.getRank() != 4 || rhsTy.getRank() != 4 || resTy.getRank() != 4)
+    return emitOpError("operands and result must be rank-4 B x H x rows x cols tensors");
+  ArrayRef<int64_t> l = lhsTy.getShape(), r = rhsTy.getShape(), o = resTy.getShape();
+  int64_t rhsK = getTransposeRhs() ? r[3] : r[2];
+  int64_t rhsN = getTransposeRhs() ? r[2] : r[3];
+  if (!sizesAgree(l[0], r[0]))
+    return emitOpError() << "batch sizes differ: lhs has " << dimStr(l[0]) << ", rhs has "
+                         << dimStr(r[0]);
+  if (!ShapedType::isDynamic(l[1]) && !ShapedType::isDynamic(r[1]) &&
+      (r[1] == 0 || l[1] % r[1] != 0))
+    return emitOpError() << "query heads (" << l[1] << ") must be a multiple of key/value heads ("
+                         << r[1] << ") for grouped-query attention";
+  if (!sizesAgree(l[3], rhsK))
+    return emitOpError() << "contraction sizes differ: lhs has " << dimStr(l[3]) << ", rhs has "
+                         << dimStr(rhsK);
+  if (!sizesAgree(o[0], l[0]) || !sizesAgree(o[1], l[1]) || !sizesAgree(o[2], l[2]) ||
+      !sizesAgree(o[3], rhsN))
+    return emitOpError() << "result shape must be " << dimStr(l[0]) << "x" << dimStr(l[1]) << "x"
+                         << dimStr(l[2]) << "x" << dimStr(rhsN);
+  return success();
+}
+
+LogicalResult ScaleOp::verify() {
+  double f = getFactor().convertToDouble();
+  if (!std::isfinite(f) || f == 0.0)
+    return emitOpError("factor must be finite and non-zero, got ") << f;
+  return success();
+}
+
+LogicalResult ScoreModOp::verifyRegions() {
+  return verifyIndexRegion(*this, getBody(), /*hasScoreArg=*/true,
+                           Float32Type::get(getContext()), "the new score");
+}
+
+LogicalResult MaskOp::verifyRegions() {
+  return verifyIndexRegion(*this, getBody(), /*hasScoreArg=*/false,
+                           IntegerType::get(getContext(), 1), "true keeps the score");
+}
+
+LogicalResult SoftmaxOp::verify() {
+  auto inTy = getInput().getType();
+  auto lseTy = getLogsumexp().getType();
+  if (inTy.getRank() != 4)
+    return emitOpError("expects rank-4 B x H x M x N scores");
+  if (getProbs().getType() != inTy)
+    return emitOpError("probabilities must have the scores' type");
+  if (lseTy.getRank() != 3 ||
+      failed(verifyCompatibleShape(lseTy.getShape(), inTy.getShape().take_front(3))))
+    return emitOpError("logsumexp must be B x H x M");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Tiled form
+//===----------------------------------------------------------------------===//
+
+/// Shared by block_load and block_store: the leading indices address the view, the last one is
+/// the block's first row, and the block covers the trailing dimensions in full.
+static LogicalResult verifyBlockAccess(Operation *op, MemRefType viewTy, RankedTensorType blockTy,
+                                       size_t numIndices) {
+  int64_t rank = viewTy.getRank();
+  if (numIndices < 1 || static_cast<int64_t>(numIndices) + blockTy.getRank() - 1 != rank)
+    return op->emitOpError() << "a rank-" << blockTy.getRank() << " block of a rank-" << rank
+                             << " view needs " << rank - blockTy.getRank() + 1
+                             << " indices, got " << numIndices;
+  if (!blockTy.hasStaticShape())
+    return op->emitOpError("block shape must be static");
+  for (int64_t i = 1; i < blockTy.getRank(); ++i) {
+    int64_t viewDim = viewTy.getDimSize(numIndices - 1 + i);
+    if (viewDim != blockTy.getDimSize(i))
+      return op->emitOpError() << "block dimension " << i << " (" << blockTy.getDimSize(i)
+                               << ") must equal the view's static dimension ("
+                               << dimStr(viewDim) << ")";
+  }
+  return success();
+}
+
+LogicalResult BlockLoadOp::verify() {
+  if (getView().getType().getElementType() != getResult().getType().getElementType())
+    return emitOpError("result element type must equal the view's");
+  return verifyBlockAccess(*this, getView().getType(), getResult().getType(),
+                           getIndices().size());
+}
+
+LogicalResult BlockStoreOp::verify() {
+  return verifyBlockAccess(*this, getView().getType(), getValue().getType(), getIndices().size());
+}
+
+LogicalResult BlockDotOp::verify() {
+  ArrayRef<int64_t> l = getLhs().getType().getShape(), r = getRhs().getType().getShape(),
+                    o = getResult().getType().getShape();
+  int64_t rhsK = getTransposeRhs() ? r[1] : r[0];
+  int64_t rhsN = getTransposeRhs() ? r[0] : r[1];
+  if (l[1] != rhsK)
+    return emitOpError() << "contraction sizes differ: lhs has " << l[1] << ", rhs has " << rhsK;
+  if (o[0] != l[0] || o[1] != rhsN)
+    return emitOpError() << "result must be " << l[0] << "x" << rhsN;
+  if (getAcc() && getAcc().getType() != getResult().getType())
+    return emitOpError("accumulator type must equal the result type");
+  return success();
+}
+
+LogicalResult BlockScoreModOp::verifyRegions() {
+  return verifyIndexRegion(*this, getBody(), /*hasScoreArg=*/true,
+                           Float32Type::get(getContext()), "the new score");
+}
+
+LogicalResult BlockMaskOp::verifyRegions() {
+  return verifyIndexRegion(*this, getBody(), /*hasScoreArg=*/false,
+                           IntegerType::get(getContext(), 1), "true keeps the score");
+}
+
+LogicalResult ReduceOp::verify() {
+  if (getResult().getType().getDimSize(0) != getInput().getType().getDimSize(0))
+    return emitOpError("result length must equal the input's row count");
+  return success();
+}
+
+LogicalResult BroadcastOp::verify() {
+  if (getResult().getType().getDimSize(0) != getInput().getType().getDimSize(0))
+    return emitOpError("result row count must equal the input length");
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "tilefuse/dialect/TileOps.cpp.inc"

@@ -1,0 +1,25 @@
+// Causal attention: query i sees keys 0..i (top-left aligned when M != N, as PyTorch's is_causal
+// and FlexAttention's causal mask). tile-block-pruning skips the blocks above the diagonal.
+!elt = bf16
+!qkv = memref<?x?x?x64x!elt, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!in = tensor<?x?x?x64x!elt>
+!scores = tensor<?x?x?x?xf32>
+
+func.func @causal(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+  %q = tile.load %Q : !qkv -> !in
+  %k = tile.load %K : !qkv -> !in
+  %v = tile.load %V : !qkv -> !in
+  %s = tile.dot %q, %k transpose_rhs : !in, !in -> !scores
+  %t = tile.scale %s by 0.125 : !scores
+  %u = tile.mask %t : !scores {
+  ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+    %keep = arith.cmpi ule, %kv, %qi : index
+    tile.yield %keep : i1
+  }
+  %p, %lse = tile.softmax %u : !scores -> !scores, tensor<?x?x?xf32>
+  %o = tile.dot %p, %v : !scores, !in -> tensor<?x?x?x64xf32>
+  tile.store %o, %O : tensor<?x?x?x64xf32>, !qkv
+  tile.store %lse, %LSE : tensor<?x?x?xf32>, !lse
+  return
+}

@@ -1,0 +1,28 @@
+// Logit soft-capping (Gemma 2, Grok): scores become cap * tanh(score / cap), cap = 30, applied to
+// the scaled scores.
+!elt = bf16
+!qkv = memref<?x?x?x64x!elt, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!in = tensor<?x?x?x64x!elt>
+!scores = tensor<?x?x?x?xf32>
+
+func.func @softcap(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+  %q = tile.load %Q : !qkv -> !in
+  %k = tile.load %K : !qkv -> !in
+  %v = tile.load %V : !qkv -> !in
+  %s = tile.dot %q, %k transpose_rhs : !in, !in -> !scores
+  %t = tile.scale %s by 0.125 : !scores
+  %u = tile.score_mod %t : !scores {
+  ^bb0(%s: f32, %b: index, %h: index, %qi: index, %kv: index):
+    %cap = arith.constant 30.0 : f32
+    %x = arith.divf %s, %cap : f32
+    %th = math.tanh %x : f32
+    %r = arith.mulf %th, %cap : f32
+    tile.yield %r : f32
+  }
+  %p, %lse = tile.softmax %u : !scores -> !scores, tensor<?x?x?xf32>
+  %o = tile.dot %p, %v : !scores, !in -> tensor<?x?x?x64xf32>
+  tile.store %o, %O : tensor<?x?x?x64xf32>, !qkv
+  tile.store %lse, %LSE : tensor<?x?x?xf32>, !lse
+  return
+}

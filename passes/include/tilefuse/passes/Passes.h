@@ -1,0 +1,43 @@
+//===- Passes.h - tilefuse passes and pipelines -----------------*- C++ -*-===//
+#ifndef TILEFUSE_PASSES_PASSES_H
+#define TILEFUSE_PASSES_PASSES_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassOptions.h"
+#include "tilefuse/dialect/TileOps.h"
+
+namespace tilefuse {
+
+#define GEN_PASS_DECL
+#include "tilefuse/passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "tilefuse/passes/Passes.h.inc"
+
+/// Attribute names shared by the passes: which sweep of the tiled softmax a key/value loop is.
+constexpr llvm::StringLiteral kSweepAttr = "tile.sweep";
+/// Marks every loop over key/value blocks (the sweeps, and the fused loop).
+constexpr llvm::StringLiteral kKVLoopAttr = "tile.kv_loop";
+
+/// Options of the front-end pipeline (levels 1-4): tile sizes and instrumentation.
+struct FrontEndOptions : public mlir::PassPipelineOptions<FrontEndOptions> {
+  Option<int64_t> blockM{*this, "block-m", llvm::cl::desc("Br: rows of Q per program"),
+                         llvm::cl::init(64)};
+  Option<int64_t> blockN{*this, "block-n", llvm::cl::desc("Bc: key/value columns per block"),
+                         llvm::cl::init(64)};
+  Option<bool> instrument{*this, "instrument",
+                          llvm::cl::desc("Count visited blocks (tile.block_event)"),
+                          llvm::cl::init(false)};
+};
+
+/// tile-tiling, tile-online-softmax, tile-block-pruning, then cleanup.
+void buildTileFrontEndPipeline(mlir::OpPassManager &pm, const FrontEndOptions &options);
+/// The front end, then the CPU reference lowering down to the LLVM dialect.
+void buildTileToCpuPipeline(mlir::OpPassManager &pm, const FrontEndOptions &options);
+/// Registers the named pipelines `tile-front-end` and `tile-to-cpu`.
+void registerTilePipelines();
+
+} // namespace tilefuse
+
+#endif

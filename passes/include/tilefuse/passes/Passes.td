@@ -1,0 +1,60 @@
+//===- Passes.td - tilefuse passes over the tile dialect ---*- tablegen -*-===//
+//
+// One pass per file under passes/lib; the order is named in passes/lib/Pipelines.cpp.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TILEFUSE_PASSES_TD
+#define TILEFUSE_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TileTiling : Pass<"tile-tiling", "mlir::func::FuncOp"> {
+  let summary = "Rewrites written-form attention into a grid of programs over Br x Bc blocks";
+  let description = [{
+    Matches load -> dot(Q, K^T) -> [scale] -> [score_mod] -> [mask] -> softmax -> dot(P, V) ->
+    store and produces one program per (batch, head, Br-row block of Q) inside an `scf.forall`.
+    The softmax over the key dimension becomes the exact three-sweep tiled form (row max, row
+    sum, normalized P x V), each sweep a loop over Bc-column blocks of K and V; the online-softmax
+    pass later fuses the sweeps. Row and column blocks at the end of the sequences are masked
+    (loads past the bound read zero, the key bound joins the mask region), so any M and N work.
+  }];
+  let options = [
+    Option<"blockM", "block-m", "int64_t", "64", "Br: rows of Q per program">,
+    Option<"blockN", "block-n", "int64_t", "64", "Bc: columns of K/V per loop iteration">
+  ];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
+                           "mlir::math::MathDialect", "mlir::tensor::TensorDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
+def TileOnlineSoftmax : Pass<"tile-online-softmax", "mlir::func::FuncOp"> {
+  let summary = "Fuses the three softmax sweeps into one loop with a running max and sum";
+  let description = [{
+    Recognizes the max / sum / P x V sweeps emitted by tile-tiling over the same key/value range
+    and rewrites them into one loop carrying the running row max m and row sum l in f32 (FA2's
+    recurrence): scores are kept in base-2 units, with log2(e) folded into the softmax scale when
+    nothing but masks sits between them, p = exp2(s - m), the accumulator is rescaled by
+    exp2(m_old - m_new), and it is normalized by 1/l once after the loop. Fully masked rows keep
+    m = -inf and l = 0 and produce a zero output and a logsumexp of -inf, never NaN.
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
+                           "mlir::math::MathDialect"];
+}
+
+def TileBlockPruning : Pass<"tile-block-pruning", "mlir::func::FuncOp"> {
+  let summary = "Classifies key/value blocks as empty, full or partial from the mask region";
+  let description = [{
+    Evaluates each block_mask region over index intervals (the block's rows and columns) and emits
+    that interval evaluation as IR. Key/value loops then start at the first and stop after the last
+    block that may hold a kept score, skip empty blocks inside the range, and run full blocks
+    through a copy of the body without any mask arithmetic; only partial blocks apply the mask.
+    Ops the interval evaluator does not model make a block partial, never wrongly empty or full.
+  }];
+  let options = [
+    Option<"instrument", "instrument", "bool", "false",
+           "Count visited full and partial blocks with tile.block_event (for tests)">
+  ];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
+}
+
+#endif // TILEFUSE_PASSES_TD

@@ -1,0 +1,43 @@
+//===- Pipelines.cpp - the named tilefuse pipelines, end to end -----------===//
+//
+//   tile-front-end  levels 1-4: tile-tiling, tile-online-softmax, tile-block-pruning, cleanup
+//   tile-to-cpu     the front end, then the CPU reference lowering to the LLVM dialect
+//
+//===----------------------------------------------------------------------===//
+#include "tilefuse/passes/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+#include "tilefuse/codegen/Passes.h"
+
+using namespace mlir;
+
+void tilefuse::buildTileFrontEndPipeline(OpPassManager &pm, const FrontEndOptions &options) {
+  TileTilingOptions tiling;
+  tiling.blockM = options.blockM;
+  tiling.blockN = options.blockN;
+  pm.addNestedPass<func::FuncOp>(createTileTiling(tiling));
+  pm.addNestedPass<func::FuncOp>(createTileOnlineSoftmax());
+  TileBlockPruningOptions pruning;
+  pruning.instrument = options.instrument;
+  pm.addNestedPass<func::FuncOp>(createTileBlockPruning(pruning));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void tilefuse::buildTileToCpuPipeline(OpPassManager &pm, const FrontEndOptions &options) {
+  buildTileFrontEndPipeline(pm, options);
+  pm.addPass(createTileToCpuLoops());
+  pm.addPass(createCanonicalizerPass());
+  buildCpuLoopsToLLVMPipeline(pm);
+}
+
+void tilefuse::registerTilePipelines() {
+  PassPipelineRegistration<FrontEndOptions>(
+      "tile-front-end", "Tiling, online softmax and block pruning (levels 1-4)",
+      buildTileFrontEndPipeline);
+  PassPipelineRegistration<FrontEndOptions>(
+      "tile-to-cpu", "The front end, then the CPU reference lowering to the LLVM dialect",
+      buildTileToCpuPipeline);
+}

@@ -1,0 +1,317 @@
+//===- TileTiling.cpp - written-form attention to a grid of block programs ===//
+//
+// Level 1 -> level 2. One program per (batch, head, Br-row block of Q) in an scf.forall whose
+// induction variables are the program ids; inside, the softmax over keys is the exact tiled form:
+// three sweeps over Bc-column blocks (row max, row sum of exp, normalized P x V). That form is
+// correct on its own; tile-online-softmax fuses the sweeps into one.
+//
+//===----------------------------------------------------------------------===//
+#include "tilefuse/passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace tilefuse {
+#define GEN_PASS_DEF_TILETILING
+#include "tilefuse/passes/Passes.h.inc"
+} // namespace tilefuse
+
+using namespace mlir;
+using namespace tilefuse;
+using namespace tilefuse::tile;
+
+namespace {
+
+/// The written-form attention that tiling understands, found from its softmax.
+struct AttentionChain {
+  SoftmaxOp softmax;
+  DotOp qk, pv;
+  LoadOp q, k, v;
+  /// scale / score_mod / mask ops between Q.K^T and the softmax, in program order.
+  SmallVector<Operation *> scoreOps;
+  StoreOp outStore;
+  StoreOp lseStore; // may be null: the logsumexp is then not written
+};
+
+/// Walks from the softmax to its producers and consumers; emits a diagnostic at the op that does
+/// not fit and fails.
+FailureOr<AttentionChain> matchChain(SoftmaxOp softmax) {
+  AttentionChain c;
+  c.softmax = softmax;
+  Value s = softmax.getInput();
+  while (Operation *def = s.getDefiningOp()) {
+    if (isa<ScaleOp, ScoreModOp, MaskOp>(def)) {
+      c.scoreOps.push_back(def);
+      s = def->getOperand(0);
+      continue;
+    }
+    break;
+  }
+  std::reverse(c.scoreOps.begin(), c.scoreOps.end());
+  c.qk = s.getDefiningOp<DotOp>();
+  if (!c.qk || !c.qk.getTransposeRhs())
+    return softmax.emitOpError("scores must come from tile.dot %q, %k transpose_rhs through "
+                               "scale/score_mod/mask ops only");
+  c.q = c.qk.getLhs().getDefiningOp<LoadOp>();
+  c.k = c.qk.getRhs().getDefiningOp<LoadOp>();
+  if (!c.q || !c.k)
+    return c.qk.emitOpError("operands must be tile.load results to be tiled");
+  for (Operation *op : c.scoreOps)
+    if (!op->getResult(0).hasOneUse())
+      return op->emitOpError("intermediate scores must have a single use to be tiled");
+
+  for (Operation *user : softmax.getProbs().getUsers()) {
+    auto dot = dyn_cast<DotOp>(user);
+    if (!dot || dot.getLhs() != softmax.getProbs() || dot.getTransposeRhs() || c.pv)
+      return user->emitOpError("the probabilities may only feed one tile.dot %p, %v");
+    c.pv = dot;
+  }
+  if (!c.pv)
+    return softmax.emitOpError("probabilities are unused: nothing to compute");
+  c.v = c.pv.getRhs().getDefiningOp<LoadOp>();
+  if (!c.v)
+    return c.pv.emitOpError("the value operand must be a tile.load result");
+  for (Operation *user : c.pv.getResult().getUsers()) {
+    auto store = dyn_cast<StoreOp>(user);
+    if (!store || c.outStore)
+      return user->emitOpError("the attention output may only feed one tile.store");
+    c.outStore = store;
+  }
+  if (!c.outStore)
+    return c.pv.emitOpError("the attention output is never stored");
+  for (Operation *user : softmax.getLogsumexp().getUsers()) {
+    auto store = dyn_cast<StoreOp>(user);
+    if (!store || c.lseStore)
+      return user->emitOpError("the logsumexp may only feed one tile.store");
+    c.lseStore = store;
+  }
+  auto qTy = c.q.getView().getType(), vTy = c.v.getView().getType();
+  if (ShapedType::isDynamic(qTy.getDimSize(3)) || ShapedType::isDynamic(vTy.getDimSize(3)))
+    return c.q.emitOpError("the head dimension must be static to be tiled");
+  return c;
+}
+
+DenseElementsAttr splat(RankedTensorType ty, double v) {
+  return DenseElementsAttr::get(ty, APFloat(static_cast<float>(v)));
+}
+
+/// Emits the tiled program for one matched chain.
+class TilingEmitter {
+public:
+  TilingEmitter(OpBuilder &b, Location loc, AttentionChain c, int64_t br, int64_t bc)
+      : b(b), loc(loc), c(c), br(br), bc(bc) {
+    f32 = b.getF32Type();
+    rowTy = RankedTensorType::get({br}, f32);
+    scoreTy = RankedTensorType::get({br, bc}, f32);
+    int64_t dv = c.v.getView().getType().getDimSize(3);
+    accTy = RankedTensorType::get({br, dv}, f32);
+  }
+
+  void emit() {
+    Value Q = c.q.getView(), K = c.k.getView(), V = c.v.getView();
+    Value c0 = idx(0), c1 = idx(1);
+    Value batch = memref::DimOp::create(b, loc, Q, 0);
+    Value heads = memref::DimOp::create(b, loc, Q, 1);
+    M = memref::DimOp::create(b, loc, Q, 2);
+    Value kvHeads = memref::DimOp::create(b, loc, K, 1);
+    N = memref::DimOp::create(b, loc, K, 2);
+    Value group = arith::DivUIOp::create(b, loc, heads, kvHeads);
+    Value rowBlocks = arith::CeilDivUIOp::create(b, loc, M, idx(br));
+    Value colBlocks = arith::CeilDivUIOp::create(b, loc, N, idx(bc));
+
+    auto forall = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{batch, heads, rowBlocks}, ValueRange{},
+        /*mapping=*/std::nullopt);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(forall.getBody());
+    bIdx = forall.getInductionVar(0);
+    hIdx = forall.getInductionVar(1);
+    row0 = arith::MulIOp::create(b, loc, forall.getInductionVar(2), idx(br));
+    hkv = arith::DivUIOp::create(b, loc, hIdx, group);
+
+    auto qElt = c.q.getView().getType().getElementType();
+    int64_t d = c.q.getView().getType().getDimSize(3);
+    qBlock = BlockLoadOp::create(b, loc, RankedTensorType::get({br, d}, qElt), Q,
+                                 ValueRange{bIdx, hIdx, row0}, M);
+
+    // Sweep 1: row max of the (modified, masked) scores.
+    Value negInf = cst(rowTy, -INFINITY), zero = cst(rowTy, 0.0);
+    auto maxLoop = sweep(c0, colBlocks, c1, zero.getType(), negInf, "max",
+                         [&](Value j, Value m) -> Value {
+                           Value s = scoreBlock(j);
+                           Value bm = ReduceOp::create(b, loc, rowTy, ReduceKind::Max, s);
+                           return arith::MaximumFOp::create(b, loc, m, bm);
+                         });
+    Value m = maxLoop.getResult(0);
+    // Rows with no kept score keep m = -inf; subtract 0 there so exp gives 0, not NaN.
+    Value isEmptyRow =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, negInf);
+    Value mSafe = arith::SelectOp::create(b, loc, isEmptyRow, zero, m);
+
+    // Sweep 2: row sum of exp(s - m).
+    auto sumLoop = sweep(c0, colBlocks, c1, rowTy, zero, "sum", [&](Value j, Value l) -> Value {
+      Value e = expShifted(scoreBlock(j), mSafe);
+      Value bs = ReduceOp::create(b, loc, rowTy, ReduceKind::Sum, e);
+      return arith::AddFOp::create(b, loc, l, bs);
+    });
+    Value l = sumLoop.getResult(0);
+    Value isZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zero);
+    Value lSafe = arith::SelectOp::create(b, loc, isZero, cst(rowTy, 1.0), l);
+    Value rl = arith::DivFOp::create(b, loc, cst(rowTy, 1.0), lSafe);
+
+    // Sweep 3: acc += (exp(s - m) / l) x V.
+    auto pvLoop = sweep(c0, colBlocks, c1, accTy, cst(accTy, 0.0), "pv",
+                        [&](Value j, Value acc) -> Value {
+                          Value p = expShifted(scoreBlock(j), mSafe);
+                          Value rlB = BroadcastOp::create(b, loc, scoreTy, rl);
+                          p = arith::MulFOp::create(b, loc, p, rlB);
+                          Value col0 = arith::MulIOp::create(b, loc, j, idx(bc));
+                          auto vElt = c.v.getView().getType().getElementType();
+                          Value vBlock = BlockLoadOp::create(
+                              b, loc, RankedTensorType::get({bc, accTy.getDimSize(1)}, vElt), V,
+                              ValueRange{bIdx, hkv, col0}, N);
+                          return BlockDotOp::create(b, loc, accTy, p, vBlock, acc,
+                                                    /*transpose_rhs=*/false);
+                        });
+    BlockStoreOp::create(b, loc, pvLoop.getResult(0), c.outStore.getView(),
+                         ValueRange{bIdx, hIdx, row0}, M);
+    if (c.lseStore) {
+      // logsumexp = m + log(l); -inf for rows with no kept score.
+      Value lse = arith::AddFOp::create(b, loc, mSafe, math::LogOp::create(b, loc, l));
+      BlockStoreOp::create(b, loc, lse, c.lseStore.getView(), ValueRange{bIdx, hIdx, row0}, M);
+    }
+  }
+
+private:
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value cst(RankedTensorType ty, double v) {
+    return arith::ConstantOp::create(b, loc, ty, splat(ty, v));
+  }
+
+  Value expShifted(Value s, Value rowMax) {
+    Value mB = BroadcastOp::create(b, loc, scoreTy, rowMax);
+    return math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, s, mB));
+  }
+
+  scf::ForOp sweep(Value lb, Value ub, Value step, Type iterTy, Value init, StringRef name,
+                   function_ref<Value(Value, Value)> body) {
+    auto loop = scf::ForOp::create(b, loc, lb, ub, step, ValueRange{init},
+                                   [&](OpBuilder &nb, Location, Value iv, ValueRange iters) {
+                                     OpBuilder::InsertionGuard g(b);
+                                     b.setInsertionPoint(nb.getInsertionBlock(),
+                                                         nb.getInsertionPoint());
+                                     Value next = body(iv, iters[0]);
+                                     scf::YieldOp::create(b, loc, next);
+                                   });
+    loop->setAttr(kSweepAttr, b.getStringAttr(name));
+    loop->setAttr(kKVLoopAttr, b.getUnitAttr());
+    return loop;
+  }
+
+  /// One Br x Bc block of scores for key block j: Q.K^T, then the chain's ops in order, then the
+  /// key bound (kv_idx < N) as the last mask so any N works.
+  Value scoreBlock(Value j) {
+    Value col0 = arith::MulIOp::create(b, loc, j, idx(bc));
+    auto kElt = c.k.getView().getType().getElementType();
+    int64_t d = c.k.getView().getType().getDimSize(3);
+    Value kBlock = BlockLoadOp::create(b, loc, RankedTensorType::get({bc, d}, kElt),
+                                       c.k.getView(), ValueRange{bIdx, hkv, col0}, N);
+    Value s = BlockDotOp::create(b, loc, scoreTy, qBlock, kBlock, Value(),
+                                 /*transpose_rhs=*/true);
+    BlockMaskOp lastMask;
+    for (Operation *op : c.scoreOps) {
+      lastMask = nullptr;
+      if (auto scale = dyn_cast<ScaleOp>(op)) {
+        s = arith::MulFOp::create(b, loc, s,
+                                  cst(scoreTy, scale.getFactor().convertToDouble()));
+      } else if (auto mod = dyn_cast<ScoreModOp>(op)) {
+        auto blk = BlockScoreModOp::create(b, loc, scoreTy, s, bIdx, hIdx, row0, col0);
+        mod.getBody().cloneInto(&blk.getBody(), mapping);
+        s = blk;
+      } else {
+        auto mask = cast<MaskOp>(op);
+        lastMask = BlockMaskOp::create(b, loc, scoreTy, s, bIdx, hIdx, row0, col0);
+        mask.getBody().cloneInto(&lastMask.getBody(), mapping);
+        s = lastMask;
+      }
+    }
+    if (!lastMask) {
+      // No mask last in the chain: the key bound gets a mask of its own.
+      lastMask = BlockMaskOp::create(b, loc, scoreTy, s, bIdx, hIdx, row0, col0);
+      Block *blk = b.createBlock(&lastMask.getBody(), {}, SmallVector<Type>(4, b.getIndexType()),
+                                 SmallVector<Location>(4, loc));
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToEnd(blk);
+      YieldOp::create(b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, 1, 1)});
+    }
+    andKeyBound(lastMask);
+    return lastMask;
+  }
+
+  /// Rewrites the mask's yield to `yield(pred && kv_idx < N)`.
+  void andKeyBound(BlockMaskOp mask) {
+    Block &blk = mask.getBody().front();
+    auto yield = cast<YieldOp>(blk.getTerminator());
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(yield);
+    Value inBounds =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, blk.getArgument(3), N);
+    Value keep = arith::AndIOp::create(b, loc, yield.getValues()[0], inBounds);
+    yield->setOperands(ValueRange{keep});
+  }
+
+  OpBuilder &b;
+  Location loc;
+  AttentionChain c;
+  int64_t br, bc;
+  Type f32;
+  RankedTensorType rowTy, scoreTy, accTy;
+  Value M, N, bIdx, hIdx, row0, hkv, qBlock;
+  IRMapping mapping;
+};
+
+struct TileTilingPass : public tilefuse::impl::TileTilingBase<TileTilingPass> {
+  using TileTilingBase::TileTilingBase;
+
+  void runOnOperation() override {
+    if (blockM <= 0 || blockN <= 0) {
+      getOperation().emitError() << "tile-tiling: block sizes must be positive (block-m="
+                                 << blockM << ", block-n=" << blockN << ")";
+      return signalPassFailure();
+    }
+    SmallVector<SoftmaxOp> softmaxes;
+    getOperation().walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
+    for (SoftmaxOp softmax : softmaxes) {
+      FailureOr<AttentionChain> chain = matchChain(softmax);
+      if (failed(chain))
+        return signalPassFailure();
+      // Emit where the last store is, so every view is defined there.
+      Operation *last = chain->outStore;
+      if (chain->lseStore && last->isBeforeInBlock(chain->lseStore))
+        last = chain->lseStore;
+      OpBuilder b(last);
+      TilingEmitter(b, softmax.getLoc(), *chain, blockM, blockN).emit();
+
+      IRRewriter rewriter(&getContext());
+      rewriter.eraseOp(chain->outStore);
+      if (chain->lseStore)
+        rewriter.eraseOp(chain->lseStore);
+      SmallVector<Operation *> dead = {chain->pv, chain->softmax};
+      for (auto it = chain->scoreOps.rbegin(); it != chain->scoreOps.rend(); ++it)
+        dead.push_back(*it);
+      dead.push_back(chain->qk);
+      for (Operation *op : dead)
+        rewriter.eraseOp(op);
+      llvm::SmallPtrSet<Operation *, 3> loads = {chain->v, chain->k, chain->q};
+      for (Operation *load : loads)
+        if (load->use_empty())
+          rewriter.eraseOp(load);
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,60 @@
+//===- CpuKernel.h - attention kernels on the CPU reference backend -*- C++ -*-===//
+//
+// Compiles a tile DSL kernel through the `tile-to-cpu` pipeline and runs it in process with MLIR's
+// ExecutionEngine. It is the reference backend: every variant runs on any machine, bit for bit the
+// same algorithm (tiling, online softmax, block pruning) the GPU path runs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TILEFUSE_RUNTIME_CPUKERNEL_H
+#define TILEFUSE_RUNTIME_CPUKERNEL_H
+
+#include "tilefuse/runtime/HostView.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+
+namespace tilefuse::runtime {
+
+struct CpuCompileOptions {
+  int64_t blockM = 64; ///< Br
+  int64_t blockN = 64; ///< Bc
+  /// Count visited blocks (full / partial) through tile.block_event.
+  bool instrument = false;
+};
+
+/// Key/value blocks that ran, by class (only with CpuCompileOptions::instrument).
+struct BlockCounts {
+  int64_t full = 0;
+  int64_t partial = 0;
+  int64_t visited() const { return full + partial; }
+};
+
+class CpuKernel {
+public:
+  /// Parses `source` (diagnostics name it `bufferName`, e.g. kernels/causal.mlir), runs the
+  /// pipeline and JIT-compiles the result. Errors carry the diagnostics with file:line:col.
+  static llvm::Expected<std::unique_ptr<CpuKernel>>
+  compile(llvm::StringRef source, llvm::StringRef bufferName, const CpuCompileOptions &options);
+  ~CpuKernel();
+
+  /// Runs attention on host views: Q, O are B x H x M x D; K, V are B x Hkv x N x D; lse is
+  /// B x H x M f32. Shapes and strides are checked against each other and the kernel's types.
+  llvm::Error run(const HostView &q, const HostView &k, const HostView &v, const HostView &o,
+                  const HostView &lse, BlockCounts *counts = nullptr) const;
+
+  llvm::StringRef name() const;
+  ElementType elementType() const;
+  /// The static head dimension the kernel was written for.
+  int64_t headDim() const;
+
+private:
+  struct Impl;
+  explicit CpuKernel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace tilefuse::runtime
+
+#endif

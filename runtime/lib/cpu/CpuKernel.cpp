@@ -1,0 +1,250 @@
+//===- CpuKernel.cpp - attention kernels on the CPU reference backend -----===//
+#include "tilefuse/runtime/CpuKernel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "tilefuse/codegen/Passes.h"
+#include "tilefuse/dialect/TileOps.h"
+#include "tilefuse/passes/Passes.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <mutex>
+
+using namespace mlir;
+using namespace tilefuse;
+using namespace tilefuse::runtime;
+
+namespace {
+
+thread_local BlockCounts *activeCounts = nullptr;
+
+extern "C" void tilefuseCpuBlockEvent(int32_t kind) {
+  if (!activeCounts)
+    return;
+  if (kind == static_cast<int32_t>(tile::BlockClass::Full))
+    ++activeCounts->full;
+  else
+    ++activeCounts->partial;
+}
+
+/// One memref argument as the kernel declares it: static sizes (or -1) and static strides.
+struct ArgSpec {
+  std::string name;
+  int rank = 0;
+  std::array<int64_t, 4> sizes{-1, -1, -1, -1};
+  std::array<int64_t, 4> strides{-1, -1, -1, -1};
+  Type elementType;
+};
+
+/// The memref descriptor MLIR's C interface passes for a ranked memref.
+template <int N> struct Descriptor {
+  void *allocated;
+  void *aligned;
+  int64_t offset;
+  int64_t sizes[N];
+  int64_t strides[N];
+};
+
+llvm::Error makeError(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+std::once_flag nativeTargetOnce;
+
+} // namespace
+
+struct CpuKernel::Impl {
+  std::unique_ptr<MLIRContext> context;
+  std::unique_ptr<ExecutionEngine> engine;
+  std::string name;
+  std::vector<ArgSpec> args;
+  ElementType elt = ElementType::BF16;
+  int64_t headDim = 0;
+  using KernelFn = void (*)(Descriptor<4> *, Descriptor<4> *, Descriptor<4> *, Descriptor<4> *,
+                            Descriptor<3> *);
+  KernelFn fn = nullptr;
+};
+
+CpuKernel::CpuKernel(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+CpuKernel::~CpuKernel() = default;
+llvm::StringRef CpuKernel::name() const { return impl->name; }
+ElementType CpuKernel::elementType() const { return impl->elt; }
+int64_t CpuKernel::headDim() const { return impl->headDim; }
+
+llvm::Expected<std::unique_ptr<CpuKernel>>
+CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
+                   const CpuCompileOptions &options) {
+  std::call_once(nativeTargetOnce, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  auto impl = std::make_unique<Impl>();
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registry.insert<tile::TileDialect>();
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  impl->context = std::make_unique<MLIRContext>(registry);
+  MLIRContext &ctx = *impl->context;
+  ctx.loadDialect<tile::TileDialect, func::FuncDialect>();
+
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, bufferName),
+                               llvm::SMLoc());
+  std::string diagnostics;
+  llvm::raw_string_ostream diagOS(diagnostics);
+  SourceMgrDiagnosticHandler handler(sourceMgr, &ctx, diagOS);
+
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  if (!module)
+    return makeError("cannot parse " + bufferName + ":\n" + diagnostics);
+
+  // The kernel is the module's one function with a body.
+  func::FuncOp kernel;
+  for (auto fn : module->getOps<func::FuncOp>()) {
+    if (fn.isExternal())
+      continue;
+    if (kernel)
+      return makeError(bufferName + ": expected one kernel function, found @" +
+                       kernel.getSymName() + " and @" + fn.getSymName());
+    kernel = fn;
+  }
+  if (!kernel)
+    return makeError(bufferName + ": no kernel function (func.func with a body)");
+  impl->name = kernel.getSymName().str();
+  static const char *kArgNames[] = {"Q", "K", "V", "O", "LSE"};
+  static const int kRanks[] = {4, 4, 4, 4, 3};
+  auto argTypes = kernel.getArgumentTypes();
+  if (argTypes.size() != 5 || kernel.getNumResults() != 0)
+    return makeError(bufferName + ": kernel @" + impl->name +
+                     " must take (Q, K, V, O, LSE) memrefs and return nothing");
+  for (unsigned i = 0; i < 5; ++i) {
+    auto mt = dyn_cast<MemRefType>(argTypes[i]);
+    if (!mt || mt.getRank() != kRanks[i])
+      return makeError(bufferName + ": argument " + kArgNames[i] + " of @" + impl->name +
+                       " must be a rank-" + llvm::Twine(kRanks[i]) + " memref");
+    ArgSpec spec;
+    spec.name = kArgNames[i];
+    spec.rank = mt.getRank();
+    spec.elementType = mt.getElementType();
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(mt.getStridesAndOffset(strides, offset)))
+      return makeError(bufferName + ": argument " + spec.name + " has a non-strided layout");
+    for (int d = 0; d < spec.rank; ++d) {
+      spec.sizes[d] = mt.isDynamicDim(d) ? -1 : mt.getDimSize(d);
+      spec.strides[d] = ShapedType::isDynamic(strides[d]) ? -1 : strides[d];
+    }
+    impl->args.push_back(spec);
+  }
+  Type elt = impl->args[0].elementType;
+  impl->elt = elt.isBF16() ? ElementType::BF16 : elt.isF16() ? ElementType::F16 : ElementType::F32;
+  for (int i : {1, 2, 3})
+    if (impl->args[i].elementType != elt)
+      return makeError(bufferName + ": Q, K, V and O must share one element type");
+  if (!impl->args[4].elementType.isF32())
+    return makeError(bufferName + ": LSE must be f32");
+  impl->headDim = impl->args[0].sizes[3];
+  kernel->setAttr("llvm.emit_c_interface", UnitAttr::get(&ctx));
+
+  PassManager pm(&ctx, ModuleOp::getOperationName());
+  FrontEndOptions feo;
+  feo.blockM = options.blockM;
+  feo.blockN = options.blockN;
+  feo.instrument = options.instrument;
+  buildTileToCpuPipeline(pm, feo);
+  if (failed(pm.run(*module)))
+    return makeError("compiling " + bufferName + " failed:\n" + diagnostics);
+
+  ExecutionEngineOptions eeOptions;
+  eeOptions.transformer = makeOptimizingTransformer(/*optLevel=*/2, /*sizeLevel=*/0, nullptr);
+  auto engine = ExecutionEngine::create(*module, eeOptions);
+  if (!engine)
+    return makeError("JIT compilation of " + bufferName +
+                     " failed: " + llvm::toString(engine.takeError()) + "\n" + diagnostics);
+  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap map;
+    map[interner(kBlockEventSymbol)] = {llvm::orc::ExecutorAddr::fromPtr(&tilefuseCpuBlockEvent),
+                                        llvm::JITSymbolFlags::Exported};
+    return map;
+  });
+  auto sym = (*engine)->lookup("_mlir_ciface_" + impl->name);
+  if (!sym)
+    return makeError("JIT: kernel entry not found: " + llvm::toString(sym.takeError()));
+  impl->fn = reinterpret_cast<Impl::KernelFn>(*sym);
+  impl->engine = std::move(*engine);
+  return std::unique_ptr<CpuKernel>(new CpuKernel(std::move(impl)));
+}
+
+llvm::Error CpuKernel::run(const HostView &q, const HostView &k, const HostView &v,
+                           const HostView &o, const HostView &lse, BlockCounts *counts) const {
+  const HostView *views[] = {&q, &k, &v, &o, &lse};
+  for (int i = 0; i < 5; ++i) {
+    const ArgSpec &spec = impl->args[i];
+    const HostView &view = *views[i];
+    if (!view.data)
+      return makeError(spec.name + " is null");
+    if (view.rank != spec.rank)
+      return makeError(spec.name + " must have rank " + llvm::Twine(spec.rank));
+    for (int d = 0; d < spec.rank; ++d) {
+      if (view.sizes[d] < 0 || view.strides[d] < 0)
+        return makeError(spec.name + ": negative size or stride in dimension " + llvm::Twine(d));
+      if (spec.sizes[d] >= 0 && view.sizes[d] != spec.sizes[d])
+        return makeError(spec.name + ": dimension " + llvm::Twine(d) + " is " +
+                         llvm::Twine(view.sizes[d]) + " but kernel @" + impl->name +
+                         " was written for " + llvm::Twine(spec.sizes[d]));
+      if (spec.strides[d] >= 0 && view.strides[d] != spec.strides[d])
+        return makeError(spec.name + ": stride " + llvm::Twine(d) + " must be " +
+                         llvm::Twine(spec.strides[d]));
+    }
+  }
+  int64_t B = q.sizes[0], H = q.sizes[1], M = q.sizes[2], D = q.sizes[3];
+  int64_t Hkv = k.sizes[1], N = k.sizes[2];
+  if (k.sizes[0] != B || v.sizes[0] != B || o.sizes[0] != B || lse.sizes[0] != B)
+    return makeError("Q, K, V, O and LSE must have the same batch size");
+  if (Hkv == 0 || H % Hkv != 0)
+    return makeError("query heads (" + llvm::Twine(H) +
+                     ") must be a multiple of key/value heads (" + llvm::Twine(Hkv) + ")");
+  if (v.sizes[1] != Hkv || v.sizes[2] != N)
+    return makeError("K and V must have the same heads and length");
+  if (k.sizes[3] != D)
+    return makeError("K's head dimension must equal Q's");
+  if (o.sizes[1] != H || o.sizes[2] != M || o.sizes[3] != v.sizes[3])
+    return makeError("O must be B x H x M x Dv");
+  if (lse.sizes[1] != H || lse.sizes[2] != M)
+    return makeError("LSE must be B x H x M");
+
+  Descriptor<4> d4[4];
+  for (int i = 0; i < 4; ++i) {
+    d4[i].allocated = d4[i].aligned = views[i]->data;
+    d4[i].offset = 0;
+    for (int d = 0; d < 4; ++d) {
+      d4[i].sizes[d] = views[i]->sizes[d];
+      d4[i].strides[d] = views[i]->strides[d];
+    }
+  }
+  Descriptor<3> d3;
+  d3.allocated = d3.aligned = lse.data;
+  d3.offset = 0;
+  for (int d = 0; d < 3; ++d) {
+    d3.sizes[d] = lse.sizes[d];
+    d3.strides[d] = lse.strides[d];
+  }
+  BlockCounts local;
+  activeCounts = counts ? counts : &local;
+  impl->fn(&d4[0], &d4[1], &d4[2], &d4[3], &d3);
+  activeCounts = nullptr;
+  return llvm::Error::success();
+}

@@ -1,0 +1,24 @@
+//===- tilefuse-opt.cpp - mlir-opt with the tile dialect and passes -------===//
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "tilefuse/codegen/Passes.h"
+#include "tilefuse/passes/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::registerAllPasses();
+  tilefuse::registerTilePasses();
+  tilefuse::registerCodegenPasses();
+  tilefuse::registerTilePipelines();
+
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  registry.insert<tilefuse::tile::TileDialect>();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "tilefuse optimizer driver\n", registry));
+}
