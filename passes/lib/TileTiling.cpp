@@ -230,22 +230,23 @@ private:
                                   cst(scoreTy, scale.getFactor().convertToDouble()));
       } else if (auto mod = dyn_cast<ScoreModOp>(op)) {
         auto blk = BlockScoreModOp::create(b, loc, scoreTy, s, bIdx, hIdx, row0, col0);
-        mod.getBody().cloneInto(&blk.getBody(), mapping);
+        IRMapping map;
+        mod.getBody().cloneInto(&blk.getBody(), map);
         s = blk;
       } else {
         auto mask = cast<MaskOp>(op);
         lastMask = BlockMaskOp::create(b, loc, scoreTy, s, bIdx, hIdx, row0, col0);
-        mask.getBody().cloneInto(&lastMask.getBody(), mapping);
+        IRMapping map;
+        mask.getBody().cloneInto(&lastMask.getBody(), map);
         s = lastMask;
       }
     }
     if (!lastMask) {
       // No mask last in the chain: the key bound gets a mask of its own.
       lastMask = BlockMaskOp::create(b, loc, scoreTy, s, bIdx, hIdx, row0, col0);
-      Block *blk = b.createBlock(&lastMask.getBody(), {}, SmallVector<Type>(4, b.getIndexType()),
-                                 SmallVector<Location>(4, loc));
       OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToEnd(blk);
+      b.createBlock(&lastMask.getBody(), {}, SmallVector<Type>(4, b.getIndexType()),
+                    SmallVector<Location>(4, loc));
       YieldOp::create(b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, 1, 1)});
     }
     andKeyBound(lastMask);
@@ -271,7 +272,6 @@ private:
   Type f32;
   RankedTensorType rowTy, scoreTy, accTy;
   Value M, N, bIdx, hIdx, row0, hkv, qBlock;
-  IRMapping mapping;
 };
 
 struct TileTilingPass : public tilefuse::impl::TileTilingBase<TileTilingPass> {

@@ -1,28 +1,39 @@
 //===- CpuLoopsToLLVM.cpp - upstream lowering of the CPU loops to LLVM ----===//
 #include "tilefuse/codegen/Passes.h"
 
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
-#include "llvm/Support/ErrorHandling.h"
 
 void tilefuse::buildCpuLoopsToLLVMPipeline(mlir::OpPassManager &pm) {
-  // Buffers get freed (ownership-based deallocation handles buffers carried through loops), then
-  // the usual conversions. bf16 has no host arithmetic: arith-expand rewrites its conversions to
-  // integer ops. Math ops with an LLVM intrinsic use it; the rest (tanh) call libm.
-  static constexpr llvm::StringLiteral kPipeline =
-      "buffer-deallocation-pipeline,"
-      "convert-scf-to-cf,"
-      "expand-strided-metadata,"
-      "lower-affine,"
-      "func.func(arith-expand{include-bf16=true}),"
-      "convert-math-to-llvm,"
-      "convert-math-to-libm,"
-      "finalize-memref-to-llvm,"
-      "convert-func-to-llvm,"
-      "convert-arith-to-llvm,"
-      "convert-index-to-llvm,"
-      "convert-cf-to-llvm,"
-      "reconcile-unrealized-casts";
-  if (mlir::failed(mlir::parsePassPipeline(kPipeline, pm)))
-    llvm::report_fatal_error("tilefuse: the built-in CPU lowering pipeline does not parse");
+  using namespace mlir;
+  // Buffers get freed: ownership-based deallocation handles buffers carried through loops.
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  // bf16 has no host arithmetic: its conversions become integer ops.
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addNestedPass<func::FuncOp>(arith::createArithExpandOpsPass(expand));
+  // Math ops with an LLVM intrinsic use it; the rest (tanh) call libm.
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
 }
