@@ -15,7 +15,7 @@ func.func @alibi(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
   %c1 = arith.constant 1 : index
   %H = memref.dim %Q, %c1 : !qkv
   %biased = tile.score_mod %t : !scores {
-  ^bb0(%s: f32, %b: index, %h: index, %qi: index, %kv: index):
+  ^bb0(%score: f32, %b: index, %h: index, %qi: index, %kv: index):
     %one = arith.constant 1 : index
     %h1 = arith.addi %h, %one : index
     %h1i = arith.index_cast %h1 : index to i64
@@ -31,7 +31,7 @@ func.func @alibi(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
     %d = arith.subi %kv64, %qi64 : i64
     %df = arith.sitofp %d : i64 to f32
     %bias = arith.mulf %slope, %df : f32
-    %r = arith.addf %s, %bias : f32
+    %r = arith.addf %score, %bias : f32
     tile.yield %r : f32
   }
   %u = tile.mask %biased : !scores {

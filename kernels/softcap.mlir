@@ -13,9 +13,9 @@ func.func @softcap(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
   %s = tile.dot %q, %k transpose_rhs : !in, !in -> !scores
   %t = tile.scale %s by 0.125 : !scores
   %u = tile.score_mod %t : !scores {
-  ^bb0(%s: f32, %b: index, %h: index, %qi: index, %kv: index):
+  ^bb0(%score: f32, %b: index, %h: index, %qi: index, %kv: index):
     %cap = arith.constant 30.0 : f32
-    %x = arith.divf %s, %cap : f32
+    %x = arith.divf %score, %cap : f32
     %th = math.tanh %x : f32
     %r = arith.mulf %th, %cap : f32
     tile.yield %r : f32
