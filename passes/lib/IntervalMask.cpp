@@ -293,6 +293,105 @@ private:
 
 } // namespace
 
+namespace {
+/// The predicate with its operands exchanged: a < b  <=>  b > a.
+arith::CmpIPredicate swapOperands(arith::CmpIPredicate p) {
+  using P = arith::CmpIPredicate;
+  switch (p) {
+  case P::slt: return P::sgt;
+  case P::sgt: return P::slt;
+  case P::sle: return P::sge;
+  case P::sge: return P::sle;
+  case P::ult: return P::ugt;
+  case P::ugt: return P::ult;
+  case P::ule: return P::uge;
+  case P::uge: return P::ule;
+  default: return p;
+  }
+}
+
+/// Narrows the intervals of q_idx and kv_idx by the mask's top-level conjuncts that bound them
+/// directly (`kv_idx < N`, `kv_idx <= q_idx + w` with the other side known outside the region),
+/// so that conjuncts are not judged separately where they can only hold at different elements
+/// (a window edge that lies past the key bound). Elements cut away fail a conjunct: they count
+/// as dropped, and a block cut down to nothing keeps nothing.
+struct Narrowing {
+  IntInterval q, kv;
+  Value cutSomething; // i1
+  Value nonEmpty;     // i1
+};
+
+Narrowing narrowByConjuncts(OpBuilder &b, Location loc, Region &body, IntInterval q,
+                            IntInterval kv) {
+  using P = arith::CmpIPredicate;
+  Block &block = body.front();
+  Value qArg = block.getArgument(2), kvArg = block.getArgument(3);
+  IntInterval nq = q, nkv = kv;
+  SmallVector<Value> work = {cast<tile::YieldOp>(block.getTerminator()).getValues()[0]};
+  auto outside = [&](Value v) { return !body.isAncestor(v.getParentRegion()); };
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (auto a = v.getDefiningOp<arith::AndIOp>()) {
+      work.push_back(a.getLhs());
+      work.push_back(a.getRhs());
+      continue;
+    }
+    auto c = v.getDefiningOp<arith::CmpIOp>();
+    if (!c)
+      continue;
+    Value lhs = c.getLhs(), rhs = c.getRhs();
+    P p = c.getPredicate();
+    if (outside(lhs) && (rhs == qArg || rhs == kvArg)) { // bound OP arg -> arg OP' bound
+      std::swap(lhs, rhs);
+      p = swapOperands(p);
+    }
+    if ((lhs != qArg && lhs != kvArg) || !outside(rhs) || !rhs.getType().isIndex())
+      continue;
+    IntInterval &iv = lhs == qArg ? nq : nkv;
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    // Unsigned bounds read the same as signed ones only for a non-negative bound.
+    bool isUnsigned = p == P::ult || p == P::ule || p == P::ugt || p == P::uge;
+    Value usable = isUnsigned ? b.createOrFold<arith::CmpIOp>(loc, P::sge, rhs, zero) : Value();
+    auto guarded = [&](Value narrowed, Value old) {
+      return usable ? b.createOrFold<arith::SelectOp>(loc, usable, narrowed, old) : narrowed;
+    };
+    switch (p) {
+    case P::slt:
+    case P::ult:
+      iv.hi = guarded(b.createOrFold<arith::MinSIOp>(
+                          loc, iv.hi, b.createOrFold<arith::SubIOp>(loc, rhs, one)),
+                      iv.hi);
+      break;
+    case P::sle:
+    case P::ule:
+      iv.hi = guarded(b.createOrFold<arith::MinSIOp>(loc, iv.hi, rhs), iv.hi);
+      break;
+    case P::sgt:
+    case P::ugt:
+      iv.lo = guarded(b.createOrFold<arith::MaxSIOp>(
+                          loc, iv.lo, b.createOrFold<arith::AddIOp>(loc, rhs, one)),
+                      iv.lo);
+      break;
+    case P::sge:
+    case P::uge:
+      iv.lo = guarded(b.createOrFold<arith::MaxSIOp>(loc, iv.lo, rhs), iv.lo);
+      break;
+    default:
+      break;
+    }
+  }
+  auto ne = [&](Value x, Value y) { return b.createOrFold<arith::CmpIOp>(loc, P::ne, x, y); };
+  auto orB = [&](Value x, Value y) { return b.createOrFold<arith::OrIOp>(loc, x, y); };
+  auto andB = [&](Value x, Value y) { return b.createOrFold<arith::AndIOp>(loc, x, y); };
+  auto le = [&](Value x, Value y) { return b.createOrFold<arith::CmpIOp>(loc, P::sle, x, y); };
+  Narrowing n{nq, nkv, Value(), Value()};
+  n.cutSomething = orB(orB(ne(nq.lo, q.lo), ne(nq.hi, q.hi)), orB(ne(nkv.lo, kv.lo), ne(nkv.hi, kv.hi)));
+  n.nonEmpty = andB(le(nq.lo, nq.hi), le(nkv.lo, nkv.hi));
+  return n;
+}
+} // namespace
+
 BlockClassification tilefuse::emitIntervalMaskEvaluation(OpBuilder &b, Location loc,
                                                          Region &maskBody, Value batch,
                                                          Value head, Value rowLo, Value rowHi,
@@ -302,7 +401,12 @@ BlockClassification tilefuse::emitIntervalMaskEvaluation(OpBuilder &b, Location 
   Block &block = maskBody.front();
   eval.setInt(block.getArgument(0), {batch, batch, Value()});
   eval.setInt(block.getArgument(1), {head, head, Value()});
-  eval.setInt(block.getArgument(2), {rowLo, rowHi, Value()});
-  eval.setInt(block.getArgument(3), {colLo, colHi, Value()});
-  return eval.run(maskBody);
+  Narrowing n = narrowByConjuncts(b, loc, maskBody, {rowLo, rowHi, Value()},
+                                  {colLo, colHi, Value()});
+  eval.setInt(block.getArgument(2), n.q);
+  eval.setInt(block.getArgument(3), n.kv);
+  BlockClassification c = eval.run(maskBody);
+  c.mayKeep = b.createOrFold<arith::AndIOp>(loc, c.mayKeep, n.nonEmpty);
+  c.mayDrop = b.createOrFold<arith::OrIOp>(loc, c.mayDrop, n.cutSomething);
+  return c;
 }

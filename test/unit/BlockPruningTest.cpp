@@ -1,0 +1,104 @@
+//===- BlockPruningTest.cpp - blocks visited equal the non-empty blocks ---===//
+//
+// With instrumentation, the CPU backend counts the key/value blocks that ran, split into full
+// (no mask arithmetic) and partial (mask applied). A brute-force count over the reference mask
+// gives what they must be: every non-empty block visited exactly once, and exactly the blocks with
+// some masked element (the key bound N included) applying the mask.
+//
+//===----------------------------------------------------------------------===//
+#include "TestUtil.h"
+
+#include <gtest/gtest.h>
+
+using namespace tilefuse;
+using namespace tilefuse::runtime;
+
+namespace {
+
+struct Expected {
+  int64_t full = 0, partial = 0, total = 0;
+};
+
+/// Classifies every (row block, column block) of one (b, h) by brute force. Rows run over the
+/// whole block (the interval the pass evaluates); columns at or past N count as masked.
+Expected bruteForce(const reference::Variant &v, int64_t M, int64_t N, int64_t br, int64_t bc,
+                    int64_t programs) {
+  Expected e;
+  int64_t rowBlocks = (M + br - 1) / br, colBlocks = (N + bc - 1) / bc;
+  for (int64_t rb = 0; rb < rowBlocks; ++rb)
+    for (int64_t cb = 0; cb < colBlocks; ++cb) {
+      int64_t kept = 0, all = br * bc;
+      for (int64_t i = rb * br; i < (rb + 1) * br; ++i)
+        for (int64_t j = cb * bc; j < (cb + 1) * bc; ++j)
+          kept += (j < N && (!v.mask || v.mask(0, 0, i, j))) ? 1 : 0;
+      e.total++;
+      if (kept == all)
+        e.full++;
+      else if (kept > 0)
+        e.partial++;
+    }
+  e.full *= programs;
+  e.partial *= programs;
+  e.total *= programs;
+  return e;
+}
+
+struct PruneCase {
+  std::string kernel;
+  int64_t M, N, br, bc;
+};
+
+class BlockPruning : public testing::TestWithParam<PruneCase> {};
+
+TEST_P(BlockPruning, VisitsExactlyTheNonEmptyBlocks) {
+  const PruneCase &c = GetParam();
+  auto kernel = test::compileBundled(c.kernel, "f32", c.br, c.bc, /*instrument=*/true);
+  ASSERT_TRUE(kernel);
+  reference::Problem p;
+  p.B = 1;
+  p.H = 2;
+  p.Hkv = 2;
+  p.M = c.M;
+  p.N = c.N;
+  p.D = kernel->headDim();
+  test::RunResult r = test::runAgainstReference(*kernel, c.kernel, p, 7);
+  EXPECT_LE(r.outError, 5e-6);
+  auto variant = reference::variantFor(c.kernel, p.H);
+  ASSERT_TRUE(variant);
+  Expected e = bruteForce(*variant, c.M, c.N, c.br, c.bc, p.B * p.H);
+  EXPECT_EQ(r.counts.visited(), e.full + e.partial) << "of " << e.total << " blocks";
+  EXPECT_EQ(r.counts.full, e.full) << "full blocks run without the mask";
+  EXPECT_EQ(r.counts.partial, e.partial) << "only partial blocks apply the mask";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Masks, BlockPruning,
+    testing::Values(PruneCase{"causal", 1024, 1024, 64, 64}, PruneCase{"causal", 1000, 1000, 64, 32},
+                    PruneCase{"causal", 300, 1000, 32, 64}, PruneCase{"causal", 1000, 300, 128, 16},
+                    PruneCase{"sliding_window", 1000, 1000, 64, 64},
+                    PruneCase{"sliding_window", 777, 500, 32, 16},
+                    PruneCase{"prefix_lm", 700, 700, 64, 64},
+                    PruneCase{"attention", 257, 333, 64, 64}),
+    [](const testing::TestParamInfo<PruneCase> &info) {
+      const PruneCase &c = info.param;
+      return c.kernel + "_M" + std::to_string(c.M) + "_N" + std::to_string(c.N) + "_Br" +
+             std::to_string(c.br) + "_Bc" + std::to_string(c.bc);
+    });
+
+TEST(BlockPruning, CausalVisitsAboutHalf) {
+  auto kernel = test::compileBundled("causal", "f32", 64, 64, /*instrument=*/true);
+  ASSERT_TRUE(kernel);
+  reference::Problem p;
+  p.B = 1;
+  p.H = 1;
+  p.Hkv = 1;
+  p.M = p.N = 2048;
+  p.D = kernel->headDim();
+  test::RunResult r = test::runAgainstReference(*kernel, "causal", p, 3);
+  int64_t blocks = 32 * 32;
+  EXPECT_EQ(r.counts.visited(), 32 * 33 / 2); // the lower triangle with its diagonal
+  EXPECT_EQ(r.counts.partial, 32);            // only the diagonal pays for the mask
+  EXPECT_LT(r.counts.visited(), blocks * 0.52);
+}
+
+} // namespace
