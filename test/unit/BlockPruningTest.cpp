@@ -8,7 +8,12 @@
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
 
+#include "tilefuse/kernels/Registry.h"
+
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
 
 using namespace tilefuse;
 using namespace tilefuse::runtime;
@@ -99,6 +104,74 @@ TEST(BlockPruning, CausalVisitsAboutHalf) {
   EXPECT_EQ(r.counts.visited(), 32 * 33 / 2); // the lower triangle with its diagonal
   EXPECT_EQ(r.counts.partial, 32);            // only the diagonal pays for the mask
   EXPECT_LT(r.counts.visited(), blocks * 0.52);
+}
+
+/// A mask with a hole in the middle of each row's key range (a "dilated" pattern): keys below 100
+/// and keys at least 400 past the query are kept. The pruned loop must skip the empty blocks in
+/// between, not only trim the ends.
+TEST(BlockPruning, SkipsEmptyBlocksInsideTheRange) {
+  std::string text = kernels::withElementType(kernels::find("attention")->text, "f32");
+  std::string scale = "  %t = tile.scale %s by 0.125 : !scores\n";
+  size_t pos = text.find(scale);
+  ASSERT_NE(pos, std::string::npos);
+  text.insert(pos + scale.size(), R"(  %c100 = arith.constant 100 : index
+  %c400 = arith.constant 400 : index
+  %holed = tile.mask %t : !scores {
+  ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+    %near = arith.cmpi ult, %kv, %c100 : index
+    %far0 = arith.addi %qi, %c400 : index
+    %far = arith.cmpi uge, %kv, %far0 : index
+    %keep = arith.ori %near, %far : i1
+    tile.yield %keep : i1
+  }
+)");
+  size_t sm = text.find("tile.softmax %t");
+  ASSERT_NE(sm, std::string::npos);
+  text.replace(sm, std::string("tile.softmax %t").size(), "tile.softmax %holed");
+  CpuCompileOptions opts;
+  opts.blockM = 32;
+  opts.blockN = 32;
+  opts.instrument = true;
+  auto kernel = CpuKernel::compile(text, "holed.mlir", opts);
+  ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
+
+  reference::Variant v;
+  v.mask = [](int64_t, int64_t, int64_t q, int64_t kv) { return kv < 100 || kv >= q + 400; };
+  reference::Problem p;
+  p.B = 1;
+  p.H = p.Hkv = 2;
+  p.M = 300;
+  p.N = 1000;
+  // Run through the shared helper with the reference swapped in: compare by hand here.
+  std::vector<float> q(p.B * p.H * p.M * 64), k(p.B * p.Hkv * p.N * 64), vv(k.size());
+  std::vector<float> o(q.size(), NAN), lse(p.B * p.H * p.M, NAN);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  for (auto *buf : {&q, &k, &vv})
+    for (float &x : *buf)
+      x = normal(rng);
+  BlockCounts counts;
+  llvm::Error e = (*kernel)->run(HostView::contiguous(q.data(), {1, 2, p.M, 64}),
+                                 HostView::contiguous(k.data(), {1, 2, p.N, 64}),
+                                 HostView::contiguous(vv.data(), {1, 2, p.N, 64}),
+                                 HostView::contiguous(o.data(), {1, 2, p.M, 64}),
+                                 HostView::contiguous(lse.data(), {1, 2, p.M, 0}, 3), &counts);
+  ASSERT_FALSE(static_cast<bool>(e)) << llvm::toString(std::move(e));
+  std::vector<double> refO, refL;
+  reference::attention(p, v, std::vector<double>(q.begin(), q.end()),
+                       std::vector<double>(k.begin(), k.end()),
+                       std::vector<double>(vv.begin(), vv.end()), refO, refL);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < o.size(); ++i) {
+    num += (o[i] - refO[i]) * (o[i] - refO[i]);
+    den += refO[i] * refO[i];
+  }
+  EXPECT_LE(std::sqrt(num / den), 5e-6);
+  Expected want = bruteForce(v, p.M, p.N, 32, 32, p.B * p.H);
+  EXPECT_EQ(counts.visited(), want.full + want.partial);
+  EXPECT_EQ(counts.full, want.full);
+  EXPECT_EQ(counts.partial, want.partial);
+  EXPECT_LT(counts.visited(), want.total * 0.75) << "the hole must be skipped";
 }
 
 } // namespace
