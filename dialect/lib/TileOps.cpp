@@ -170,10 +170,25 @@ LogicalResult BlockLoadOp::verify() {
 }
 
 LogicalResult BlockStoreOp::verify() {
+  Type valElt = getValue().getType().getElementType();
+  Type viewElt = getView().getType().getElementType();
+  if (valElt != viewElt && !valElt.isF32())
+    return emitOpError() << "stores " << valElt << " into a " << viewElt
+                         << " view: only f32 blocks are converted on store";
   return verifyBlockAccess(*this, getView().getType(), getValue().getType(), getIndices().size());
 }
 
+/// Blocks of the tiled form have static shapes: tiling fixes Br, Bc and the head dimension.
+static LogicalResult verifyStaticBlocks(Operation *op) {
+  for (Type t : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()))
+    if (auto tt = dyn_cast<RankedTensorType>(t); tt && !tt.hasStaticShape())
+      return op->emitOpError("block shapes must be static, got ") << tt;
+  return success();
+}
+
 LogicalResult BlockDotOp::verify() {
+  if (failed(verifyStaticBlocks(*this)))
+    return failure();
   ArrayRef<int64_t> l = getLhs().getType().getShape(), r = getRhs().getType().getShape(),
                     o = getResult().getType().getShape();
   int64_t rhsK = getTransposeRhs() ? r[1] : r[0];
@@ -198,12 +213,16 @@ LogicalResult BlockMaskOp::verifyRegions() {
 }
 
 LogicalResult ReduceOp::verify() {
+  if (failed(verifyStaticBlocks(*this)))
+    return failure();
   if (getResult().getType().getDimSize(0) != getInput().getType().getDimSize(0))
     return emitOpError("result length must equal the input's row count");
   return success();
 }
 
 LogicalResult BroadcastOp::verify() {
+  if (failed(verifyStaticBlocks(*this)))
+    return failure();
   if (getResult().getType().getDimSize(0) != getInput().getType().getDimSize(0))
     return emitOpError("result row count must equal the input length");
   return success();

@@ -89,9 +89,11 @@ FailureOr<AttentionChain> matchChain(SoftmaxOp softmax) {
       return user->emitOpError("the logsumexp may only feed one tile.store");
     c.lseStore = store;
   }
-  auto qTy = c.q.getView().getType(), vTy = c.v.getView().getType();
-  if (ShapedType::isDynamic(qTy.getDimSize(3)) || ShapedType::isDynamic(vTy.getDimSize(3)))
-    return c.q.emitOpError("the head dimension must be static to be tiled");
+  for (LoadOp load : {c.q, c.k, c.v})
+    if (load.getView().getType().isDynamicDim(3))
+      return load.emitOpError("the head dimension must be static to be tiled");
+  if (c.q.getView().getType().getDimSize(3) != c.k.getView().getType().getDimSize(3))
+    return c.qk.emitOpError("query and key head dimensions differ");
   return c;
 }
 
@@ -280,7 +282,7 @@ struct TileTilingPass : public tilefuse::impl::TileTilingBase<TileTilingPass> {
   void runOnOperation() override {
     if (blockM <= 0 || blockN <= 0) {
       getOperation().emitError() << "tile-tiling: block sizes must be positive (block-m="
-                                 << blockM << ", block-n=" << blockN << ")";
+                                 << blockM.getValue() << ", block-n=" << blockN.getValue() << ")";
       return signalPassFailure();
     }
     SmallVector<SoftmaxOp> softmaxes;

@@ -1,0 +1,229 @@
+// RUN: tilefuse-opt %s -split-input-file | tilefuse-opt -split-input-file | FileCheck %s
+// RUN: tilefuse-opt %s -split-input-file --mlir-print-op-generic | tilefuse-opt -split-input-file | FileCheck %s
+
+// Every op of the written form and of the tiled form must print in a form that parses back to
+// the same op. The second tilefuse-opt re-parses the printed IR; FileCheck checks it printed the
+// same custom syntax again.
+
+// CHECK-LABEL: func.func @load_store
+// CHECK:         %[[T:.+]] = tile.load %{{.+}} : memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>> -> tensor<?x?x?x64xbf16>
+// CHECK:         tile.store %[[T]], %{{.+}} : tensor<?x?x?x64xbf16>, memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+// CHECK:         %[[S:.+]] = tile.load %{{.+}} : memref<2x4x16x32xf16> -> tensor<2x4x16x32xf16>
+// CHECK:         tile.store %[[S]], %{{.+}} : tensor<2x4x16x32xf16>, memref<2x4x16x32xf16>
+func.func @load_store(%in: memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>,
+                      %out: memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>,
+                      %a: memref<2x4x16x32xf16>, %b: memref<2x4x16x32xf16>) {
+  %t = tile.load %in : memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>> -> tensor<?x?x?x64xbf16>
+  tile.store %t, %out : tensor<?x?x?x64xbf16>, memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+  %s = tile.load %a : memref<2x4x16x32xf16> -> tensor<2x4x16x32xf16>
+  tile.store %s, %b : tensor<2x4x16x32xf16>, memref<2x4x16x32xf16>
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @dot
+// CHECK-SAME:    (%[[Q:.+]]: tensor<?x8x?x64xbf16>, %[[K:.+]]: tensor<?x2x?x64xbf16>, %[[P:.+]]: tensor<?x8x?x?xf32>)
+// CHECK:         tile.dot %[[Q]], %[[K]] transpose_rhs : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x8x?x?xf32>
+// CHECK:         tile.dot %[[P]], %[[K]] : tensor<?x8x?x?xf32>, tensor<?x2x?x64xbf16> -> tensor<?x8x?x64xf32>
+// CHECK-NOT:     transpose_rhs
+// CHECK:         return
+func.func @dot(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %p: tensor<?x8x?x?xf32>)
+    -> (tensor<?x8x?x?xf32>, tensor<?x8x?x64xf32>) {
+  %s = tile.dot %q, %k transpose_rhs : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x8x?x?xf32>
+  %o = tile.dot %p, %k : tensor<?x8x?x?xf32>, tensor<?x2x?x64xbf16> -> tensor<?x8x?x64xf32>
+  return %s, %o : tensor<?x8x?x?xf32>, tensor<?x8x?x64xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @scale
+// CHECK:         tile.scale %{{.+}} by 1.250000e-01 : tensor<?x?x?x?xf32>
+// CHECK:         tile.scale %{{.+}} by -2.000000e+00 : tensor<1x2x3x4xf32>
+func.func @scale(%s: tensor<?x?x?x?xf32>, %t: tensor<1x2x3x4xf32>) -> (tensor<?x?x?x?xf32>, tensor<1x2x3x4xf32>) {
+  %a = tile.scale %s by 0.125 : tensor<?x?x?x?xf32>
+  %b = tile.scale %t by -2.0 : tensor<1x2x3x4xf32>
+  return %a, %b : tensor<?x?x?x?xf32>, tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @score_mod
+// CHECK:         %[[CAP:.+]] = arith.constant 3.000000e+01 : f32
+// CHECK:         tile.score_mod %{{.+}} : tensor<?x?x?x?xf32> {
+// CHECK-NEXT:    ^bb0(%[[S:.+]]: f32, %{{.+}}: index, %{{.+}}: index, %{{.+}}: index, %{{.+}}: index):
+// CHECK-NEXT:      %[[X:.+]] = arith.divf %[[S]], %[[CAP]] : f32
+// CHECK-NEXT:      %[[TH:.+]] = math.tanh %[[X]] : f32
+// CHECK-NEXT:      %[[R:.+]] = arith.mulf %[[TH]], %[[CAP]] : f32
+// CHECK-NEXT:      tile.yield %[[R]] : f32
+// CHECK-NEXT:    }
+func.func @score_mod(%s: tensor<?x?x?x?xf32>) -> tensor<?x?x?x?xf32> {
+  %cap = arith.constant 30.0 : f32
+  %u = tile.score_mod %s : tensor<?x?x?x?xf32> {
+  ^bb0(%score: f32, %b: index, %h: index, %qi: index, %kv: index):
+    %x = arith.divf %score, %cap : f32
+    %th = math.tanh %x : f32
+    %r = arith.mulf %th, %cap : f32
+    tile.yield %r : f32
+  }
+  return %u : tensor<?x?x?x?xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @mask
+// CHECK:         tile.mask %{{.+}} : tensor<?x?x?x?xf32> {
+// CHECK-NEXT:    ^bb0(%{{.+}}: index, %{{.+}}: index, %[[QI:.+]]: index, %[[KV:.+]]: index):
+// CHECK-NEXT:      %[[KEEP:.+]] = arith.cmpi ule, %[[KV]], %[[QI]] : index
+// CHECK-NEXT:      tile.yield %[[KEEP]] : i1
+// CHECK-NEXT:    }
+func.func @mask(%s: tensor<?x?x?x?xf32>) -> tensor<?x?x?x?xf32> {
+  %u = tile.mask %s : tensor<?x?x?x?xf32> {
+  ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+    %keep = arith.cmpi ule, %kv, %qi : index
+    tile.yield %keep : i1
+  }
+  return %u : tensor<?x?x?x?xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @softmax
+// CHECK:         %{{.+}}, %{{.+}} = tile.softmax %{{.+}} : tensor<?x8x?x?xf32> -> tensor<?x8x?x?xf32>, tensor<?x8x?xf32>
+func.func @softmax(%s: tensor<?x8x?x?xf32>) -> (tensor<?x8x?x?xf32>, tensor<?x8x?xf32>) {
+  %p, %lse = tile.softmax %s : tensor<?x8x?x?xf32> -> tensor<?x8x?x?xf32>, tensor<?x8x?xf32>
+  return %p, %lse : tensor<?x8x?x?xf32>, tensor<?x8x?xf32>
+}
+
+// -----
+
+// The written form as a kernel author writes it: every op in one function.
+
+// CHECK-LABEL: func.func @written_form
+// CHECK:         tile.load
+// CHECK:         tile.load
+// CHECK:         tile.load
+// CHECK:         tile.dot %{{.+}}, %{{.+}} transpose_rhs
+// CHECK:         tile.scale %{{.+}} by 1.250000e-01
+// CHECK:         tile.score_mod
+// CHECK:         tile.mask
+// CHECK:         tile.softmax
+// CHECK:         tile.dot
+// CHECK:         tile.store
+// CHECK:         tile.store
+!qkv = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!in = tensor<?x?x?x64xbf16>
+!scores = tensor<?x?x?x?xf32>
+func.func @written_form(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+  %q = tile.load %Q : !qkv -> !in
+  %k = tile.load %K : !qkv -> !in
+  %v = tile.load %V : !qkv -> !in
+  %s = tile.dot %q, %k transpose_rhs : !in, !in -> !scores
+  %t = tile.scale %s by 0.125 : !scores
+  %m = tile.score_mod %t : !scores {
+  ^bb0(%score: f32, %b: index, %h: index, %qi: index, %kv: index):
+    tile.yield %score : f32
+  }
+  %u = tile.mask %m : !scores {
+  ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+    %keep = arith.cmpi ule, %kv, %qi : index
+    tile.yield %keep : i1
+  }
+  %p, %l = tile.softmax %u : !scores -> !scores, tensor<?x?x?xf32>
+  %o = tile.dot %p, %v : !scores, !in -> tensor<?x?x?x64xf32>
+  tile.store %o, %O : tensor<?x?x?x64xf32>, !qkv
+  tile.store %l, %LSE : tensor<?x?x?xf32>, !lse
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @block_load_store
+// CHECK-SAME:    (%[[V:[^:]+]]: memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>, %[[L:[^:]+]]: memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>, %[[B:[^:]+]]: index, %[[H:[^:]+]]: index, %[[R:[^:]+]]: index, %[[N:[^:]+]]: index,
+// CHECK:         %[[BLK:.+]] = tile.block_load %[[V]][%[[B]], %[[H]], %[[R]]] bound %[[N]] : memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>> -> tensor<32x64xbf16>
+// CHECK:         tile.block_store %[[BLK]], %[[V]][%[[B]], %[[H]], %[[R]]] bound %[[N]] : tensor<32x64xbf16>, memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+// CHECK:         tile.block_store %{{.+}}, %[[L]][%[[B]], %[[H]], %[[R]]] bound %[[N]] : tensor<32xf32>, memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+func.func @block_load_store(%v: memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>,
+                            %l: memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>,
+                            %b: index, %h: index, %r: index, %n: index, %row: tensor<32xf32>) {
+  %blk = tile.block_load %v[%b, %h, %r] bound %n : memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>> -> tensor<32x64xbf16>
+  tile.block_store %blk, %v[%b, %h, %r] bound %n : tensor<32x64xbf16>, memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+  tile.block_store %row, %l[%b, %h, %r] bound %n : tensor<32xf32>, memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @block_dot
+// CHECK-SAME:    (%[[Q:[^:]+]]: tensor<64x64xbf16>, %[[K:[^:]+]]: tensor<32x64xbf16>, %[[ACC:[^:]+]]: tensor<64x64xf32>)
+// CHECK:         %[[S:.+]] = tile.block_dot %[[Q]], %[[K]] transpose_rhs : tensor<64x64xbf16>, tensor<32x64xbf16> -> tensor<64x32xf32>
+// CHECK:         tile.block_dot %[[S]], %[[K]] acc %[[ACC]] : tensor<64x32xf32>, tensor<32x64xbf16>, tensor<64x64xf32> -> tensor<64x64xf32>
+// CHECK:         tile.block_dot %[[S]], %[[K]] : tensor<64x32xf32>, tensor<32x64xbf16> -> tensor<64x64xf32>
+// CHECK:         tile.block_dot %[[Q]], %[[K]] acc %{{.+}} transpose_rhs : tensor<64x64xbf16>, tensor<32x64xbf16>, tensor<64x32xf32> -> tensor<64x32xf32>
+func.func @block_dot(%q: tensor<64x64xbf16>, %k: tensor<32x64xbf16>, %acc: tensor<64x64xf32>)
+    -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x32xf32>) {
+  %s = tile.block_dot %q, %k transpose_rhs : tensor<64x64xbf16>, tensor<32x64xbf16> -> tensor<64x32xf32>
+  %o = tile.block_dot %s, %k acc %acc : tensor<64x32xf32>, tensor<32x64xbf16>, tensor<64x64xf32> -> tensor<64x64xf32>
+  %p = tile.block_dot %s, %k : tensor<64x32xf32>, tensor<32x64xbf16> -> tensor<64x64xf32>
+  %t = tile.block_dot %q, %k acc %s transpose_rhs : tensor<64x64xbf16>, tensor<32x64xbf16>, tensor<64x32xf32> -> tensor<64x32xf32>
+  return %o, %p, %t : tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x32xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @block_regions
+// CHECK-SAME:    (%[[S:[^:]+]]: tensor<64x32xf32>, %[[B:[^:]+]]: index, %[[H:[^:]+]]: index, %[[R:[^:]+]]: index, %[[C:[^:]+]]: index, %[[N:[^:]+]]: index)
+// CHECK:         %[[M:.+]] = tile.block_score_mod %[[S]] at(%[[B]], %[[H]], %[[R]], %[[C]]) : tensor<64x32xf32> {
+// CHECK-NEXT:    ^bb0(%[[SC:.+]]: f32, %{{.+}}: index, %{{.+}}: index, %{{.+}}: index, %{{.+}}: index):
+// CHECK-NEXT:      %[[NEG:.+]] = arith.negf %[[SC]] : f32
+// CHECK-NEXT:      tile.yield %[[NEG]] : f32
+// CHECK-NEXT:    }
+// CHECK:         tile.block_mask %[[M]] at(%[[B]], %[[H]], %[[R]], %[[C]]) : tensor<64x32xf32> {
+// CHECK-NEXT:    ^bb0(%{{.+}}: index, %{{.+}}: index, %[[QI:.+]]: index, %[[KV:.+]]: index):
+// CHECK-NEXT:      %[[A:.+]] = arith.cmpi ule, %[[KV]], %[[QI]] : index
+// CHECK-NEXT:      %[[IN:.+]] = arith.cmpi ult, %[[KV]], %[[N]] : index
+// CHECK-NEXT:      %[[K:.+]] = arith.andi %[[A]], %[[IN]] : i1
+// CHECK-NEXT:      tile.yield %[[K]] : i1
+// CHECK-NEXT:    }
+func.func @block_regions(%s: tensor<64x32xf32>, %b: index, %h: index, %r: index, %c: index, %n: index) -> tensor<64x32xf32> {
+  %m = tile.block_score_mod %s at (%b, %h, %r, %c) : tensor<64x32xf32> {
+  ^bb0(%score: f32, %bb: index, %hh: index, %qi: index, %kv: index):
+    %neg = arith.negf %score : f32
+    tile.yield %neg : f32
+  }
+  %u = tile.block_mask %m at (%b, %h, %r, %c) : tensor<64x32xf32> {
+  ^bb0(%bb: index, %hh: index, %qi: index, %kv: index):
+    %a = arith.cmpi ule, %kv, %qi : index
+    %in = arith.cmpi ult, %kv, %n : index
+    %keep = arith.andi %a, %in : i1
+    tile.yield %keep : i1
+  }
+  return %u : tensor<64x32xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @reduce_broadcast
+// CHECK:         %[[MX:.+]] = tile.reduce max %{{.+}} : tensor<64x32xf32> -> tensor<64xf32>
+// CHECK:         %[[SM:.+]] = tile.reduce sum %{{.+}} : tensor<64x32xf32> -> tensor<64xf32>
+// CHECK:         tile.broadcast %[[MX]] : tensor<64xf32> -> tensor<64x32xf32>
+// CHECK:         tile.broadcast %[[SM]] : tensor<64xf32> -> tensor<64x128xf32>
+func.func @reduce_broadcast(%s: tensor<64x32xf32>) -> (tensor<64x32xf32>, tensor<64x128xf32>) {
+  %mx = tile.reduce max %s : tensor<64x32xf32> -> tensor<64xf32>
+  %sm = tile.reduce sum %s : tensor<64x32xf32> -> tensor<64xf32>
+  %a = tile.broadcast %mx : tensor<64xf32> -> tensor<64x32xf32>
+  %b = tile.broadcast %sm : tensor<64xf32> -> tensor<64x128xf32>
+  return %a, %b : tensor<64x32xf32>, tensor<64x128xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @block_event
+// CHECK:         tile.block_event full
+// CHECK-NEXT:    tile.block_event partial
+func.func @block_event() {
+  tile.block_event full
+  tile.block_event partial
+  return
+}
