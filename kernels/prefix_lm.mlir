@@ -5,13 +5,14 @@
 !lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
 !in = tensor<?x?x?x64x!elt>
 !scores = tensor<?x?x?x?xf32>
+!out = tensor<?x?x?x64xf32>
 
 func.func @prefix_lm(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
   %q = tile.load %Q : !qkv -> !in
   %k = tile.load %K : !qkv -> !in
   %v = tile.load %V : !qkv -> !in
   %s = tile.dot %q, %k transpose_rhs : !in, !in -> !scores
-  %t = tile.scale %s by 0.125 : !scores
+  %t = tile.scale %s : !scores
   %prefix = arith.constant 100 : index
   %u = tile.mask %t : !scores {
   ^bb0(%b: index, %h: index, %qi: index, %kv: index):
@@ -21,8 +22,8 @@ func.func @prefix_lm(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
     tile.yield %keep : i1
   }
   %p, %lse = tile.softmax %u : !scores -> !scores, tensor<?x?x?xf32>
-  %o = tile.dot %p, %v : !scores, !in -> tensor<?x?x?x64xf32>
-  tile.store %o, %O : tensor<?x?x?x64xf32>, !qkv
+  %o = tile.dot %p, %v : !scores, !in -> !out
+  tile.store %o, %O : !out, !qkv
   tile.store %lse, %LSE : tensor<?x?x?xf32>, !lse
   return
 }

@@ -108,7 +108,9 @@ LogicalResult DotOp::verify() {
 }
 
 LogicalResult ScaleOp::verify() {
-  double f = getFactor().convertToDouble();
+  if (!getFactor())
+    return success();
+  double f = getFactor()->convertToDouble();
   if (!std::isfinite(f) || f == 0.0)
     return emitOpError("factor must be finite and non-zero, got ") << f;
   return success();

@@ -2,6 +2,7 @@
 //
 //   tile-front-end  levels 1-4: tile-tiling, tile-online-softmax, tile-block-pruning, cleanup
 //   tile-to-cpu     the front end, then the CPU reference lowering to the LLVM dialect
+//   tile-to-ptx     the front end, then tile-to-nvvm and PTX generation (gpu.binary)
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/Passes.h"
@@ -33,6 +34,18 @@ void tilefuse::buildTileToCpuPipeline(OpPassManager &pm, const FrontEndOptions &
   buildCpuLoopsToLLVMPipeline(pm);
 }
 
+void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOptions &options) {
+  FrontEndOptions fe;
+  fe.blockM = options.blockM;
+  fe.blockN = options.blockN;
+  buildTileFrontEndPipeline(pm, fe);
+  TileToNVVMOptions nvvm;
+  nvvm.chip = options.chip;
+  nvvm.features = options.features;
+  pm.addPass(createTileToNVVM(nvvm));
+  buildNVVMToPTXPipeline(pm);
+}
+
 void tilefuse::registerTilePipelines() {
   PassPipelineRegistration<FrontEndOptions>(
       "tile-front-end", "Tiling, online softmax and block pruning (levels 1-4)",
@@ -40,4 +53,7 @@ void tilefuse::registerTilePipelines() {
   PassPipelineRegistration<FrontEndOptions>(
       "tile-to-cpu", "The front end, then the CPU reference lowering to the LLVM dialect",
       buildTileToCpuPipeline);
+  PassPipelineRegistration<GpuPipelineOptions>(
+      "tile-to-ptx", "The front end, then the NVVM lowering to PTX (gpu.binary)",
+      buildTileToPTXPipeline);
 }

@@ -15,6 +15,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <cmath>
+
 namespace tilefuse {
 #define GEN_PASS_DEF_TILETILING
 #include "tilefuse/passes/Passes.h.inc"
@@ -228,8 +230,10 @@ private:
     for (Operation *op : c.scoreOps) {
       lastMask = nullptr;
       if (auto scale = dyn_cast<ScaleOp>(op)) {
-        s = arith::MulFOp::create(b, loc, s,
-                                  cst(scoreTy, scale.getFactor().convertToDouble()));
+        double factor = scale.getFactor()
+                            ? scale.getFactor()->convertToDouble()
+                            : 1.0 / std::sqrt(double(c.q.getView().getType().getDimSize(3)));
+        s = arith::MulFOp::create(b, loc, s, cst(scoreTy, factor));
       } else if (auto mod = dyn_cast<ScoreModOp>(op)) {
         auto blk = BlockScoreModOp::create(b, loc, scoreTy, s, bIdx, hIdx, row0, col0);
         IRMapping map;

@@ -9,7 +9,7 @@ namespace tilefuse::runtime::reference {
 
 std::optional<Variant> variantFor(llvm::StringRef name, int64_t H) {
   Variant v;
-  v.scale = 0.125; // every bundled kernel has D = 64
+  v.scale = 0; // the kernels' default temperature, 1/sqrt(D)
   auto causal = [](int64_t, int64_t, int64_t q, int64_t kv) { return kv <= q; };
   if (name == "attention" || name == "gqa" || name == "mqa")
     return v;
@@ -61,7 +61,7 @@ void attention(const Problem &p, const Variant &variant, const std::vector<doubl
           double dot = 0;
           for (int64_t d = 0; d < p.D; ++d)
             dot += qi[d] * kb[j * p.D + d];
-          double x = dot * variant.scale;
+          double x = dot * (variant.scale > 0 ? variant.scale : 1.0 / std::sqrt(double(p.D)));
           if (variant.scoreMod)
             x = variant.scoreMod(x, b, h, i, j);
           if (variant.mask && !variant.mask(b, h, i, j))

@@ -29,7 +29,8 @@ func.func @undefined_value(%s: tensor<?x?x?x?xf32>) {
 // -----
 
 func.func @missing_by(%s: tensor<?x?x?x?xf32>) {
-  // CHECK: parse-errors.mlir:[[@LINE+1]]:22: error: custom op 'tile.scale' expected 'by'
+  // The factor is optional, but it needs its `by`.
+  // CHECK: parse-errors.mlir:[[@LINE+1]]:21: error: expected ':'
   %t = tile.scale %s 0.125 : tensor<?x?x?x?xf32>
   return
 }

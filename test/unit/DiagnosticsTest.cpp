@@ -42,11 +42,11 @@ TEST(Diagnostics, ShapeMismatchPointsAtTheOp) {
 
 TEST(Diagnostics, UndefinedSymbol) {
   std::string text = kernels::find("attention")->text;
-  size_t pos = text.find("tile.scale %s by");
+  size_t pos = text.find("tile.scale %s :");
   ASSERT_NE(pos, std::string::npos);
-  text.replace(pos, std::string("tile.scale %s by").size(), "tile.scale %nowhere by");
+  text.replace(pos, std::string("tile.scale %s :").size(), "tile.scale %nowhere :");
   std::string err = compileError(text, "kernels/attention.mlir");
-  EXPECT_NE(err.find("kernels/attention.mlir:16:19: error:"), std::string::npos) << err;
+  EXPECT_NE(err.find("kernels/attention.mlir:19:19: error:"), std::string::npos) << err;
   EXPECT_NE(err.find("undeclared SSA value"), std::string::npos) << err;
 }
 

@@ -5,15 +5,22 @@
 //       Compiles a kernel through the front-end pipeline, runs it on the CPU reference backend on
 //       random inputs and compares it with the float64 reference; prints the error and the
 //       key/value blocks visited. Exit code 1 when the error is over the bound.
+//   tilefuse compile (--kernel NAME | FILE.mlir) --arch sm_90a|sm_80 [--dtype] [--block-m --block-n]
+//                    --emit ptx -o OUT.ptx
+//       Compiles ahead of time to PTX, with the launch metadata in OUT.json beside it.
 //   tilefuse list
 //       The bundled kernels.
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/kernels/Registry.h"
+#include "tilefuse/runtime/Compiler.h"
 #include "tilefuse/runtime/CpuKernel.h"
 #include "tilefuse/runtime/Reference.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ToolOutputFile.h"
 
 #include <fmt/core.h>
 
@@ -27,6 +34,26 @@ namespace cl = llvm::cl;
 
 static cl::SubCommand runCmd("run", "Compile a kernel, run it on the CPU backend, check it");
 static cl::SubCommand listCmd("list", "List the bundled kernels");
+static cl::SubCommand compileCmd("compile", "Compile a kernel ahead of time to PTX");
+
+static cl::opt<std::string> cInput(cl::Positional, cl::desc("[FILE.mlir]"), cl::init(""),
+                                   cl::sub(compileCmd));
+static cl::opt<std::string> cKernel("kernel", cl::desc("Bundled kernel instead of a file"),
+                                    cl::init(""), cl::sub(compileCmd));
+static cl::opt<std::string> cArch("arch", cl::desc("Target chip: sm_90a or sm_80"),
+                                  cl::init("sm_90a"), cl::sub(compileCmd));
+static cl::opt<std::string> cPtxVersion("ptx-features",
+                                        cl::desc("NVPTX features (PTX version), e.g. +ptx80"),
+                                        cl::init("+ptx80"), cl::sub(compileCmd));
+static cl::opt<std::string> cDtype("dtype", cl::desc("Storage type: bf16 or f16 (default: the kernel's)"),
+                                   cl::init(""), cl::sub(compileCmd));
+static cl::opt<int64_t> cBlockM("block-m", cl::desc("Br (16 rows per warp)"), cl::init(64),
+                                cl::sub(compileCmd));
+static cl::opt<int64_t> cBlockN("block-n", cl::desc("Bc"), cl::init(64), cl::sub(compileCmd));
+static cl::opt<std::string> cEmit("emit", cl::desc("Output kind: ptx"), cl::init("ptx"),
+                                  cl::sub(compileCmd));
+static cl::opt<std::string> cOutput("o", cl::desc("Output file"), cl::init("-"),
+                                    cl::sub(compileCmd));
 
 static cl::opt<std::string> kernelName("kernel", cl::desc("Bundled kernel (see `tilefuse list`)"),
                                        cl::init("attention"), cl::sub(runCmd));
@@ -168,6 +195,74 @@ static int runMain() {
   return ok ? 0 : 1;
 }
 
+static int compileMain() {
+  std::string text, bufferName;
+  if (!cKernel.empty()) {
+    const kernels::KernelSource *k = kernels::find(cKernel);
+    if (!k) {
+      fmt::print(stderr, "error: no bundled kernel named '{}' (see `tilefuse list`)\n",
+                 cKernel.getValue());
+      return 2;
+    }
+    text = k->text;
+    bufferName = k->fileName;
+  } else if (!cInput.empty()) {
+    auto buf = llvm::MemoryBuffer::getFile(cInput);
+    if (!buf) {
+      fmt::print(stderr, "error: cannot read {}: {}\n", cInput.getValue(),
+                 buf.getError().message());
+      return 2;
+    }
+    text = (*buf)->getBuffer().str();
+    bufferName = cInput;
+  } else {
+    fmt::print(stderr, "error: give a DSL file or --kernel NAME\n");
+    return 2;
+  }
+  if (cEmit != "ptx") {
+    fmt::print(stderr, "error: --emit {} is not supported yet (ptx only)\n", cEmit.getValue());
+    return 2;
+  }
+  if (!cDtype.empty()) {
+    std::string retyped = kernels::withElementType(text, cDtype);
+    if (retyped.empty()) {
+      fmt::print(stderr, "error: {} has no `!elt = ...` alias to retype\n", bufferName);
+      return 2;
+    }
+    text = retyped;
+  }
+  PtxCompileOptions opts;
+  opts.blockM = cBlockM;
+  opts.blockN = cBlockN;
+  opts.chip = cArch;
+  opts.features = cPtxVersion;
+  auto compiled = compileToPTX(text, bufferName, opts);
+  if (!compiled) {
+    fmt::print(stderr, "{}\n", llvm::toString(compiled.takeError()));
+    return 1;
+  }
+  std::error_code ec;
+  llvm::ToolOutputFile out(cOutput, ec, llvm::sys::fs::OF_Text);
+  if (ec) {
+    fmt::print(stderr, "error: cannot write {}: {}\n", cOutput.getValue(), ec.message());
+    return 1;
+  }
+  out.os() << compiled->ptx;
+  out.keep();
+  if (cOutput != "-") {
+    llvm::SmallString<256> json(cOutput.getValue());
+    llvm::sys::path::replace_extension(json, "json");
+    llvm::ToolOutputFile meta(json, ec, llvm::sys::fs::OF_Text);
+    if (ec) {
+      fmt::print(stderr, "error: cannot write {}: {}\n", json.str().str(), ec.message());
+      return 1;
+    }
+    meta.os() << compiled->metadataJson() << "\n";
+    meta.keep();
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "tilefuse: attention kernels from the tile DSL\n");
   if (listCmd) {
@@ -177,6 +272,8 @@ int main(int argc, char **argv) {
   }
   if (runCmd)
     return runMain();
-  fmt::print(stderr, "usage: tilefuse run|list [options]   (tilefuse --help)\n");
+  if (compileCmd)
+    return compileMain();
+  fmt::print(stderr, "usage: tilefuse run|compile|list [options]   (tilefuse --help)\n");
   return 2;
 }

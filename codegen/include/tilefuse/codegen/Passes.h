@@ -3,6 +3,10 @@
 #define TILEFUSE_CODEGEN_PASSES_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
@@ -19,6 +23,12 @@ constexpr llvm::StringLiteral kBlockEventSymbol = "tilefuse_block_event";
 
 /// Upstream passes from the output of tile-to-cpu-loops to the LLVM dialect.
 void buildCpuLoopsToLLVMPipeline(mlir::OpPassManager &pm);
+
+/// The gpu.module tile-to-nvvm creates.
+constexpr llvm::StringLiteral kGpuModuleName = "tilefuse_kernels";
+
+/// Upstream passes from the output of tile-to-nvvm to a gpu.binary holding PTX.
+void buildNVVMToPTXPipeline(mlir::OpPassManager &pm);
 
 } // namespace tilefuse
 

@@ -18,4 +18,26 @@ def TileToCpuLoops : Pass<"tile-to-cpu-loops", "mlir::ModuleOp"> {
                            "mlir::arith::ArithDialect", "mlir::func::FuncDialect"];
 }
 
+def TileToNVVM : Pass<"tile-to-nvvm", "mlir::ModuleOp"> {
+  let summary = "GPU lowering: tiled tile IR to a gpu.module of NVVM kernels (mma.sync m16n8k16)";
+  let description = [{
+    Each kernel function (levels 2-4) becomes a gpu.func in `gpu.module @tilefuse_kernels`
+    carrying an #nvvm.target. The thread mapping is explicit and fixed per program:
+    Br = 16 x warps rows, warp w owns rows 16w..16w+15; a Br x C f32 block lives in registers in
+    the m16n8 accumulator layout (per thread: C/8 tiles x 4 values, rows g and g+8 of its warp
+    slice with g = lane / 4, columns 2 * (lane % 4) + {0, 1}); row vectors hold the thread's two
+    rows. Q stays in registers as m16k16 A fragments; K and V blocks go through shared memory
+    (16-byte chunks, XOR-swizzled by row) and are read with ldmatrix (transposed for V). Row
+    reductions finish with two xor-shuffles inside each quad of lanes. exp2/log/tanh use LLVM
+    intrinsics (ex2.approx, lg2.approx), never libdevice.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", "\"sm_90a\"", "Target chip (sm_80, sm_90a, ...)">,
+    Option<"features", "features", "std::string", "\"+ptx80\"", "NVPTX features (PTX version)">
+  ];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::NVVM::NVVMDialect",
+                           "mlir::LLVM::LLVMDialect", "mlir::vector::VectorDialect",
+                           "mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
+}
+
 #endif

@@ -55,9 +55,14 @@ def Tile_DotOp : Tile_Op<"dot", [Pure]> {
 
 def Tile_ScaleOp : Tile_Op<"scale", [Pure, SameOperandsAndResultType]> {
   let summary = "multiplies every score by a constant (the softmax temperature)";
-  let arguments = (ins Tile_F32Tensor:$input, F64Attr:$factor);
+  let description = [{
+    Without `by`, the factor is 1/sqrt(D) for the head dimension D of the attention the scores
+    belong to (resolved by tile-tiling), so a kernel specialized to another head dimension keeps
+    the usual temperature.
+  }];
+  let arguments = (ins Tile_F32Tensor:$input, OptionalAttr<F64Attr>:$factor);
   let results = (outs Tile_F32Tensor:$result);
-  let assemblyFormat = "$input `by` $factor attr-dict `:` type($input)";
+  let assemblyFormat = "$input (`by` $factor^)? attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
 

@@ -31,11 +31,27 @@ struct FrontEndOptions : public mlir::PassPipelineOptions<FrontEndOptions> {
                           llvm::cl::init(false)};
 };
 
+/// Options of the GPU pipeline: tile sizes and target.
+struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions> {
+  Option<int64_t> blockM{*this, "block-m",
+                         llvm::cl::desc("Br: rows of Q per program (16 per warp)"),
+                         llvm::cl::init(64)};
+  Option<int64_t> blockN{*this, "block-n", llvm::cl::desc("Bc: key/value columns per block"),
+                         llvm::cl::init(64)};
+  Option<std::string> chip{*this, "chip", llvm::cl::desc("sm_80, sm_90a, ..."),
+                           llvm::cl::init("sm_90a")};
+  Option<std::string> features{*this, "features",
+                               llvm::cl::desc("NVPTX features, e.g. +ptx80 (the PTX version)"),
+                               llvm::cl::init("+ptx80")};
+};
+
 /// tile-tiling, tile-online-softmax, tile-block-pruning, then cleanup.
 void buildTileFrontEndPipeline(mlir::OpPassManager &pm, const FrontEndOptions &options);
 /// The front end, then the CPU reference lowering down to the LLVM dialect.
 void buildTileToCpuPipeline(mlir::OpPassManager &pm, const FrontEndOptions &options);
-/// Registers the named pipelines `tile-front-end` and `tile-to-cpu`.
+/// The front end, then tile-to-nvvm and the upstream path to a gpu.binary holding PTX.
+void buildTileToPTXPipeline(mlir::OpPassManager &pm, const GpuPipelineOptions &options);
+/// Registers the named pipelines `tile-front-end`, `tile-to-cpu` and `tile-to-ptx`.
 void registerTilePipelines();
 
 } // namespace tilefuse

@@ -8,6 +8,22 @@
 
 include "mlir/Pass/PassBase.td"
 
+def TileSpecialize : Pass<"tile-specialize", "mlir::ModuleOp"> {
+  let summary = "Specializes written-form kernels to a head dimension and a storage type";
+  let description = [{
+    Rewrites every type of the module: the storage element type of the views and loaded tensors
+    (bf16 / f16 / f32) becomes `element-type`, and the static last dimension of every rank-4 view
+    and tensor that equals the kernel's head dimension (Q's last dimension) becomes `head-dim`.
+    Kernels keep their sequence lengths dynamic, so the head dimension is the only static last
+    dimension they have. Unset options keep what the kernel says.
+  }];
+  let options = [
+    Option<"headDim", "head-dim", "int64_t", "0", "New head dimension (0: keep)">,
+    Option<"elementType", "element-type", "std::string", "\"\"",
+           "New storage type: bf16, f16 or f32 (empty: keep)">
+  ];
+}
+
 def TileTiling : Pass<"tile-tiling", "mlir::func::FuncOp"> {
   let summary = "Rewrites written-form attention into a grid of programs over Br x Bc blocks";
   let description = [{

@@ -23,7 +23,7 @@ struct Problem {
 };
 
 struct Variant {
-  double scale = 0.125;
+  double scale = 0; ///< 0: 1/sqrt(D), as tile.scale without a factor
   /// score -> score, given (b, h, q_idx, kv_idx); identity when empty.
   std::function<double(double, int64_t, int64_t, int64_t, int64_t)> scoreMod;
   /// keep the score at (b, h, q_idx, kv_idx)?; keep all when empty.

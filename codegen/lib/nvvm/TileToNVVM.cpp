@@ -1,0 +1,741 @@
+//===- TileToNVVM.cpp - tiled tile IR to NVVM kernels (mma.sync) ---------===//
+//
+// One program of the tiled form becomes one CTA of 32 x warps threads, warps = Br / 16. Every
+// block value gets a per-thread representation fixed by its shape and role:
+//
+//   f32/i1 Br x C block   accumulator layout of mma.m16n8: vector<C/8*4>, element 4j+e holds
+//                         (row 16w + g + 8*(e/2), col 8j + 2c + e%2), g = lane/4, c = lane%4
+//   f32/i1 Br row vector  vector<2>: rows 16w + g and 16w + g + 8
+//   bf16/f16 block read   m16k16 A fragments (vector<D/16*4 x i32>, straight from global)
+//     as a dot's lhs
+//   bf16/f16 block read   a shared-memory tile, rows of 16-byte chunks XOR-swizzled by row % 8,
+//     as a dot's rhs      read with ldmatrix (.trans for V)
+//
+// Scalar control flow (grid, pruning scans, branches) is cloned as is; the scf.forall grid maps
+// to (blockIdx.z, blockIdx.y, blockIdx.x).
+//
+//===----------------------------------------------------------------------===//
+#include "tilefuse/codegen/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "tilefuse/dialect/TileOps.h"
+
+#include <cmath>
+
+namespace tilefuse {
+#define GEN_PASS_DEF_TILETONVVM
+#include "tilefuse/codegen/Passes.h.inc"
+} // namespace tilefuse
+
+using namespace mlir;
+using namespace tilefuse;
+using namespace tilefuse::tile;
+
+namespace {
+
+constexpr double kLog2E = 1.4426950408889634;
+constexpr double kLn2 = 0.6931471805599453;
+
+/// A kernel argument view: base pointer, sizes and strides (in elements) as index values.
+struct ViewInfo {
+  Value ptr;
+  Type elementType;
+  SmallVector<Value> sizes, strides;
+};
+
+class KernelEmitter {
+public:
+  KernelEmitter(OpBuilder &b, Location loc, int64_t br, ModuleOp module, gpu::GPUModuleOp gm)
+      : b(b), loc(loc), br(br), warps(br / 16), threads(32 * (br / 16)), gpuModule(gm) {}
+
+  LogicalResult emit(func::FuncOp fn) {
+    MLIRContext *ctx = b.getContext();
+    auto gptr = LLVM::LLVMPointerType::get(ctx, 1);
+    Type idxTy = b.getIndexType();
+    SmallVector<Type> argTypes(5, gptr);
+    argTypes.append(5 + 14, idxTy); // B H Hkv M N, then 14 strides
+    auto kernel = gpu::GPUFuncOp::create(b, loc, fn.getSymName(),
+                                         b.getFunctionType(argTypes, {}));
+    kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
+    kernel->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
+    kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+    kernelOp = kernel;
+    Block &entry = kernel.getBody().front();
+    b.setInsertionPointToStart(&entry);
+
+    auto arg = [&](unsigned i) { return entry.getArgument(i); };
+    Value B = arg(5), H = arg(6), Hkv = arg(7), M = arg(8), N = arg(9);
+    auto stride = [&](unsigned i) { return arg(10 + i); };
+    Value one = idx(1);
+    auto argTy = [&](unsigned i) { return cast<MemRefType>(fn.getArgument(i).getType()); };
+    auto dimOf = [&](unsigned i, unsigned d) { return idx(argTy(i).getDimSize(d)); };
+    views[fn.getArgument(0)] = {arg(0), argTy(0).getElementType(), {B, H, M, dimOf(0, 3)},
+                                {stride(0), stride(1), stride(2), one}};
+    views[fn.getArgument(1)] = {arg(1), argTy(1).getElementType(), {B, Hkv, N, dimOf(1, 3)},
+                                {stride(3), stride(4), stride(5), one}};
+    views[fn.getArgument(2)] = {arg(2), argTy(2).getElementType(), {B, Hkv, N, dimOf(2, 3)},
+                                {stride(6), stride(7), stride(8), one}};
+    views[fn.getArgument(3)] = {arg(3), argTy(3).getElementType(), {B, H, M, dimOf(3, 3)},
+                                {stride(9), stride(10), stride(11), one}};
+    views[fn.getArgument(4)] = {arg(4), argTy(4).getElementType(), {B, H, M},
+                                {stride(12), stride(13), one}};
+
+    // Thread coordinates, fixed for the whole kernel.
+    Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    Value lane = arith::RemUIOp::create(b, loc, tid, idx(32));
+    Value warp = arith::DivUIOp::create(b, loc, tid, idx(32));
+    laneG = arith::DivUIOp::create(b, loc, lane, idx(4));
+    laneC = arith::RemUIOp::create(b, loc, lane, idx(4));
+    tidx = tid;
+    rowBase = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, warp, idx(16)), laneG);
+    // ldmatrix: lane l addresses row l % 8 of matrix l / 8.
+    ldMat = arith::DivUIOp::create(b, loc, lane, idx(8));
+    ldRow = arith::RemUIOp::create(b, loc, lane, idx(8));
+
+    if (failed(lowerBlock(fn.getBody().front())))
+      return failure();
+    return success();
+  }
+
+  int64_t sharedBytesK = 0, sharedBytesV = 0;
+
+private:
+  //===--------------------------------------------------------------------===//
+  // Small builders
+  //===--------------------------------------------------------------------===//
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value i32(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); }
+  Value f32(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32Type(), b.getF32FloatAttr(v));
+  }
+  Value add(Value x, Value y) { return b.createOrFold<arith::AddIOp>(loc, x, y); }
+  Value mul(Value x, Value y) { return b.createOrFold<arith::MulIOp>(loc, x, y); }
+  Value ult(Value x, Value y) {
+    return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, x, y);
+  }
+  Value minU(Value x, Value y) { return b.createOrFold<arith::MinUIOp>(loc, x, y); }
+  Value extract(Value vec, int64_t i) { return vector::ExtractOp::create(b, loc, vec, i); }
+  Value fromElements(Type elt, ArrayRef<Value> xs) {
+    return vector::FromElementsOp::create(b, loc, VectorType::get({(int64_t)xs.size()}, elt), xs);
+  }
+
+  /// Per-thread representation of a block type (see the file comment).
+  Type convertType(Type t) {
+    auto tt = dyn_cast<RankedTensorType>(t);
+    if (!tt)
+      return t;
+    if (tt.getRank() == 2)
+      return VectorType::get({tt.getDimSize(1) / 8 * 4}, tt.getElementType());
+    return VectorType::get({2}, tt.getElementType());
+  }
+
+  /// Row of accumulator element e (within the block) and its column.
+  Value accRow(int64_t e) { return add(rowBase, idx(e % 4 >= 2 ? 8 : 0)); }
+  Value accCol(int64_t e) {
+    return add(mul(laneC, idx(2)), idx(8 * (e / 4) + e % 2));
+  }
+
+  /// Address of view element (indices...) in global memory.
+  Value globalAddress(const ViewInfo &v, ArrayRef<Value> indices) {
+    Value off = idx(0);
+    for (auto [i, s] : llvm::zip(indices, v.strides))
+      off = add(off, mul(i, s));
+    Value off64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), off);
+    return LLVM::GEPOp::create(b, loc, v.ptr.getType(), v.elementType, v.ptr, ValueRange{off64});
+  }
+
+  Value sharedBase(bool isKey, int64_t bytes) {
+    StringRef name = isKey ? "tilefuse_smem_k" : "tilefuse_smem_v";
+    int64_t &have = isKey ? sharedBytesK : sharedBytesV;
+    auto glob = gpuModule.lookupSymbol<LLVM::GlobalOp>(name);
+    if (!glob || have < bytes) {
+      if (glob)
+        glob.erase();
+      OpBuilder gb = OpBuilder::atBlockBegin(gpuModule.getBody());
+      auto arrTy = LLVM::LLVMArrayType::get(gb.getI8Type(), bytes);
+      glob = LLVM::GlobalOp::create(gb, loc, arrTy, /*isConstant=*/false, LLVM::Linkage::Internal,
+                                    name, Attribute(), /*alignment=*/128, /*addrSpace=*/3);
+      have = bytes;
+    }
+    return LLVM::AddressOfOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3),
+                                     name);
+  }
+
+  Value sharedAddress(Value base, Value byteOffset) {
+    Value off64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), byteOffset);
+    return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base, ValueRange{off64});
+  }
+
+  /// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile with `rowBytes`.
+  Value swizzled(Value row, Value chunk, int64_t rowBytes) {
+    Value sw = arith::XOrIOp::create(b, loc, chunk, arith::AndIOp::create(b, loc, row, idx(7)));
+    return add(mul(row, idx(rowBytes)), mul(sw, idx(16)));
+  }
+
+  /// Two f32 -> one i32 holding two 16-bit values of `elt` (first in the low half).
+  Value pack(Value x, Value y, Type elt) {
+    Value v = fromElements(elt, {arith::TruncFOp::create(b, loc, elt, x),
+                                 arith::TruncFOp::create(b, loc, elt, y)});
+    return LLVM::BitcastOp::create(b, loc, b.getI32Type(), v);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Structure
+  //===--------------------------------------------------------------------===//
+  LogicalResult lowerBlock(Block &block) {
+    for (Operation &op : block)
+      if (failed(lowerOp(op)))
+        return failure();
+    return success();
+  }
+
+  LogicalResult lowerRegionInto(Region &from, Block *to) {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToEnd(to);
+    return lowerBlock(from.front());
+  }
+
+  SmallVector<Value> mapped(ValueRange vs) {
+    SmallVector<Value> out;
+    for (Value v : vs)
+      out.push_back(map.lookup(v));
+    return out;
+  }
+
+  SmallVector<Type> convertTypes(TypeRange ts) {
+    SmallVector<Type> out;
+    for (Type t : ts)
+      out.push_back(convertType(t));
+    return out;
+  }
+
+  LogicalResult lowerOp(Operation &op) {
+    if (auto o = dyn_cast<scf::ForallOp>(op))
+      return lowerForall(o);
+    if (auto o = dyn_cast<scf::ForOp>(op)) {
+      auto loop = scf::ForOp::create(b, loc, map.lookup(o.getLowerBound()),
+                                     map.lookup(o.getUpperBound()), map.lookup(o.getStep()),
+                                     mapped(o.getInitArgs()));
+      map.map(o.getInductionVar(), loop.getInductionVar());
+      for (auto [x, y] : llvm::zip(o.getRegionIterArgs(), loop.getRegionIterArgs()))
+        map.map(x, y);
+      if (!loop.getBody()->empty())
+        loop.getBody()->back().erase(); // the builder's implicit yield
+      if (failed(lowerRegionInto(o.getRegion(), loop.getBody())))
+        return failure();
+      map.map(o.getResults(), loop.getResults());
+      return success();
+    }
+    if (auto o = dyn_cast<scf::IfOp>(op)) {
+      auto ifOp = scf::IfOp::create(b, loc, convertTypes(o.getResultTypes()),
+                                    map.lookup(o.getCondition()), !o.getElseRegion().empty());
+      for (Block *blk : {ifOp.thenBlock(), ifOp.elseBlock()})
+        if (blk && !blk->empty())
+          blk->getTerminator()->erase();
+      if (failed(lowerRegionInto(o.getThenRegion(), ifOp.thenBlock())))
+        return failure();
+      if (!o.getElseRegion().empty() &&
+          failed(lowerRegionInto(o.getElseRegion(), ifOp.elseBlock())))
+        return failure();
+      map.map(o.getResults(), ifOp.getResults());
+      return success();
+    }
+    if (auto o = dyn_cast<scf::WhileOp>(op)) {
+      auto w = scf::WhileOp::create(b, loc, convertTypes(o.getResultTypes()),
+                                    mapped(o.getInits()));
+      Block *before = b.createBlock(&w.getBefore(), {}, convertTypes(ValueRange(o.getBeforeArguments()).getTypes()),
+                                    SmallVector<Location>(o.getBeforeArguments().size(), loc));
+      Block *after = b.createBlock(&w.getAfter(), {}, convertTypes(ValueRange(o.getAfterArguments()).getTypes()),
+                                   SmallVector<Location>(o.getAfterArguments().size(), loc));
+      b.setInsertionPointAfter(w);
+      map.map(o.getBeforeArguments(), before->getArguments());
+      map.map(o.getAfterArguments(), after->getArguments());
+      if (failed(lowerRegionInto(o.getBefore(), before)) ||
+          failed(lowerRegionInto(o.getAfter(), after)))
+        return failure();
+      map.map(o.getResults(), w.getResults());
+      return success();
+    }
+    if (auto o = dyn_cast<scf::YieldOp>(op)) {
+      scf::YieldOp::create(b, loc, mapped(o.getOperands()));
+      return success();
+    }
+    if (auto o = dyn_cast<scf::ConditionOp>(op)) {
+      scf::ConditionOp::create(b, loc, map.lookup(o.getCondition()), mapped(o.getArgs()));
+      return success();
+    }
+    if (isa<func::ReturnOp>(op)) {
+      gpu::ReturnOp::create(b, loc);
+      return success();
+    }
+    if (auto o = dyn_cast<memref::DimOp>(op)) {
+      auto it = views.find(o.getSource());
+      auto d = o.getConstantIndex();
+      if (it == views.end() || !d)
+        return o.emitOpError("tile-to-nvvm: only dims of kernel arguments are supported");
+      map.map(o.getResult(), it->second.sizes[*d]);
+      return success();
+    }
+    if (auto o = dyn_cast<arith::ConstantOp>(op)) {
+      if (auto tt = dyn_cast<RankedTensorType>(o.getType())) {
+        auto dense = cast<DenseElementsAttr>(o.getValue());
+        auto vt = cast<VectorType>(convertType(tt));
+        map.map(o.getResult(), arith::ConstantOp::create(
+                                   b, loc, vt, DenseElementsAttr::get(vt, dense.getSplatValue<Attribute>())));
+        return success();
+      }
+    }
+    if (isa<BlockEventOp>(op))
+      return success(); // counting is a CPU-backend feature
+    if (auto o = dyn_cast<BlockLoadOp>(op))
+      return lowerBlockLoad(o);
+    if (auto o = dyn_cast<BlockStoreOp>(op))
+      return lowerBlockStore(o);
+    if (auto o = dyn_cast<BlockDotOp>(op))
+      return lowerBlockDot(o);
+    if (auto o = dyn_cast<ReduceOp>(op))
+      return lowerReduce(o);
+    if (auto o = dyn_cast<BroadcastOp>(op)) {
+      int64_t n = cast<VectorType>(convertType(o.getType())).getNumElements();
+      SmallVector<int64_t> mask;
+      for (int64_t e = 0; e < n; ++e)
+        mask.push_back(e % 4 >= 2 ? 1 : 0);
+      Value row = map.lookup(o.getInput());
+      map.map(o.getResult(), vector::ShuffleOp::create(b, loc, row, row, mask));
+      return success();
+    }
+    if (auto o = dyn_cast<BlockScoreModOp>(op))
+      return lowerElementRegion(o, /*isMask=*/false);
+    if (auto o = dyn_cast<BlockMaskOp>(op))
+      return lowerElementRegion(o, /*isMask=*/true);
+    if (op.getNumRegions() != 0 || isa<TileDialect>(op.getDialect()))
+      return op.emitOpError("tile-to-nvvm: no GPU lowering for this op");
+    // Scalars and elementwise ops on blocks: the same op on the per-thread values.
+    OperationState state(loc, op.getName());
+    state.addOperands(mapped(op.getOperands()));
+    state.addTypes(convertTypes(op.getResultTypes()));
+    state.addAttributes(op.getAttrs());
+    Operation *clone = b.create(state);
+    map.map(op.getResults(), clone->getResults());
+    return success();
+  }
+
+  LogicalResult lowerForall(scf::ForallOp o) {
+    if (o.getRank() != 3)
+      return o.emitOpError("tile-to-nvvm: expected the (batch, head, row block) grid");
+    map.map(o.getInductionVar(0), gpu::BlockIdOp::create(b, loc, gpu::Dimension::z));
+    map.map(o.getInductionVar(1), gpu::BlockIdOp::create(b, loc, gpu::Dimension::y));
+    map.map(o.getInductionVar(2), gpu::BlockIdOp::create(b, loc, gpu::Dimension::x));
+    for (Operation &inner : o.getBody()->without_terminator())
+      if (failed(lowerOp(inner)))
+        return failure();
+    return success();
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Block ops
+  //===--------------------------------------------------------------------===//
+
+  /// The role of a loaded block: A fragments (dot lhs) or a shared tile (dot rhs).
+  enum class Role { Fragments, KeyTile, ValueTile };
+  FailureOr<Role> roleOf(BlockLoadOp load) {
+    std::optional<Role> role;
+    for (Operation *user : load->getUsers()) {
+      auto dot = dyn_cast<BlockDotOp>(user);
+      if (!dot)
+        return load.emitOpError("tile-to-nvvm: a loaded block may only feed tile.block_dot");
+      Role r = dot.getLhs() == load.getResult() ? Role::Fragments
+               : dot.getTransposeRhs()          ? Role::KeyTile
+                                                : Role::ValueTile;
+      if (role && *role != r)
+        return load.emitOpError("tile-to-nvvm: a loaded block used in two roles");
+      role = r;
+    }
+    if (!role)
+      return Role::Fragments;
+    return *role;
+  }
+
+  LogicalResult lowerBlockLoad(BlockLoadOp o) {
+    FailureOr<Role> role = roleOf(o);
+    if (failed(role))
+      return failure();
+    const ViewInfo &view = views[o.getView()];
+    auto ty = o.getType();
+    int64_t rows = ty.getDimSize(0), d = ty.getDimSize(1);
+    Type elt = ty.getElementType();
+    if (!elt.isBF16() && !elt.isF16())
+      return o.emitOpError("tile-to-nvvm: blocks must be bf16 or f16");
+    SmallVector<Value> lead = mapped(o.getIndices());
+    Value row0 = lead.pop_back_val();
+    Value bound = map.lookup(o.getBound());
+    Value lastRow = arith::SubIOp::create(b, loc, bound, idx(1));
+
+    if (*role == Role::Fragments) {
+      if (rows != br || d % 16)
+        return o.emitOpError("tile-to-nvvm: the Q block must be Br x (multiple of 16)");
+      // A fragment regs of k-tile kt: (g, 16kt+2c), (g+8, 16kt+2c), (g, 16kt+8+2c), (g+8, ...).
+      SmallVector<Value> regs;
+      Value zero = i32(0);
+      Value rowsOk[2], rowsAt[2];
+      for (int h = 0; h < 2; ++h) {
+        Value r = add(row0, add(rowBase, idx(8 * h)));
+        rowsOk[h] = ult(r, bound);
+        rowsAt[h] = minU(r, lastRow); // a valid row to read; the value is discarded if not ok
+      }
+      Value c2 = mul(laneC, idx(2));
+      for (int64_t kt = 0; kt < d / 16; ++kt)
+        for (int reg = 0; reg < 4; ++reg) {
+          int h = reg % 2;
+          SmallVector<Value> at(lead);
+          at.push_back(rowsAt[h]);
+          at.push_back(add(c2, idx(16 * kt + 8 * (reg / 2))));
+          Value v = LLVM::LoadOp::create(b, loc, b.getI32Type(), globalAddress(view, at), 4);
+          regs.push_back(arith::SelectOp::create(b, loc, rowsOk[h], v, zero));
+        }
+      map.map(o.getResult(), fromElements(b.getI32Type(), regs));
+      return success();
+    }
+
+    // Shared tile: every thread copies 16-byte chunks; rows past the bound are zero.
+    bool isKey = *role == Role::KeyTile;
+    int64_t rowBytes = d * 2, chunksPerRow = d / 8;
+    if (d % 64)
+      return o.emitOpError("tile-to-nvvm: K/V head dimension must be a multiple of 64");
+    Value base = sharedBase(isKey, rows * rowBytes);
+    int64_t chunks = rows * chunksPerRow;
+    auto chunkTy = VectorType::get({4}, b.getI32Type());
+    Value zeros = arith::ConstantOp::create(b, loc, chunkTy,
+                                            DenseElementsAttr::get(chunkTy, b.getI32IntegerAttr(0)));
+    gpu::BarrierOp::create(b, loc); // earlier readers of this tile are done
+    for (int64_t i = 0; i * threads < chunks; ++i) {
+      Value chunkIdx = add(tidx, idx(i * threads));
+      Value r = arith::DivUIOp::create(b, loc, chunkIdx, idx(chunksPerRow));
+      Value ch = arith::RemUIOp::create(b, loc, chunkIdx, idx(chunksPerRow));
+      Value gRow = add(row0, r);
+      SmallVector<Value> at(lead);
+      at.push_back(minU(gRow, lastRow));
+      at.push_back(mul(ch, idx(8)));
+      Value v = LLVM::LoadOp::create(b, loc, chunkTy, globalAddress(view, at), 16);
+      v = arith::SelectOp::create(b, loc, ult(gRow, bound), v, zeros);
+      auto store = [&] {
+        LLVM::StoreOp::create(b, loc, v, sharedAddress(base, swizzled(r, ch, rowBytes)), 16);
+      };
+      if ((i + 1) * threads <= chunks) {
+        store();
+      } else { // the last round has fewer chunks than threads
+        auto guard = scf::IfOp::create(b, loc, ult(chunkIdx, idx(chunks)), false);
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(guard.thenBlock());
+        store();
+      }
+    }
+    gpu::BarrierOp::create(b, loc);
+    tiles[o.getResult()] = {base, rowBytes};
+    return success();
+  }
+
+  /// ldmatrix.x4 from a swizzled tile: lane l reads row `row0 + (l/8 / rowsMatDiv)...`.
+  SmallVector<Value> ldmatrix4(Value base, int64_t rowBytes, Value row, Value chunk, bool trans) {
+    Value addr = sharedAddress(base, swizzled(row, chunk, rowBytes));
+    auto i32Ty = b.getI32Type();
+    auto st = LLVM::LLVMStructType::getLiteral(b.getContext(), {i32Ty, i32Ty, i32Ty, i32Ty});
+    Value r = NVVM::LdMatrixOp::create(
+        b, loc, st, addr, 4, trans ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+        NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8), NVVM::LdStMatrixEltType::B16);
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < 4; ++i)
+      out.push_back(LLVM::ExtractValueOp::create(b, loc, r, i));
+    return out;
+  }
+
+  SmallVector<Value> mma(ArrayRef<Value> a, ArrayRef<Value> bFrag, ArrayRef<Value> c, Type elt) {
+    auto f32Ty = b.getF32Type();
+    auto st = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32Ty, f32Ty, f32Ty, f32Ty});
+    NVVM::MMATypes t = elt.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+    Value r = NVVM::MmaOp::create(b, loc, st, a, bFrag, c, {16, 8, 16}, std::nullopt,
+                                  std::nullopt, std::array<NVVM::MMATypes, 2>{t, t},
+                                  std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                                                 NVVM::MMALayout::col});
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < 4; ++i)
+      out.push_back(LLVM::ExtractValueOp::create(b, loc, r, i));
+    return out;
+  }
+
+  LogicalResult lowerBlockDot(BlockDotOp o) {
+    auto resTy = o.getType();
+    int64_t cols = resTy.getDimSize(1), k = o.getLhs().getType().getDimSize(1);
+    if (resTy.getDimSize(0) != br || cols % 16 || k % 16)
+      return o.emitOpError("tile-to-nvvm: dot shapes must be Br x (16n) x (16k)");
+    auto tileIt = tiles.find(o.getRhs());
+    if (tileIt == tiles.end())
+      return o.emitOpError("tile-to-nvvm: the rhs must be a block loaded into shared memory");
+    auto [base, rowBytes] = tileIt->second;
+    Type elt = o.getRhs().getType().getElementType();
+
+    // A fragments per k-tile: loaded Q, or the f32 lhs (P) packed to the rhs element type.
+    SmallVector<SmallVector<Value, 4>> aFrag(k / 16);
+    Value lhs = map.lookup(o.getLhs());
+    if (o.getLhs().getType().getElementType().isF32()) {
+      for (int64_t kt = 0; kt < k / 16; ++kt) {
+        int64_t j0 = 2 * kt, j1 = 2 * kt + 1;
+        aFrag[kt] = {pack(extract(lhs, 4 * j0), extract(lhs, 4 * j0 + 1), elt),
+                     pack(extract(lhs, 4 * j0 + 2), extract(lhs, 4 * j0 + 3), elt),
+                     pack(extract(lhs, 4 * j1), extract(lhs, 4 * j1 + 1), elt),
+                     pack(extract(lhs, 4 * j1 + 2), extract(lhs, 4 * j1 + 3), elt)};
+      }
+    } else {
+      for (int64_t kt = 0; kt < k / 16; ++kt)
+        for (int r = 0; r < 4; ++r)
+          aFrag[kt].push_back(extract(lhs, 4 * kt + r));
+    }
+
+    int64_t nTiles = cols / 8;
+    SmallVector<SmallVector<Value, 4>> acc(nTiles);
+    Value accIn = o.getAcc() ? map.lookup(o.getAcc()) : Value();
+    for (int64_t j = 0; j < nTiles; ++j)
+      for (int e = 0; e < 4; ++e)
+        acc[j].push_back(accIn ? extract(accIn, 4 * j + e) : f32(0.0));
+
+    Value matHi = arith::DivUIOp::create(b, loc, ldMat, idx(2)); // l/8/2
+    Value matLo = arith::RemUIOp::create(b, loc, ldMat, idx(2)); // (l/8)%2
+    for (int64_t kt = 0; kt < k / 16; ++kt)
+      for (int64_t jp = 0; jp < nTiles / 2; ++jp) {
+        SmallVector<Value> m;
+        if (o.getTransposeRhs()) {
+          // K tile [n][k]: matrices (n-tile 2jp | 2jp+1) x (k chunk 2kt | 2kt+1).
+          Value row = add(idx(16 * jp), add(mul(matHi, idx(8)), ldRow));
+          Value chunk = add(idx(2 * kt), matLo);
+          m = ldmatrix4(base, rowBytes, row, chunk, /*trans=*/false);
+        } else {
+          // V tile [k][n]: matrices (k rows 16kt | 16kt+8) x (n chunk 2jp | 2jp+1), transposed.
+          Value row = add(idx(16 * kt), add(mul(matLo, idx(8)), ldRow));
+          Value chunk = add(idx(2 * jp), matHi);
+          m = ldmatrix4(base, rowBytes, row, chunk, /*trans=*/true);
+        }
+        acc[2 * jp] = mma(aFrag[kt], {m[0], m[1]}, acc[2 * jp], elt);
+        acc[2 * jp + 1] = mma(aFrag[kt], {m[2], m[3]}, acc[2 * jp + 1], elt);
+      }
+    SmallVector<Value> flat;
+    for (auto &t : acc)
+      flat.append(t.begin(), t.end());
+    map.map(o.getResult(), fromElements(b.getF32Type(), flat));
+    return success();
+  }
+
+  LogicalResult lowerReduce(ReduceOp o) {
+    Value in = map.lookup(o.getInput());
+    int64_t n = cast<VectorType>(in.getType()).getNumElements();
+    bool isMax = o.getKind() == ReduceKind::Max;
+    auto combine = [&](Value x, Value y) -> Value {
+      return isMax ? arith::MaximumFOp::create(b, loc, x, y).getResult()
+                   : arith::AddFOp::create(b, loc, x, y).getResult();
+    };
+    SmallVector<Value> rows;
+    for (int h = 0; h < 2; ++h) {
+      Value r = extract(in, 2 * h);
+      for (int64_t e = 0; e < n; ++e)
+        if (e % 4 / 2 == h && e != 2 * h)
+          r = combine(r, extract(in, e));
+      // The four lanes of a quad share the row.
+      for (int offset : {1, 2}) {
+        auto shfl = gpu::ShuffleOp::create(b, loc, r, i32(offset), i32(32),
+                                           gpu::ShuffleMode::XOR);
+        r = combine(r, shfl.getShuffleResult());
+      }
+      rows.push_back(r);
+    }
+    map.map(o.getResult(), fromElements(b.getF32Type(), rows));
+    return success();
+  }
+
+  template <typename OpTy> LogicalResult lowerElementRegion(OpTy o, bool isMask) {
+    Value in = map.lookup(o.getInput());
+    int64_t n = cast<VectorType>(in.getType()).getNumElements();
+    Value row0 = map.lookup(o.getRow()), col0 = map.lookup(o.getCol());
+    Block &body = o.getBody().front();
+    SmallVector<Value> out;
+    for (int64_t e = 0; e < n; ++e) {
+      Value s = extract(in, e);
+      IRMapping local = map;
+      unsigned first = 0;
+      if (!isMask)
+        local.map(body.getArgument(first++), s);
+      local.map(body.getArgument(first), map.lookup(o.getBatch()));
+      local.map(body.getArgument(first + 1), map.lookup(o.getHead()));
+      local.map(body.getArgument(first + 2), add(row0, accRow(e)));
+      local.map(body.getArgument(first + 3), add(col0, accCol(e)));
+      for (Operation &inner : body.without_terminator())
+        b.clone(inner, local);
+      Value y = local.lookup(cast<YieldOp>(body.getTerminator()).getValues()[0]);
+      out.push_back(isMask ? arith::SelectOp::create(b, loc, y, s, f32(-INFINITY)).getResult()
+                           : y);
+    }
+    map.map(o.getResult(), fromElements(b.getF32Type(), out));
+    return success();
+  }
+
+  LogicalResult lowerBlockStore(BlockStoreOp o) {
+    const ViewInfo &view = views[o.getView()];
+    SmallVector<Value> lead = mapped(o.getIndices());
+    Value row0 = lead.pop_back_val();
+    Value bound = map.lookup(o.getBound());
+    Value val = map.lookup(o.getValue());
+    auto ty = o.getValue().getType();
+    for (int h = 0; h < 2; ++h) {
+      Value row = add(row0, add(rowBase, idx(8 * h)));
+      Value ok = ult(row, bound);
+      if (ty.getRank() == 1) // a row vector (the logsumexp): lane c == 0 of each quad writes
+        ok = arith::AndIOp::create(
+            b, loc, ok,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, laneC, idx(0)));
+      auto guard = scf::IfOp::create(b, loc, ok, false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(guard.thenBlock());
+      if (ty.getRank() == 1) {
+        SmallVector<Value> at(lead);
+        at.push_back(row);
+        Value x = extract(val, h);
+        if (view.elementType != x.getType())
+          x = arith::TruncFOp::create(b, loc, view.elementType, x);
+        LLVM::StoreOp::create(b, loc, x, globalAddress(view, at), 4);
+        continue;
+      }
+      int64_t nTiles = ty.getDimSize(1) / 8;
+      for (int64_t j = 0; j < nTiles; ++j) {
+        SmallVector<Value> at(lead);
+        at.push_back(row);
+        at.push_back(add(mul(laneC, idx(2)), idx(8 * j)));
+        Value x = extract(val, 4 * j + 2 * h), y = extract(val, 4 * j + 2 * h + 1);
+        if (view.elementType.isF32()) {
+          Value addr = globalAddress(view, at);
+          LLVM::StoreOp::create(b, loc, fromElements(b.getF32Type(), {x, y}), addr, 8);
+        } else {
+          LLVM::StoreOp::create(b, loc, pack(x, y, view.elementType), globalAddress(view, at), 4);
+        }
+      }
+    }
+    return success();
+  }
+
+  OpBuilder &b;
+  Location loc;
+  int64_t br, warps, threads;
+  gpu::GPUModuleOp gpuModule;
+  gpu::GPUFuncOp kernelOp;
+  IRMapping map;
+  DenseMap<Value, ViewInfo> views;
+  DenseMap<Value, std::pair<Value, int64_t>> tiles; // loaded rhs block -> (smem base, row bytes)
+  Value tidx, laneG, laneC, rowBase, ldMat, ldRow;
+};
+
+/// math ops to the NVVM approximate intrinsics (ex2.approx.ftz, lg2.approx.ftz): one
+/// instruction each, and the PTX never needs libdevice. convert-gpu-to-nvvm would send math ops
+/// and llvm.intr.exp2 to libdevice, so these become intrinsic calls it leaves alone.
+struct MathToIntrinsics : RewritePattern {
+  MathToIntrinsics(MLIRContext *ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
+
+  /// Applies a scalar f32 intrinsic to every element.
+  static Value call(PatternRewriter &rw, Location loc, StringRef name, Value x) {
+    auto vt = dyn_cast<VectorType>(x.getType());
+    Type f32 = rw.getF32Type();
+    auto one = [&](Value v) -> Value {
+      return LLVM::CallIntrinsicOp::create(rw, loc, f32, rw.getStringAttr(name), ValueRange{v})
+          .getResult(0);
+    };
+    if (!vt)
+      return one(x);
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < vt.getNumElements(); ++i)
+      out.push_back(one(vector::ExtractOp::create(rw, loc, x, i)));
+    return vector::FromElementsOp::create(rw, loc, vt, out);
+  }
+
+  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rw) const override {
+    Location loc = op->getLoc();
+    if (!isa<math::Exp2Op, math::ExpOp, math::LogOp, math::Log2Op, math::TanhOp>(op))
+      return failure();
+    Value x = op->getOperand(0);
+    Type t = x.getType();
+    if (!getElementTypeOrSelf(t).isF32())
+      return rw.notifyMatchFailure(op, "only f32 is lowered without libdevice");
+    auto c = [&](double v) -> Value {
+      if (auto vt = dyn_cast<VectorType>(t))
+        return arith::ConstantOp::create(
+            rw, loc, vt, DenseElementsAttr::get(vt, rw.getF32FloatAttr(v)));
+      return arith::ConstantOp::create(rw, loc, t, rw.getF32FloatAttr(v));
+    };
+    auto exp2 = [&](Value v) { return call(rw, loc, "llvm.nvvm.ex2.approx.ftz.f", v); };
+    auto log2 = [&](Value v) { return call(rw, loc, "llvm.nvvm.lg2.approx.ftz.f", v); };
+    Value r;
+    if (isa<math::Exp2Op>(op))
+      r = exp2(x);
+    else if (isa<math::ExpOp>(op))
+      r = exp2(arith::MulFOp::create(rw, loc, x, c(kLog2E)));
+    else if (isa<math::Log2Op>(op))
+      r = log2(x);
+    else if (isa<math::LogOp>(op))
+      r = arith::MulFOp::create(rw, loc, log2(x), c(kLn2));
+    else { // tanh x = 1 - 2 / (exp(2x) + 1): saturates to +-1, exact enough for scores
+      Value e = exp2(arith::MulFOp::create(rw, loc, x, c(2 * kLog2E)));
+      Value q = arith::DivFOp::create(rw, loc, c(2.0), arith::AddFOp::create(rw, loc, e, c(1.0)));
+      r = arith::SubFOp::create(rw, loc, c(1.0), q);
+    }
+    rw.replaceOp(op, r);
+    return success();
+  }
+};
+
+struct TileToNVVMPass : public tilefuse::impl::TileToNVVMBase<TileToNVVMPass> {
+  using TileToNVVMBase::TileToNVVMBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    auto target = NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda", chip,
+                                            features);
+    auto gm = gpu::GPUModuleOp::create(b, module.getLoc(), kGpuModuleName,
+                                       b.getArrayAttr({target}));
+    SmallVector<func::FuncOp> kernels;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (!fn.isExternal())
+        kernels.push_back(fn);
+    for (func::FuncOp fn : kernels) {
+      // The program's row count fixes the warps: read it from the Q block load.
+      int64_t br = 0;
+      fn.walk([&](BlockLoadOp load) {
+        if (load.getView() == fn.getArgument(0))
+          br = load.getType().getDimSize(0);
+      });
+      if (br <= 0 || br % 16 || br > 256) {
+        fn.emitError("tile-to-nvvm: Br must be a multiple of 16 up to 256 (got ") << br << ")";
+        return signalPassFailure();
+      }
+      if (fn.getNumArguments() != 5) {
+        fn.emitError("tile-to-nvvm: kernels take (Q, K, V, O, LSE)");
+        return signalPassFailure();
+      }
+      OpBuilder kb = OpBuilder::atBlockEnd(gm.getBody());
+      KernelEmitter emitter(kb, fn.getLoc(), br, module, gm);
+      if (failed(emitter.emit(fn)))
+        return signalPassFailure();
+      fn.erase();
+    }
+    RewritePatternSet patterns(ctx);
+    patterns.add<MathToIntrinsics>(ctx);
+    if (failed(applyPatternsGreedily(gm, std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,78 @@
+//===- TileSpecialize.cpp - head dimension and storage type of a kernel ---===//
+//
+// A kernel is written once for one head dimension and storage type; this pass retypes it for
+// others with MLIR's AttrTypeReplacer, so no text is edited and every op re-verifies.
+//
+//===----------------------------------------------------------------------===//
+#include "tilefuse/passes/Passes.h"
+
+#include "mlir/IR/AttrTypeSubElements.h"
+
+namespace tilefuse {
+#define GEN_PASS_DEF_TILESPECIALIZE
+#include "tilefuse/passes/Passes.h.inc"
+} // namespace tilefuse
+
+using namespace mlir;
+using namespace tilefuse;
+
+namespace {
+
+struct TileSpecializePass : public tilefuse::impl::TileSpecializeBase<TileSpecializePass> {
+  using TileSpecializeBase::TileSpecializeBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    Type newElt;
+    if (!elementType.empty()) {
+      newElt = llvm::StringSwitch<Type>(elementType)
+                   .Case("bf16", BFloat16Type::get(ctx))
+                   .Case("f16", Float16Type::get(ctx))
+                   .Case("f32", Float32Type::get(ctx))
+                   .Default(Type());
+      if (!newElt) {
+        module.emitError("tile-specialize: element-type must be bf16, f16 or f32, not '")
+            << elementType << "'";
+        return signalPassFailure();
+      }
+    }
+    if (headDim < 0 || (headDim != 0 && headDim % 16 != 0)) {
+      module.emitError("tile-specialize: head-dim must be a positive multiple of 16, got ")
+          << headDim.getValue();
+      return signalPassFailure();
+    }
+    // The written head dimension and storage type are Q's: the first argument of each kernel.
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      if (fn.isExternal() || fn.getNumArguments() == 0)
+        continue;
+      auto q = dyn_cast<MemRefType>(fn.getArgumentTypes()[0]);
+      if (!q || q.getRank() != 4 || q.isDynamicDim(3)) {
+        fn.emitError("tile-specialize: Q must be a rank-4 view with a static head dimension");
+        return signalPassFailure();
+      }
+      int64_t oldD = q.getDimSize(3);
+      Type oldElt = q.getElementType();
+      auto shape = [&](ArrayRef<int64_t> s) {
+        SmallVector<int64_t> out(s);
+        if (headDim && s.size() == 4 && s[3] == oldD)
+          out[3] = headDim;
+        return out;
+      };
+      auto elt = [&](Type t) { return newElt && t == oldElt ? newElt : t; };
+      AttrTypeReplacer replacer;
+      replacer.addReplacement([&](MemRefType t) -> Type {
+        return MemRefType::get(shape(t.getShape()), elt(t.getElementType()), t.getLayout(),
+                               t.getMemorySpace());
+      });
+      replacer.addReplacement([&](RankedTensorType t) -> Type {
+        return RankedTensorType::get(shape(t.getShape()), elt(t.getElementType()),
+                                     t.getEncoding());
+      });
+      replacer.recursivelyReplaceElementsIn(fn, /*replaceAttrs=*/true, /*replaceLocs=*/false,
+                                            /*replaceTypes=*/true);
+    }
+  }
+};
+
+} // namespace
