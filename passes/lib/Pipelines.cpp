@@ -2,7 +2,7 @@
 //
 //   tile-front-end  levels 1-4: tile-tiling, tile-online-softmax, tile-block-pruning, cleanup
 //   tile-to-cpu     the front end, then the CPU reference lowering to the LLVM dialect
-//   tile-to-ptx     the front end, then tile-to-nvvm and PTX generation (gpu.binary)
+//   tile-to-ptx     the front end, tile-pipeline, then tile-to-nvvm and PTX generation
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/Passes.h"
@@ -39,6 +39,7 @@ void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOption
   fe.blockM = options.blockM;
   fe.blockN = options.blockN;
   buildTileFrontEndPipeline(pm, fe);
+  pm.addNestedPass<func::FuncOp>(createTilePipeline());
   TileToNVVMOptions nvvm;
   nvvm.chip = options.chip;
   nvvm.features = options.features;

@@ -57,6 +57,16 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   if (!module)
     return fail("cannot parse " + bufferName + ":\n" + diagnostics);
 
+  if (options.headDim || !options.elementType.empty()) {
+    PassManager spm(&ctx, ModuleOp::getOperationName());
+    tilefuse::TileSpecializeOptions so;
+    so.headDim = options.headDim;
+    so.elementType = options.elementType;
+    spm.addPass(tilefuse::createTileSpecialize(so));
+    if (failed(spm.run(*module)))
+      return fail("specializing " + bufferName + " failed:\n" + diagnostics);
+  }
+
   CompiledKernel k;
   func::FuncOp kernel;
   for (auto fn : module->getOps<func::FuncOp>())

@@ -5,7 +5,8 @@
 //       Compiles a kernel through the front-end pipeline, runs it on the CPU reference backend on
 //       random inputs and compares it with the float64 reference; prints the error and the
 //       key/value blocks visited. Exit code 1 when the error is over the bound.
-//   tilefuse compile (--kernel NAME | FILE.mlir) --arch sm_90a|sm_80 [--dtype] [--block-m --block-n]
+//   tilefuse compile (--kernel NAME | FILE.mlir) --arch sm_90a|sm_80 [--dtype --head-dim]
+//                    [--block-m --block-n]
 //                    --emit ptx -o OUT.ptx
 //       Compiles ahead of time to PTX, with the launch metadata in OUT.json beside it.
 //   tilefuse list
@@ -47,6 +48,9 @@ static cl::opt<std::string> cPtxVersion("ptx-features",
                                         cl::init("+ptx80"), cl::sub(compileCmd));
 static cl::opt<std::string> cDtype("dtype", cl::desc("Storage type: bf16 or f16 (default: the kernel's)"),
                                    cl::init(""), cl::sub(compileCmd));
+static cl::opt<int64_t> cHeadDim("head-dim",
+                                 cl::desc("Specialize to this head dimension (default: the kernel's)"),
+                                 cl::init(0), cl::sub(compileCmd));
 static cl::opt<int64_t> cBlockM("block-m", cl::desc("Br (16 rows per warp)"), cl::init(64),
                                 cl::sub(compileCmd));
 static cl::opt<int64_t> cBlockN("block-n", cl::desc("Bc"), cl::init(64), cl::sub(compileCmd));
@@ -223,15 +227,9 @@ static int compileMain() {
     fmt::print(stderr, "error: --emit {} is not supported yet (ptx only)\n", cEmit.getValue());
     return 2;
   }
-  if (!cDtype.empty()) {
-    std::string retyped = kernels::withElementType(text, cDtype);
-    if (retyped.empty()) {
-      fmt::print(stderr, "error: {} has no `!elt = ...` alias to retype\n", bufferName);
-      return 2;
-    }
-    text = retyped;
-  }
   PtxCompileOptions opts;
+  opts.headDim = cHeadDim;
+  opts.elementType = cDtype;
   opts.blockM = cBlockM;
   opts.blockN = cBlockN;
   opts.chip = cArch;

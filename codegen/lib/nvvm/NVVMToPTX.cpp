@@ -16,7 +16,11 @@ void tilefuse::buildNVVMToPTXPipeline(mlir::OpPassManager &pm) {
   gpuPm.addPass(createCanonicalizerPass());
   gpuPm.addPass(createCSEPass());
   gpuPm.addPass(createConvertVectorToLLVMPass());
-  gpuPm.addPass(createConvertGpuOpsToNVVMOps());
+  // 32-bit index arithmetic: half the registers of 64-bit; element offsets are < 2^31 (the
+  // runtime checks the tensor sizes).
+  ConvertGpuOpsToNVVMOpsOptions toNVVM;
+  toNVVM.indexBitwidth = 32;
+  gpuPm.addPass(createConvertGpuOpsToNVVMOps(toNVVM));
   gpuPm.addPass(createReconcileUnrealizedCastsPass());
   GpuModuleToBinaryPassOptions toBinary;
   toBinary.compilationTarget = "isa"; // PTX text, loaded by the driver's JIT

@@ -60,7 +60,7 @@ public:
     auto gptr = LLVM::LLVMPointerType::get(ctx, 1);
     Type idxTy = b.getIndexType();
     SmallVector<Type> argTypes(5, gptr);
-    argTypes.append(5 + 14, idxTy); // B H Hkv M N, then 14 strides
+    argTypes.append(5 + 14, b.getI64Type()); // B H Hkv M N, then 14 strides: .u64 in the ABI
     auto kernel = gpu::GPUFuncOp::create(b, loc, fn.getSymName(),
                                          b.getFunctionType(argTypes, {}));
     kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
@@ -71,7 +71,14 @@ public:
     Block &entry = kernel.getBody().front();
     b.setInsertionPointToStart(&entry);
 
-    auto arg = [&](unsigned i) { return entry.getArgument(i); };
+    // Sizes and strides arrive as i64; the kernel computes in index (32-bit on the GPU: the
+    // launcher checks that every element offset fits).
+    SmallVector<Value> scalars;
+    for (unsigned i = 5; i < entry.getNumArguments(); ++i)
+      scalars.push_back(arith::IndexCastOp::create(b, loc, idxTy, entry.getArgument(i)));
+    auto arg = [&](unsigned i) -> Value {
+      return i < 5 ? Value(entry.getArgument(i)) : scalars[i - 5];
+    };
     Value B = arg(5), H = arg(6), Hkv = arg(7), M = arg(8), N = arg(9);
     auto stride = [&](unsigned i) { return arg(10 + i); };
     Value one = idx(1);
@@ -191,9 +198,16 @@ private:
   // Structure
   //===--------------------------------------------------------------------===//
   LogicalResult lowerBlock(Block &block) {
-    for (Operation &op : block)
+    // Copies never stay in flight across region boundaries: a block starts and ends with none.
+    SmallVector<Value> outer = std::exchange(pendingTiles, {});
+    for (Operation &op : block) {
+      if (op.hasTrait<OpTrait::IsTerminator>())
+        for (Value t : SmallVector<Value>(pendingTiles))
+          waitForTile(t);
       if (failed(lowerOp(op)))
         return failure();
+    }
+    pendingTiles = std::move(outer);
     return success();
   }
 
@@ -405,17 +419,17 @@ private:
       return success();
     }
 
-    // Shared tile: every thread copies 16-byte chunks; rows past the bound are zero.
+    // Shared tile: every thread issues asynchronous 16-byte copies (cp.async.cg); rows past the
+    // bound copy 0 bytes and are zero-filled. The copy is waited for where the tile is first
+    // read (waitForTile), so whatever runs in between overlaps it.
     bool isKey = *role == Role::KeyTile;
     int64_t rowBytes = d * 2, chunksPerRow = d / 8;
     if (d % 64)
       return o.emitOpError("tile-to-nvvm: K/V head dimension must be a multiple of 64");
     Value base = sharedBase(isKey, rows * rowBytes);
     int64_t chunks = rows * chunksPerRow;
-    auto chunkTy = VectorType::get({4}, b.getI32Type());
-    Value zeros = arith::ConstantOp::create(b, loc, chunkTy,
-                                            DenseElementsAttr::get(chunkTy, b.getI32IntegerAttr(0)));
-    gpu::BarrierOp::create(b, loc); // earlier readers of this tile are done
+    if (pendingTiles.empty())
+      gpu::BarrierOp::create(b, loc); // every reader of the previous tiles is done
     for (int64_t i = 0; i * threads < chunks; ++i) {
       Value chunkIdx = add(tidx, idx(i * threads));
       Value r = arith::DivUIOp::create(b, loc, chunkIdx, idx(chunksPerRow));
@@ -424,23 +438,38 @@ private:
       SmallVector<Value> at(lead);
       at.push_back(minU(gRow, lastRow));
       at.push_back(mul(ch, idx(8)));
-      Value v = LLVM::LoadOp::create(b, loc, chunkTy, globalAddress(view, at), 16);
-      v = arith::SelectOp::create(b, loc, ult(gRow, bound), v, zeros);
-      auto store = [&] {
-        LLVM::StoreOp::create(b, loc, v, sharedAddress(base, swizzled(r, ch, rowBytes)), 16);
+      Value bytes = arith::SelectOp::create(b, loc, ult(gRow, bound), i32(16), i32(0));
+      auto copy = [&] {
+        NVVM::CpAsyncOp::create(b, loc, sharedAddress(base, swizzled(r, ch, rowBytes)),
+                                globalAddress(view, at), b.getI32IntegerAttr(16),
+                                NVVM::LoadCacheModifierKindAttr::get(
+                                    b.getContext(), NVVM::LoadCacheModifierKind::CG),
+                                bytes);
       };
       if ((i + 1) * threads <= chunks) {
-        store();
+        copy();
       } else { // the last round has fewer chunks than threads
         auto guard = scf::IfOp::create(b, loc, ult(chunkIdx, idx(chunks)), false);
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPointToStart(guard.thenBlock());
-        store();
+        copy();
       }
     }
-    gpu::BarrierOp::create(b, loc);
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    pendingTiles.push_back(o.getResult());
     tiles[o.getResult()] = {base, rowBytes};
     return success();
+  }
+
+  /// Waits for the copy group of `tile` (and the older ones), then makes it visible to all.
+  void waitForTile(Value tile) {
+    auto it = llvm::find(pendingTiles, tile);
+    if (it == pendingTiles.end())
+      return;
+    int64_t newer = pendingTiles.end() - it - 1;
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, b.getI32IntegerAttr(newer));
+    gpu::BarrierOp::create(b, loc);
+    pendingTiles.erase(pendingTiles.begin(), it + 1);
   }
 
   /// ldmatrix.x4 from a swizzled tile: lane l reads row `row0 + (l/8 / rowsMatDiv)...`.
@@ -461,7 +490,16 @@ private:
     auto f32Ty = b.getF32Type();
     auto st = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32Ty, f32Ty, f32Ty, f32Ty});
     NVVM::MMATypes t = elt.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
-    Value r = NVVM::MmaOp::create(b, loc, st, a, bFrag, c, {16, 8, 16}, std::nullopt,
+    // bf16 operands travel as i32 pairs; f16 ones as vector<2xf16>.
+    SmallVector<Value> aOps(a), bOps(bFrag);
+    if (elt.isF16()) {
+      auto h2 = VectorType::get({2}, elt);
+      for (Value &v : aOps)
+        v = LLVM::BitcastOp::create(b, loc, h2, v);
+      for (Value &v : bOps)
+        v = LLVM::BitcastOp::create(b, loc, h2, v);
+    }
+    Value r = NVVM::MmaOp::create(b, loc, st, aOps, bOps, c, {16, 8, 16}, std::nullopt,
                                   std::nullopt, std::array<NVVM::MMATypes, 2>{t, t},
                                   std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                                                  NVVM::MMALayout::col});
@@ -481,6 +519,7 @@ private:
       return o.emitOpError("tile-to-nvvm: the rhs must be a block loaded into shared memory");
     auto [base, rowBytes] = tileIt->second;
     Type elt = o.getRhs().getType().getElementType();
+    waitForTile(o.getRhs());
 
     // A fragments per k-tile: loaded Q, or the f32 lhs (P) packed to the rhs element type.
     SmallVector<SmallVector<Value, 4>> aFrag(k / 16);
@@ -635,6 +674,7 @@ private:
   IRMapping map;
   DenseMap<Value, ViewInfo> views;
   DenseMap<Value, std::pair<Value, int64_t>> tiles; // loaded rhs block -> (smem base, row bytes)
+  SmallVector<Value> pendingTiles; // tiles whose copy groups are in flight, oldest first
   Value tidx, laneG, laneC, rowBase, ldMat, ldRow;
 };
 

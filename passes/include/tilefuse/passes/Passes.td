@@ -73,4 +73,15 @@ def TileBlockPruning : Pass<"tile-block-pruning", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
 }
 
+def TilePipeline : Pass<"tile-pipeline", "mlir::func::FuncOp"> {
+  let summary = "Schedules block loads of key/value loops as early as their operands allow";
+  let description = [{
+    Inside every block of a key/value loop, each tile.block_load moves up to just after the
+    definition of its last operand, so the value block of an iteration is requested together with
+    the key block, before the scores are computed. The GPU lowering turns block loads into
+    asynchronous copies that are waited for at their first use, so the value load overlaps the
+    score computation and the softmax. Loads only read, so the order of computation is unchanged.
+  }];
+}
+
 #endif // TILEFUSE_PASSES_TD

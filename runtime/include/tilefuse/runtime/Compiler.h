@@ -18,6 +18,8 @@ namespace tilefuse::runtime {
 struct PtxCompileOptions {
   int64_t blockM = 64; ///< Br (16 rows per warp)
   int64_t blockN = 64; ///< Bc
+  int64_t headDim = 0;     ///< specialize to this head dimension (0: as written)
+  std::string elementType; ///< specialize to bf16 / f16 (empty: as written)
   std::string chip = "sm_90a";
   std::string features = "+ptx80";
 };

@@ -1,0 +1,113 @@
+//===- CudaKernel.h - compiled attention kernels on the GPU -----*- C++ -*-===//
+//
+// Loads the PTX the compiler emits for one kernel and launches it by the kernel ABI:
+//
+//   - one PTX module per kernel, with one `.entry` named like the kernel, and a JSON sidecar
+//     {"name", "block_m", "block_n", "threads", "head_dim", "dtype", "shared_bytes"};
+//   - parameters, in order: q, k, v, o, lse (device pointers); B, H, Hkv, M, N (i64); the element
+//     strides q_b, q_h, q_m, k_b, k_h, k_n, v_b, v_h, v_n, o_b, o_h, o_m, lse_b, lse_h (i64; the
+//     innermost dimension of every tensor is contiguous);
+//   - Q, O: B x H x M x D and K, V: B x Hkv x N x D in the kernel's dtype; LSE: B x H x M f32;
+//   - grid (ceil(M / block_m), H, B), block (threads, 1, 1), dynamic shared memory shared_bytes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TILEFUSE_RUNTIME_CUDA_CUDAKERNEL_H
+#define TILEFUSE_RUNTIME_CUDA_CUDAKERNEL_H
+
+#include "tilefuse/runtime/HostView.h"
+#include "tilefuse/runtime/cuda/Driver.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace tilefuse::runtime::cuda {
+
+/// The JSON sidecar of a compiled kernel.
+struct KernelMetadata {
+  std::string name; ///< the PTX `.entry` and the variant (attention, causal, ...)
+  ElementType dtype = ElementType::BF16; ///< of Q, K, V and O: bf16 or f16
+  int64_t blockM = 0, blockN = 0;        ///< rows of Q / of K and V per block
+  int64_t threads = 0;                   ///< per block
+  int64_t headDim = 0;                   ///< D
+  int64_t sharedBytes = 0;               ///< dynamic shared memory per block
+  /// The softmax scale the kernel applies, when the sidecar states it (optional key "scale");
+  /// informational: the kernel has it built in.
+  std::optional<double> scale;
+
+  /// Parses and checks a sidecar; `origin` (e.g. its path) prefixes error messages.
+  static llvm::Expected<KernelMetadata> parse(llvm::StringRef json, llvm::StringRef origin);
+};
+
+llvm::StringRef dtypeName(ElementType type);
+
+struct AttentionShape {
+  int64_t B = 1, H = 1, Hkv = 1, M = 1, N = 1, D = 64;
+};
+
+/// Element strides in the ABI's parameter order. The innermost dimensions (D of Q, K, V, O; M of
+/// LSE) are contiguous and have no entry.
+struct AttentionStrides {
+  int64_t qB = 0, qH = 0, qM = 0;
+  int64_t kB = 0, kH = 0, kN = 0;
+  int64_t vB = 0, vH = 0, vN = 0;
+  int64_t oB = 0, oH = 0, oM = 0;
+  int64_t lseB = 0, lseH = 0;
+
+  static constexpr int count = 14;
+  /// Row-major B x H x M x D etc. with no padding.
+  static AttentionStrides contiguous(const AttentionShape &shape);
+  /// From `count` values in parameter order.
+  static AttentionStrides fromArray(const int64_t *values);
+  std::array<int64_t, count> toArray() const;
+};
+
+/// Device addresses of the five tensors.
+struct AttentionBuffers {
+  DevicePtr q = 0, k = 0, v = 0, o = 0, lse = 0;
+};
+
+/// Checks a launch against the kernel and the ABI without touching the GPU: positive sizes,
+/// H % Hkv == 0, D == head_dim, the grid within the device's limits, non-negative strides,
+/// non-null pointers aligned to their element type. Errors are ErrorKind::InvalidArgument.
+llvm::Error validateLaunch(const KernelMetadata &metadata, const AttentionBuffers &buffers,
+                           const AttentionShape &shape, const AttentionStrides &strides);
+
+/// One kernel loaded into the context current at load time.
+class CudaKernel {
+public:
+  /// JIT-compiles `ptx` (cuModuleLoadDataEx); errors carry the driver's JIT log.
+  static llvm::Expected<std::unique_ptr<CudaKernel>> load(llvm::StringRef ptx,
+                                                           KernelMetadata metadata);
+  /// Reads <name>.ptx and its sidecar; an empty `jsonPath` means `ptxPath` with .json for .ptx.
+  static llvm::Expected<std::unique_ptr<CudaKernel>> loadFiles(llvm::StringRef ptxPath,
+                                                                llvm::StringRef jsonPath = "");
+  ~CudaKernel();
+  CudaKernel(const CudaKernel &) = delete;
+  CudaKernel &operator=(const CudaKernel &) = delete;
+
+  /// Validates (validateLaunch) and enqueues the kernel on `stream` (nullptr: the legacy default
+  /// stream). Asynchronous: faults inside the kernel surface at the next synchronization.
+  /// Thread-safe. The context current on the calling thread must be the one it was loaded in, or
+  /// none (then that one is made current).
+  llvm::Error launch(CUstream_st *stream, const AttentionBuffers &buffers,
+                     const AttentionShape &shape, const AttentionStrides &strides) const;
+
+  const KernelMetadata &metadata() const;
+  /// The JIT's info log (ptxas: registers, spills, shared memory).
+  llvm::StringRef jitLog() const;
+  int registersPerThread() const;
+
+private:
+  struct Impl;
+  explicit CudaKernel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace tilefuse::runtime::cuda
+
+#endif

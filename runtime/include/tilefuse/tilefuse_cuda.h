@@ -1,0 +1,74 @@
+/*===- tilefuse_cuda.h - C API of the tilefuse CUDA runtime --------*- C -*-===*
+ *
+ * A stable C interface to load compiled tilefuse kernels (PTX + JSON sidecar) and launch them on
+ * device pointers, for applications in any language and for Python through ctypes
+ * (libtilefuse_cuda.so). It links no CUDA library: libcuda.so.1 is opened at run time, and a
+ * machine without a driver or GPU gets TILEFUSE_ERROR_UNAVAILABLE, never a crash.
+ *
+ * Every function that can fail returns a tilefuse_status and, when `err` is not NULL, writes a
+ * NUL-terminated message of at most `errlen` bytes (truncated) into it.
+ *
+ * Kernels use the CUDA context current on the calling thread at load time (an application's,
+ * e.g. PyTorch's), or device 0's primary context when none is current, and must be launched with
+ * that context current (or none).
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef TILEFUSE_TILEFUSE_CUDA_H
+#define TILEFUSE_TILEFUSE_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tilefuse_status {
+  TILEFUSE_OK = 0,
+  /* No CUDA driver (libcuda.so.1) or no GPU on this machine. */
+  TILEFUSE_ERROR_UNAVAILABLE = 1,
+  /* Bad file, metadata, shape, stride or pointer; nothing was launched. */
+  TILEFUSE_ERROR_INVALID_ARGUMENT = 2,
+  /* A CUDA driver call failed (JIT compilation, launch, ...). */
+  TILEFUSE_ERROR_CUDA = 3
+} tilefuse_status;
+
+/* A loaded kernel. */
+typedef struct tilefuse_kernel tilefuse_kernel;
+
+/* TILEFUSE_OK when a driver and a GPU are there. */
+int tilefuse_cuda_available(char *err, size_t errlen);
+
+/* Loads <name>.ptx and its JSON sidecar (json_path NULL: ptx_path with .json for .ptx). */
+int tilefuse_cuda_load(const char *ptx_path, const char *json_path, tilefuse_kernel **out,
+                       char *err, size_t errlen);
+
+/* Same from memory: NUL-terminated PTX text and sidecar JSON text. */
+int tilefuse_cuda_load_data(const char *ptx, const char *json, tilefuse_kernel **out, char *err,
+                            size_t errlen);
+
+/* Enqueues the kernel on `stream` (a CUstream; NULL: the legacy default stream).
+ * q, o: B x H x M x D and k, v: B x Hkv x N x D device pointers in the kernel's dtype; lse:
+ * B x H x M float32. `strides`: 14 element strides in the order q_b, q_h, q_m, k_b, k_h, k_n,
+ * v_b, v_h, v_n, o_b, o_h, o_m, lse_b, lse_h (innermost dimensions contiguous), or NULL for
+ * contiguous tensors. Shapes are checked (H % Hkv == 0, D == the kernel's head dim, ...) before
+ * anything is launched. Asynchronous: faults inside the kernel surface at the next
+ * synchronization. Thread-safe. */
+int tilefuse_cuda_launch(const tilefuse_kernel *kernel, void *stream, const void *q,
+                         const void *k, const void *v, void *o, void *lse, int64_t B, int64_t H,
+                         int64_t Hkv, int64_t M, int64_t N, int64_t D, const int64_t *strides,
+                         char *err, size_t errlen);
+
+/* Unloads the kernel; NULL is ignored. */
+void tilefuse_cuda_free(tilefuse_kernel *kernel);
+
+/* The sidecar's fields; the strings live as long as the kernel. */
+const char *tilefuse_cuda_kernel_name(const tilefuse_kernel *kernel);
+const char *tilefuse_cuda_kernel_dtype(const tilefuse_kernel *kernel); /* "bf16" or "f16" */
+int64_t tilefuse_cuda_kernel_head_dim(const tilefuse_kernel *kernel);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TILEFUSE_TILEFUSE_CUDA_H */

@@ -1,0 +1,120 @@
+//===- CApi.cpp - C API of the tilefuse CUDA runtime ----------------------===//
+#include "tilefuse/tilefuse_cuda.h"
+
+#include "tilefuse/runtime/cuda/CudaKernel.h"
+
+#include <cstring>
+
+using namespace tilefuse::runtime::cuda;
+
+struct tilefuse_kernel {
+  std::unique_ptr<CudaKernel> kernel;
+  std::string dtype;
+};
+
+namespace {
+
+int statusOf(ErrorKind kind) {
+  switch (kind) {
+  case ErrorKind::NoDriver:
+  case ErrorKind::NoDevice:
+    return TILEFUSE_ERROR_UNAVAILABLE;
+  case ErrorKind::InvalidArgument:
+    return TILEFUSE_ERROR_INVALID_ARGUMENT;
+  case ErrorKind::DriverCall:
+    return TILEFUSE_ERROR_CUDA;
+  }
+  return TILEFUSE_ERROR_CUDA;
+}
+
+/// Copies `message` into the caller's buffer, truncated and NUL-terminated.
+void writeMessage(const std::string &message, char *err, size_t errlen) {
+  if (!err || errlen == 0)
+    return;
+  size_t n = std::min(message.size(), errlen - 1);
+  std::memcpy(err, message.data(), n);
+  err[n] = '\0';
+}
+
+int report(llvm::Error error, char *err, size_t errlen) {
+  if (!error) {
+    writeMessage("", err, errlen);
+    return TILEFUSE_OK;
+  }
+  ErrorReport report = takeReport(std::move(error));
+  writeMessage(report.message, err, errlen);
+  return statusOf(report.kind);
+}
+
+int invalidArgument(const char *message, char *err, size_t errlen) {
+  return report(makeError(ErrorKind::InvalidArgument, message), err, errlen);
+}
+
+int adopt(llvm::Expected<std::unique_ptr<CudaKernel>> kernel, tilefuse_kernel **out, char *err,
+          size_t errlen) {
+  if (!kernel)
+    return report(kernel.takeError(), err, errlen);
+  auto *handle = new tilefuse_kernel{std::move(*kernel), ""};
+  handle->dtype = dtypeName(handle->kernel->metadata().dtype).str();
+  *out = handle;
+  return report(llvm::Error::success(), err, errlen);
+}
+
+DevicePtr address(const void *pointer) {
+  return static_cast<DevicePtr>(reinterpret_cast<uintptr_t>(pointer));
+}
+
+} // namespace
+
+int tilefuse_cuda_available(char *err, size_t errlen) {
+  auto driver = Driver::get();
+  return report(driver ? llvm::Error::success() : driver.takeError(), err, errlen);
+}
+
+int tilefuse_cuda_load(const char *ptx_path, const char *json_path, tilefuse_kernel **out,
+                       char *err, size_t errlen) {
+  if (!out || !ptx_path)
+    return invalidArgument("tilefuse_cuda_load: ptx_path and out must not be NULL", err, errlen);
+  *out = nullptr;
+  return adopt(CudaKernel::loadFiles(ptx_path, json_path ? json_path : ""), out, err, errlen);
+}
+
+int tilefuse_cuda_load_data(const char *ptx, const char *json, tilefuse_kernel **out, char *err,
+                            size_t errlen) {
+  if (!out || !ptx || !json)
+    return invalidArgument("tilefuse_cuda_load_data: ptx, json and out must not be NULL", err,
+                           errlen);
+  *out = nullptr;
+  auto metadata = KernelMetadata::parse(json, "sidecar");
+  if (!metadata)
+    return report(metadata.takeError(), err, errlen);
+  return adopt(CudaKernel::load(ptx, std::move(*metadata)), out, err, errlen);
+}
+
+int tilefuse_cuda_launch(const tilefuse_kernel *kernel, void *stream, const void *q,
+                         const void *k, const void *v, void *o, void *lse, int64_t B, int64_t H,
+                         int64_t Hkv, int64_t M, int64_t N, int64_t D, const int64_t *strides,
+                         char *err, size_t errlen) {
+  if (!kernel)
+    return invalidArgument("tilefuse_cuda_launch: kernel is NULL", err, errlen);
+  AttentionShape shape{B, H, Hkv, M, N, D};
+  AttentionBuffers buffers{address(q), address(k), address(v), address(o), address(lse)};
+  AttentionStrides layout = strides ? AttentionStrides::fromArray(strides)
+                                    : AttentionStrides::contiguous(shape);
+  return report(kernel->kernel->launch(static_cast<CUstream_st *>(stream), buffers, shape, layout),
+                err, errlen);
+}
+
+void tilefuse_cuda_free(tilefuse_kernel *kernel) { delete kernel; }
+
+const char *tilefuse_cuda_kernel_name(const tilefuse_kernel *kernel) {
+  return kernel ? kernel->kernel->metadata().name.c_str() : "";
+}
+
+const char *tilefuse_cuda_kernel_dtype(const tilefuse_kernel *kernel) {
+  return kernel ? kernel->dtype.c_str() : "";
+}
+
+int64_t tilefuse_cuda_kernel_head_dim(const tilefuse_kernel *kernel) {
+  return kernel ? kernel->kernel->metadata().headDim : 0;
+}

@@ -1,0 +1,417 @@
+//===- CudaKernel.cpp - compiled attention kernels on the GPU -------------===//
+#include "tilefuse/runtime/cuda/CudaKernel.h"
+
+#include "DriverApi.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <cstring>
+#include <limits>
+
+using namespace tilefuse::runtime;
+using namespace tilefuse::runtime::cuda;
+using namespace tilefuse::runtime::cuda::detail;
+
+//===----------------------------------------------------------------------===//
+// Metadata
+//===----------------------------------------------------------------------===//
+
+llvm::StringRef tilefuse::runtime::cuda::dtypeName(ElementType type) {
+  switch (type) {
+  case ElementType::BF16:
+    return "bf16";
+  case ElementType::F16:
+    return "f16";
+  case ElementType::F32:
+    return "f32";
+  }
+  return "?";
+}
+
+/// A PTX identifier, so the name can be looked up as the module's `.entry`.
+static bool isPtxIdentifier(llvm::StringRef name) {
+  auto isStart = [](char c) { return llvm::isAlpha(c) || c == '_' || c == '$'; };
+  if (name.empty() || !isStart(name.front()))
+    return false;
+  return llvm::all_of(name, [&](char c) { return isStart(c) || llvm::isDigit(c); });
+}
+
+llvm::Expected<KernelMetadata> KernelMetadata::parse(llvm::StringRef json,
+                                                     llvm::StringRef origin) {
+  auto fail = [&](const llvm::Twine &why) {
+    return makeError(ErrorKind::InvalidArgument, origin + ": " + why);
+  };
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse(json);
+  if (!value)
+    return fail("not JSON: " + llvm::toString(value.takeError()));
+  const llvm::json::Object *object = value->getAsObject();
+  if (!object)
+    return fail("not a JSON object");
+
+  KernelMetadata metadata;
+  std::optional<llvm::StringRef> name = object->getString("name");
+  if (!name)
+    return fail("missing string \"name\"");
+  if (!isPtxIdentifier(*name))
+    return fail("\"name\" '" + *name + "' is not a PTX entry name");
+  metadata.name = name->str();
+
+  std::optional<llvm::StringRef> dtype = object->getString("dtype");
+  if (!dtype)
+    return fail("missing string \"dtype\"");
+  if (*dtype == "bf16")
+    metadata.dtype = ElementType::BF16;
+  else if (*dtype == "f16")
+    metadata.dtype = ElementType::F16;
+  else
+    return fail("\"dtype\" must be bf16 or f16, not '" + *dtype + "'");
+
+  constexpr int64_t maxUnsigned = std::numeric_limits<unsigned>::max();
+  struct {
+    const char *key;
+    int64_t *field;
+    int64_t min, max;
+  } integers[] = {
+      {"block_m", &metadata.blockM, 1, maxUnsigned},
+      {"block_n", &metadata.blockN, 1, maxUnsigned},
+      {"threads", &metadata.threads, 1, 1024}, // the CUDA limit per block
+      {"head_dim", &metadata.headDim, 1, maxUnsigned},
+      {"shared_bytes", &metadata.sharedBytes, 0, maxUnsigned},
+  };
+  for (const auto &integer : integers) {
+    std::optional<int64_t> v = object->getInteger(integer.key);
+    if (!v)
+      return fail(llvm::Twine("missing integer \"") + integer.key + "\"");
+    if (*v < integer.min || *v > integer.max)
+      return fail(llvm::Twine("\"") + integer.key + "\" is " + llvm::Twine(*v) +
+                  ", outside [" + llvm::Twine(integer.min) + ", " + llvm::Twine(integer.max) +
+                  "]");
+    *integer.field = *v;
+  }
+
+  if (const llvm::json::Value *scale = object->get("scale")) {
+    std::optional<double> v = scale->getAsNumber();
+    if (!v || !(*v > 0))
+      return fail("\"scale\" must be a positive number");
+    metadata.scale = *v;
+  }
+  return metadata;
+}
+
+//===----------------------------------------------------------------------===//
+// Strides and launch checks
+//===----------------------------------------------------------------------===//
+
+AttentionStrides AttentionStrides::contiguous(const AttentionShape &s) {
+  AttentionStrides r;
+  r.qM = r.oM = s.D;
+  r.qH = r.oH = s.M * s.D;
+  r.qB = r.oB = s.H * s.M * s.D;
+  r.kN = r.vN = s.D;
+  r.kH = r.vH = s.N * s.D;
+  r.kB = r.vB = s.Hkv * s.N * s.D;
+  r.lseH = s.M;
+  r.lseB = s.H * s.M;
+  return r;
+}
+
+std::array<int64_t, AttentionStrides::count> AttentionStrides::toArray() const {
+  return {qB, qH, qM, kB, kH, kN, vB, vH, vN, oB, oH, oM, lseB, lseH};
+}
+
+AttentionStrides AttentionStrides::fromArray(const int64_t *v) {
+  AttentionStrides r;
+  int64_t *fields[count] = {&r.qB, &r.qH, &r.qM, &r.kB, &r.kH, &r.kN, &r.vB,
+                            &r.vH, &r.vN, &r.oB, &r.oH, &r.oM, &r.lseB, &r.lseH};
+  for (int i = 0; i < count; ++i)
+    *fields[i] = v[i];
+  return r;
+}
+
+llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metadata,
+                                                    const AttentionBuffers &buffers,
+                                                    const AttentionShape &shape,
+                                                    const AttentionStrides &strides) {
+  auto fail = [&](const llvm::Twine &why) {
+    return makeError(ErrorKind::InvalidArgument, "launch of '" + metadata.name + "': " + why);
+  };
+  struct {
+    const char *name;
+    int64_t value;
+  } sizes[] = {{"B", shape.B}, {"H", shape.H},   {"Hkv", shape.Hkv},
+               {"M", shape.M}, {"N", shape.N}, {"D", shape.D}};
+  for (const auto &size : sizes)
+    if (size.value <= 0)
+      return fail(llvm::Twine(size.name) + " must be positive, not " + llvm::Twine(size.value));
+  if (shape.H % shape.Hkv != 0)
+    return fail("H (" + llvm::Twine(shape.H) + ") is not a multiple of Hkv (" +
+                llvm::Twine(shape.Hkv) + ")");
+  if (shape.D != metadata.headDim)
+    return fail("D is " + llvm::Twine(shape.D) + " but the kernel was compiled for head dim " +
+                llvm::Twine(metadata.headDim));
+  // CUDA's grid limits: x < 2^31, y and z <= 65535.
+  int64_t rowBlocks = (shape.M + metadata.blockM - 1) / metadata.blockM;
+  if (rowBlocks > std::numeric_limits<int32_t>::max())
+    return fail("M (" + llvm::Twine(shape.M) + ") needs more than 2^31-1 row blocks");
+  if (shape.H > 65535 || shape.B > 65535)
+    return fail("H and B must be at most 65535 (grid y and z), not " + llvm::Twine(shape.H) +
+                " and " + llvm::Twine(shape.B));
+
+  static const char *const strideNames[AttentionStrides::count] = {
+      "q_b", "q_h", "q_m", "k_b", "k_h", "k_n", "v_b", "v_h", "v_n", "o_b", "o_h", "o_m",
+      "lse_b", "lse_h"};
+  std::array<int64_t, AttentionStrides::count> strideValues = strides.toArray();
+  for (int i = 0; i < AttentionStrides::count; ++i)
+    if (strideValues[i] < 0)
+      return fail(llvm::Twine("stride ") + strideNames[i] + " is negative (" +
+                  llvm::Twine(strideValues[i]) + ")");
+
+  // The kernels compute element offsets in 32 bits: the largest offset of each tensor must fit.
+  auto lastOffset = [](std::initializer_list<std::pair<int64_t, int64_t>> dims) {
+    int64_t off = 0;
+    for (auto [size, stride] : dims)
+      off += (size - 1) * stride;
+    return off;
+  };
+  const auto &sv = strideValues;
+  struct {
+    const char *name;
+    int64_t last;
+  } extents[] = {
+      {"q", lastOffset({{shape.B, sv[0]}, {shape.H, sv[1]}, {shape.M, sv[2]}, {shape.D, 1}})},
+      {"k", lastOffset({{shape.B, sv[3]}, {shape.Hkv, sv[4]}, {shape.N, sv[5]}, {shape.D, 1}})},
+      {"v", lastOffset({{shape.B, sv[6]}, {shape.Hkv, sv[7]}, {shape.N, sv[8]}, {shape.D, 1}})},
+      {"o", lastOffset({{shape.B, sv[9]}, {shape.H, sv[10]}, {shape.M, sv[11]}, {shape.D, 1}})},
+      {"lse", lastOffset({{shape.B, sv[12]}, {shape.H, sv[13]}, {shape.M, 1}})}};
+  for (const auto &extent : extents)
+    if (extent.last > std::numeric_limits<int32_t>::max())
+      return fail(llvm::Twine(extent.name) + " spans more than 2^31 elements; the kernels "
+                  "index in 32 bits");
+  // Vector accesses: Q and O move element pairs (4 bytes), K and V 16-byte chunks (cp.async).
+  for (int i : {0, 1, 2, 9, 10, 11})
+    if (sv[i] % 2 != 0)
+      return fail(llvm::Twine("stride ") + strideNames[i] + " must be even, not " +
+                  llvm::Twine(sv[i]));
+  for (int i : {3, 4, 5, 6, 7, 8})
+    if (sv[i] % 8 != 0)
+      return fail(llvm::Twine("stride ") + strideNames[i] + " must be a multiple of 8 (16-byte " +
+                  "rows for the asynchronous copies), not " + llvm::Twine(sv[i]));
+
+  uint64_t elementBytes = metadata.dtype == ElementType::F32 ? 4 : 2;
+  struct {
+    const char *name;
+    DevicePtr address;
+    uint64_t alignment;
+  } pointers[] = {{"q", buffers.q, 2 * elementBytes},
+                  {"k", buffers.k, 16},
+                  {"v", buffers.v, 16},
+                  {"o", buffers.o, 2 * elementBytes},
+                  {"lse", buffers.lse, 4}};
+  for (const auto &pointer : pointers) {
+    if (pointer.address == 0)
+      return fail(llvm::Twine(pointer.name) + " is a null pointer");
+    if (pointer.address % pointer.alignment != 0)
+      return fail(llvm::Twine(pointer.name) + " is not aligned as the kernel needs (" +
+                  llvm::Twine(pointer.alignment) + " bytes)");
+  }
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// CudaKernel
+//===----------------------------------------------------------------------===//
+
+struct CudaKernel::Impl {
+  KernelMetadata metadata;
+  CUcontext context = nullptr;
+  CUmodule module = nullptr;
+  CUfunction function = nullptr;
+  std::string jitLog;
+  int registers = 0;
+
+  ~Impl() {
+    if (!module)
+      return;
+    // cuModuleUnload acts on the current context: make the module's current for the call.
+    const DriverApi &cu = api();
+    CUcontext current = nullptr;
+    (void)cu.cuCtxGetCurrent(&current);
+    bool switchContext = current != context;
+    if (switchContext && cu.cuCtxPushCurrent_v2(context) != CUDA_SUCCESS)
+      return;
+    (void)cu.cuModuleUnload(module);
+    if (switchContext) {
+      CUcontext popped = nullptr;
+      (void)cu.cuCtxPopCurrent_v2(&popped);
+    }
+  }
+};
+
+CudaKernel::CudaKernel(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+CudaKernel::~CudaKernel() = default;
+const KernelMetadata &CudaKernel::metadata() const { return impl->metadata; }
+llvm::StringRef CudaKernel::jitLog() const { return impl->jitLog; }
+int CudaKernel::registersPerThread() const { return impl->registers; }
+
+/// The text up to the first NUL of a log buffer the driver filled.
+static std::string takeLog(const std::string &buffer) {
+  return llvm::StringRef(buffer.c_str()).rtrim().str();
+}
+
+llvm::Expected<std::unique_ptr<CudaKernel>> CudaKernel::load(llvm::StringRef ptx,
+                                                             KernelMetadata metadata) {
+  auto driver = Driver::get();
+  if (!driver)
+    return driver.takeError();
+  auto context = driver->currentContext();
+  if (!context)
+    return context.takeError();
+  auto device = driver->currentDevice();
+  if (!device)
+    return device.takeError();
+
+  const DriverApi &cu = api();
+  auto impl = std::make_unique<Impl>();
+  impl->context = *context;
+  const std::string &name = metadata.name;
+
+  // The driver's JIT (ptxas) reports why PTX does not compile only through these log buffers.
+  constexpr size_t logBytes = 1 << 16;
+  std::string errorLog(logBytes, '\0'), infoLog(logBytes, '\0');
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_LOG_VERBOSE};
+  void *optionValues[] = {errorLog.data(), reinterpret_cast<void *>(uintptr_t(logBytes - 1)),
+                          infoLog.data(), reinterpret_cast<void *>(uintptr_t(logBytes - 1)),
+                          reinterpret_cast<void *>(uintptr_t(1))};
+  std::string image = ptx.str(); // the driver reads PTX as a NUL-terminated string
+  CUresult result = cu.cuModuleLoadDataEx(&impl->module, image.c_str(), std::size(options),
+                                          options, optionValues);
+  impl->jitLog = takeLog(infoLog);
+  if (llvm::Error error = check(result, "cuModuleLoadDataEx(" + name + ")")) {
+    impl->module = nullptr;
+    std::string log = takeLog(errorLog);
+    ErrorReport report = takeReport(std::move(error));
+    return makeError(report.kind, report.message + "\nJIT error log:\n" +
+                                      (log.empty() ? std::string("(empty)") : log));
+  }
+
+  result = cu.cuModuleGetFunction(&impl->function, impl->module, name.c_str());
+  if (result == CUDA_ERROR_NOT_FOUND)
+    return makeError(ErrorKind::InvalidArgument,
+                     "the PTX module has no .entry named '" + name + "' (the sidecar's name)");
+  if (llvm::Error error = check(result, "cuModuleGetFunction(" + name + ")"))
+    return std::move(error);
+
+  int maxThreads = 0, staticShared = 0;
+  struct {
+    int *value;
+    CUfunction_attribute attribute;
+    const char *what;
+  } attributes[] = {
+      {&maxThreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block"},
+      {&staticShared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "static shared memory"},
+      {&impl->registers, CU_FUNC_ATTRIBUTE_NUM_REGS, "registers"},
+  };
+  for (auto &a : attributes)
+    if (llvm::Error error = check(cu.cuFuncGetAttribute(a.value, a.attribute, impl->function),
+                                  "cuFuncGetAttribute(" + name + ", " + a.what + ")"))
+      return std::move(error);
+  if (metadata.threads > maxThreads)
+    return makeError(ErrorKind::InvalidArgument,
+                     "kernel '" + name + "' runs at most " + llvm::Twine(maxThreads) +
+                         " threads per block (.maxntid, registers) but its sidecar says " +
+                         llvm::Twine(metadata.threads));
+  if (staticShared + metadata.sharedBytes > device->maxSharedBytesPerBlockOptin)
+    return makeError(ErrorKind::InvalidArgument,
+                     "kernel '" + name + "' needs " + llvm::Twine(metadata.sharedBytes) +
+                         " bytes of dynamic and " + llvm::Twine(staticShared) +
+                         " of static shared memory; " + device->name + " allows " +
+                         llvm::Twine(device->maxSharedBytesPerBlockOptin) + " per block");
+  // Above 48 KiB, dynamic shared memory has to be opted in per function.
+  if (metadata.sharedBytes > 48 * 1024)
+    if (llvm::Error error = check(
+            cu.cuFuncSetAttribute(impl->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  static_cast<int>(metadata.sharedBytes)),
+            "cuFuncSetAttribute(" + name + ", max dynamic shared memory " +
+                llvm::Twine(metadata.sharedBytes) + ")"))
+      return std::move(error);
+
+  impl->metadata = std::move(metadata);
+  return std::unique_ptr<CudaKernel>(new CudaKernel(std::move(impl)));
+}
+
+llvm::Expected<std::unique_ptr<CudaKernel>> CudaKernel::loadFiles(llvm::StringRef ptxPath,
+                                                                  llvm::StringRef jsonPath) {
+  llvm::SmallString<256> sidecar(jsonPath);
+  if (sidecar.empty()) {
+    sidecar = ptxPath;
+    llvm::sys::path::replace_extension(sidecar, "json");
+  }
+  auto read = [](llvm::StringRef path) -> llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> {
+    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+    if (!buffer)
+      return makeError(ErrorKind::InvalidArgument,
+                       "cannot read " + path + ": " + buffer.getError().message());
+    return std::move(*buffer);
+  };
+  auto json = read(sidecar);
+  if (!json)
+    return json.takeError();
+  auto metadata = KernelMetadata::parse((*json)->getBuffer(), sidecar);
+  if (!metadata)
+    return metadata.takeError();
+  auto ptx = read(ptxPath);
+  if (!ptx)
+    return ptx.takeError();
+  return load((*ptx)->getBuffer(), std::move(*metadata));
+}
+
+llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buffers,
+                               const AttentionShape &shape,
+                               const AttentionStrides &strides) const {
+  const KernelMetadata &metadata = impl->metadata;
+  if (llvm::Error error = validateLaunch(metadata, buffers, shape, strides))
+    return error;
+
+  const DriverApi &cu = api();
+  CUcontext current = nullptr;
+  if (llvm::Error error = check(cu.cuCtxGetCurrent(&current), "cuCtxGetCurrent"))
+    return error;
+  if (!current) {
+    if (llvm::Error error = check(cu.cuCtxSetCurrent(impl->context), "cuCtxSetCurrent"))
+      return error;
+  } else if (current != impl->context) {
+    return makeError(ErrorKind::InvalidArgument,
+                     "launch of '" + metadata.name +
+                         "': the CUDA context current on this thread is not the one the kernel "
+                         "was loaded in");
+  }
+
+  // cuLaunchKernel takes the address of each parameter, in the ABI's order.
+  CUdeviceptr pointers[] = {buffers.q, buffers.k, buffers.v, buffers.o, buffers.lse};
+  int64_t sizes[] = {shape.B, shape.H, shape.Hkv, shape.M, shape.N};
+  std::array<int64_t, AttentionStrides::count> strideValues = strides.toArray();
+  void *parameters[std::size(pointers) + std::size(sizes) + AttentionStrides::count];
+  size_t next = 0;
+  for (CUdeviceptr &p : pointers)
+    parameters[next++] = &p;
+  for (int64_t &s : sizes)
+    parameters[next++] = &s;
+  for (int64_t &s : strideValues)
+    parameters[next++] = &s;
+
+  auto gridX = static_cast<unsigned>((shape.M + metadata.blockM - 1) / metadata.blockM);
+  auto gridY = static_cast<unsigned>(shape.H), gridZ = static_cast<unsigned>(shape.B);
+  auto threads = static_cast<unsigned>(metadata.threads);
+  auto sharedBytes = static_cast<unsigned>(metadata.sharedBytes);
+  return check(cu.cuLaunchKernel(impl->function, gridX, gridY, gridZ, threads, 1, 1, sharedBytes,
+                                 stream, parameters, nullptr),
+               "cuLaunchKernel(" + metadata.name + ", grid " + llvm::Twine(gridX) + "x" +
+                   llvm::Twine(gridY) + "x" + llvm::Twine(gridZ) + ", block " +
+                   llvm::Twine(threads) + ", " + llvm::Twine(sharedBytes) + " shared bytes)");
+}

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Builds, on the development machine, everything scripts/gpu-run.sh runs on the GPU machine, into
+# build-gpu/ (ignored by git; carry it to the device machine):
+#
+#   build-gpu/tilefuse-gpu-tests     GPU tests; static libstdc++/libgcc/LLVMSupport, stripped
+#   build-gpu/libtilefuse_cuda.so    the C API, for tools/bench/bench.py; same linking, stripped
+#   build-gpu/tilefuse-capi-test     the C API from C (runs with LD_LIBRARY_PATH=build-gpu)
+#   build-gpu/kernels/NAME.ptx       kernels from `tilefuse compile`, each with NAME.json beside it
+#
+# The GPU machine has no LLVM, so the two binaries come from a separate CMake tree,
+# build-gpu-cmake/, configured with TILEFUSE_GPU_STANDALONE=ON (only the GPU-side targets are
+# built there); the compiler that emits the PTX is the development build's, build/tools/tilefuse.
+#
+#   scripts/build-gpu.sh             binaries and kernels
+#   scripts/build-gpu.sh --no-ptx    binaries only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+emit_ptx=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-ptx) emit_ptx=0 ;;
+    *) echo "usage: $0 [--no-ptx]" >&2; exit 2 ;;
+  esac
+done
+
+out=build-gpu
+tree=build-gpu-cmake # outside build-gpu/ so that only the artifacts travel
+mkdir -p "$out/kernels"
+
+if [ ! -f "$tree/build.ninja" ]; then
+  cmake -S . -B "$tree" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTILEFUSE_GPU_STANDALONE=ON >/dev/null
+fi
+cmake --build "$tree" --target tilefuse-gpu-tests tilefuse_cuda tilefuse-capi-test
+strip -o "$out/tilefuse-gpu-tests" "$tree/test/gpu/tilefuse-gpu-tests"
+strip --strip-unneeded -o "$out/libtilefuse_cuda.so" "$tree/runtime/libtilefuse_cuda.so"
+strip -o "$out/tilefuse-capi-test" "$tree/test/gpu/tilefuse-capi-test"
+
+# They must run where only glibc is: no libLLVM, libstdc++ or libgcc_s.
+for binary in "$out/tilefuse-gpu-tests" "$out/libtilefuse_cuda.so"; do
+  if ldd "$binary" | grep -E 'libLLVM|libstdc\+\+|libgcc_s|libMLIR|libcuda'; then
+    echo "build-gpu: $binary links a library the GPU machine does not have (above)" >&2
+    exit 1
+  fi
+done
+echo "build-gpu: $(du -h "$out/tilefuse-gpu-tests" | cut -f1) tilefuse-gpu-tests," \
+  "$(du -h "$out/libtilefuse_cuda.so" | cut -f1) libtilefuse_cuda.so"
+
+[ "$emit_ptx" = 1 ] || exit 0
+
+# PTX: tilefuse compile --emit ptx ...
+# Every bundled kernel at its own head dim and dtype (NAME.ptx), plus the variants the benchmark
+# times (head dim 128) and the f16 path. NAME.json, the launch metadata, is written beside each.
+tilefuse=build/tools/tilefuse
+if [ ! -f build/build.ninja ]; then
+  echo "build-gpu: no development build in build/ (run scripts/bootstrap.sh first)" >&2
+  exit 1
+fi
+cmake --build build --target tilefuse
+
+failed=()
+compile() { # compile OUTPUT_NAME KERNEL [tilefuse compile options...]
+  local name=$1 kernel=$2
+  shift 2
+  if ! "$tilefuse" compile --kernel "$kernel" --emit ptx -o "$out/kernels/$name.ptx" "$@"; then
+    failed+=("$name")
+    rm -f "$out/kernels/$name.ptx" "$out/kernels/$name.json"
+  elif [ ! -s "$out/kernels/$name.json" ]; then
+    echo "build-gpu: tilefuse compile wrote no $out/kernels/$name.json" >&2
+    failed+=("$name")
+  fi
+}
+
+# Every kernel is attempted, so one compiler failure still leaves the others to test; the exit
+# status says whether all compiled.
+rm -f "$out"/kernels/*.ptx "$out"/kernels/*.json
+for kernel in $("$tilefuse" list | awk '{print $1}'); do
+  compile "$kernel" "$kernel"
+done
+compile attention_d128 attention --head-dim 128
+compile causal_d128 causal --head-dim 128
+compile attention_f16 attention --dtype f16
+compile causal_f16 causal --dtype f16
+echo "build-gpu: $(ls "$out"/kernels/*.ptx 2>/dev/null | wc -l) kernels in $out/kernels"
+if ((${#failed[@]})); then
+  echo "build-gpu: FAILED to compile: ${failed[*]}" >&2
+  exit 1
+fi

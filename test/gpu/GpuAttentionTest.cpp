@@ -1,0 +1,817 @@
+//===- GpuAttentionTest.cpp - compiled kernels on the GPU vs float64 ------===//
+//
+// tilefuse-gpu-tests: every kernel in $TILEFUSE_PTX_DIR (<stem>.ptx + <stem>.json, the kernel ABI
+// of CudaKernel.h) runs through the CUDA runtime on fresh random inputs and is compared with the
+// float64 reference of Reference.h; plus tests of the runtime itself (driver, module loading,
+// metadata, launch checks). Where there is no driver or no GPU it prints
+// "skipped: no GPU (<reason>)" and the GPU tests skip; the rest still run.
+//
+//   TILEFUSE_PTX_DIR=build-gpu/kernels tilefuse-gpu-tests [--gtest_filter=...]
+//   TILEFUSE_GPU_SMALL=1: only the small cases (M = N = 128, and M = 17 with N = 1000 for the
+//   partial blocks), for compute-sanitizer.
+//
+// Bounds: kernels compute in f32 and round P to the storage type for the P·V product, so O is
+// checked to a relative L2 error of 1e-2 (bf16) or 3e-3 (f16) and LSE to 1e-3 relative on its
+// finite entries; LSE must be -inf exactly where the reference is, and nothing may be NaN
+// (outputs are poisoned with NaN before every launch, so an unwritten element shows).
+//
+//===----------------------------------------------------------------------===//
+#include "tilefuse/runtime/Reference.h"
+#include "tilefuse/runtime/cuda/CudaKernel.h"
+#include "tilefuse/runtime/cuda/Driver.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/xxhash.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace tilefuse::runtime;
+using namespace tilefuse::runtime::cuda;
+namespace ref = tilefuse::runtime::reference;
+
+#define TF_CONCAT_INNER(a, b) a##b
+#define TF_CONCAT(a, b) TF_CONCAT_INNER(a, b)
+
+/// Fails the current test with the error's message unless `expr` (an llvm::Error) is success.
+#define TF_ASSERT_OK(expr)                                                                         \
+  do {                                                                                             \
+    if (llvm::Error tfError = (expr))                                                              \
+      FAIL() << takeReport(std::move(tfError)).message;                                            \
+  } while (0)
+
+/// `lhs = *expr` for an llvm::Expected `expr`; fails the current test with its error otherwise.
+#define TF_ASSERT_OK_AND_ASSIGN(lhs, expr)                                                         \
+  auto TF_CONCAT(tfExpected, __LINE__) = (expr);                                                   \
+  if (!TF_CONCAT(tfExpected, __LINE__))                                                            \
+    FAIL() << takeReport(TF_CONCAT(tfExpected, __LINE__).takeError()).message;                     \
+  lhs = std::move(*TF_CONCAT(tfExpected, __LINE__))
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Is there a GPU?
+//===----------------------------------------------------------------------===//
+
+struct GpuStatus {
+  bool usable = false;
+  /// No driver or no GPU: GPU tests skip. Any other failure fails them.
+  bool unavailable = false;
+  std::string message;
+};
+
+const GpuStatus &gpuStatus() {
+  static const GpuStatus status = [] {
+    GpuStatus s;
+    auto driver = Driver::get();
+    if (driver) {
+      s.usable = true;
+      return s;
+    }
+    ErrorReport report = takeReport(driver.takeError());
+    s.unavailable = report.kind == ErrorKind::NoDriver || report.kind == ErrorKind::NoDevice;
+    s.message = report.message;
+    return s;
+  }();
+  return status;
+}
+
+/// "skipped: no GPU (<reason>)", the line a log reader looks for.
+std::string skipMessage() {
+  llvm::StringRef reason = gpuStatus().message;
+  if (reason.starts_with("no GPU (")) // the driver's own message already says it
+    return "skipped: " + reason.str();
+  return "skipped: no GPU (" + reason.str() + ")";
+}
+
+/// In a test body: skips where there is no GPU, fails where the driver is broken.
+#define TF_REQUIRE_GPU()                                                                           \
+  do {                                                                                             \
+    if (gpuStatus().unavailable)                                                                   \
+      GTEST_SKIP() << skipMessage();                                                               \
+    if (!gpuStatus().usable)                                                                       \
+      FAIL() << "the CUDA driver failed to initialize: " << gpuStatus().message;                   \
+  } while (0)
+
+//===----------------------------------------------------------------------===//
+// Host-side tensors in device layouts
+//===----------------------------------------------------------------------===//
+
+/// A rank-4 logical tensor (outer, heads, rows, inner) stored with element strides; inner has
+/// stride 1. The logical order is row-major over the four sizes (what the reference reads).
+struct Layout {
+  int64_t sizes[4];
+  int64_t strides[3]; ///< of the outer three dimensions
+
+  int64_t logicalCount() const { return sizes[0] * sizes[1] * sizes[2] * sizes[3]; }
+  /// Elements of storage the tensor spans.
+  int64_t storageCount() const {
+    int64_t last = 0;
+    for (int i = 0; i < 3; ++i)
+      last += (sizes[i] - 1) * strides[i];
+    return last + sizes[3];
+  }
+  template <typename Fn> void forEach(Fn fn) const {
+    int64_t logical = 0;
+    for (int64_t a = 0; a < sizes[0]; ++a)
+      for (int64_t b = 0; b < sizes[1]; ++b)
+        for (int64_t c = 0; c < sizes[2]; ++c) {
+          int64_t base = a * strides[0] + b * strides[1] + c * strides[2];
+          for (int64_t d = 0; d < sizes[3]; ++d)
+            fn(logical++, base + d);
+        }
+  }
+};
+
+/// Copies logical elements (contiguous, `elementBytes` each) into a storage buffer of `layout`.
+std::vector<char> scatter(const Layout &layout, const std::vector<char> &logical,
+                          size_t elementBytes, char fill) {
+  std::vector<char> storage(layout.storageCount() * elementBytes, fill);
+  layout.forEach([&](int64_t l, int64_t s) {
+    std::memcpy(&storage[s * elementBytes], &logical[l * elementBytes], elementBytes);
+  });
+  return storage;
+}
+
+std::vector<char> gather(const Layout &layout, const std::vector<char> &storage,
+                         size_t elementBytes) {
+  std::vector<char> logical(layout.logicalCount() * elementBytes);
+  layout.forEach([&](int64_t l, int64_t s) {
+    std::memcpy(&logical[l * elementBytes], &storage[s * elementBytes], elementBytes);
+  });
+  return logical;
+}
+
+//===----------------------------------------------------------------------===//
+// The float64 reference on every core
+//===----------------------------------------------------------------------===//
+
+/// reference::attention, split into (batch, head, block of rows) tasks over all cores: the large
+/// cases (M = N = 16384) would take minutes on one. Each task runs the reference on a one-head
+/// slice, with the variant's index arguments shifted back to the whole problem's.
+void referenceAttention(const ref::Problem &p, const ref::Variant &variant,
+                        const std::vector<double> &q, const std::vector<double> &k,
+                        const std::vector<double> &v, std::vector<double> &out,
+                        std::vector<double> &lse) {
+  out.assign(p.B * p.H * p.M * p.D, 0.0);
+  lse.assign(p.B * p.H * p.M, 0.0);
+  constexpr int64_t rowsPerTask = 64;
+  int64_t rowBlocks = (p.M + rowsPerTask - 1) / rowsPerTask;
+  int64_t tasks = p.B * p.H * rowBlocks;
+  std::atomic<int64_t> nextTask{0};
+  auto worker = [&] {
+    for (int64_t task; (task = nextTask++) < tasks;) {
+      int64_t b = task / (p.H * rowBlocks), h = task / rowBlocks % p.H;
+      int64_t row0 = task % rowBlocks * rowsPerTask, rows = std::min(rowsPerTask, p.M - row0);
+      int64_t hkv = h / (p.H / p.Hkv);
+      ref::Problem slice{1, 1, 1, rows, p.N, p.D};
+      ref::Variant shifted;
+      shifted.scale = variant.scale;
+      if (variant.scoreMod)
+        shifted.scoreMod = [&, b, h, row0](double s, int64_t, int64_t, int64_t i, int64_t j) {
+          return variant.scoreMod(s, b, h, row0 + i, j);
+        };
+      if (variant.mask)
+        shifted.mask = [&, b, h, row0](int64_t, int64_t, int64_t i, int64_t j) {
+          return variant.mask(b, h, row0 + i, j);
+        };
+      auto qBegin = q.begin() + ((b * p.H + h) * p.M + row0) * p.D;
+      auto kvOffset = (b * p.Hkv + hkv) * p.N * p.D;
+      std::vector<double> qSlice(qBegin, qBegin + rows * p.D);
+      std::vector<double> kSlice(k.begin() + kvOffset, k.begin() + kvOffset + p.N * p.D);
+      std::vector<double> vSlice(v.begin() + kvOffset, v.begin() + kvOffset + p.N * p.D);
+      std::vector<double> outSlice, lseSlice;
+      ref::attention(slice, shifted, qSlice, kSlice, vSlice, outSlice, lseSlice);
+      std::copy(outSlice.begin(), outSlice.end(),
+                out.begin() + ((b * p.H + h) * p.M + row0) * p.D);
+      std::copy(lseSlice.begin(), lseSlice.end(), lse.begin() + (b * p.H + h) * p.M + row0);
+    }
+  };
+  int64_t threads = std::min<int64_t>(std::max(1u, std::thread::hardware_concurrency()), tasks);
+  std::vector<std::thread> pool;
+  for (int64_t i = 1; i < threads; ++i)
+    pool.emplace_back(worker);
+  worker();
+  for (std::thread &t : pool)
+    t.join();
+}
+
+//===----------------------------------------------------------------------===//
+// Comparison
+//===----------------------------------------------------------------------===//
+
+struct Comparison {
+  double outError = 0;      ///< ||O - ref|| / ||ref|| over non-NaN entries
+  double lseError = 0;      ///< the same over entries where both are finite
+  int64_t outNaN = 0;       ///< NaN entries in O (unwritten, or computed NaN)
+  int64_t lseNaN = 0;       ///< NaN entries in LSE
+  int64_t lseInfRows = 0;   ///< rows the reference masks entirely (LSE = -inf)
+  int64_t lseMismatch = 0;  ///< -inf where the reference is finite, or the other way round
+  int64_t paddingTouched = 0; ///< LSE padding elements that lost their poison
+};
+
+double relativeL2(double errorSquares, double referenceSquares) {
+  return referenceSquares == 0 ? std::sqrt(errorSquares)
+                               : std::sqrt(errorSquares / referenceSquares);
+}
+
+void compareOutput(const std::vector<double> &got, const std::vector<double> &want,
+                   Comparison &c) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i])) {
+      ++c.outNaN;
+      continue;
+    }
+    double d = got[i] - want[i];
+    num += d * d;
+    den += want[i] * want[i];
+  }
+  c.outError = relativeL2(num, den);
+}
+
+void compareLse(const std::vector<float> &got, const std::vector<double> &want, Comparison &c) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    bool wantMasked = std::isinf(want[i]) && want[i] < 0;
+    c.lseInfRows += wantMasked;
+    if (std::isnan(got[i])) {
+      ++c.lseNaN;
+      continue;
+    }
+    bool gotMasked = std::isinf(got[i]) && got[i] < 0;
+    if (wantMasked != gotMasked || std::isinf(got[i]) != std::isinf(want[i])) {
+      ++c.lseMismatch;
+      continue;
+    }
+    if (wantMasked)
+      continue;
+    double d = got[i] - want[i];
+    num += d * d;
+    den += want[i] * want[i];
+  }
+  c.lseError = relativeL2(num, den);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels and cases
+//===----------------------------------------------------------------------===//
+
+struct KernelFiles {
+  std::string stem; ///< e.g. causal_d64
+  std::string ptxPath, jsonPath;
+};
+
+/// <stem>.json files with a <stem>.ptx beside them, sorted by stem.
+std::vector<KernelFiles> findKernels(llvm::StringRef dir) {
+  std::vector<KernelFiles> found;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec)) {
+    llvm::StringRef path = it->path();
+    if (llvm::sys::path::extension(path) != ".json")
+      continue;
+    llvm::SmallString<256> ptx(path);
+    llvm::sys::path::replace_extension(ptx, "ptx");
+    if (llvm::sys::fs::exists(ptx))
+      found.push_back({llvm::sys::path::stem(path).str(), ptx.str().str(), path.str()});
+  }
+  llvm::sort(found, [](const KernelFiles &a, const KernelFiles &b) { return a.stem < b.stem; });
+  return found;
+}
+
+struct Case {
+  int64_t B, H, Hkv, M, N;
+  /// Q, K, V, O stored B x M x H x D (heads interleaved, as PyTorch's (B, S, H, D) transposed)
+  /// and LSE rows padded, instead of contiguous B x H x M x D: exercises every stride.
+  bool interleaved;
+
+  std::string name() const {
+    return "B" + std::to_string(B) + "_H" + std::to_string(H) + "_Hkv" + std::to_string(Hkv) +
+           "_M" + std::to_string(M) + "_N" + std::to_string(N) +
+           (interleaved ? "_bmhd" : "_bhmd");
+  }
+};
+
+/// Extra LSE elements per row in interleaved cases; they must keep their poison.
+constexpr int64_t lsePadding = 5;
+
+std::vector<Case> casesFor(const KernelMetadata &metadata, bool smallOnly) {
+  const std::string &name = metadata.name;
+  // gqa and mqa have their head counts in their types.
+  int64_t H = 3, Hkv = 3;
+  if (name == "gqa" || name == "mqa") {
+    H = 8;
+    Hkv = name == "gqa" ? 2 : 1;
+  }
+  if (smallOnly) // partial blocks matter most to memcheck, so keep one case with them
+    return {{1, H, Hkv, 128, 128, false}, {2, H, Hkv, 17, 1000, true}};
+
+  // Lengths below, at, and off the block sizes; M < N; and M > N + 100, where sliding_window has
+  // fully masked rows.
+  const std::pair<int64_t, int64_t> lengths[] = {{1, 1},       {17, 17},     {128, 128},
+                                                 {1000, 1000}, {4096, 4096}, {17, 1000},
+                                                 {1000, 4096}, {1000, 17}};
+  std::vector<Case> cases;
+  for (auto [M, N] : lengths) {
+    cases.push_back({1, H, Hkv, M, N, false});
+    cases.push_back({2, H, Hkv, M, N, true});
+  }
+  if (name == "attention") { // grouped-query heads through the general kernel
+    cases.push_back({2, 8, 2, 128, 128, true});
+    cases.push_back({1, 8, 2, 1000, 4096, false});
+  }
+  // Long sequences, with few heads so the float64 reference stays within seconds.
+  if (name == "attention" || name == "causal")
+    cases.push_back({1, 2, 2, 16384, 16384, false});
+  return cases;
+}
+
+/// Kernels are loaded once per process (the JIT takes a while); a failed load fails every case.
+struct LoadedKernel {
+  std::unique_ptr<CudaKernel> kernel;
+  std::string error;
+};
+
+const LoadedKernel &loadOnce(const KernelFiles &files) {
+  static std::map<std::string, LoadedKernel> loaded;
+  auto [it, inserted] = loaded.try_emplace(files.ptxPath);
+  if (inserted) {
+    auto kernel = CudaKernel::loadFiles(files.ptxPath, files.jsonPath);
+    if (kernel) {
+      it->second.kernel = std::move(*kernel);
+      std::printf("[ kernel   ] %s: %d registers/thread\n", files.stem.c_str(),
+                  it->second.kernel->registersPerThread());
+    } else {
+      it->second.error = takeReport(kernel.takeError()).message;
+    }
+  }
+  return it->second;
+}
+
+/// Uploads `values` drawn in logical B x X x L x D order, stored in `layout`, and returns what the
+/// kernel will read (rounded to the storage type), in logical order.
+llvm::Expected<DeviceBuffer> uploadInput(ElementType dtype, const Layout &layout,
+                                         const std::vector<float> &values,
+                                         std::vector<double> &seen) {
+  size_t elementBytes = ref::elementSize(dtype);
+  std::vector<char> logical(values.size() * elementBytes);
+  seen = ref::storeAs(dtype, values, logical.data());
+  std::vector<char> storage = scatter(layout, logical, elementBytes, 0);
+  auto buffer = DeviceBuffer::allocate(storage.size());
+  if (!buffer)
+    return buffer.takeError();
+  if (llvm::Error error = buffer->upload(storage.data(), storage.size()))
+    return std::move(error);
+  return std::move(*buffer);
+}
+
+void runCase(const KernelFiles &files, const KernelMetadata &metadata, const Case &c) {
+  TF_REQUIRE_GPU();
+  const LoadedKernel &loaded = loadOnce(files);
+  ASSERT_TRUE(loaded.kernel) << files.ptxPath << ": " << loaded.error;
+  const CudaKernel &kernel = *loaded.kernel;
+
+  std::optional<ref::Variant> variant = ref::variantFor(metadata.name, c.H);
+  ASSERT_TRUE(variant) << "no float64 reference for kernel '" << metadata.name << "'";
+  // The reference applies the kernels' softmax scale (1/sqrt(D) unless the DSL says otherwise);
+  // a sidecar that states the scale overrides it.
+  if (metadata.scale)
+    variant->scale = *metadata.scale;
+
+  ref::Problem p{c.B, c.H, c.Hkv, c.M, c.N, metadata.headDim};
+  int64_t D = p.D;
+  AttentionShape shape{p.B, p.H, p.Hkv, p.M, p.N, D};
+  AttentionStrides strides = AttentionStrides::contiguous(shape);
+  if (c.interleaved) {
+    strides.qB = strides.oB = p.M * p.H * D;
+    strides.qH = strides.oH = D;
+    strides.qM = strides.oM = p.H * D;
+    strides.kB = strides.vB = p.N * p.Hkv * D;
+    strides.kH = strides.vH = D;
+    strides.kN = strides.vN = p.Hkv * D;
+    strides.lseH = p.M + lsePadding;
+    strides.lseB = p.H * strides.lseH;
+  }
+  Layout qLayout{{p.B, p.H, p.M, D}, {strides.qB, strides.qH, strides.qM}};
+  Layout kLayout{{p.B, p.Hkv, p.N, D}, {strides.kB, strides.kH, strides.kN}};
+  Layout vLayout{{p.B, p.Hkv, p.N, D}, {strides.vB, strides.vH, strides.vN}};
+  Layout oLayout{{p.B, p.H, p.M, D}, {strides.oB, strides.oH, strides.oM}};
+  Layout lseLayout{{p.B, p.H, p.M, 1}, {strides.lseB, strides.lseH, 1}};
+
+  // Fresh inputs per case, reproducible from the kernel and case names.
+  std::mt19937_64 rng(llvm::xxh3_64bits(files.stem + "/" + c.name()));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto draw = [&](int64_t n) {
+    std::vector<float> x(n);
+    for (float &f : x)
+      f = normal(rng);
+    return x;
+  };
+  std::vector<double> q, k, v;
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer qDevice,
+                          uploadInput(metadata.dtype, qLayout, draw(qLayout.logicalCount()), q));
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer kDevice,
+                          uploadInput(metadata.dtype, kLayout, draw(kLayout.logicalCount()), k));
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer vDevice,
+                          uploadInput(metadata.dtype, vLayout, draw(vLayout.logicalCount()), v));
+
+  // Poison the outputs: 0xFF bytes are NaN in bf16, f16 and f32.
+  size_t elementBytes = ref::elementSize(metadata.dtype);
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer oDevice,
+                          DeviceBuffer::allocate(oLayout.storageCount() * elementBytes));
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer lseDevice,
+                          DeviceBuffer::allocate(lseLayout.storageCount() * sizeof(float)));
+  TF_ASSERT_OK(oDevice.fill(0xFF));
+  TF_ASSERT_OK(lseDevice.fill(0xFF));
+
+  TF_ASSERT_OK_AND_ASSIGN(Stream stream, Stream::create());
+  AttentionBuffers buffers{qDevice.address(), kDevice.address(), vDevice.address(),
+                           oDevice.address(), lseDevice.address()};
+  TF_ASSERT_OK(kernel.launch(stream.handle(), buffers, shape, strides));
+  TF_ASSERT_OK(stream.synchronize());
+
+  std::vector<char> oStorage(oDevice.size()), lseStorage(lseDevice.size());
+  TF_ASSERT_OK(oDevice.download(oStorage.data(), oStorage.size()));
+  TF_ASSERT_OK(lseDevice.download(lseStorage.data(), lseStorage.size()));
+  std::vector<double> out =
+      ref::loadAs(metadata.dtype, gather(oLayout, oStorage, elementBytes).data(),
+                  oLayout.logicalCount());
+  std::vector<char> lseBytes = gather(lseLayout, lseStorage, sizeof(float));
+  std::vector<float> lse(lseLayout.logicalCount());
+  std::memcpy(lse.data(), lseBytes.data(), lseBytes.size());
+
+  std::vector<double> refOut, refLse;
+  referenceAttention(p, *variant, q, k, v, refOut, refLse);
+
+  Comparison cmp;
+  compareOutput(out, refOut, cmp);
+  compareLse(lse, refLse, cmp);
+  if (c.interleaved) { // the padding after each LSE row must still hold the poison
+    int64_t rowStride = strides.lseH;
+    for (int64_t row = 0; row + 1 < p.B * p.H; ++row) // the last row's padding is not allocated
+      for (int64_t i = p.M; i < rowStride; ++i)
+        for (size_t byte = 0; byte < sizeof(float); ++byte)
+          if (uint8_t(lseStorage[(row * rowStride + i) * sizeof(float) + byte]) != 0xFF) {
+            ++cmp.paddingTouched;
+            break;
+          }
+  }
+
+  double outBound = metadata.dtype == ElementType::BF16 ? 1e-2 : 3e-3;
+  double lseBound = 1e-3;
+  std::printf("[ case     ] %-18s %-4s %-34s O %.2e (bound %.0e)  LSE %.2e (bound %.0e)  "
+              "-inf rows %lld  NaN %lld/%lld  -inf mismatches %lld  padding writes %lld\n",
+              files.stem.c_str(), dtypeName(metadata.dtype).data(), c.name().c_str(),
+              cmp.outError, outBound, cmp.lseError, lseBound, (long long)cmp.lseInfRows,
+              (long long)cmp.outNaN, (long long)cmp.lseNaN, (long long)cmp.lseMismatch,
+              (long long)cmp.paddingTouched);
+  std::fflush(stdout);
+  EXPECT_EQ(cmp.outNaN, 0) << "NaN (or unwritten) elements in O";
+  EXPECT_EQ(cmp.lseNaN, 0) << "NaN (or unwritten) elements in LSE";
+  EXPECT_EQ(cmp.lseMismatch, 0) << "LSE is -inf where the reference is finite or vice versa";
+  EXPECT_EQ(cmp.paddingTouched, 0) << "the kernel wrote LSE elements between rows";
+  EXPECT_LE(cmp.outError, outBound) << "O relative L2 error";
+  EXPECT_LE(cmp.lseError, lseBound) << "LSE relative L2 error";
+}
+
+class KernelCaseTest : public testing::Test {
+public:
+  KernelCaseTest(KernelFiles files, KernelMetadata metadata, Case c)
+      : files(std::move(files)), metadata(std::move(metadata)), c(c) {}
+  void TestBody() override { runCase(files, metadata, c); }
+
+private:
+  KernelFiles files;
+  KernelMetadata metadata;
+  Case c;
+};
+
+/// A test that fails (or, with no GPU, skips) with `message`: for a missing kernel directory or
+/// a sidecar that does not parse.
+class ProblemTest : public testing::Test {
+public:
+  explicit ProblemTest(std::string message) : message(std::move(message)) {}
+  void TestBody() override {
+    TF_REQUIRE_GPU();
+    FAIL() << message;
+  }
+
+private:
+  std::string message;
+};
+
+void registerProblem(const std::string &suite, const std::string &name, std::string message) {
+  testing::RegisterTest(suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                        [message]() -> testing::Test * { return new ProblemTest(message); });
+}
+
+/// One test per (kernel in $TILEFUSE_PTX_DIR, case): GpuAttention/<stem>.<case>.
+void registerKernelTests() {
+  const char *dir = std::getenv("TILEFUSE_PTX_DIR");
+  if (!dir || !*dir) {
+    registerProblem("GpuAttention", "KernelDirectory",
+                    "TILEFUSE_PTX_DIR is not set: point it at the compiled kernels "
+                    "(<name>.ptx + <name>.json), e.g. build-gpu/kernels");
+    return;
+  }
+  std::vector<KernelFiles> kernels = findKernels(dir);
+  if (kernels.empty()) {
+    registerProblem("GpuAttention", "KernelDirectory",
+                    std::string("no <name>.ptx + <name>.json pairs in ") + dir);
+    return;
+  }
+  const char *small = std::getenv("TILEFUSE_GPU_SMALL");
+  bool smallOnly = small && *small && std::string(small) != "0";
+  for (const KernelFiles &files : kernels) {
+    std::string suite = "GpuAttention/" + files.stem;
+    auto buffer = llvm::MemoryBuffer::getFile(files.jsonPath, /*IsText=*/true);
+    if (!buffer) {
+      registerProblem(suite, "Sidecar",
+                      "cannot read " + files.jsonPath + ": " + buffer.getError().message());
+      continue;
+    }
+    auto metadata = KernelMetadata::parse((*buffer)->getBuffer(), files.jsonPath);
+    if (!metadata) {
+      registerProblem(suite, "Sidecar", takeReport(metadata.takeError()).message);
+      continue;
+    }
+    for (const Case &c : casesFor(*metadata, smallOnly))
+      testing::RegisterTest(suite.c_str(), c.name().c_str(), nullptr, nullptr, __FILE__,
+                            __LINE__, [files, md = *metadata, c]() -> testing::Test * {
+                              return new KernelCaseTest(files, md, c);
+                            });
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The runtime without a kernel: metadata, launch checks (no GPU needed)
+//===----------------------------------------------------------------------===//
+
+constexpr const char *validSidecar = R"({"name": "causal", "block_m": 64, "block_n": 64,
+  "threads": 128, "head_dim": 64, "dtype": "bf16", "shared_bytes": 0})";
+
+TEST(KernelMetadata, ParsesTheSidecar) {
+  TF_ASSERT_OK_AND_ASSIGN(KernelMetadata m, KernelMetadata::parse(validSidecar, "causal.json"));
+  EXPECT_EQ(m.name, "causal");
+  EXPECT_EQ(m.dtype, ElementType::BF16);
+  EXPECT_EQ(m.blockM, 64);
+  EXPECT_EQ(m.blockN, 64);
+  EXPECT_EQ(m.threads, 128);
+  EXPECT_EQ(m.headDim, 64);
+  EXPECT_EQ(m.sharedBytes, 0);
+  EXPECT_FALSE(m.scale);
+
+  TF_ASSERT_OK_AND_ASSIGN(
+      KernelMetadata f16,
+      KernelMetadata::parse(R"({"name": "attention", "block_m": 128, "block_n": 64, "threads": 256,
+        "head_dim": 128, "dtype": "f16", "shared_bytes": 98304, "scale": 0.0884})",
+                            "x.json"));
+  EXPECT_EQ(f16.dtype, ElementType::F16);
+  EXPECT_EQ(f16.sharedBytes, 98304);
+  ASSERT_TRUE(f16.scale);
+  EXPECT_DOUBLE_EQ(*f16.scale, 0.0884);
+}
+
+TEST(KernelMetadata, RejectsBadSidecars) {
+  struct {
+    const char *json;
+    const char *expected;
+  } bad[] = {
+      {"{", "x.json: not JSON"},
+      {"[1]", "not a JSON object"},
+      {R"({"block_m": 64})", "missing string \"name\""},
+      {R"({"name": "2fast", "dtype": "bf16"})", "not a PTX entry name"},
+      {R"({"name": "causal", "dtype": "f32"})", "\"dtype\" must be bf16 or f16, not 'f32'"},
+      {R"({"name": "causal", "dtype": "bf16", "block_m": 64})", "missing integer \"block_n\""},
+      {R"({"name": "causal", "dtype": "bf16", "block_m": 64, "block_n": 64, "threads": 2048,
+          "head_dim": 64, "shared_bytes": 0})",
+       "\"threads\" is 2048, outside [1, 1024]"},
+      {R"({"name": "causal", "dtype": "bf16", "block_m": 0, "block_n": 64, "threads": 128,
+          "head_dim": 64, "shared_bytes": 0})",
+       "\"block_m\" is 0"},
+      {R"({"name": "causal", "dtype": "bf16", "block_m": 64, "block_n": 64, "threads": 128,
+          "head_dim": 64, "shared_bytes": 0, "scale": "big"})",
+       "\"scale\" must be a positive number"},
+  };
+  for (const auto &b : bad) {
+    auto parsed = KernelMetadata::parse(b.json, "x.json");
+    ASSERT_FALSE(parsed) << b.json;
+    ErrorReport report = takeReport(parsed.takeError());
+    EXPECT_EQ(report.kind, ErrorKind::InvalidArgument);
+    EXPECT_NE(report.message.find(b.expected), std::string::npos)
+        << "message: " << report.message << "\nexpected to contain: " << b.expected;
+  }
+}
+
+TEST(LaunchValidation, AcceptsAValidLaunch) {
+  TF_ASSERT_OK_AND_ASSIGN(KernelMetadata m, KernelMetadata::parse(validSidecar, "causal.json"));
+  AttentionShape shape{2, 8, 2, 1000, 4096, 64};
+  AttentionBuffers buffers{0x1000, 0x2000, 0x3000, 0x4000, 0x5000};
+  TF_ASSERT_OK(validateLaunch(m, buffers, shape, AttentionStrides::contiguous(shape)));
+}
+
+TEST(LaunchValidation, RejectsBadShapesStridesAndPointers) {
+  TF_ASSERT_OK_AND_ASSIGN(KernelMetadata m, KernelMetadata::parse(validSidecar, "causal.json"));
+  const AttentionShape good{2, 8, 2, 1000, 4096, 64};
+  const AttentionBuffers goodBuffers{0x1000, 0x2000, 0x3000, 0x4000, 0x5000};
+  struct Bad {
+    const char *expected;
+    AttentionShape shape;
+    AttentionBuffers buffers;
+    int strideIndex = -1; ///< made negative
+  };
+  auto withShape = [&](auto edit) {
+    AttentionShape s = good;
+    edit(s);
+    return s;
+  };
+  auto withBuffers = [&](auto edit) {
+    AttentionBuffers b = goodBuffers;
+    edit(b);
+    return b;
+  };
+  Bad bad[] = {
+      {"H (8) is not a multiple of Hkv (3)", withShape([](auto &s) { s.Hkv = 3; }), goodBuffers},
+      {"D is 128 but the kernel was compiled for head dim 64",
+       withShape([](auto &s) { s.D = 128; }), goodBuffers},
+      {"M must be positive, not 0", withShape([](auto &s) { s.M = 0; }), goodBuffers},
+      {"B must be positive, not -1", withShape([](auto &s) { s.B = -1; }), goodBuffers},
+      {"H and B must be at most 65535", withShape([](auto &s) { s.B = 70000; }), goodBuffers},
+      {"q is a null pointer", good, withBuffers([](auto &b) { b.q = 0; })},
+      {"lse is not aligned as the kernel needs (4 bytes)", good,
+       withBuffers([](auto &b) { b.lse = 0x5002; })},
+      {"o is not aligned as the kernel needs (4 bytes)", good,
+       withBuffers([](auto &b) { b.o = 0x4002; })},
+      {"k is not aligned as the kernel needs (16 bytes)", good,
+       withBuffers([](auto &b) { b.k = 0x2008; })},
+      {"q spans more than 2^31 elements", withShape([](auto &s) { s.M = 1 << 24; }),
+       goodBuffers},
+      {"stride k_n is negative", good, goodBuffers, 5},
+  };
+  // Strides the vector accesses cannot take.
+  for (auto [index, expected] : {std::pair<int, const char *>{2, "stride q_m must be even"},
+                                 {5, "stride k_n must be a multiple of 8"}}) {
+    auto strides = AttentionStrides::contiguous(good).toArray();
+    strides[index] += 1;
+    llvm::Error error =
+        validateLaunch(m, goodBuffers, good, AttentionStrides::fromArray(strides.data()));
+    ASSERT_TRUE(bool(error)) << expected;
+    EXPECT_NE(takeReport(std::move(error)).message.find(expected), std::string::npos) << expected;
+  }
+  for (const Bad &b : bad) {
+    std::array<int64_t, AttentionStrides::count> strides =
+        AttentionStrides::contiguous(b.shape).toArray();
+    if (b.strideIndex >= 0)
+      strides[b.strideIndex] = -1;
+    llvm::Error error =
+        validateLaunch(m, b.buffers, b.shape, AttentionStrides::fromArray(strides.data()));
+    ASSERT_TRUE(bool(error)) << b.expected;
+    ErrorReport report = takeReport(std::move(error));
+    EXPECT_EQ(report.kind, ErrorKind::InvalidArgument);
+    EXPECT_NE(report.message.find(b.expected), std::string::npos)
+        << "message: " << report.message << "\nexpected to contain: " << b.expected;
+  }
+}
+
+TEST(LaunchValidation, StridesRoundTripInParameterOrder) {
+  int64_t values[AttentionStrides::count];
+  for (int i = 0; i < AttentionStrides::count; ++i)
+    values[i] = 100 + i;
+  AttentionStrides s = AttentionStrides::fromArray(values);
+  EXPECT_EQ(s.qB, 100);
+  EXPECT_EQ(s.kN, 105);
+  EXPECT_EQ(s.oM, 111);
+  EXPECT_EQ(s.lseH, 113);
+  auto back = s.toArray();
+  EXPECT_TRUE(std::equal(back.begin(), back.end(), values));
+}
+
+//===----------------------------------------------------------------------===//
+// The runtime on the GPU, without compiled kernels
+//===----------------------------------------------------------------------===//
+
+// Tiny PTX modules to exercise loading; the attention kernels come from the compiler only.
+constexpr const char *noopPtx = R"(.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry noop() .maxntid 64, 1, 1
+{
+  ret;
+}
+)";
+
+constexpr const char *brokenPtx = R"(.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry broken()
+{
+  not_an_instruction.u32 %r1;
+  ret;
+}
+)";
+
+KernelMetadata metadataNamed(const char *name, int64_t threads) {
+  KernelMetadata m;
+  m.name = name;
+  m.blockM = m.blockN = 64;
+  m.threads = threads;
+  m.headDim = 64;
+  return m;
+}
+
+TEST(CudaDriver, ReportsTheDevice) {
+  TF_REQUIRE_GPU();
+  Driver &driver = *Driver::get();
+  TF_ASSERT_OK_AND_ASSIGN(DeviceInfo device, driver.currentDevice());
+  std::printf("[ device   ] %s, sm_%d%d, %d KiB opt-in shared memory per block, driver %d.%d, "
+              "%d device(s)\n",
+              device.name.c_str(), device.computeMajor, device.computeMinor,
+              device.maxSharedBytesPerBlockOptin / 1024, driver.version() / 1000,
+              driver.version() % 1000 / 10, driver.deviceCount());
+  EXPECT_GE(device.computeMajor, 8) << "tilefuse targets sm_80 and newer";
+}
+
+TEST(CudaDriver, DeviceBuffersRoundTrip) {
+  TF_REQUIRE_GPU();
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer buffer, DeviceBuffer::allocate(4096));
+  std::vector<uint8_t> in(4096), out(4096);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = uint8_t(i * 7);
+  TF_ASSERT_OK(buffer.upload(in.data(), in.size()));
+  TF_ASSERT_OK(buffer.download(out.data(), out.size()));
+  EXPECT_EQ(in, out);
+  TF_ASSERT_OK(buffer.fill(0xFF));
+  TF_ASSERT_OK(buffer.download(out.data(), 16, 4000));
+  EXPECT_EQ(out[0], 0xFF);
+  llvm::Error overrun = buffer.download(out.data(), 100, 4000);
+  ASSERT_TRUE(bool(overrun));
+  EXPECT_EQ(takeReport(std::move(overrun)).kind, ErrorKind::InvalidArgument);
+}
+
+TEST(CudaDriver, JitErrorsCarryTheLog) {
+  TF_REQUIRE_GPU();
+  auto kernel = CudaKernel::load(brokenPtx, metadataNamed("broken", 64));
+  ASSERT_FALSE(kernel);
+  ErrorReport report = takeReport(kernel.takeError());
+  EXPECT_EQ(report.kind, ErrorKind::DriverCall);
+  EXPECT_NE(report.message.find("cuModuleLoadDataEx(broken)"), std::string::npos)
+      << report.message;
+  EXPECT_NE(report.message.find("not_an_instruction"), std::string::npos)
+      << "the JIT log should name the bad instruction:\n"
+      << report.message;
+}
+
+TEST(CudaDriver, LoadChecksTheSidecarAgainstTheModule) {
+  TF_REQUIRE_GPU();
+  auto wrongName = CudaKernel::load(noopPtx, metadataNamed("causal", 64));
+  ASSERT_FALSE(wrongName);
+  EXPECT_NE(takeReport(wrongName.takeError()).message.find("no .entry named 'causal'"),
+            std::string::npos);
+  auto tooManyThreads = CudaKernel::load(noopPtx, metadataNamed("noop", 128));
+  ASSERT_FALSE(tooManyThreads);
+  EXPECT_NE(takeReport(tooManyThreads.takeError()).message.find("runs at most 64 threads"),
+            std::string::npos);
+}
+
+TEST(CudaDriver, LaunchesOnAStream) {
+  TF_REQUIRE_GPU();
+  TF_ASSERT_OK_AND_ASSIGN(std::unique_ptr<CudaKernel> kernel,
+                          CudaKernel::load(noopPtx, metadataNamed("noop", 64)));
+  TF_ASSERT_OK_AND_ASSIGN(Stream stream, Stream::create());
+  AttentionShape shape{2, 4, 2, 300, 300, 64};
+  AttentionBuffers buffers{0x1000, 0x2000, 0x3000, 0x4000, 0x5000}; // never dereferenced
+  TF_ASSERT_OK(kernel->launch(stream.handle(), buffers, shape,
+                              AttentionStrides::contiguous(shape)));
+  TF_ASSERT_OK(stream.synchronize());
+  shape.D = 128;
+  llvm::Error mismatch =
+      kernel->launch(stream.handle(), buffers, shape, AttentionStrides::contiguous(shape));
+  ASSERT_TRUE(bool(mismatch));
+  EXPECT_EQ(takeReport(std::move(mismatch)).kind, ErrorKind::InvalidArgument);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  testing::InitGoogleTest(&argc, argv);
+  if (!gpuStatus().usable)
+    std::printf("tilefuse-gpu-tests: %s\n",
+                gpuStatus().unavailable
+                    ? skipMessage().c_str()
+                    : ("CUDA driver error: " + gpuStatus().message).c_str());
+  registerKernelTests();
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""tilefuse against its peers, on one GPU, in one run, on identical inputs.
+
+Implementations:
+  tilefuse    the compiled kernels (--ptx-dir: NAME.ptx + NAME.json) through the C API
+              (libtilefuse_cuda.so, --lib) with ctypes
+  sdpa-flash  torch SDPA, FLASH_ATTENTION backend (FlashAttention-2)
+  sdpa-cudnn  torch SDPA, CUDNN_ATTENTION backend (the baseline of the ratios)
+  flex        torch.compile'd FlexAttention; a causal block mask for causal
+
+Grid: bf16; head dim 64 and 128; M = N in 1k, 2k, 4k, 8k, 16k; causal and not; 16k tokens per
+batch (B = 16384 // N); hidden 2048 (H = 2048 // D). FLOPs = 4 B H M N D, halved for causal.
+Each time is the median of >= 20 repetitions timed with CUDA events after a warm-up, with the L2
+cache flushed before each repetition. tilefuse's output is checked against SDPA's once per
+configuration (max |O - O_sdpa| / max |O_sdpa|). Backends that cannot run print n/a.
+
+Kernels are recognised by their sidecar, whatever the file is called: "name" attention
+(non-causal) or causal, "head_dim", "dtype".
+
+  python3 tools/bench/bench.py --ptx-dir build-gpu/kernels --lib build-gpu/libtilefuse_cuda.so
+"""
+
+import argparse
+import ctypes
+import datetime
+import json
+import math
+import os
+import pathlib
+import statistics
+import sys
+
+IMPLS = ("tilefuse", "sdpa-flash", "sdpa-cudnn", "flex")
+BASELINE = "sdpa-cudnn"
+
+
+class Unavailable(Exception):
+    """An implementation cannot run this configuration (reason in the message)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# tilefuse through its C API
+# ---------------------------------------------------------------------------------------------
+
+
+class Tilefuse:
+    """libtilefuse_cuda.so and the attention / causal kernels of a directory."""
+
+    def __init__(self, lib_path, ptx_dir):
+        self.kernels = {}  # (causal, head_dim, dtype) -> (kernel handle, sidecar path, scale)
+        self.error = None
+        self._err = ctypes.create_string_buffer(4096)
+        try:
+            lib = ctypes.CDLL(str(lib_path))
+        except OSError as e:
+            self.error = f"cannot load {lib_path}: {e}"
+            return
+        vp, i64 = ctypes.c_void_p, ctypes.c_int64
+        lib.tilefuse_cuda_load.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
+                                           ctypes.POINTER(vp), ctypes.c_char_p, ctypes.c_size_t]
+        lib.tilefuse_cuda_launch.argtypes = ([vp, vp] + [vp] * 5 + [i64] * 6 +
+                                             [ctypes.POINTER(i64), ctypes.c_char_p,
+                                              ctypes.c_size_t])
+        lib.tilefuse_cuda_free.argtypes = [vp]
+        lib.tilefuse_cuda_available.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        self.lib = lib
+        if lib.tilefuse_cuda_available(self._err, len(self._err)) != 0:
+            self.error = self._err.value.decode()
+            return
+        for sidecar in sorted(pathlib.Path(ptx_dir).glob("*.json")):
+            self._load(sidecar)
+        if not self.kernels:
+            self.error = f"no attention/causal kernels in {ptx_dir}"
+
+    def _load(self, sidecar):
+        ptx = sidecar.with_suffix(".ptx")
+        try:
+            meta = json.loads(sidecar.read_text())
+            name, head_dim, dtype = meta["name"], int(meta["head_dim"]), meta["dtype"]
+            scale = float(meta.get("scale", 1 / math.sqrt(head_dim)))
+        except (OSError, ValueError, KeyError) as e:
+            print(f"tilefuse: skipping {sidecar}: {e}", file=sys.stderr)
+            return
+        if name not in ("attention", "causal") or not ptx.exists():
+            return
+        key = (name == "causal", head_dim, dtype)
+        if key in self.kernels:
+            print(f"tilefuse: {sidecar} duplicates {self.kernels[key][1]}; keeping the first",
+                  file=sys.stderr)
+            return
+        handle = ctypes.c_void_p()
+        if self.lib.tilefuse_cuda_load(str(ptx).encode(), str(sidecar).encode(),
+                                       ctypes.byref(handle), self._err, len(self._err)) != 0:
+            print(f"tilefuse: cannot load {ptx}: {self._err.value.decode()}", file=sys.stderr)
+            return
+        self.kernels[key] = (handle, sidecar, scale)
+
+    def prepare(self, torch, q, k, v, causal, scale):
+        if self.error:
+            raise Unavailable(self.error)
+        B, H, M, D = q.shape
+        Hkv, N = k.shape[1], k.shape[2]
+        kernel = self.kernels.get((causal, D, "bf16" if q.dtype == torch.bfloat16 else "f16"))
+        if kernel is None:
+            raise Unavailable(f"no {'causal' if causal else 'attention'} kernel for D={D}")
+        if abs(scale - kernel[2]) > 1e-9 * scale:
+            raise Unavailable(f"the kernel's softmax scale is {kernel[2]}, not {scale}")
+        o = torch.empty_like(q)
+        lse = torch.empty((B, H, M), device=q.device, dtype=torch.float32)
+        strides = (ctypes.c_int64 * 14)(*q.stride()[:3], *k.stride()[:3], *v.stride()[:3],
+                                        *o.stride()[:3], *lse.stride()[:2])
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        args = (kernel[0], stream, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
+                lse.data_ptr(), B, H, Hkv, M, N, D, strides, self._err, len(self._err))
+        launch = self.lib.tilefuse_cuda_launch
+
+        def run():
+            if launch(*args) != 0:
+                raise RuntimeError(f"tilefuse launch: {self._err.value.decode()}")
+            return o
+
+        return run
+
+
+# ---------------------------------------------------------------------------------------------
+# The peers
+# ---------------------------------------------------------------------------------------------
+
+
+def sdpa(backend_name):
+    def prepare(torch, q, k, v, causal, scale):
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        backend = getattr(SDPBackend, backend_name, None)
+        if backend is None:
+            raise Unavailable(f"this torch has no SDPBackend.{backend_name}")
+        fn = torch.nn.functional.scaled_dot_product_attention
+
+        def run():
+            with sdpa_kernel([backend]):
+                return fn(q, k, v, is_causal=causal, scale=scale)
+
+        return run
+
+    return prepare
+
+
+def flex(torch, q, k, v, causal, scale):
+    try:
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    except ImportError as e:
+        raise Unavailable(f"no FlexAttention: {e}")
+    compiled = _compiled_flex(torch, flex_attention)
+    block_mask = None
+    if causal:
+        block_mask = create_block_mask(lambda b, h, q_idx, kv_idx: q_idx >= kv_idx, None, None,
+                                       q.shape[2], k.shape[2], device=q.device)
+    return lambda: compiled(q, k, v, block_mask=block_mask, scale=scale)
+
+
+_flex_cache = {}
+
+
+def _compiled_flex(torch, flex_attention):
+    if "fn" not in _flex_cache:
+        # Every shape of the grid compiles once; past dynamo's recompile limit flex_attention
+        # would silently run eagerly (materialized scores), which is not what is measured here.
+        for limit in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit",
+                      "accumulated_cache_size_limit"):
+            if hasattr(torch._dynamo.config, limit):
+                setattr(torch._dynamo.config, limit,
+                        max(getattr(torch._dynamo.config, limit), 256))
+        _flex_cache["fn"] = torch.compile(flex_attention, dynamic=False)
+    return _flex_cache["fn"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Timing
+# ---------------------------------------------------------------------------------------------
+
+
+def median_ms(torch, fn, warmup, reps, flush):
+    """Median of `reps` event-timed calls after `warmup` calls, flushing the L2 before each."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for start, end in zip(starts, ends):
+        flush.zero_()
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+
+
+def fmt_tflops(result, impl):
+    t = result["tflops"].get(impl)
+    if t is None:
+        return "n/a"
+    base = result["tflops"].get(BASELINE)
+    return f"{t:6.1f}" + (f" ({t / base:4.2f}x)" if base and impl != BASELINE else "")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ptx-dir", default="build-gpu/kernels")
+    parser.add_argument("--lib", default="build-gpu/libtilefuse_cuda.so")
+    default_out = os.path.join(os.environ["OUT"], "bench.json") if os.environ.get("OUT") else None
+    parser.add_argument("--out", default=default_out, help="JSON results (default $OUT/bench.json)")
+    parser.add_argument("--seq", default="1024,2048,4096,8192,16384", help="M = N values")
+    parser.add_argument("--head-dims", default="64,128")
+    parser.add_argument("--causal", choices=("both", "yes", "no"), default="both")
+    parser.add_argument("--tokens", type=int, default=16384, help="B * N")
+    parser.add_argument("--hidden", type=int, default=2048, help="H * D")
+    parser.add_argument("--impls", default=",".join(IMPLS))
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--reps", type=int, default=30)
+    args = parser.parse_args()
+    if args.reps < 20:
+        parser.error("--reps must be at least 20")
+    impls = [i for i in args.impls.split(",") if i]
+    for impl in impls:
+        if impl not in IMPLS:
+            parser.error(f"unknown implementation {impl} (have {', '.join(IMPLS)})")
+
+    try:
+        import torch
+    except ImportError as e:
+        sys.exit(f"bench: needs PyTorch: {e}")
+    if not torch.cuda.is_available():
+        sys.exit("bench: no CUDA device")
+    device = torch.device("cuda")
+    torch.empty(1, device=device)  # makes torch's (primary) context current for tilefuse
+    flush = torch.empty(256 << 20, dtype=torch.int8, device=device)  # > the L2 of any GPU
+
+    preparers = {"sdpa-flash": sdpa("FLASH_ATTENTION"), "sdpa-cudnn": sdpa("CUDNN_ATTENTION"),
+                 "flex": flex}
+    if "tilefuse" in impls:
+        tilefuse = Tilefuse(args.lib, args.ptx_dir)
+        preparers["tilefuse"] = tilefuse.prepare
+        if tilefuse.error:
+            print(f"tilefuse: n/a ({tilefuse.error})", file=sys.stderr)
+        for (causal, d, dtype), (_, path, _) in sorted(tilefuse.kernels.items()):
+            print(f"tilefuse: {path.name}: {'causal' if causal else 'attention'} D={d} {dtype}",
+                  file=sys.stderr)
+
+    results, reasons = [], {}
+    header = (f"{'config':<34}" + "".join(f"{i:>18}" for i in impls) + f"{'tilefuse err':>14}")
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}; "
+          f"TFLOP/s (x {BASELINE}), median of {args.reps}")
+    print(header)
+    for head_dim in [int(x) for x in args.head_dims.split(",")]:
+        for n in [int(x) for x in args.seq.split(",")]:
+            for causal in {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]:
+                B, H = max(1, args.tokens // n), args.hidden // head_dim
+                scale = 1 / math.sqrt(head_dim)
+                gen = torch.Generator(device=device).manual_seed(n * 1000 + head_dim)
+                q, k, v = (torch.randn((B, H, n, head_dim), device=device, dtype=torch.bfloat16,
+                                       generator=gen) for _ in range(3))
+                flops = 4 * B * H * n * n * head_dim / (2 if causal else 1)
+                config = (f"bf16 d{head_dim} N={n} B={B} H={H} "
+                          f"{'causal' if causal else 'full'}")
+                result = {"dtype": "bf16", "head_dim": head_dim, "M": n, "N": n, "B": B, "H": H,
+                          "causal": causal, "flops": flops, "ms": {}, "tflops": {},
+                          "n/a": {}, "tilefuse_max_rel_err": None}
+                outputs = {}
+                for impl in impls:
+                    try:
+                        fn = preparers[impl](torch, q, k, v, causal, scale)
+                        outputs[impl] = fn().clone()  # also the first warm-up (and compile)
+                        ms = median_ms(torch, fn, args.warmup, args.reps, flush)
+                        result["ms"][impl] = ms
+                        result["tflops"][impl] = flops / (ms * 1e-3) / 1e12
+                    except Exception as e:  # any backend failure is that backend's n/a
+                        reason = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}" \
+                            if str(e).strip() else type(e).__name__
+                        result["n/a"][impl] = reason
+                        if reasons.get(impl) != reason:
+                            reasons[impl] = reason
+                            print(f"  {impl}: n/a: {reason}", file=sys.stderr)
+                    torch.cuda.synchronize()
+                if "tilefuse" in outputs:
+                    with torch.no_grad():
+                        ref = torch.nn.functional.scaled_dot_product_attention(
+                            q, k, v, is_causal=causal, scale=scale).float()
+                        got = outputs["tilefuse"].float()
+                        err = ((got - ref).abs().max() / ref.abs().max()).item()
+                    result["tilefuse_max_rel_err"] = err
+                    result["tilefuse_nan"] = bool(torch.isnan(got).any().item())
+                base = result["tflops"].get(BASELINE)
+                result["ratio_to_baseline"] = {
+                    i: t / base for i, t in result["tflops"].items()} if base else {}
+                err = result["tilefuse_max_rel_err"]
+                err_text = "n/a" if err is None else (
+                    "NaN" if result.get("tilefuse_nan") else f"{err:.1e}")
+                print(f"{config:<34}" + "".join(f"{fmt_tflops(result, i):>18}" for i in impls) +
+                      f"{err_text:>14}", flush=True)
+                results.append(result)
+                del q, k, v, outputs
+
+    if args.out:
+        report = {
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "device": torch.cuda.get_device_name(),
+            "capability": ".".join(map(str, torch.cuda.get_device_capability())),
+            "torch": torch.__version__, "cuda": torch.version.cuda,
+            "command": sys.argv, "reps": args.reps, "warmup": args.warmup,
+            "baseline": BASELINE,
+            "tilefuse_kernels": {str(path): json.loads(path.read_text())
+                                 for _, path, _ in tilefuse.kernels.values()}
+            if "tilefuse" in impls else {},
+            "results": results,
+        }
+        pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        pathlib.Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+        print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
