@@ -29,6 +29,8 @@ void tilefuse::buildTileFrontEndPipeline(OpPassManager &pm, const FrontEndOption
 
 void tilefuse::buildTileToCpuPipeline(OpPassManager &pm, const FrontEndOptions &options) {
   buildTileFrontEndPipeline(pm, options);
+  // The CPU reference runs the GPU's schedule too, so the numerics tests cover it.
+  pm.addNestedPass<func::FuncOp>(createTilePipeline());
   pm.addPass(createTileToCpuLoops());
   pm.addPass(createCanonicalizerPass());
   buildCpuLoopsToLLVMPipeline(pm);

@@ -1,13 +1,21 @@
 //===- TilePipeline.cpp - issue key/value block loads early ---------------===//
 //
-// Level 4 -> level 5 (scheduling). Today: one stage, the value block requested with the key
-// block. Multi-stage rings (the next key block in flight during this iteration's P x V) extend
-// this pass; the lowering already waits for each load at its first use.
+// Level 4 -> level 5 (scheduling), two steps per key/value loop:
+//  1. every block load moves up to where its operands allow, so the value block is requested
+//     with the key block and arrives while the scores are computed;
+//  2. the key block becomes loop-carried: the block for the first iteration is loaded before the
+//     loop, and each iteration loads the next one at its start. The GPU lowering keeps key blocks
+//     in a ring of two shared buffers and waits for a copy only where it is first read, so the
+//     next key block travels during this iteration's softmax and P x V.
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/Passes.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
 
 namespace tilefuse {
 #define GEN_PASS_DEF_TILEPIPELINE
@@ -39,17 +47,96 @@ void hoist(BlockLoadOp load) {
     load->moveBefore(&block->front());
 }
 
+/// Key blocks: loads whose block feeds a dot as its transposed rhs.
+bool isKeyLoad(BlockLoadOp load) {
+  return !load->use_empty() && llvm::all_of(load->getUsers(), [&](Operation *user) {
+    auto dot = dyn_cast<BlockDotOp>(user);
+    return dot && dot.getTransposeRhs() && dot.getRhs() == load.getResult();
+  });
+}
+
+/// Step 2: carries the key block through `loop` (see the file comment). Leaves the loop alone
+/// unless every key load in it reads the same block, addressed from the induction variable by
+/// pure ops of the loop body.
+void prefetchKeys(scf::ForOp loop) {
+  SmallVector<BlockLoadOp> keys;
+  loop.getBody()->walk([&](BlockLoadOp load) {
+    if (isKeyLoad(load))
+      keys.push_back(load);
+  });
+  if (keys.empty())
+    return;
+  BlockLoadOp first = keys.front();
+  for (BlockLoadOp k : keys)
+    if (k.getView() != first.getView() || k.getIndices() != first.getIndices() ||
+        k.getBound() != first.getBound() || k.getType() != first.getType())
+      return;
+  Block *body = loop.getBody();
+  // The block address must be computable before the loop and for the next iteration.
+  SetVector<Operation *> slice;
+  BackwardSliceOptions opts;
+  opts.filter = [&](Operation *op) { return op->getBlock() == body; };
+  opts.inclusive = true;
+  for (Value v : first->getOperands()) {
+    if (v.getParentBlock() == body && !isa<BlockArgument>(v))
+      (void)getBackwardSlice(v.getDefiningOp(), &slice, opts);
+    else if (isa<BlockArgument>(v) && v != loop.getInductionVar() && v.getParentBlock() == body)
+      return; // an iter_arg: not known before the loop
+    else if (v.getParentBlock() != body && loop->isAncestor(v.getParentBlock()->getParentOp()))
+      return; // defined in a branch of the body
+  }
+  if (!llvm::all_of(slice, [](Operation *op) { return isPure(op); }))
+    return;
+  SmallVector<Operation *> ordered(slice.begin(), slice.end());
+  llvm::sort(ordered, [](Operation *a, Operation *c) { return a->isBeforeInBlock(c); });
+  auto loadAt = [&](OpBuilder &b, Value iv) -> Value {
+    IRMapping map;
+    map.map(loop.getInductionVar(), iv);
+    for (Operation *op : ordered)
+      b.clone(*op, map);
+    return b.clone(*first, map)->getResult(0);
+  };
+
+  OpBuilder before(loop);
+  Value k0 = loadAt(before, loop.getLowerBound());
+  IRRewriter rewriter(loop.getContext());
+  auto attrs = loop->getDiscardableAttrDictionary();
+  FailureOr<LoopLikeOpInterface> grown =
+      cast<LoopLikeOpInterface>(loop.getOperation())
+          .replaceWithAdditionalYields(
+              rewriter, ValueRange{k0}, /*replaceInitOperandUsesInLoop=*/false,
+              [&](OpBuilder &, Location loc, ArrayRef<BlockArgument>) -> SmallVector<Value> {
+                // The next block is requested first thing in the iteration.
+                OpBuilder b = OpBuilder::atBlockBegin(body);
+                Value next = arith::AddIOp::create(b, loc, loop.getInductionVar(), loop.getStep());
+                return {loadAt(b, next)};
+              });
+  if (failed(grown))
+    return;
+  auto newLoop = cast<scf::ForOp>(grown->getOperation());
+  newLoop->setDiscardableAttrs(attrs);
+  Value current = newLoop.getRegionIterArgs().back();
+  for (BlockLoadOp k : keys) {
+    k.getResult().replaceAllUsesWith(current);
+    k.erase();
+  }
+}
+
 struct TilePipelinePass : public tilefuse::impl::TilePipelineBase<TilePipelinePass> {
   void runOnOperation() override {
-    getOperation().walk([](scf::ForOp loop) {
-      if (!loop->hasAttr(kKVLoopAttr))
-        return;
+    SmallVector<scf::ForOp> loops;
+    getOperation().walk([&](scf::ForOp loop) {
+      if (loop->hasAttr(kKVLoopAttr))
+        loops.push_back(loop);
+    });
+    for (scf::ForOp loop : loops) {
       SmallVector<BlockLoadOp> loads;
       loop.getBody()->walk([&](BlockLoadOp load) { loads.push_back(load); });
       // Last first: loads that end up at the same place keep their order (keys before values).
       for (BlockLoadOp load : llvm::reverse(loads))
         hoist(load);
-    });
+      prefetchKeys(loop);
+    }
   }
 };
 

@@ -112,8 +112,6 @@ public:
     return success();
   }
 
-  int64_t sharedBytesK = 0, sharedBytesV = 0;
-
 private:
   //===--------------------------------------------------------------------===//
   // Small builders
@@ -139,10 +137,20 @@ private:
     auto tt = dyn_cast<RankedTensorType>(t);
     if (!tt)
       return t;
+    if (isTileType(tt)) // a block in shared memory is carried as its buffer's address
+      return LLVM::LLVMPointerType::get(b.getContext(), 3);
     if (tt.getRank() == 2)
       return VectorType::get({tt.getDimSize(1) / 8 * 4}, tt.getElementType());
     return VectorType::get({2}, tt.getElementType());
   }
+
+  /// bf16/f16 matrices only ever live in shared memory (or as fragments, never carried).
+  static bool isTileType(Type t) {
+    auto tt = dyn_cast<RankedTensorType>(t);
+    return tt && tt.getRank() == 2 && (tt.getElementType().isBF16() || tt.getElementType().isF16());
+  }
+  static int64_t rowBytesOf(Type t) { return cast<RankedTensorType>(t).getDimSize(1) * 2; }
+  SmallVector<StringRef> allBuffers() { return {"tilefuse_smem_k0", "tilefuse_smem_k1", "tilefuse_smem_v"}; }
 
   /// Row of accumulator element e (within the block) and its column.
   Value accRow(int64_t e) { return add(rowBase, idx(e % 4 >= 2 ? 8 : 0)); }
@@ -159,9 +167,9 @@ private:
     return LLVM::GEPOp::create(b, loc, v.ptr.getType(), v.elementType, v.ptr, ValueRange{off64});
   }
 
-  Value sharedBase(bool isKey, int64_t bytes) {
-    StringRef name = isKey ? "tilefuse_smem_k" : "tilefuse_smem_v";
-    int64_t &have = isKey ? sharedBytesK : sharedBytesV;
+  /// A static shared-memory buffer of the module, grown to `bytes` if needed.
+  Value sharedBuffer(StringRef name, int64_t bytes) {
+    int64_t &have = sharedBytes[name];
     auto glob = gpuModule.lookupSymbol<LLVM::GlobalOp>(name);
     if (!glob || have < bytes) {
       if (glob)
@@ -197,13 +205,27 @@ private:
   //===--------------------------------------------------------------------===//
   // Structure
   //===--------------------------------------------------------------------===//
+  /// Lowers the ops of `block`. Asynchronous copies may stay in flight past the block only for
+  /// the tiles it yields (a prefetched key block); every other copy issued in the block is waited
+  /// for before its terminator. What the enclosing code believed pending is restored afterwards:
+  /// believing a finished copy pending only costs a redundant wait.
   LogicalResult lowerBlock(Block &block) {
-    // Copies never stay in flight across region boundaries: a block starts and ends with none.
-    SmallVector<Value> outer = std::exchange(pendingTiles, {});
+    SmallVector<Value> outer = pendingTiles;
     for (Operation &op : block) {
-      if (op.hasTrait<OpTrait::IsTerminator>())
-        for (Value t : SmallVector<Value>(pendingTiles))
-          waitForTile(t);
+      if (op.hasTrait<OpTrait::IsTerminator>()) {
+        DenseSet<Value> yielded(op.getOperands().begin(), op.getOperands().end());
+        for (Value t : SmallVector<Value>(pendingTiles)) {
+          if (yielded.contains(t))
+            continue;
+          if (!llvm::is_contained(outer, t))
+            waitForTile(t); // issued here: complete before leaving
+          else if (isa<BlockArgument>(t) && t.getParentBlock() == &block)
+            // This iteration's carried block, normally consumed already; a skipped block (a hole
+            // in the key range) leaves its copy in flight, and the next iteration reuses the
+            // buffer. Completion suffices; no reader needs a barrier.
+            waitForTile(t, /*makeVisible=*/false);
+        }
+      }
       if (failed(lowerOp(op)))
         return failure();
     }
@@ -243,8 +265,21 @@ private:
         map.map(x, y);
       if (!loop.getBody()->empty())
         loop.getBody()->back().erase(); // the builder's implicit yield
+      // A carried tile's copy was issued last before the loop or by the previous iteration: at
+      // the top of the body it is the newest copy in flight, and it is the same copy as the init
+      // value it replaces. Every buffer may have been read since the last barrier.
+      SmallVector<Value> saved = pendingTiles;
+      for (auto [arg, init] : llvm::zip(o.getRegionIterArgs(), o.getInitArgs()))
+        if (isTileType(arg.getType())) {
+          llvm::erase(pendingTiles, init);
+          pendingTiles.push_back(arg);
+          tileRowBytes[arg] = rowBytesOf(arg.getType());
+        }
+      dirtyBuffers = allBuffers();
       if (failed(lowerRegionInto(o.getRegion(), loop.getBody())))
         return failure();
+      pendingTiles = std::move(saved);
+      dirtyBuffers = allBuffers();
       map.map(o.getResults(), loop.getResults());
       return success();
     }
@@ -254,11 +289,14 @@ private:
       for (Block *blk : {ifOp.thenBlock(), ifOp.elseBlock()})
         if (blk && !blk->empty())
           blk->getTerminator()->erase();
+      auto dirtyBefore = dirtyBuffers;
       if (failed(lowerRegionInto(o.getThenRegion(), ifOp.thenBlock())))
         return failure();
+      dirtyBuffers = dirtyBefore;
       if (!o.getElseRegion().empty() &&
           failed(lowerRegionInto(o.getElseRegion(), ifOp.elseBlock())))
         return failure();
+      dirtyBuffers = allBuffers(); // either branch may have read any buffer
       map.map(o.getResults(), ifOp.getResults());
       return success();
     }
@@ -362,17 +400,38 @@ private:
   enum class Role { Fragments, KeyTile, ValueTile };
   FailureOr<Role> roleOf(BlockLoadOp load) {
     std::optional<Role> role;
-    for (Operation *user : load->getUsers()) {
-      auto dot = dyn_cast<BlockDotOp>(user);
-      if (!dot)
-        return load.emitOpError("tile-to-nvvm: a loaded block may only feed tile.block_dot");
-      Role r = dot.getLhs() == load.getResult() ? Role::Fragments
-               : dot.getTransposeRhs()          ? Role::KeyTile
-                                                : Role::ValueTile;
-      if (role && *role != r)
-        return load.emitOpError("tile-to-nvvm: a loaded block used in two roles");
-      role = r;
-    }
+    bool conflict = false;
+    // Follows the block through the loops that carry it (a prefetched key block).
+    std::function<void(Value)> visit = [&](Value v) {
+      for (OpOperand &use : v.getUses()) {
+        Operation *user = use.getOwner();
+        if (auto loop = dyn_cast<scf::ForOp>(user)) {
+          if (BlockArgument arg = loop.getTiedLoopRegionIterArg(&use))
+            visit(arg);
+          continue;
+        }
+        if (auto yield = dyn_cast<scf::YieldOp>(user)) {
+          if (auto loop = dyn_cast<scf::ForOp>(yield->getParentOp()))
+            visit(loop.getRegionIterArgs()[use.getOperandNumber()]);
+          continue;
+        }
+        auto dot = dyn_cast<BlockDotOp>(user);
+        if (!dot) {
+          conflict = true;
+          continue;
+        }
+        Role r = dot.getLhs() == v ? Role::Fragments
+                 : dot.getTransposeRhs() ? Role::KeyTile
+                                         : Role::ValueTile;
+        if (role && *role != r)
+          conflict = true;
+        role = r;
+      }
+    };
+    visit(load.getResult());
+    if (conflict)
+      return load.emitOpError("tile-to-nvvm: a loaded block may only feed tile.block_dot, in "
+                              "one role");
     if (!role)
       return Role::Fragments;
     return *role;
@@ -426,10 +485,30 @@ private:
     int64_t rowBytes = d * 2, chunksPerRow = d / 8;
     if (d % 64)
       return o.emitOpError("tile-to-nvvm: K/V head dimension must be a multiple of 64");
-    Value base = sharedBase(isKey, rows * rowBytes);
+    int64_t tileBytes = rows * rowBytes;
+    // Key blocks alternate between two buffers by block index, so the next key block can be in
+    // flight while this one is read (tile-pipeline's prefetch); values use one buffer.
+    Value base;
+    SmallVector<StringRef> written;
+    if (isKey) {
+      Value k0 = sharedBuffer("tilefuse_smem_k0", tileBytes);
+      Value k1 = sharedBuffer("tilefuse_smem_k1", tileBytes);
+      Value odd = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::eq,
+          arith::AndIOp::create(b, loc, arith::DivUIOp::create(b, loc, row0, idx(rows)), idx(1)),
+          idx(1));
+      base = arith::SelectOp::create(b, loc, odd, k1, k0);
+      written = {"tilefuse_smem_k0", "tilefuse_smem_k1"};
+    } else {
+      base = sharedBuffer("tilefuse_smem_v", tileBytes);
+      written = {"tilefuse_smem_v"};
+    }
     int64_t chunks = rows * chunksPerRow;
-    if (pendingTiles.empty())
-      gpu::BarrierOp::create(b, loc); // every reader of the previous tiles is done
+    // Write after read: a warp may still read the buffer this copy overwrites.
+    if (llvm::any_of(written, [&](StringRef n) { return llvm::is_contained(dirtyBuffers, n); })) {
+      gpu::BarrierOp::create(b, loc);
+      dirtyBuffers.clear();
+    }
     for (int64_t i = 0; i * threads < chunks; ++i) {
       Value chunkIdx = add(tidx, idx(i * threads));
       Value r = arith::DivUIOp::create(b, loc, chunkIdx, idx(chunksPerRow));
@@ -457,18 +536,22 @@ private:
     }
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
     pendingTiles.push_back(o.getResult());
-    tiles[o.getResult()] = {base, rowBytes};
+    tileRowBytes[o.getResult()] = rowBytes;
+    map.map(o.getResult(), base);
     return success();
   }
 
   /// Waits for the copy group of `tile` (and the older ones), then makes it visible to all.
-  void waitForTile(Value tile) {
+  void waitForTile(Value tile, bool makeVisible = true) {
     auto it = llvm::find(pendingTiles, tile);
     if (it == pendingTiles.end())
       return;
     int64_t newer = pendingTiles.end() - it - 1;
     NVVM::CpAsyncWaitGroupOp::create(b, loc, b.getI32IntegerAttr(newer));
-    gpu::BarrierOp::create(b, loc);
+    if (makeVisible) {
+      gpu::BarrierOp::create(b, loc);
+      dirtyBuffers.clear(); // every earlier read is done too
+    }
     pendingTiles.erase(pendingTiles.begin(), it + 1);
   }
 
@@ -514,10 +597,11 @@ private:
     int64_t cols = resTy.getDimSize(1), k = o.getLhs().getType().getDimSize(1);
     if (resTy.getDimSize(0) != br || cols % 16 || k % 16)
       return o.emitOpError("tile-to-nvvm: dot shapes must be Br x (16n) x (16k)");
-    auto tileIt = tiles.find(o.getRhs());
-    if (tileIt == tiles.end())
+    auto rowBytesIt = tileRowBytes.find(o.getRhs());
+    if (rowBytesIt == tileRowBytes.end())
       return o.emitOpError("tile-to-nvvm: the rhs must be a block loaded into shared memory");
-    auto [base, rowBytes] = tileIt->second;
+    Value base = map.lookup(o.getRhs());
+    int64_t rowBytes = rowBytesIt->second;
     Type elt = o.getRhs().getType().getElementType();
     waitForTile(o.getRhs());
 
@@ -564,6 +648,12 @@ private:
         acc[2 * jp] = mma(aFrag[kt], {m[0], m[1]}, acc[2 * jp], elt);
         acc[2 * jp + 1] = mma(aFrag[kt], {m[2], m[3]}, acc[2 * jp + 1], elt);
       }
+    // The tile's buffer (either key buffer, when carried) has readers until the next barrier.
+    for (StringRef n : o.getTransposeRhs()
+                           ? SmallVector<StringRef>{"tilefuse_smem_k0", "tilefuse_smem_k1"}
+                           : SmallVector<StringRef>{"tilefuse_smem_v"})
+      if (!llvm::is_contained(dirtyBuffers, n))
+        dirtyBuffers.push_back(n);
     SmallVector<Value> flat;
     for (auto &t : acc)
       flat.append(t.begin(), t.end());
@@ -673,8 +763,10 @@ private:
   gpu::GPUFuncOp kernelOp;
   IRMapping map;
   DenseMap<Value, ViewInfo> views;
-  DenseMap<Value, std::pair<Value, int64_t>> tiles; // loaded rhs block -> (smem base, row bytes)
-  SmallVector<Value> pendingTiles; // tiles whose copy groups are in flight, oldest first
+  DenseMap<Value, int64_t> tileRowBytes; // blocks in shared memory (their mapped value is the base)
+  SmallVector<Value> pendingTiles;       // tiles whose copy groups are in flight, oldest first
+  SmallVector<StringRef> dirtyBuffers;   // shared buffers read since the last barrier
+  llvm::StringMap<int64_t> sharedBytes;
   Value tidx, laneG, laneC, rowBase, ldMat, ldRow;
 };
 
