@@ -9,11 +9,19 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "tilefuse/dialect/TileOps.h"
 #include "tilefuse/passes/Passes.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+// From the generated BuildId.cpp (runtime/cmake/BuildId.cmake).
+extern const char *const tilefuseBuildId;
 
 using namespace mlir;
 using namespace tilefuse::runtime;
@@ -26,6 +34,60 @@ std::string CompiledKernel::metadataJson() const {
   llvm::raw_string_ostream os(out);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(o)));
   return out;
+}
+
+llvm::Expected<CompiledKernel> CompiledKernel::fromMetadataJson(llvm::StringRef json,
+                                                               std::string ptx) {
+  auto fail = [](const llvm::Twine &msg) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "kernel metadata: " + msg);
+  };
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse(json);
+  if (!value)
+    return fail(llvm::toString(value.takeError()));
+  const llvm::json::Object *o = value->getAsObject();
+  if (!o)
+    return fail("not a JSON object");
+  CompiledKernel k;
+  for (auto [key, field] : {std::pair{"name", &k.name}, std::pair{"dtype", &k.dtype}}) {
+    std::optional<llvm::StringRef> v = o->getString(key);
+    if (!v)
+      return fail(llvm::Twine("missing string \"") + key + "\"");
+    *field = v->str();
+  }
+  for (auto [key, field] : {std::pair{"block_m", &k.blockM}, std::pair{"block_n", &k.blockN},
+                            std::pair{"threads", &k.threads}, std::pair{"head_dim", &k.headDim},
+                            std::pair{"shared_bytes", &k.sharedBytes}}) {
+    std::optional<int64_t> v = o->getInteger(key);
+    if (!v)
+      return fail(llvm::Twine("missing integer \"") + key + "\"");
+    *field = *v;
+  }
+  k.ptx = std::move(ptx);
+  return k;
+}
+
+void tilefuse::runtime::registerCompilerCLOptions() {
+  registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
+}
+
+llvm::StringRef tilefuse::runtime::compilerVersion() {
+  static const std::string version = std::string("tilefuse " TILEFUSE_VERSION " build ") +
+                                     tilefuseBuildId + " LLVM " LLVM_VERSION_STRING;
+  return version;
+}
+
+/// Writes `text` to `dir`/`name`; a dump is a debugging aid, so failures only warn.
+static void dumpFile(llvm::StringRef dir, llvm::StringRef name, llvm::StringRef text) {
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, name);
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Text);
+  if (ec) {
+    llvm::errs() << "tilefuse: cannot write IR dump " << path << ": " << ec.message() << "\n";
+    return;
+  }
+  os << text;
 }
 
 llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
@@ -44,8 +106,31 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   registerAllExtensions(registry);
   registerAllToLLVMIRTranslations(registry);
   registry.insert<tile::TileDialect>();
-  MLIRContext ctx(registry);
+  // One kernel function per module: the context's thread pool would only cost its startup.
+  MLIRContext ctx(registry, MLIRContext::Threading::DISABLED);
   ctx.loadDialect<tile::TileDialect, func::FuncDialect>();
+
+  // --mlir-timing and friends, when the program registered them (registerCompilerCLOptions).
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope rootTimer = timing.getRootScope();
+  // Every pass manager gets the command-line options, and the IR dump when one is asked for.
+  const std::string &dumpDir = options.dumpIRDirectory;
+  if (!dumpDir.empty())
+    if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir))
+      return fail("cannot create the IR dump directory " + dumpDir + ": " + ec.message());
+  auto instrument = [&](PassManager &pm, llvm::StringRef stage) {
+    (void)applyPassManagerCLOptions(pm); // fails only when the options are not registered
+    if (!dumpDir.empty()) {
+      llvm::SmallString<256> tree(dumpDir);
+      llvm::sys::path::append(tree, stage);
+      pm.enableIRPrintingToFileTree([](Pass *, Operation *) { return false; },
+                                    [](Pass *, Operation *) { return true; },
+                                    /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false,
+                                    /*printAfterOnlyOnFailure=*/false, tree);
+    }
+    pm.enableTiming(rootTimer);
+  };
 
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, bufferName),
@@ -53,7 +138,11 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   std::string diagnostics;
   llvm::raw_string_ostream diagOS(diagnostics);
   SourceMgrDiagnosticHandler handler(sourceMgr, &ctx, diagOS);
+  TimingScope parseTimer = rootTimer.nest("Parser");
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  parseTimer.stop();
+  if (!dumpDir.empty())
+    dumpFile(dumpDir, "0-source.mlir", source);
   if (!module)
     return fail("cannot parse " + bufferName + ":\n" + diagnostics);
 
@@ -63,6 +152,7 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
     so.headDim = options.headDim;
     so.elementType = options.elementType;
     spm.addPass(tilefuse::createTileSpecialize(so));
+    instrument(spm, "1-specialize");
     if (failed(spm.run(*module)))
       return fail("specializing " + bufferName + " failed:\n" + diagnostics);
   }
@@ -97,12 +187,17 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   gpo.chip = options.chip;
   gpo.features = options.features;
   tilefuse::buildTileToPTXPipeline(pm, gpo);
+  instrument(pm, "2-tile-to-ptx");
   if (failed(pm.run(*module)))
     return fail("compiling " + bufferName + " for " + options.chip + " failed:\n" + diagnostics);
   for (auto binary : module->getOps<gpu::BinaryOp>())
     for (Attribute a : binary.getObjects())
       if (auto obj = dyn_cast<gpu::ObjectAttr>(a)) {
         k.ptx = obj.getObject().getValue().str();
+        if (!dumpDir.empty()) {
+          dumpFile(dumpDir, k.name + ".ptx", k.ptx);
+          dumpFile(dumpDir, k.name + ".json", k.metadataJson() + "\n");
+        }
         return k;
       }
   return fail("compiling " + bufferName + ": the pipeline produced no PTX");

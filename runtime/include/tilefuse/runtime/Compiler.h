@@ -22,6 +22,10 @@ struct PtxCompileOptions {
   std::string elementType; ///< specialize to bf16 / f16 (empty: as written)
   std::string chip = "sm_90a";
   std::string features = "+ptx80";
+  /// When not empty, the IR after each stage goes to files under this directory (the source,
+  /// one file per pass in MLIR's IR file tree, the PTX and the metadata). Not part of what is
+  /// compiled: the kernel cache leaves it out of its key.
+  std::string dumpIRDirectory;
 };
 
 struct CompiledKernel {
@@ -32,11 +36,26 @@ struct CompiledKernel {
   /// The JSON sidecar: {"name", "block_m", "block_n", "threads", "head_dim", "dtype",
   /// "shared_bytes"}.
   std::string metadataJson() const;
+  /// The inverse of metadataJson(), with `ptx` as the code (the kernel cache stores both).
+  static llvm::Expected<CompiledKernel> fromMetadataJson(llvm::StringRef json, std::string ptx);
 };
 
-/// Errors carry the diagnostics with file:line:col of `bufferName`.
+/// Errors carry the diagnostics with file:line:col of `bufferName`. Thread-safe (every call has
+/// its own MLIRContext). Honours MLIR's pass-manager and timing command-line options
+/// (--mlir-print-ir-after-all, --mlir-timing, ...) when the program registered them
+/// (registerCompilerCLOptions); a library user who did not gets none of them.
 llvm::Expected<CompiledKernel> compileToPTX(llvm::StringRef source, llvm::StringRef bufferName,
                                             const PtxCompileOptions &options);
+
+/// Registers MLIR's pass-manager options (--mlir-print-ir-*, --mlir-pass-statistics, ...) and the
+/// default timing manager's (--mlir-timing, ...) with LLVM's command line, for tools that
+/// compile through compileToPTX. Call before cl::ParseCommandLineOptions.
+void registerCompilerCLOptions();
+
+/// What produced a kernel: the project version, a build id (a hash of the compiler's own
+/// libraries, so a rebuilt compiler never reuses an old one's output) and the LLVM version.
+/// Part of every kernel cache key.
+llvm::StringRef compilerVersion();
 
 } // namespace tilefuse::runtime
 

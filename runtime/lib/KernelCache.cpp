@@ -1,0 +1,282 @@
+//===- KernelCache.cpp - compiled kernels in memory and on disk -----------===//
+#include "tilefuse/runtime/KernelCache.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
+
+#include <cstdlib>
+
+using namespace tilefuse::runtime;
+
+static constexpr llvm::StringLiteral entryMagic = "tilefuse-kernel-cache 1";
+static constexpr llvm::StringLiteral entryExtension = ".kernel";
+
+struct KernelCache::Slot {
+  std::mutex mutex; ///< held while the kernel is looked up on disk or compiled
+  std::shared_ptr<const CompiledKernel> kernel;
+};
+
+static std::string envValue(const char *name) {
+  std::optional<std::string> value = llvm::sys::Process::GetEnv(name);
+  return value ? *value : std::string();
+}
+
+static bool isTrue(llvm::StringRef value) {
+  return !value.empty() && value != "0" && !value.equals_insensitive("false") &&
+         !value.equals_insensitive("off") && !value.equals_insensitive("no");
+}
+
+std::string CacheConfig::defaultDirectory() {
+  if (std::string dir = envValue("TILEFUSE_CACHE_DIR"); !dir.empty())
+    return dir;
+  llvm::SmallString<256> dir;
+  // $XDG_CACHE_HOME, else $HOME/.cache.
+  if (!llvm::sys::path::cache_directory(dir))
+    return "";
+  llvm::sys::path::append(dir, "tilefuse");
+  return std::string(dir);
+}
+
+CacheConfig CacheConfig::fromEnvironment() {
+  CacheConfig config;
+  config.directory = defaultDirectory();
+  config.dumpIRDirectory = envValue("TILEFUSE_DUMP_IR");
+  config.alwaysCompile =
+      isTrue(envValue("TILEFUSE_ALWAYS_COMPILE")) || !config.dumpIRDirectory.empty();
+  return config;
+}
+
+llvm::StringRef tilefuse::runtime::cacheSourceName(CacheSource source) {
+  switch (source) {
+  case CacheSource::Memory:
+    return "memory";
+  case CacheSource::Disk:
+    return "disk";
+  case CacheSource::Compiled:
+    return "compiled";
+  }
+  return "?";
+}
+
+KernelCache::KernelCache(CacheConfig config) : cfg(std::move(config)) {}
+
+std::string KernelCache::computeKey(llvm::StringRef source, const PtxCompileOptions &options) {
+  // One "name=value" line per input; the source last, after its length, so no two different
+  // inputs give the same text.
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "tilefuse-kernel-key 1\n"
+     << "compiler=" << compilerVersion() << "\n"
+     << "chip=" << options.chip << "\n"
+     << "features=" << options.features << "\n"
+     << "block_m=" << options.blockM << "\n"
+     << "block_n=" << options.blockN << "\n"
+     << "head_dim=" << options.headDim << "\n"
+     << "dtype=" << options.elementType << "\n"
+     << "source_bytes=" << source.size() << "\n"
+     << source;
+  llvm::SHA256 sha;
+  sha.update(text);
+  std::array<uint8_t, 32> digest = sha.final();
+  return llvm::toHex(digest, /*LowerCase=*/true);
+}
+
+std::string KernelCache::entryPath(llvm::StringRef key) const {
+  if (cfg.directory.empty())
+    return "";
+  llvm::SmallString<256> path(cfg.directory);
+  llvm::sys::path::append(path, key + entryExtension);
+  return std::string(path);
+}
+
+static std::string checksum(llvm::StringRef payload) {
+  return llvm::utohexstr(llvm::xxh3_64bits(payload), /*LowerCase=*/true, /*Width=*/16);
+}
+
+std::string KernelCache::serializeEntry(llvm::StringRef key, const CompiledKernel &kernel) {
+  std::string metadata = kernel.metadataJson();
+  std::string payload = metadata + kernel.ptx;
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << entryMagic << "\n"
+     << "key " << key << "\n"
+     << "metadata " << metadata.size() << "\n"
+     << "ptx " << kernel.ptx.size() << "\n"
+     << "xxh3 " << checksum(payload) << "\n"
+     << "\n"
+     << payload;
+  return out;
+}
+
+llvm::Expected<CompiledKernel> KernelCache::parseEntry(llvm::StringRef key,
+                                                       llvm::StringRef bytes) {
+  auto fail = [](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), why);
+  };
+  llvm::StringRef rest = bytes;
+  auto line = [&]() {
+    auto [head, tail] = rest.split('\n');
+    rest = tail;
+    return head;
+  };
+  auto field = [&](llvm::StringRef name, llvm::StringRef &value) -> bool {
+    llvm::StringRef l = line();
+    if (!l.consume_front(name) || !l.consume_front(" "))
+      return false;
+    value = l;
+    return true;
+  };
+  if (line() != entryMagic)
+    return fail("not a tilefuse cache entry (or another format version)");
+  llvm::StringRef storedKey, metadataBytes, ptxBytes, sum;
+  if (!field("key", storedKey) || !field("metadata", metadataBytes) || !field("ptx", ptxBytes) ||
+      !field("xxh3", sum) || !line().empty())
+    return fail("malformed header");
+  if (storedKey != key)
+    return fail("the entry is for key " + storedKey);
+  uint64_t nMetadata = 0, nPtx = 0;
+  if (metadataBytes.getAsInteger(10, nMetadata) || ptxBytes.getAsInteger(10, nPtx))
+    return fail("malformed sizes");
+  if (rest.size() != nMetadata + nPtx)
+    return fail("the payload has " + llvm::Twine(rest.size()) + " bytes, the header says " +
+                llvm::Twine(nMetadata + nPtx) + " (truncated?)");
+  if (checksum(rest) != sum)
+    return fail("checksum mismatch (corrupted)");
+  return CompiledKernel::fromMetadataJson(rest.take_front(nMetadata),
+                                          rest.drop_front(nMetadata).str());
+}
+
+void KernelCache::noteBadEntry(const std::string &what) {
+  std::lock_guard<std::mutex> lock(mutex);
+  ++statistics.badEntries;
+  statistics.lastDiskProblem = what;
+}
+
+void KernelCache::noteWriteFailure(const std::string &what) {
+  std::lock_guard<std::mutex> lock(mutex);
+  ++statistics.writeFailures;
+  statistics.lastDiskProblem = what;
+}
+
+std::shared_ptr<const CompiledKernel> KernelCache::readEntry(llvm::StringRef key) {
+  std::string path = entryPath(key);
+  if (path.empty())
+    return nullptr;
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return nullptr; // a miss (or unreadable: then the write below reports it)
+  auto kernel = parseEntry(key, (*buffer)->getBuffer());
+  if (!kernel) {
+    // Never loaded: delete it, so the entry written after compiling replaces it (a concurrent
+    // writer's fresh entry may go too; it is rebuilt on the next miss).
+    noteBadEntry(path + ": " + llvm::toString(kernel.takeError()));
+    (void)llvm::sys::fs::remove(path);
+    return nullptr;
+  }
+  return std::make_shared<const CompiledKernel>(std::move(*kernel));
+}
+
+void KernelCache::writeEntry(llvm::StringRef key, const CompiledKernel &kernel) {
+  std::string path = entryPath(key);
+  if (path.empty())
+    return;
+  auto failed = [&](const llvm::Twine &what, std::error_code ec) {
+    noteWriteFailure(("cannot write " + path + ": " + what + ": " + ec.message()).str());
+  };
+  if (std::error_code ec = llvm::sys::fs::create_directories(cfg.directory))
+    return failed("creating the directory", ec);
+  // A unique temporary file beside the entry, renamed over it once complete: readers and other
+  // writers never see a partial entry.
+  int fd = -1;
+  llvm::SmallString<256> temporary;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%%%%%%%", fd, temporary))
+    return failed("creating a temporary file", ec);
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << serializeEntry(key, kernel);
+    os.close();
+    if (os.has_error()) {
+      std::error_code ec = os.error();
+      os.clear_error();
+      (void)llvm::sys::fs::remove(temporary);
+      return failed("writing " + temporary, ec);
+    }
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(temporary, path)) {
+    (void)llvm::sys::fs::remove(temporary);
+    return failed("renaming " + temporary, ec);
+  }
+}
+
+llvm::Expected<CacheResult> KernelCache::getOrCompile(llvm::StringRef source,
+                                                      llvm::StringRef bufferName,
+                                                      const PtxCompileOptions &options) {
+  CacheResult result;
+  result.key = computeKey(source, options);
+  std::shared_ptr<Slot> slot;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::shared_ptr<Slot> &s = slots[result.key];
+    if (!s)
+      s = std::make_shared<Slot>();
+    slot = s;
+  }
+  // One lookup or compile per key at a time; the cache-wide mutex is not held meanwhile.
+  std::lock_guard<std::mutex> slotLock(slot->mutex);
+  if (slot->kernel) {
+    std::lock_guard<std::mutex> lock(mutex);
+    ++statistics.memoryHits;
+    result.kernel = slot->kernel;
+    result.source = CacheSource::Memory;
+    return result;
+  }
+  if (!cfg.alwaysCompile)
+    if (auto kernel = readEntry(result.key)) {
+      std::lock_guard<std::mutex> lock(mutex);
+      ++statistics.diskHits;
+      slot->kernel = kernel;
+      result.kernel = std::move(kernel);
+      result.source = CacheSource::Disk;
+      return result;
+    }
+
+  PtxCompileOptions compileOptions = options;
+  if (!cfg.dumpIRDirectory.empty()) {
+    llvm::SmallString<256> dir(cfg.dumpIRDirectory);
+    llvm::StringRef stem = llvm::sys::path::stem(bufferName);
+    llvm::sys::path::append(dir, (stem.empty() ? "kernel" : stem) + "-" +
+                                     llvm::StringRef(result.key).take_front(12));
+    compileOptions.dumpIRDirectory = std::string(dir);
+  }
+  auto compiled = compileToPTX(source, bufferName, compileOptions);
+  if (!compiled)
+    return compiled.takeError();
+  auto kernel = std::make_shared<const CompiledKernel>(std::move(*compiled));
+  writeEntry(result.key, *kernel);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    ++statistics.compiles;
+    slot->kernel = kernel;
+  }
+  result.kernel = std::move(kernel);
+  result.source = CacheSource::Compiled;
+  return result;
+}
+
+void KernelCache::clearMemory() {
+  std::lock_guard<std::mutex> lock(mutex);
+  slots.clear();
+}
+
+CacheStats KernelCache::stats() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return statistics;
+}
