@@ -16,6 +16,8 @@
 #ifndef TILEFUSE_TILEFUSE_CUDA_H
 #define TILEFUSE_TILEFUSE_CUDA_H
 
+#include "tilefuse/tilefuse_status.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,15 +25,9 @@
 extern "C" {
 #endif
 
-typedef enum tilefuse_status {
-  TILEFUSE_OK = 0,
-  /* No CUDA driver (libcuda.so.1) or no GPU on this machine. */
-  TILEFUSE_ERROR_UNAVAILABLE = 1,
-  /* Bad file, metadata, shape, stride or pointer; nothing was launched. */
-  TILEFUSE_ERROR_INVALID_ARGUMENT = 2,
-  /* A CUDA driver call failed (JIT compilation, launch, ...). */
-  TILEFUSE_ERROR_CUDA = 3
-} tilefuse_status;
+/* tilefuse_status: TILEFUSE_OK, TILEFUSE_ERROR_UNAVAILABLE (no driver or GPU),
+ * TILEFUSE_ERROR_INVALID_ARGUMENT (nothing was launched), TILEFUSE_ERROR_CUDA (a driver call
+ * failed), ... */
 
 /* A loaded kernel. */
 typedef struct tilefuse_kernel tilefuse_kernel;

@@ -1,0 +1,176 @@
+//===- Tilefuse.h - the embeddable runtime: C++ API -------------*- C++ -*-===//
+//
+// Get an attention kernel by bundled name (kernels/, `tilefuse list`) or by DSL text, specialized
+// (storage type, head dim) and configured (block sizes, target chip), and launch it on device
+// pointers, shapes, strides and a CUDA stream:
+//
+//   tilefuse::KernelSpec spec;
+//   spec.kernel = "causal";
+//   spec.headDim = 128;
+//   std::shared_ptr<const tilefuse::Kernel> kernel;
+//   tilefuse::Status status = tilefuse::Runtime::global().getKernel(spec, kernel);
+//   if (status.ok())
+//     status = kernel->launch(stream, q, k, v, o, lse, {B, H, Hkv, M, N, 128});
+//   if (!status.ok())
+//     std::fprintf(stderr, "%s\n", status.message().c_str());
+//
+// Kernels compile in process (DSL -> PTX through MLIR/LLVM), go through the kernel cache (memory,
+// then the disk directory TILEFUSE_CACHE_DIR; see tilefuse/runtime/KernelCache.h in the source
+// tree for its format and environment variables) and are JIT-loaded by the CUDA driver
+// (libcuda.so.1, opened at run time) on their first launch. Errors are values: a Status with a
+// code and a message (DSL errors with file:line:col); nothing throws, aborts or exits.
+// Everything is thread-safe.
+//
+// This header uses only the C++ standard library: it is the installed C++ interface of
+// libtilefuse.so (find_package(tilefuse), target tilefuse::tilefuse). The C interface is
+// tilefuse/tilefuse.h.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TILEFUSE_RUNTIME_TILEFUSE_H
+#define TILEFUSE_RUNTIME_TILEFUSE_H
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace tilefuse {
+
+/// The same values as tilefuse_status in tilefuse/tilefuse_status.h.
+enum class StatusCode : int {
+  Ok = 0,
+  Unavailable = 1,     ///< no CUDA driver or no GPU
+  InvalidArgument = 2, ///< bad kernel name, option, shape, stride or pointer; nothing launched
+  Cuda = 3,            ///< a CUDA driver call failed
+  Compile = 4,         ///< the DSL text did not compile (file:line:col in the message)
+};
+
+class Status {
+public:
+  Status() = default; ///< OK
+  Status(StatusCode code, std::string message);
+  bool ok() const { return statusCode == StatusCode::Ok; }
+  StatusCode code() const { return statusCode; }
+  const std::string &message() const { return text; }
+
+private:
+  StatusCode statusCode = StatusCode::Ok;
+  std::string text;
+};
+
+/// Which kernel, specialized and configured how. Every field takes part in the cache key.
+struct KernelSpec {
+  /// A bundled kernel (attention, causal, sliding_window, alibi, softcap, prefix_lm, gqa, mqa),
+  /// or empty to compile `source`.
+  std::string kernel;
+  /// DSL text (a module with one kernel function), when `kernel` is empty.
+  std::string source;
+  /// The file name diagnostics give for `source` (file:line:col).
+  std::string sourceName = "<source>";
+  /// Storage type of Q, K, V, O: "bf16" or "f16"; empty: as the kernel is written.
+  std::string dtype;
+  /// Head dimension D; 0: as the kernel is written.
+  int64_t headDim = 0;
+  /// Rows of Q per program (a multiple of 16 up to 256: 16 per warp) and keys per block.
+  int64_t blockM = 64, blockN = 64;
+  /// Target chip: "sm_90a" or "sm_80"; empty: the current GPU's (sm_90a when there is none).
+  std::string arch;
+  /// NVPTX features (the PTX version); empty: "+ptx80".
+  std::string ptxFeatures;
+};
+
+/// Sizes: Q and O are B x H x M x D, K and V are B x Hkv x N x D, LSE is B x H x M.
+struct AttentionShape {
+  int64_t B = 1, H = 1, Hkv = 1, M = 1, N = 1, D = 64;
+};
+
+/// A compiled kernel. Obtained from Runtime::getKernel; lives as long as any pointer to it.
+class Kernel {
+public:
+  struct Impl;
+  explicit Kernel(std::unique_ptr<Impl> impl);
+  ~Kernel();
+  Kernel(const Kernel &) = delete;
+  Kernel &operator=(const Kernel &) = delete;
+
+  /// Enqueues the kernel on `stream` (a CUstream; nullptr: the legacy default stream).
+  /// q, o: B x H x M x D and k, v: B x Hkv x N x D device pointers in the kernel's dtype;
+  /// lse: B x H x M floats. `strides`: 14 element strides in the order q_b, q_h, q_m, k_b, k_h,
+  /// k_n, v_b, v_h, v_n, o_b, o_h, o_m, lse_b, lse_h (innermost dimensions contiguous), or
+  /// nullptr for contiguous tensors. Checks shapes, strides and alignment first
+  /// (InvalidArgument, nothing launched). The first launch loads the module into the CUDA
+  /// context current on the calling thread (device 0's primary context when there is none);
+  /// later launches must run in that context. Asynchronous; thread-safe.
+  Status launch(void *stream, const void *q, const void *k, const void *v, void *o, float *lse,
+                const AttentionShape &shape, const int64_t *strides = nullptr) const;
+
+  const std::string &name() const;  ///< the kernel function (PTX .entry)
+  const std::string &dtype() const; ///< "bf16" or "f16"
+  const std::string &arch() const;  ///< the chip it was compiled for
+  int64_t headDim() const;
+  int64_t blockM() const;
+  int64_t blockN() const;
+  int64_t threads() const;
+  const std::string &ptx() const;
+  /// The launch metadata: {"name", "block_m", "block_n", "threads", "head_dim", "dtype",
+  /// "shared_bytes"}.
+  std::string metadataJson() const;
+  /// The cache key (64 hex digits).
+  const std::string &cacheKey() const;
+  /// Where getKernel found it: "memory", "disk" or "compiled".
+  const std::string &origin() const;
+
+private:
+  std::unique_ptr<Impl> impl;
+};
+
+struct RuntimeOptions {
+  /// The disk cache's directory; empty: no disk cache.
+  std::string cacheDirectory;
+  /// Do not read the disk cache (compile each kernel once per Runtime, and rewrite its entry).
+  bool alwaysCompile = false;
+  /// When not empty, the IR of every stage of each kernel compiled goes under it.
+  std::string dumpIRDirectory;
+
+  /// TILEFUSE_CACHE_DIR (default $XDG_CACHE_HOME/tilefuse or ~/.cache/tilefuse),
+  /// TILEFUSE_ALWAYS_COMPILE=1, TILEFUSE_DUMP_IR=<dir> (which implies always compiling).
+  static RuntimeOptions fromEnvironment();
+};
+
+struct RuntimeStats {
+  uint64_t memoryHits = 0, diskHits = 0, compiles = 0;
+  uint64_t badEntries = 0;    ///< truncated or corrupt disk entries, deleted and rebuilt
+  uint64_t writeFailures = 0; ///< disk entries that could not be written
+};
+
+class Runtime {
+public:
+  /// The process's runtime, configured from the environment on first use; never destroyed.
+  static Runtime &global();
+
+  explicit Runtime(const RuntimeOptions &options = RuntimeOptions::fromEnvironment());
+  ~Runtime();
+  Runtime(const Runtime &) = delete;
+  Runtime &operator=(const Runtime &) = delete;
+
+  /// The kernel for `spec`: compiled once per key (concurrent calls wait for one compile), from
+  /// memory or the disk cache after that. Compiles to PTX only; the CUDA driver loads it on the
+  /// first launch, so this works on machines without a GPU (with an explicit arch).
+  Status getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> &out);
+
+  RuntimeStats stats() const;
+  const RuntimeOptions &options() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+/// Whether a CUDA driver and a GPU are there; `why` gets the reason when not.
+bool cudaAvailable(std::string *why = nullptr);
+
+/// "tilefuse <version> build <id> LLVM <version>": the compiler's identity (in every cache key).
+std::string version();
+
+} // namespace tilefuse
+
+#endif

@@ -1,0 +1,102 @@
+/*===- tilefuse.h - the embeddable runtime: stable C API -----------*- C -*-===*
+ *
+ * libtilefuse.so: get an attention kernel by bundled name or by DSL text, specialized and
+ * configured, compiled in process to PTX (through the kernel cache: memory, then the directory
+ * TILEFUSE_CACHE_DIR), and launch it on device pointers, shapes, strides and a CUDA stream.
+ *
+ *   tilefuse_spec spec;
+ *   tilefuse_attention *kernel;
+ *   char err[4096];
+ *   tilefuse_spec_init(&spec);
+ *   spec.kernel = "causal";
+ *   if (tilefuse_attention_get(&spec, &kernel, err, sizeof err) != TILEFUSE_OK ||
+ *       tilefuse_attention_launch(kernel, stream, q, k, v, o, lse, B, H, Hkv, M, N, 64, NULL,
+ *                                 err, sizeof err) != TILEFUSE_OK)
+ *     fprintf(stderr, "%s\n", err);
+ *   tilefuse_attention_release(kernel);
+ *
+ * Every function that can fail returns a tilefuse_status and, when `err` is not NULL, writes a
+ * NUL-terminated message of at most `errlen` bytes (truncated) into it: for DSL errors
+ * (TILEFUSE_ERROR_COMPILE) the compiler's diagnostics with file:line:col. The CUDA driver
+ * (libcuda.so.1) is opened at run time; without one, launches return TILEFUSE_ERROR_UNAVAILABLE
+ * and everything else still works. All functions are thread-safe.
+ *
+ * Stability: functions are only added, never changed. tilefuse_spec only grows at its end; its
+ * first field says how large the caller's copy is (tilefuse_spec_init sets it).
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef TILEFUSE_TILEFUSE_H
+#define TILEFUSE_TILEFUSE_H
+
+#include "tilefuse/tilefuse_status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Which kernel, specialized and configured how. NULL strings and zero numbers mean "default". */
+typedef struct tilefuse_spec {
+  size_t size;              /* sizeof(tilefuse_spec) as the caller compiled it */
+  const char *kernel;       /* a bundled kernel (attention, causal, ...), or NULL for `source` */
+  const char *source;       /* DSL text (a module with one kernel function) */
+  const char *source_name;  /* the file name diagnostics give for `source`; NULL: "<source>" */
+  const char *dtype;        /* "bf16" or "f16"; NULL: as the kernel is written */
+  int64_t head_dim;         /* 0: as the kernel is written */
+  int64_t block_m;          /* rows of Q per program, a multiple of 16 up to 256; 0: 64 */
+  int64_t block_n;          /* keys per block, a multiple of 16; 0: 64 */
+  const char *arch;         /* "sm_90a" or "sm_80"; NULL: the current GPU's (sm_90a without) */
+  const char *ptx_features; /* NVPTX features (PTX version); NULL: "+ptx80" */
+} tilefuse_spec;
+
+/* A compiled kernel (a reference to one held by the process-wide runtime). */
+typedef struct tilefuse_attention tilefuse_attention;
+
+/* Zeroes `spec` and sets its size. */
+void tilefuse_spec_init(tilefuse_spec *spec);
+
+/* "tilefuse <version> build <id> LLVM <version>" (part of every cache key). */
+const char *tilefuse_version(void);
+
+/* TILEFUSE_OK when a CUDA driver and a GPU are there. */
+int tilefuse_gpu_available(char *err, size_t errlen);
+
+/* The kernel for `spec`, compiled (to PTX, once per distinct spec and compiler), or found in the
+ * memory or disk cache. Needs no GPU when spec->arch is given. Release it with
+ * tilefuse_attention_release. */
+int tilefuse_attention_get(const tilefuse_spec *spec, tilefuse_attention **out, char *err,
+                           size_t errlen);
+
+/* Enqueues the kernel on `stream` (a CUstream; NULL: the legacy default stream).
+ * q, o: B x H x M x D and k, v: B x Hkv x N x D device pointers in the kernel's dtype; lse:
+ * B x H x M floats; D must be the kernel's head dim. `strides`: 14 element strides in the order
+ * q_b, q_h, q_m, k_b, k_h, k_n, v_b, v_h, v_n, o_b, o_h, o_m, lse_b, lse_h (innermost dimensions
+ * contiguous), or NULL for contiguous tensors. Shapes, strides and alignment are checked before
+ * anything is launched. The first launch loads the module into the CUDA context current on the
+ * calling thread (device 0's primary context when none is); later launches must run in that
+ * context. Asynchronous: faults inside the kernel surface at the next synchronization. */
+int tilefuse_attention_launch(const tilefuse_attention *kernel, void *stream, const void *q,
+                              const void *k, const void *v, void *o, float *lse, int64_t B,
+                              int64_t H, int64_t Hkv, int64_t M, int64_t N, int64_t D,
+                              const int64_t *strides, char *err, size_t errlen);
+
+/* Drops this reference; NULL is ignored. */
+void tilefuse_attention_release(tilefuse_attention *kernel);
+
+/* The kernel's properties; strings live as long as the reference. */
+const char *tilefuse_attention_name(const tilefuse_attention *kernel);
+const char *tilefuse_attention_dtype(const tilefuse_attention *kernel); /* "bf16" or "f16" */
+const char *tilefuse_attention_arch(const tilefuse_attention *kernel);
+int64_t tilefuse_attention_head_dim(const tilefuse_attention *kernel);
+const char *tilefuse_attention_ptx(const tilefuse_attention *kernel);
+const char *tilefuse_attention_metadata(const tilefuse_attention *kernel); /* JSON */
+/* Where it came from: "memory", "disk" or "compiled". */
+const char *tilefuse_attention_origin(const tilefuse_attention *kernel);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TILEFUSE_TILEFUSE_H */

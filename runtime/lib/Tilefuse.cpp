@@ -1,0 +1,269 @@
+//===- Tilefuse.cpp - the embeddable runtime: C++ API ---------------------===//
+#include "tilefuse/runtime/Tilefuse.h"
+
+#include "tilefuse/kernels/Registry.h"
+#include "tilefuse/runtime/Compiler.h"
+#include "tilefuse/runtime/KernelCache.h"
+#include "tilefuse/runtime/cuda/CudaKernel.h"
+#include "tilefuse/runtime/cuda/Driver.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <atomic>
+#include <mutex>
+
+using namespace tilefuse;
+namespace rt = tilefuse::runtime;
+namespace cu = tilefuse::runtime::cuda;
+
+Status::Status(StatusCode code, std::string message) : statusCode(code), text(std::move(message)) {}
+
+static StatusCode codeOf(cu::ErrorKind kind) {
+  switch (kind) {
+  case cu::ErrorKind::NoDriver:
+  case cu::ErrorKind::NoDevice:
+    return StatusCode::Unavailable;
+  case cu::ErrorKind::InvalidArgument:
+    return StatusCode::InvalidArgument;
+  case cu::ErrorKind::DriverCall:
+    return StatusCode::Cuda;
+  }
+  return StatusCode::Cuda;
+}
+
+/// A runtime error as a Status (success: OK).
+static Status statusOf(llvm::Error error) {
+  if (!error)
+    return Status();
+  cu::ErrorReport report = cu::takeReport(std::move(error));
+  return Status(codeOf(report.kind), std::move(report.message));
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The CUDA module of one cache key, loaded on the first launch and shared by every Kernel
+/// object of that key.
+struct Module {
+  std::mutex mutex; ///< held while loading
+  std::atomic<const cu::CudaKernel *> loaded{nullptr};
+  std::unique_ptr<cu::CudaKernel> owner;
+};
+} // namespace
+
+struct Kernel::Impl {
+  std::shared_ptr<const rt::CompiledKernel> compiled;
+  std::shared_ptr<Module> module;
+  std::string key, origin, arch;
+
+  llvm::Expected<const cu::CudaKernel *> load() const {
+    if (const cu::CudaKernel *k = module->loaded.load(std::memory_order_acquire))
+      return k;
+    std::lock_guard<std::mutex> lock(module->mutex);
+    if (!module->owner) {
+      auto metadata = cu::KernelMetadata::parse(compiled->metadataJson(), compiled->name);
+      if (!metadata)
+        return metadata.takeError();
+      auto kernel = cu::CudaKernel::load(compiled->ptx, std::move(*metadata));
+      if (!kernel)
+        return kernel.takeError();
+      module->owner = std::move(*kernel);
+      module->loaded.store(module->owner.get(), std::memory_order_release);
+    }
+    return module->owner.get();
+  }
+};
+
+Kernel::Kernel(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+Kernel::~Kernel() = default;
+
+Status Kernel::launch(void *stream, const void *q, const void *k, const void *v, void *o,
+                      float *lse, const AttentionShape &shape, const int64_t *strides) const {
+  auto loaded = impl->load();
+  if (!loaded)
+    return statusOf(loaded.takeError());
+  auto address = [](const void *p) {
+    return static_cast<cu::DevicePtr>(reinterpret_cast<uintptr_t>(p));
+  };
+  cu::AttentionShape s{shape.B, shape.H, shape.Hkv, shape.M, shape.N, shape.D};
+  cu::AttentionBuffers buffers{address(q), address(k), address(v), address(o), address(lse)};
+  cu::AttentionStrides layout =
+      strides ? cu::AttentionStrides::fromArray(strides) : cu::AttentionStrides::contiguous(s);
+  return statusOf((*loaded)->launch(static_cast<CUstream_st *>(stream), buffers, s, layout));
+}
+
+const std::string &Kernel::name() const { return impl->compiled->name; }
+const std::string &Kernel::dtype() const { return impl->compiled->dtype; }
+const std::string &Kernel::arch() const { return impl->arch; }
+int64_t Kernel::headDim() const { return impl->compiled->headDim; }
+int64_t Kernel::blockM() const { return impl->compiled->blockM; }
+int64_t Kernel::blockN() const { return impl->compiled->blockN; }
+int64_t Kernel::threads() const { return impl->compiled->threads; }
+const std::string &Kernel::ptx() const { return impl->compiled->ptx; }
+std::string Kernel::metadataJson() const { return impl->compiled->metadataJson(); }
+const std::string &Kernel::cacheKey() const { return impl->key; }
+const std::string &Kernel::origin() const { return impl->origin; }
+
+//===----------------------------------------------------------------------===//
+// Runtime
+//===----------------------------------------------------------------------===//
+
+RuntimeOptions RuntimeOptions::fromEnvironment() {
+  rt::CacheConfig config = rt::CacheConfig::fromEnvironment();
+  RuntimeOptions options;
+  options.cacheDirectory = config.directory;
+  options.alwaysCompile = config.alwaysCompile;
+  options.dumpIRDirectory = config.dumpIRDirectory;
+  return options;
+}
+
+struct Runtime::Impl {
+  RuntimeOptions options;
+  rt::KernelCache cache;
+  std::mutex mutex; ///< guards modules and the detected chip
+  llvm::StringMap<std::shared_ptr<Module>> modules;
+  std::once_flag detectOnce;
+  std::string detectedChip;
+  Status detectStatus;
+
+  static rt::CacheConfig cacheConfig(const RuntimeOptions &options) {
+    rt::CacheConfig config;
+    config.directory = options.cacheDirectory;
+    config.alwaysCompile = options.alwaysCompile || !options.dumpIRDirectory.empty();
+    config.dumpIRDirectory = options.dumpIRDirectory;
+    return config;
+  }
+  explicit Impl(const RuntimeOptions &options) : options(options), cache(cacheConfig(options)) {}
+
+  /// The chip of the current GPU, or sm_90a without one.
+  Status chip(std::string &out) {
+    std::call_once(detectOnce, [&] {
+      auto driver = cu::Driver::get();
+      if (!driver) {
+        llvm::consumeError(driver.takeError());
+        detectedChip = "sm_90a";
+        return;
+      }
+      auto device = driver->currentDevice();
+      if (!device) {
+        detectStatus = statusOf(device.takeError());
+        return;
+      }
+      if (device->computeMajor == 9 && device->computeMinor == 0)
+        detectedChip = "sm_90a";
+      else if (device->computeMajor == 8)
+        detectedChip = "sm_80";
+      else
+        detectStatus = Status(StatusCode::InvalidArgument,
+                              "no tilefuse target for " + device->name + " (compute capability " +
+                                  std::to_string(device->computeMajor) + "." +
+                                  std::to_string(device->computeMinor) +
+                                  "); tilefuse targets sm_90a (9.0) and sm_80 (8.x)");
+    });
+    out = detectedChip;
+    return detectStatus;
+  }
+};
+
+Runtime::Runtime(const RuntimeOptions &options) : impl(std::make_unique<Impl>(options)) {}
+Runtime::~Runtime() = default;
+
+Runtime &Runtime::global() {
+  // Never destroyed: kernels handed out may be used until the process ends, and unloading
+  // modules during exit races the driver's own teardown.
+  static Runtime *runtime = new Runtime(RuntimeOptions::fromEnvironment());
+  return *runtime;
+}
+
+const RuntimeOptions &Runtime::options() const { return impl->options; }
+
+RuntimeStats Runtime::stats() const {
+  rt::CacheStats s = impl->cache.stats();
+  RuntimeStats out;
+  out.memoryHits = s.memoryHits;
+  out.diskHits = s.diskHits;
+  out.compiles = s.compiles;
+  out.badEntries = s.badEntries;
+  out.writeFailures = s.writeFailures;
+  return out;
+}
+
+Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> &out) {
+  out.reset();
+  auto invalid = [](std::string message) {
+    return Status(StatusCode::InvalidArgument, std::move(message));
+  };
+  std::string source, bufferName;
+  if (!spec.kernel.empty()) {
+    const kernels::KernelSource *k = kernels::find(spec.kernel);
+    if (!k) {
+      std::string names;
+      for (const kernels::KernelSource &s : kernels::all())
+        names += std::string(names.empty() ? "" : ", ") + s.name;
+      return invalid("no bundled kernel named '" + spec.kernel + "' (there are " + names + ")");
+    }
+    source = k->text;
+    bufferName = k->fileName;
+  } else if (!spec.source.empty()) {
+    source = spec.source;
+    bufferName = spec.sourceName.empty() ? "<source>" : spec.sourceName;
+  } else {
+    return invalid("the kernel spec names no bundled kernel and has no DSL source");
+  }
+  if (!spec.dtype.empty() && spec.dtype != "bf16" && spec.dtype != "f16")
+    return invalid("dtype must be bf16 or f16 (or empty: as written), not '" + spec.dtype + "'");
+  if (spec.headDim < 0)
+    return invalid("head dim must be positive (or 0: as written)");
+  if (spec.blockM <= 0 || spec.blockM % 16 || spec.blockM > 256)
+    return invalid("block_m must be a multiple of 16 up to 256 (16 rows per warp), not " +
+                   std::to_string(spec.blockM));
+  if (spec.blockN <= 0 || spec.blockN % 16)
+    return invalid("block_n must be a positive multiple of 16, not " +
+                   std::to_string(spec.blockN));
+
+  rt::PtxCompileOptions options;
+  options.blockM = spec.blockM;
+  options.blockN = spec.blockN;
+  options.headDim = spec.headDim;
+  options.elementType = spec.dtype;
+  if (!spec.ptxFeatures.empty())
+    options.features = spec.ptxFeatures;
+  if (!spec.arch.empty()) {
+    options.chip = spec.arch;
+  } else if (Status s = impl->chip(options.chip); !s.ok()) {
+    return s;
+  }
+
+  auto found = impl->cache.getOrCompile(source, bufferName, options);
+  if (!found)
+    return Status(StatusCode::Compile, llvm::toString(found.takeError()));
+
+  auto kernelImpl = std::make_unique<Kernel::Impl>();
+  kernelImpl->compiled = found->kernel;
+  kernelImpl->key = found->key;
+  kernelImpl->origin = rt::cacheSourceName(found->source).str();
+  kernelImpl->arch = options.chip;
+  {
+    std::lock_guard<std::mutex> lock(impl->mutex);
+    std::shared_ptr<Module> &module = impl->modules[found->key];
+    if (!module)
+      module = std::make_shared<Module>();
+    kernelImpl->module = module;
+  }
+  out = std::make_shared<const Kernel>(std::move(kernelImpl));
+  return Status();
+}
+
+bool tilefuse::cudaAvailable(std::string *why) {
+  auto driver = cu::Driver::get();
+  if (driver)
+    return true;
+  Status s = statusOf(driver.takeError());
+  if (why)
+    *why = s.message();
+  return false;
+}
+
+std::string tilefuse::version() { return rt::compilerVersion().str(); }

@@ -1,0 +1,130 @@
+//===- TilefuseCApi.cpp - the embeddable runtime: stable C API ------------===//
+#include "tilefuse/tilefuse.h"
+
+#include "tilefuse/runtime/Tilefuse.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
+using namespace tilefuse;
+
+static_assert(int(StatusCode::Ok) == TILEFUSE_OK);
+static_assert(int(StatusCode::Unavailable) == TILEFUSE_ERROR_UNAVAILABLE);
+static_assert(int(StatusCode::InvalidArgument) == TILEFUSE_ERROR_INVALID_ARGUMENT);
+static_assert(int(StatusCode::Cuda) == TILEFUSE_ERROR_CUDA);
+static_assert(int(StatusCode::Compile) == TILEFUSE_ERROR_COMPILE);
+
+struct tilefuse_attention {
+  std::shared_ptr<const Kernel> kernel;
+  std::string metadata;
+};
+
+namespace {
+
+/// Writes the message into the caller's buffer, truncated and NUL-terminated; returns the code.
+int report(const Status &status, char *err, size_t errlen) {
+  if (err && errlen) {
+    size_t n = std::min(status.message().size(), errlen - 1);
+    std::memcpy(err, status.message().data(), n);
+    err[n] = '\0';
+  }
+  return static_cast<int>(status.code());
+}
+
+int invalid(const char *message, char *err, size_t errlen) {
+  return report(Status(StatusCode::InvalidArgument, message), err, errlen);
+}
+
+} // namespace
+
+void tilefuse_spec_init(tilefuse_spec *spec) {
+  if (!spec)
+    return;
+  std::memset(spec, 0, sizeof *spec);
+  spec->size = sizeof *spec;
+}
+
+const char *tilefuse_version(void) {
+  static const std::string v = tilefuse::version();
+  return v.c_str();
+}
+
+int tilefuse_gpu_available(char *err, size_t errlen) {
+  std::string why;
+  if (cudaAvailable(&why))
+    return report(Status(), err, errlen);
+  return report(Status(StatusCode::Unavailable, why), err, errlen);
+}
+
+int tilefuse_attention_get(const tilefuse_spec *spec, tilefuse_attention **out, char *err,
+                           size_t errlen) {
+  if (!spec || !out)
+    return invalid("tilefuse_attention_get: spec and out must not be NULL", err, errlen);
+  *out = nullptr;
+  // The caller's struct may be older (smaller) than ours: read what it has, default the rest.
+  constexpr size_t minimum = offsetof(tilefuse_spec, ptx_features) + sizeof(const char *);
+  if (spec->size < minimum)
+    return invalid("tilefuse_attention_get: spec->size is too small (initialize the spec with "
+                   "tilefuse_spec_init)",
+                   err, errlen);
+  tilefuse_spec s;
+  tilefuse_spec_init(&s);
+  std::memcpy(&s, spec, std::min(spec->size, sizeof s));
+
+  KernelSpec k;
+  auto str = [](const char *p) { return p ? std::string(p) : std::string(); };
+  k.kernel = str(s.kernel);
+  k.source = str(s.source);
+  if (s.source_name)
+    k.sourceName = s.source_name;
+  k.dtype = str(s.dtype);
+  k.headDim = s.head_dim;
+  if (s.block_m)
+    k.blockM = s.block_m;
+  if (s.block_n)
+    k.blockN = s.block_n;
+  k.arch = str(s.arch);
+  k.ptxFeatures = str(s.ptx_features);
+
+  std::shared_ptr<const Kernel> kernel;
+  Status status = Runtime::global().getKernel(k, kernel);
+  if (!status.ok())
+    return report(status, err, errlen);
+  *out = new tilefuse_attention{kernel, kernel->metadataJson()};
+  return report(Status(), err, errlen);
+}
+
+int tilefuse_attention_launch(const tilefuse_attention *kernel, void *stream, const void *q,
+                              const void *k, const void *v, void *o, float *lse, int64_t B,
+                              int64_t H, int64_t Hkv, int64_t M, int64_t N, int64_t D,
+                              const int64_t *strides, char *err, size_t errlen) {
+  if (!kernel)
+    return invalid("tilefuse_attention_launch: kernel is NULL", err, errlen);
+  return report(kernel->kernel->launch(stream, q, k, v, o, lse, {B, H, Hkv, M, N, D}, strides),
+                err, errlen);
+}
+
+void tilefuse_attention_release(tilefuse_attention *kernel) { delete kernel; }
+
+const char *tilefuse_attention_name(const tilefuse_attention *kernel) {
+  return kernel ? kernel->kernel->name().c_str() : "";
+}
+const char *tilefuse_attention_dtype(const tilefuse_attention *kernel) {
+  return kernel ? kernel->kernel->dtype().c_str() : "";
+}
+const char *tilefuse_attention_arch(const tilefuse_attention *kernel) {
+  return kernel ? kernel->kernel->arch().c_str() : "";
+}
+int64_t tilefuse_attention_head_dim(const tilefuse_attention *kernel) {
+  return kernel ? kernel->kernel->headDim() : 0;
+}
+const char *tilefuse_attention_ptx(const tilefuse_attention *kernel) {
+  return kernel ? kernel->kernel->ptx().c_str() : "";
+}
+const char *tilefuse_attention_metadata(const tilefuse_attention *kernel) {
+  return kernel ? kernel->metadata.c_str() : "";
+}
+const char *tilefuse_attention_origin(const tilefuse_attention *kernel) {
+  return kernel ? kernel->kernel->origin().c_str() : "";
+}
