@@ -87,6 +87,14 @@ std::string KernelCache::computeKey(llvm::StringRef source, const PtxCompileOpti
   return llvm::toHex(digest, /*LowerCase=*/true);
 }
 
+std::string KernelCache::dumpDirectory(llvm::StringRef base, llvm::StringRef bufferName,
+                                       llvm::StringRef key) {
+  llvm::SmallString<256> dir(base);
+  llvm::StringRef stem = llvm::sys::path::stem(bufferName);
+  llvm::sys::path::append(dir, (stem.empty() ? "kernel" : stem) + "-" + key.take_front(12));
+  return std::string(dir);
+}
+
 std::string KernelCache::entryPath(llvm::StringRef key) const {
   if (cfg.directory.empty())
     return "";
@@ -249,13 +257,8 @@ llvm::Expected<CacheResult> KernelCache::getOrCompile(llvm::StringRef source,
     }
 
   PtxCompileOptions compileOptions = options;
-  if (!cfg.dumpIRDirectory.empty()) {
-    llvm::SmallString<256> dir(cfg.dumpIRDirectory);
-    llvm::StringRef stem = llvm::sys::path::stem(bufferName);
-    llvm::sys::path::append(dir, (stem.empty() ? "kernel" : stem) + "-" +
-                                     llvm::StringRef(result.key).take_front(12));
-    compileOptions.dumpIRDirectory = std::string(dir);
-  }
+  if (!cfg.dumpIRDirectory.empty())
+    compileOptions.dumpIRDirectory = dumpDirectory(cfg.dumpIRDirectory, bufferName, result.key);
   auto compiled = compileToPTX(source, bufferName, compileOptions);
   if (!compiled)
     return compiled.takeError();

@@ -31,6 +31,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <fmt/core.h>
@@ -365,6 +366,11 @@ static int compileMain() {
   opts.features = cPtxVersion;
   if (!applyConfig(cConfig, opts))
     return 2;
+  // TILEFUSE_DUMP_IR=<dir>: the IR of every stage, as the runtime's cache dumps it.
+  if (std::optional<std::string> dump = llvm::sys::Process::GetEnv("TILEFUSE_DUMP_IR");
+      dump && !dump->empty())
+    opts.dumpIRDirectory =
+        KernelCache::dumpDirectory(*dump, bufferName, KernelCache::computeKey(text, opts));
 
   // ptxas first: a missing toolkit is reported before any compiling.
   std::string ptxas;

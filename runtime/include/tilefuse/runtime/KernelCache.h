@@ -95,6 +95,10 @@ public:
 
   /// The key (64 hex digits) of `source` compiled with `options`.
   static std::string computeKey(llvm::StringRef source, const PtxCompileOptions &options);
+  /// Where a kernel's IR dump goes under `base` (TILEFUSE_DUMP_IR):
+  /// <base>/<stem of bufferName>-<first 12 digits of key>.
+  static std::string dumpDirectory(llvm::StringRef base, llvm::StringRef bufferName,
+                                   llvm::StringRef key);
   /// The entry file for `key` (empty without a disk cache).
   std::string entryPath(llvm::StringRef key) const;
 

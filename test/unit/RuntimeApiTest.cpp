@@ -1,0 +1,309 @@
+//===- RuntimeApiTest.cpp - the embeddable runtime, ptxas search, AOT header ===//
+//
+// On the CPU: tilefuse::Runtime compiles kernels by name or DSL text (PTX only; with an explicit
+// arch), reports errors as Status values with file:line:col, serves repeats from its cache, and
+// launches report "unavailable" without a GPU. The ptxas search and the C header's text are
+// checked here too; the header's C is compiled by the aot-header test (test/aot).
+//
+//===----------------------------------------------------------------------===//
+#include "tilefuse/kernels/Registry.h"
+#include "tilefuse/runtime/AotHeader.h"
+#include "tilefuse/runtime/Ptxas.h"
+#include "tilefuse/runtime/Tilefuse.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <thread>
+
+using namespace tilefuse;
+
+namespace {
+
+struct TempDir {
+  llvm::SmallString<128> path;
+  TempDir() { EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory("tilefuse-api-test", path)); }
+  ~TempDir() { llvm::sys::fs::remove_directories(path); }
+  std::string str() const { return std::string(path); }
+};
+
+RuntimeOptions optionsFor(const TempDir &dir) {
+  RuntimeOptions o;
+  o.cacheDirectory = dir.str();
+  return o;
+}
+
+KernelSpec causalSpec() {
+  KernelSpec spec;
+  spec.kernel = "causal";
+  spec.arch = "sm_90a";
+  return spec;
+}
+
+} // namespace
+
+TEST(RuntimeApi, GetsABundledKernelThenHitsTheCache) {
+  TempDir dir;
+  Runtime runtime(optionsFor(dir));
+  std::shared_ptr<const Kernel> kernel;
+  Status s = runtime.getKernel(causalSpec(), kernel);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_TRUE(kernel);
+  EXPECT_EQ(kernel->name(), "causal");
+  EXPECT_EQ(kernel->dtype(), "bf16");
+  EXPECT_EQ(kernel->arch(), "sm_90a");
+  EXPECT_EQ(kernel->headDim(), 64);
+  EXPECT_EQ(kernel->blockM(), 64);
+  EXPECT_EQ(kernel->threads(), 128);
+  EXPECT_EQ(kernel->origin(), "compiled");
+  EXPECT_NE(kernel->ptx().find(".entry causal"), std::string::npos);
+  EXPECT_NE(kernel->metadataJson().find("\"head_dim\": 64"), std::string::npos);
+
+  std::shared_ptr<const Kernel> again;
+  ASSERT_TRUE(runtime.getKernel(causalSpec(), again).ok());
+  EXPECT_EQ(again->origin(), "memory");
+  EXPECT_EQ(again->cacheKey(), kernel->cacheKey());
+
+  Runtime other(optionsFor(dir));
+  ASSERT_TRUE(other.getKernel(causalSpec(), again).ok());
+  EXPECT_EQ(again->origin(), "disk");
+  EXPECT_EQ(again->ptx(), kernel->ptx());
+  RuntimeStats stats = runtime.stats();
+  EXPECT_EQ(stats.compiles, 1u);
+  EXPECT_EQ(stats.memoryHits, 1u);
+  EXPECT_EQ(other.stats().diskHits, 1u);
+}
+
+TEST(RuntimeApi, SpecializesAndConfigures) {
+  TempDir dir;
+  Runtime runtime(optionsFor(dir));
+  KernelSpec spec = causalSpec();
+  spec.dtype = "f16";
+  spec.headDim = 128;
+  spec.blockM = 128;
+  spec.blockN = 32;
+  std::shared_ptr<const Kernel> kernel;
+  Status s = runtime.getKernel(spec, kernel);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(kernel->dtype(), "f16");
+  EXPECT_EQ(kernel->headDim(), 128);
+  EXPECT_EQ(kernel->blockM(), 128);
+  EXPECT_EQ(kernel->blockN(), 32);
+  EXPECT_EQ(kernel->threads(), 256);
+  std::shared_ptr<const Kernel> plain;
+  ASSERT_TRUE(runtime.getKernel(causalSpec(), plain).ok());
+  EXPECT_NE(plain->cacheKey(), kernel->cacheKey());
+}
+
+TEST(RuntimeApi, CompilesDslSource) {
+  TempDir dir;
+  Runtime runtime(optionsFor(dir));
+  KernelSpec spec;
+  spec.source = kernels::find("sliding_window")->text;
+  spec.sourceName = "mine/window.mlir";
+  spec.arch = "sm_90a";
+  std::shared_ptr<const Kernel> kernel;
+  Status s = runtime.getKernel(spec, kernel);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(kernel->name(), "sliding_window");
+}
+
+TEST(RuntimeApi, ErrorsAreStatusValues) {
+  TempDir dir;
+  Runtime runtime(optionsFor(dir));
+  std::shared_ptr<const Kernel> kernel;
+  auto expect = [&](const KernelSpec &spec, StatusCode code, const std::string &part) {
+    Status s = runtime.getKernel(spec, kernel);
+    EXPECT_EQ(s.code(), code) << s.message();
+    EXPECT_NE(s.message().find(part), std::string::npos) << s.message();
+    EXPECT_FALSE(kernel);
+  };
+  KernelSpec spec = causalSpec();
+  spec.kernel = "no_such_kernel";
+  expect(spec, StatusCode::InvalidArgument, "no bundled kernel named 'no_such_kernel'");
+  spec = causalSpec();
+  spec.kernel.clear();
+  expect(spec, StatusCode::InvalidArgument, "no DSL source");
+  spec = causalSpec();
+  spec.blockM = 24;
+  expect(spec, StatusCode::InvalidArgument, "block_m must be a multiple of 16");
+  spec = causalSpec();
+  spec.dtype = "f32";
+  expect(spec, StatusCode::InvalidArgument, "dtype must be bf16 or f16");
+
+  // A DSL error: the compiler's diagnostic, at file:line:col of the source as named.
+  std::string text = kernels::find("causal")->text;
+  size_t at = text.find("arith.cmpi ule");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 14, "arith.cmpi bogus");
+  int line = 1 + std::count(text.begin(), text.begin() + at, '\n');
+  spec = KernelSpec();
+  spec.source = text;
+  spec.sourceName = "user/causal_typo.mlir";
+  spec.arch = "sm_90a";
+  expect(spec, StatusCode::Compile, "user/causal_typo.mlir:" + std::to_string(line) + ":");
+}
+
+TEST(RuntimeApi, LaunchReportsUnavailableWithoutAGpu) {
+  std::string why;
+  if (cudaAvailable(&why))
+    GTEST_SKIP() << "a GPU is here: the GPU tests cover launches";
+  EXPECT_FALSE(why.empty());
+  TempDir dir;
+  Runtime runtime(optionsFor(dir));
+  std::shared_ptr<const Kernel> kernel;
+  ASSERT_TRUE(runtime.getKernel(causalSpec(), kernel).ok());
+  Status s = kernel->launch(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                            AttentionShape{1, 1, 1, 1, 1, 64});
+  EXPECT_EQ(s.code(), StatusCode::Unavailable) << s.message();
+  // Without an explicit arch and without a GPU, the default target.
+  KernelSpec spec = causalSpec();
+  spec.arch.clear();
+  ASSERT_TRUE(runtime.getKernel(spec, kernel).ok());
+  EXPECT_EQ(kernel->arch(), "sm_90a");
+}
+
+TEST(RuntimeApi, ThreadsGetTheSameKernelCompiledOnce) {
+  TempDir dir;
+  Runtime runtime(optionsFor(dir));
+  std::vector<std::shared_ptr<const Kernel>> kernels(6);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < kernels.size(); ++i)
+    threads.emplace_back([&, i] {
+      Status s = runtime.getKernel(causalSpec(), kernels[i]);
+      EXPECT_TRUE(s.ok()) << s.message();
+    });
+  for (auto &t : threads)
+    t.join();
+  EXPECT_EQ(runtime.stats().compiles, 1u);
+  for (auto &k : kernels)
+    EXPECT_EQ(k->cacheKey(), kernels[0]->cacheKey());
+}
+
+//===----------------------------------------------------------------------===//
+// ptxas search
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// An executable file at `path`.
+void makeExecutable(const std::string &path) {
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    ASSERT_FALSE(ec);
+    os << "#!/bin/sh\nexit 0\n";
+  }
+  llvm::sys::fs::setPermissions(path, llvm::sys::fs::all_read | llvm::sys::fs::all_exe |
+                                          llvm::sys::fs::owner_write);
+}
+std::string errorOf(llvm::Expected<std::string> found) {
+  if (found)
+    return "found " + *found;
+  return llvm::toString(found.takeError());
+}
+} // namespace
+
+TEST(Ptxas, NotFoundAnywhereSaysWhatIsMissing) {
+  runtime::PtxasSearch search; // PATH cleared, no CUDA_HOME / CUDA_PATH
+  search.fallbackDirectories = {"/nonexistent/cuda/bin"};
+  std::string message = errorOf(runtime::findPtxas(search));
+  for (const char *part : {"no ptxas", "CUDA_HOME", "CUDA_PATH", "PATH (empty)",
+                           "/nonexistent/cuda/bin", "TILEFUSE_PTXAS", "--emit cubin"})
+    EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
+}
+
+TEST(Ptxas, SearchOrder) {
+  TempDir a, b, toolkit;
+  std::string inA = a.str() + "/ptxas";
+  makeExecutable(inA);
+  llvm::sys::fs::create_directories(toolkit.str() + "/bin");
+  std::string inToolkit = toolkit.str() + "/bin/ptxas";
+  makeExecutable(inToolkit);
+
+  runtime::PtxasSearch search;
+  search.fallbackDirectories = {};
+  search.path = b.str() + ":" + a.str();
+  EXPECT_EQ(errorOf(runtime::findPtxas(search)), "found " + inA);
+  // CUDA_HOME wins over PATH; an explicit file over everything.
+  search.cudaHome = toolkit.str();
+  EXPECT_EQ(errorOf(runtime::findPtxas(search)), "found " + inToolkit);
+  search.explicitPath = inA;
+  EXPECT_EQ(errorOf(runtime::findPtxas(search)), "found " + inA);
+  // A chosen toolkit without ptxas is an error naming it, not a silent fallback to PATH.
+  search.explicitPath.clear();
+  search.cudaHome = b.str();
+  std::string message = errorOf(runtime::findPtxas(search));
+  EXPECT_NE(message.find("CUDA_HOME=" + b.str() + " has no bin/ptxas"), std::string::npos)
+      << message;
+  search.cudaHome.clear();
+  search.cudaPath = b.str();
+  message = errorOf(runtime::findPtxas(search));
+  EXPECT_NE(message.find("CUDA_PATH="), std::string::npos) << message;
+  search.cudaPath.clear();
+  search.explicitPath = b.str() + "/missing";
+  message = errorOf(runtime::findPtxas(search));
+  EXPECT_NE(message.find("TILEFUSE_PTXAS"), std::string::npos) << message;
+}
+
+TEST(Ptxas, AssemblesWhereAToolkitIsInstalled) {
+  auto ptxas = runtime::findPtxas();
+  if (!ptxas) {
+    std::string why = llvm::toString(ptxas.takeError());
+    GTEST_SKIP() << why;
+  }
+  auto compiled = runtime::compileToPTX(kernels::find("causal")->text, "causal.mlir", {});
+  ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
+  auto cubin = runtime::assembleCubin(*ptxas, compiled->ptx, "sm_90a");
+  ASSERT_TRUE(bool(cubin)) << llvm::toString(cubin.takeError());
+  EXPECT_EQ(cubin->substr(0, 4), "\x7f" "ELF");
+  auto bad = runtime::assembleCubin(*ptxas, "this is not PTX", "sm_90a");
+  ASSERT_FALSE(bool(bad));
+  std::string message = llvm::toString(bad.takeError());
+  EXPECT_NE(message.find("ptxas failed with exit code"), std::string::npos) << message;
+}
+
+//===----------------------------------------------------------------------===//
+// AOT header text
+//===----------------------------------------------------------------------===//
+
+TEST(AotHeader, NamesTypesAndMetadata) {
+  runtime::CompiledKernel k;
+  k.name = "causal";
+  k.dtype = "bf16";
+  k.blockM = 64;
+  k.blockN = 32;
+  k.threads = 128;
+  k.headDim = 128;
+  k.sharedBytes = 0;
+  runtime::AotHeaderOptions options;
+  options.chip = "sm_90a";
+  options.symbol = "causal_d128";
+  options.sourceName = "kernels/causal.mlir";
+  auto header = runtime::emitAotHeader(k, std::string("\x7f" "ELF\x01\x02", 6), options);
+  ASSERT_TRUE(bool(header)) << llvm::toString(header.takeError());
+  for (const char *part :
+       {"CUresult causal_d128_launch(CUstream stream, const void *q, const void *k,",
+        "const char *causal_d128_check(", "#define CAUSAL_D128_HEAD_DIM 128",
+        "#define CAUSAL_D128_BLOCK_M 64", "#define CAUSAL_D128_THREADS 128",
+        "#define CAUSAL_D128_ENTRY \"causal\"", "unsigned char bytes[6];",
+        "0x7f,0x45,0x4c,0x46,0x01,0x02,", "#include <cuda.h>", "__atomic_compare_exchange_n"})
+    EXPECT_NE(header->find(part), std::string::npos) << part;
+  EXPECT_EQ(header->find("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES"), std::string::npos)
+      << "no opt-in below 48 KiB";
+  EXPECT_EQ(header->find('@'), std::string::npos) << "a placeholder was left";
+
+  k.sharedBytes = 100 * 1024;
+  header = runtime::emitAotHeader(k, "x", options);
+  ASSERT_TRUE(bool(header));
+  EXPECT_NE(header->find("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES"), std::string::npos);
+
+  options.symbol = "2bad";
+  auto bad = runtime::emitAotHeader(k, "x", options);
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("--name"), std::string::npos);
+}
