@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The ahead-of-time path without a GPU: `tilefuse compile --emit cubin|header` for the causal
+# kernel; the header compiles with the C compiler as plain C99 (-Wall -Werror, and -Wextra
+# -pedantic with cuda.h as a system header) and as C++; test/gpu/AotCheck.c builds against it,
+# links against libcuda (the toolkit's stub where there is no driver) and runs: its host-side
+# checks of the launcher's argument validation must pass, and the GPU part says "skipped: no GPU"
+# (or, on a GPU machine, runs and prints PASS).
+#
+#   aot-header-test.sh TILEFUSE CC CUDA_INCLUDE_DIR CUDA_LIB_DIR AOTCHECK_C WORK_DIR
+# Prints "skipped: ..." and exits 0 where ptxas or cuda.h is missing.
+set -uo pipefail
+tilefuse=$1 cc=$2 cuda_include=$3 cuda_lib=$4 check_c=$5 work=$6
+
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
+if [ -z "$cuda_include" ] || [ ! -f "$cuda_include/cuda.h" ]; then
+  echo "skipped: no cuda.h (the CUDA toolkit is not installed)"
+  exit 0
+fi
+if ! "$tilefuse" compile --kernel causal --emit cubin -o causal.cubin 2> ptxas.log; then
+  if grep -q "no ptxas" ptxas.log; then
+    echo "skipped: no ptxas ($(tr "\n" " " < ptxas.log))"
+    exit 0
+  fi
+  cat ptxas.log
+  echo "FAIL: tilefuse compile --emit cubin"
+  exit 1
+fi
+status=0
+step() { # step DESCRIPTION COMMAND...
+  local what=$1
+  shift
+  if "$@" > step.log 2>&1; then
+    echo "ok    $what"
+  else
+    echo "FAIL  $what: $*"
+    cat step.log
+    status=1
+  fi
+}
+step "cubin is an ELF image" sh -c "head -c 4 causal.cubin | od -An -c | grep -q 'E   L   F'"
+step "causal.json beside it" grep -q '"name": "causal"' causal.json
+step "--emit header" "$tilefuse" compile --kernel causal --emit header -o causal.h
+step "--emit header --name, head dim 128, f16" "$tilefuse" compile --kernel causal \
+  --head-dim 128 --dtype f16 --config Br=128 --emit header --name causal_f16_d128 \
+  -o causal_f16_d128.h
+step "C99 -Wall -Werror" "$cc" -std=c99 -Wall -Werror -I"$cuda_include" -x c -c causal.h \
+  -o header.o
+step "C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra -pedantic -Werror \
+  -isystem "$cuda_include" -x c -c causal_f16_d128.h -o header2.o
+if command -v c++ > /dev/null; then
+  step "C++ -Wall -Wextra -Werror" c++ -Wall -Wextra -Werror -isystem "$cuda_include" -x c++ \
+    -c causal.h -o header3.o
+fi
+step "two headers in one translation unit" sh -c "printf '#include \"causal.h\"\n#include \"causal_f16_d128.h\"\n' > both.c && '$cc' -std=c99 -Wall -Werror -I. -I'$cuda_include' -c both.c -o both.o"
+step "AotCheck.c builds against causal.h" "$cc" -std=c99 -O2 -Wall -Wextra -Werror -I. \
+  -I"$cuda_include" "$check_c" -o aot-check -L"$cuda_lib" -lcuda -lpthread -lm
+if [ "$status" = 0 ]; then
+  # Without a driver, the toolkit's stub stands in for libcuda.so.1 (its calls all fail).
+  if ! ldconfig -p 2> /dev/null | grep -q 'libcuda.so.1 '; then
+    mkdir -p stub && ln -sf "$cuda_lib/libcuda.so" stub/libcuda.so.1
+    export LD_LIBRARY_PATH="$PWD/stub${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+  ./aot-check causal.cubin > run.log 2>&1
+  rc=$?
+  cat run.log
+  if [ $rc != 0 ] || ! grep -Eq '^(host checks PASS|PASS)$' run.log; then
+    echo "FAIL  aot-check (exit $rc)"
+    status=1
+  fi
+fi
+[ "$status" = 0 ] && echo "PASS" || echo "FAIL"
+exit $status

@@ -1,0 +1,461 @@
+/*===- AotCheck.c - the ahead-of-time header on the GPU, without tilefuse -===*
+ *
+ * Plain C99 + pthreads. Includes causal.h, the header `tilefuse compile --kernel causal
+ * --emit header` writes (cubin embedded, launcher), and needs nothing else of tilefuse:
+ *
+ *   1. four threads make the first causal_launch calls at once (the module loads once), each
+ *      into its own outputs; B=2 H=4 Hkv=2 (grouped heads) M=N=300 (not multiples of the block);
+ *   2. M=100 N=333 and M=333 N=100 (causal, top-left aligned: query i sees keys 0..i);
+ *   3. strided tensors: Q and O in B x M x H x D order (as PyTorch's B,S,H,D), K and V padded;
+ *   0. (no GPU needed) causal_check accepts valid arguments and names each broken requirement;
+ *   4. the launcher's checks: H % Hkv, odd q stride, misaligned k, NULL lse (nothing launched);
+ *   5. the `--emit cubin` file (argv[1]) loads with cuModuleLoad and has the kernel.
+ * Each result is compared with a float64 attention computed here on the same bf16 inputs:
+ * relative L2 error of O <= 1e-2, of LSE <= 1e-3 (the bounds of tilefuse-gpu-tests); outputs
+ * are poisoned with NaN first, so an element never written fails. Prints PASS or FAIL (exit 1);
+ * without a GPU it prints "skipped: no GPU (...)" and exits 0.
+ *
+ *   gcc -std=c99 -O2 -Wall -Werror -I<dir of causal.h> -I<cuda>/include AotCheck.c \
+ *       -o aot-check -lcuda -lpthread -lm
+ *   ./aot-check causal.cubin
+ *
+ *===----------------------------------------------------------------------===*/
+#define _POSIX_C_SOURCE 200809L
+#include "causal.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define D CAUSAL_HEAD_DIM
+
+static int failures = 0;
+
+static void fail(const char *what, const char *detail) {
+  ++failures;
+  printf("FAILED: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+}
+
+static const char *errorName(CUresult r) {
+  const char *name = NULL;
+  if (cuGetErrorName(r, &name) != CUDA_SUCCESS || name == NULL)
+    return "unknown CUresult";
+  return name;
+}
+
+#define CHECK_CU(call)                                                                         \
+  do {                                                                                         \
+    CUresult r_ = (call);                                                                      \
+    if (r_ != CUDA_SUCCESS) {                                                                  \
+      printf("FAILED: %s returned %s (line %d)\n", #call, errorName(r_), __LINE__);            \
+      printf("FAIL\n");                                                                        \
+      exit(1);                                                                                 \
+    }                                                                                          \
+  } while (0)
+
+/* bf16 <-> float, round to nearest even (inputs are finite). */
+static uint16_t toBF16(float x) {
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  u += 0x7fff + ((u >> 16) & 1);
+  return (uint16_t)(u >> 16);
+}
+static float fromBF16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float x;
+  memcpy(&x, &u, 4);
+  return x;
+}
+
+/* A deterministic normal-ish generator (sum of uniforms), so runs are repeatable. */
+static uint64_t rngState = 0x9e3779b97f4a7c15ull;
+static double uniform(void) {
+  rngState ^= rngState << 13;
+  rngState ^= rngState >> 7;
+  rngState ^= rngState << 17;
+  return (double)(rngState >> 11) / 9007199254740992.0;
+}
+static float normal(void) {
+  double s = 0;
+  int i;
+  for (i = 0; i < 12; ++i)
+    s += uniform();
+  return (float)(s - 6.0);
+}
+
+/* One problem: sizes, element strides (the launcher's order), host and device copies. */
+typedef struct {
+  int64_t B, H, Hkv, M, N;
+  int64_t s[14];
+  int strided; /* pass s to the launcher (else NULL: contiguous) */
+  size_t qElems, kElems, oElems, lseElems;
+  uint16_t *q, *k, *v;
+  CUdeviceptr dq, dk, dv;
+} Problem;
+
+static void layout(Problem *p, int64_t B, int64_t H, int64_t Hkv, int64_t M, int64_t N,
+                   int strided) {
+  memset(p, 0, sizeof *p);
+  p->B = B;
+  p->H = H;
+  p->Hkv = Hkv;
+  p->M = M;
+  p->N = N;
+  p->strided = strided;
+  if (!strided) {
+    p->s[2] = p->s[11] = D;
+    p->s[1] = p->s[10] = M * D;
+    p->s[0] = p->s[9] = H * M * D;
+    p->s[5] = p->s[8] = D;
+    p->s[4] = p->s[7] = N * D;
+    p->s[3] = p->s[6] = Hkv * N * D;
+    p->s[13] = M;
+    p->s[12] = H * M;
+  } else {
+    /* Q, O: B x M x H x D storage. K, V: rows padded to D + 8, heads padded by 3 rows. LSE:
+     * B x H x (M + 5). */
+    p->s[0] = p->s[9] = M * H * D;
+    p->s[1] = p->s[10] = D;
+    p->s[2] = p->s[11] = H * D;
+    p->s[5] = p->s[8] = D + 8;
+    p->s[4] = p->s[7] = (N + 3) * (D + 8);
+    p->s[3] = p->s[6] = Hkv * (N + 3) * (D + 8);
+    p->s[13] = M + 5;
+    p->s[12] = H * (M + 5);
+  }
+  p->qElems = (size_t)(B * p->s[0]);
+  p->kElems = (size_t)(B * p->s[3]);
+  p->oElems = p->qElems;
+  p->lseElems = (size_t)(B * p->s[12]);
+}
+
+static void setUp(Problem *p) {
+  size_t i;
+  p->q = calloc(p->qElems, 2);
+  p->k = calloc(p->kElems, 2);
+  p->v = calloc(p->kElems, 2);
+  for (i = 0; i < p->qElems; ++i)
+    p->q[i] = toBF16(normal());
+  for (i = 0; i < p->kElems; ++i) {
+    p->k[i] = toBF16(normal());
+    p->v[i] = toBF16(normal());
+  }
+  CHECK_CU(cuMemAlloc(&p->dq, p->qElems * 2));
+  CHECK_CU(cuMemAlloc(&p->dk, p->kElems * 2));
+  CHECK_CU(cuMemAlloc(&p->dv, p->kElems * 2));
+  CHECK_CU(cuMemcpyHtoD(p->dq, p->q, p->qElems * 2));
+  CHECK_CU(cuMemcpyHtoD(p->dk, p->k, p->kElems * 2));
+  CHECK_CU(cuMemcpyHtoD(p->dv, p->v, p->kElems * 2));
+}
+
+static void tearDown(Problem *p) {
+  free(p->q);
+  free(p->k);
+  free(p->v);
+  cuMemFree(p->dq);
+  cuMemFree(p->dk);
+  cuMemFree(p->dv);
+}
+
+/* Outputs of one launch. */
+typedef struct {
+  CUdeviceptr o, lse;
+} Outputs;
+
+static void allocOutputs(const Problem *p, Outputs *out) {
+  CHECK_CU(cuMemAlloc(&out->o, p->oElems * 2));
+  CHECK_CU(cuMemAlloc(&out->lse, p->lseElems * 4));
+  CHECK_CU(cuMemsetD8(out->o, 0xff, p->oElems * 2)); /* NaN in bf16 and f32 */
+  CHECK_CU(cuMemsetD8(out->lse, 0xff, p->lseElems * 4));
+}
+
+static CUresult launch(const Problem *p, const Outputs *out, CUstream stream) {
+  return causal_launch(stream, (const void *)(uintptr_t)p->dq, (const void *)(uintptr_t)p->dk,
+                       (const void *)(uintptr_t)p->dv, (void *)(uintptr_t)out->o,
+                       (float *)(uintptr_t)out->lse, p->B, p->H, p->Hkv, p->M, p->N,
+                       p->strided ? p->s : NULL);
+}
+
+/* Compares one launch's outputs with the float64 causal attention. */
+static void compare(const char *name, const Problem *p, const Outputs *out) {
+  uint16_t *o = malloc(p->oElems * 2);
+  float *lse = malloc(p->lseElems * 4);
+  double *scores = malloc((size_t)p->N * sizeof(double));
+  double scale = 1.0 / sqrt((double)D);
+  double oNum = 0, oDen = 0, lNum = 0, lDen = 0;
+  long nans = 0;
+  int64_t b, h, i, j, d;
+  CHECK_CU(cuMemcpyDtoH(o, out->o, p->oElems * 2));
+  CHECK_CU(cuMemcpyDtoH(lse, out->lse, p->lseElems * 4));
+  for (b = 0; b < p->B; ++b)
+    for (h = 0; h < p->H; ++h) {
+      int64_t hk = h / (p->H / p->Hkv);
+      for (i = 0; i < p->M; ++i) {
+        const uint16_t *qr = p->q + b * p->s[0] + h * p->s[1] + i * p->s[2];
+        int64_t last = i < p->N - 1 ? i : p->N - 1; /* keys 0..i */
+        double mx = -INFINITY, sum = 0, l, got;
+        for (j = 0; j <= last; ++j) {
+          const uint16_t *kr = p->k + b * p->s[3] + hk * p->s[4] + j * p->s[5];
+          double dot = 0;
+          for (d = 0; d < D; ++d)
+            dot += (double)fromBF16(qr[d]) * fromBF16(kr[d]);
+          scores[j] = dot * scale;
+          if (scores[j] > mx)
+            mx = scores[j];
+        }
+        for (j = 0; j <= last; ++j) {
+          scores[j] = exp(scores[j] - mx);
+          sum += scores[j];
+        }
+        for (d = 0; d < D; ++d) {
+          double want = 0;
+          for (j = 0; j <= last; ++j)
+            want += scores[j] * fromBF16(p->v[b * p->s[6] + hk * p->s[7] + j * p->s[8] + d]);
+          want /= sum;
+          got = fromBF16(o[b * p->s[9] + h * p->s[10] + i * p->s[11] + d]);
+          if (isnan(got)) {
+            ++nans;
+            continue;
+          }
+          oNum += (got - want) * (got - want);
+          oDen += want * want;
+        }
+        l = mx + log(sum);
+        got = lse[b * p->s[12] + h * p->s[13] + i];
+        if (isnan(got)) {
+          ++nans;
+          continue;
+        }
+        lNum += (got - l) * (got - l);
+        lDen += l * l;
+      }
+    }
+  {
+    double oErr = sqrt(oNum / (oDen > 0 ? oDen : 1)), lErr = sqrt(lNum / (lDen > 0 ? lDen : 1));
+    int ok = nans == 0 && oErr <= 1e-2 && lErr <= 1e-3;
+    printf("[%s] %-40s B=%lld H=%lld Hkv=%lld M=%lld N=%lld%s: O %.2e LSE %.2e NaN %ld\n",
+           ok ? "ok  " : "FAIL", name, (long long)p->B, (long long)p->H, (long long)p->Hkv,
+           (long long)p->M, (long long)p->N, p->strided ? " strided" : "", oErr, lErr, nans);
+    if (!ok)
+      fail(name, "error over the bound (O 1e-2, LSE 1e-3) or unwritten elements");
+  }
+  free(o);
+  free(lse);
+  free(scores);
+}
+
+/* Test 1: the first launches come from four threads at once. */
+typedef struct {
+  const Problem *p;
+  Outputs out;
+  CUresult result;
+} ThreadArg;
+
+static void *launchThread(void *arg) {
+  ThreadArg *t = arg;
+  t->result = launch(t->p, &t->out, NULL); /* no context current here: the header's choice */
+  return NULL;
+}
+
+static void concurrentFirstLaunch(void) {
+  Problem p;
+  ThreadArg args[4];
+  pthread_t threads[4];
+  int i;
+  layout(&p, 2, 4, 2, 300, 300, 0);
+  setUp(&p);
+  for (i = 0; i < 4; ++i) {
+    args[i].p = &p;
+    allocOutputs(&p, &args[i].out);
+  }
+  for (i = 0; i < 4; ++i)
+    pthread_create(&threads[i], NULL, launchThread, &args[i]);
+  for (i = 0; i < 4; ++i)
+    pthread_join(threads[i], NULL);
+  CHECK_CU(cuCtxSynchronize());
+  for (i = 0; i < 4; ++i) {
+    char name[64];
+    snprintf(name, sizeof name, "first launch, thread %d of 4", i);
+    if (args[i].result != CUDA_SUCCESS)
+      fail(name, errorName(args[i].result));
+    else
+      compare(name, &p, &args[i].out);
+    cuMemFree(args[i].out.o);
+    cuMemFree(args[i].out.lse);
+  }
+  tearDown(&p);
+}
+
+static void one(const char *name, int64_t B, int64_t H, int64_t Hkv, int64_t M, int64_t N,
+                int strided, CUstream stream) {
+  Problem p;
+  Outputs out;
+  CUresult r;
+  layout(&p, B, H, Hkv, M, N, strided);
+  setUp(&p);
+  allocOutputs(&p, &out);
+  r = launch(&p, &out, stream);
+  if (r != CUDA_SUCCESS) {
+    fail(name, errorName(r));
+  } else {
+    CHECK_CU(cuStreamSynchronize(stream));
+    compare(name, &p, &out);
+  }
+  cuMemFree(out.o);
+  cuMemFree(out.lse);
+  tearDown(&p);
+}
+
+static void expectRejected(const char *name, const char *expected, const void *q, const void *k,
+                           const void *v, void *o, float *lse, int64_t H, int64_t Hkv,
+                           const int64_t *strides) {
+  const char *why = causal_check(q, k, v, o, lse, 1, H, Hkv, 64, 64, strides);
+  CUresult r = causal_launch(NULL, q, k, v, o, lse, 1, H, Hkv, 64, 64, strides);
+  int ok = r == CUDA_ERROR_INVALID_VALUE && why != NULL && strstr(why, expected) != NULL;
+  printf("[%s] %-40s -> %s (\"%s\")\n", ok ? "ok  " : "FAIL", name, errorName(r),
+         why ? why : "(accepted)");
+  if (!ok)
+    fail(name, "expected CUDA_ERROR_INVALID_VALUE and a reason");
+}
+
+static void validation(void) {
+  CUdeviceptr buffer;
+  int64_t s[14] = {2 * 64 * 64, 64 * 64, 64, 64 * 64, 64 * 64, 64, 64 * 64, 64 * 64, 64,
+                   2 * 64 * 64, 64 * 64, 64, 2 * 64, 64};
+  char *base;
+  CHECK_CU(cuMemAlloc(&buffer, 1 << 20));
+  base = (char *)(uintptr_t)buffer;
+  expectRejected("H not a multiple of Hkv", "multiple of Hkv", base, base, base, base,
+                 (float *)base, 3, 2, NULL);
+  s[2] = 65;
+  expectRejected("odd q row stride", "even", base, base, base, base, (float *)base, 2, 2, s);
+  s[2] = 64;
+  expectRejected("k not 16-byte aligned", "16-byte", base, base + 4, base, base, (float *)base, 2,
+                 2, s);
+  expectRejected("lse NULL", "NULL", base, base, base, base, NULL, 2, 2, s);
+  cuMemFree(buffer);
+}
+
+static void cubinLoads(const char *path) {
+  CUmodule module;
+  CUfunction function;
+  CUresult r = cuModuleLoad(&module, path);
+  if (r != CUDA_SUCCESS) {
+    printf("[FAIL] cuModuleLoad(%s): %s\n", path, errorName(r));
+    fail("the --emit cubin file loads", errorName(r));
+    return;
+  }
+  r = cuModuleGetFunction(&function, module, CAUSAL_ENTRY);
+  printf("[%s] cuModuleLoad(%s) and cuModuleGetFunction(%s): %s\n",
+         r == CUDA_SUCCESS ? "ok  " : "FAIL", path, CAUSAL_ENTRY, errorName(r));
+  if (r != CUDA_SUCCESS)
+    fail("the --emit cubin file has the kernel", errorName(r));
+  cuModuleUnload(module);
+}
+
+/* Test 0, on the host: causal_check on fake (never dereferenced) device addresses. */
+static void hostChecks(void) {
+  const char *a = (const char *)(uintptr_t)0x100000; /* 16-byte aligned */
+  float *lse = (float *)(uintptr_t)0x200000;
+  void *o = (void *)(uintptr_t)0x300000;
+  int64_t bshd[14], s[14];
+  const int64_t B = 2, H = 8, Hkv = 2, M = 1000, N = 777;
+  struct {
+    const char *name, *expected; /* expected: NULL = accepted, else a part of the reason */
+    int64_t B, H, Hkv, M, N;
+    int strides; /* 0: NULL, 1: bshd, 2: s */
+    int stride;       /* s = bshd with s[stride] = value */
+    int64_t value;
+    int pointerOffset; /* added to k */
+  } cases[] = {
+      {"contiguous", NULL, B, H, Hkv, M, N, 0, 0, 0, 0},
+      {"B,M,H,D strides", NULL, B, H, Hkv, M, N, 1, 0, 0, 0},
+      {"H % Hkv", "multiple of Hkv", B, 6, 4, M, N, 0, 0, 0, 0},
+      {"zero M", "positive", B, H, Hkv, 0, N, 0, 0, 0, 0},
+      {"B over 65535", "65535", 70000, H, Hkv, 1, 1, 0, 0, 0, 0},
+      {"M of 2^31", "below 2^31", 1, 1, 1, (int64_t)1 << 31, N, 2, 2, 0, 0},
+      {"q larger than 2^31 elements", "q spans", 1, H, Hkv, (int64_t)1 << 23, N, 0, 0, 0, 0},
+      {"negative stride", "negative", B, H, Hkv, M, N, 2, 4, -64, 0},
+      {"odd o stride", "even", B, H, Hkv, M, N, 2, 11, 8 * 64 + 1, 0},
+      {"v stride not a multiple of 8", "multiples of 8", B, H, Hkv, M, N, 2, 8, 68, 0},
+      {"k misaligned", "16-byte", B, H, Hkv, M, N, 0, 0, 0, 8},
+      {"huge stride (no overflow)", "spans", B, H, Hkv, M, N, 2, 0, (int64_t)1 << 62, 0},
+  };
+  size_t i;
+  int j;
+  /* Q, O: B x M x H x D storage; K, V, LSE contiguous. */
+  bshd[0] = bshd[9] = M * H * D;
+  bshd[1] = bshd[10] = D;
+  bshd[2] = bshd[11] = H * D;
+  bshd[5] = bshd[8] = D;
+  bshd[4] = bshd[7] = N * D;
+  bshd[3] = bshd[6] = Hkv * N * D;
+  bshd[13] = M;
+  bshd[12] = H * M;
+  for (i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    const char *why;
+    int ok;
+    for (j = 0; j < 14; ++j)
+      s[j] = bshd[j];
+    if (cases[i].strides == 2)
+      s[cases[i].stride] = cases[i].value;
+    why = causal_check(a, a + cases[i].pointerOffset, a, o, lse, cases[i].B, cases[i].H,
+                       cases[i].Hkv, cases[i].M, cases[i].N,
+                       cases[i].strides == 0 ? NULL : cases[i].strides == 1 ? bshd : s);
+    ok = cases[i].expected == NULL ? why == NULL
+                                   : why != NULL && strstr(why, cases[i].expected) != NULL;
+    printf("[%s] check: %-32s -> %s\n", ok ? "ok  " : "FAIL", cases[i].name,
+           why ? why : "accepted");
+    if (!ok)
+      fail(cases[i].name, "causal_check's answer");
+  }
+}
+
+int main(int argc, char **argv) {
+  CUdevice device;
+  CUcontext context;
+  CUstream stream;
+  char name[256] = "";
+  int major = 0, minor = 0;
+  CUresult r;
+  int count = 0;
+  hostChecks();
+  r = cuInit(0);
+  if (r == CUDA_SUCCESS)
+    r = cuDeviceGetCount(&count);
+  if (r != CUDA_SUCCESS || count == 0) {
+    printf("%s\n", failures ? "FAIL" : "host checks PASS");
+    printf("skipped: no GPU (cuInit/cuDeviceGetCount: CUresult %d, %s)\n", (int)r,
+           r != CUDA_SUCCESS ? errorName(r) : "no device");
+    return failures ? 1 : 0;
+  }
+  CHECK_CU(cuDeviceGet(&device, 0));
+  CHECK_CU(cuDeviceGetName(name, sizeof name, device));
+  CHECK_CU(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device));
+  CHECK_CU(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device));
+  printf("%s (compute capability %d.%d); header: %s %s, head dim %d, Br %d, Bc %d, %d threads\n",
+         name, major, minor, CAUSAL_ENTRY, CAUSAL_CHIP, CAUSAL_HEAD_DIM, CAUSAL_BLOCK_M,
+         CAUSAL_BLOCK_N, CAUSAL_THREADS);
+  /* The application's context: the primary one, as the CUDA runtime would use. The launcher
+   * loads its module into it (from threads with no current context too). */
+  CHECK_CU(cuDevicePrimaryCtxRetain(&context, device));
+  CHECK_CU(cuCtxSetCurrent(context));
+
+  concurrentFirstLaunch();
+  CHECK_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  one("M < N (causal, top-left aligned)", 1, 2, 1, 100, 333, 0, stream);
+  one("M > N", 1, 2, 2, 333, 100, 0, stream);
+  one("strided (B,M,H,D) Q/O, padded K/V/LSE", 2, 4, 1, 257, 190, 1, stream);
+  one("one row, one key", 1, 1, 1, 1, 1, 0, stream);
+  CHECK_CU(cuStreamDestroy(stream));
+  validation();
+  if (argc > 1)
+    cubinLoads(argv[1]);
+  else
+    fail("the --emit cubin file loads", "no cubin path given (argv[1])");
+
+  printf("%s\n", failures ? "FAIL" : "PASS");
+  return failures ? 1 : 0;
+}

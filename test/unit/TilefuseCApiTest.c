@@ -1,0 +1,99 @@
+/*===- TilefuseCApiTest.c - tilefuse.h from C, against libtilefuse.so -----===*
+ *
+ * tilefuse-c-api-test: the header compiles as C, libtilefuse.so exports what it declares, a
+ * bundled kernel compiles (PTX; explicit arch, so no GPU is needed) and comes back from the
+ * cache, errors are status codes with messages (DSL errors with file:line:col), and a launch
+ * without a GPU says so. Run with TILEFUSE_CACHE_DIR set to a fresh directory.
+ *
+ *===----------------------------------------------------------------------===*/
+#include "tilefuse/tilefuse.h"
+#include "tilefuse/tilefuse_cuda.h" /* both headers together: one tilefuse_status */
+
+#include <stdio.h>
+#include <string.h>
+
+static int failures = 0;
+
+static void expect(int condition, const char *what, const char *message) {
+  if (condition)
+    return;
+  ++failures;
+  fprintf(stderr, "FAILED: %s (message: %s)\n", what, message);
+}
+
+static const char *brokenSource =
+    "func.func @broken(%Q: memref<?x?x?x64xbf16>) {\n"
+    "  %q = tile.lod %Q : memref<?x?x?x64xbf16> -> tensor<?x?x?x64xbf16>\n"
+    "  return\n"
+    "}\n";
+
+int main(void) {
+  char err[4096];
+  char tiny[6];
+  tilefuse_spec spec;
+  tilefuse_attention *kernel = NULL, *again = NULL;
+  int status;
+
+  printf("%s\n", tilefuse_version());
+  expect(strncmp(tilefuse_version(), "tilefuse ", 9) == 0, "version", tilefuse_version());
+
+  tilefuse_spec_init(&spec);
+  expect(spec.size == sizeof spec && spec.kernel == NULL && spec.block_m == 0, "spec_init", "");
+  spec.kernel = "causal";
+  spec.arch = "sm_90a";
+  spec.head_dim = 128;
+  status = tilefuse_attention_get(&spec, &kernel, err, sizeof err);
+  expect(status == TILEFUSE_OK && kernel != NULL, "get causal, head dim 128", err);
+  if (kernel) {
+    expect(strcmp(tilefuse_attention_name(kernel), "causal") == 0, "name", "");
+    expect(strcmp(tilefuse_attention_dtype(kernel), "bf16") == 0, "dtype", "");
+    expect(strcmp(tilefuse_attention_arch(kernel), "sm_90a") == 0, "arch", "");
+    expect(tilefuse_attention_head_dim(kernel) == 128, "head_dim", "");
+    expect(strstr(tilefuse_attention_ptx(kernel), ".entry causal") != NULL, "ptx", "");
+    expect(strstr(tilefuse_attention_metadata(kernel), "\"head_dim\": 128") != NULL, "metadata",
+           tilefuse_attention_metadata(kernel));
+    expect(strcmp(tilefuse_attention_origin(kernel), "compiled") == 0 ||
+               strcmp(tilefuse_attention_origin(kernel), "disk") == 0,
+           "origin of the first get", tilefuse_attention_origin(kernel));
+  }
+  status = tilefuse_attention_get(&spec, &again, err, sizeof err);
+  expect(status == TILEFUSE_OK && again != NULL &&
+             strcmp(tilefuse_attention_origin(again), "memory") == 0,
+         "the second get comes from memory", err);
+  tilefuse_attention_release(again);
+
+  /* Errors. */
+  spec.kernel = "no_such_kernel";
+  status = tilefuse_attention_get(&spec, &again, err, sizeof err);
+  expect(status == TILEFUSE_ERROR_INVALID_ARGUMENT && again == NULL &&
+             strstr(err, "no_such_kernel") != NULL,
+         "unknown kernel", err);
+  spec.kernel = NULL;
+  spec.source = brokenSource;
+  spec.source_name = "user/broken.mlir";
+  status = tilefuse_attention_get(&spec, &again, err, sizeof err);
+  expect(status == TILEFUSE_ERROR_COMPILE && strstr(err, "user/broken.mlir:2:") != NULL,
+         "a DSL error with file:line:col", err);
+  status = tilefuse_attention_get(&spec, &again, tiny, sizeof tiny);
+  expect(strlen(tiny) == sizeof tiny - 1, "messages are truncated to errlen", tiny);
+  spec.size = 8;
+  status = tilefuse_attention_get(&spec, &again, err, sizeof err);
+  expect(status == TILEFUSE_ERROR_INVALID_ARGUMENT && strstr(err, "tilefuse_spec_init"),
+         "an uninitialized spec", err);
+  status = tilefuse_attention_get(NULL, &again, err, sizeof err);
+  expect(status == TILEFUSE_ERROR_INVALID_ARGUMENT, "NULL spec", err);
+  status = tilefuse_attention_launch(NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, 1, 1, 1, 1, 64,
+                                     NULL, err, sizeof err);
+  expect(status == TILEFUSE_ERROR_INVALID_ARGUMENT, "launch of NULL", err);
+
+  if (tilefuse_gpu_available(err, sizeof err) != TILEFUSE_OK) {
+    status = tilefuse_attention_launch(kernel, NULL, NULL, NULL, NULL, NULL, NULL, 1, 1, 1, 1, 1,
+                                       128, NULL, err, sizeof err);
+    expect(status == TILEFUSE_ERROR_UNAVAILABLE, "launch without a GPU", err);
+    printf("no GPU (%s): launches not run\n", err);
+  }
+  tilefuse_attention_release(kernel);
+  tilefuse_attention_release(NULL);
+  printf("%s\n", failures ? "FAIL" : "PASS");
+  return failures ? 1 : 0;
+}
