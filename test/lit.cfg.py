@@ -13,3 +13,16 @@ config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "unit", "CMakeLists.txt"]
 config.environment["PATH"] = os.pathsep.join(
     [config.tilefuse_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%kernels", config.tilefuse_kernels_dir))
+
+# The CLI by absolute path, for RUN lines that clear PATH.
+config.substitutions.append(("%tilefuse", os.path.join(config.tilefuse_tools_dir, "tilefuse")))
+
+# ptxas (the CUDA toolkit), for the cubin and header outputs; searched as tilefuse searches.
+import shutil
+_ptxas = [os.path.join(os.environ[v], "bin", "ptxas") for v in ("CUDA_HOME", "CUDA_PATH")
+          if os.environ.get(v)] or [shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"]
+if os.access(_ptxas[0], os.X_OK):
+    config.available_features.add("ptxas")
+for _v in ("CUDA_HOME", "CUDA_PATH", "TILEFUSE_PTXAS"):
+    if _v in os.environ:
+        config.environment[_v] = os.environ[_v]

@@ -1,0 +1,80 @@
+// tilefuse compile: its --help explains every option, it writes PTX with the launch metadata,
+// --config overrides the block sizes, MLIR's --mlir-* options work, TILEFUSE_DUMP_IR dumps each
+// stage, a DSL error has file:line:col, and --emit cubin without any ptxas says what is missing.
+// (The cubin and header outputs, which need ptxas, are in compile-cubin.mlir.)
+
+// RUN: tilefuse compile --help | FileCheck %s --check-prefix=HELP
+// HELP: SUBCOMMAND 'compile'
+// HELP: header: a C99 header
+// HELP-DAG: --mlir-print-ir-after-all
+// HELP-DAG: --mlir-timing
+// HELP-DAG: --Xptxas=<string>
+// HELP-DAG: --arch=<string>
+// HELP-DAG: --block-m=<long>
+// HELP-DAG: --block-n=<long>
+// HELP-DAG: --config=<string>
+// HELP-DAG: --dtype=<string>
+// HELP-DAG: --emit=<string>
+// HELP-DAG: --head-dim=<long>
+// HELP-DAG: --kernel=<string>
+// HELP-DAG: --name=<string>
+// HELP-DAG: -o <OUT>
+// HELP-DAG: --ptx-features=<string>
+// HELP-DAG: --ptxas=<string>
+
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: tilefuse compile --kernel causal --config Br=128,Bc=32 --emit ptx -o %t/causal.ptx
+// RUN: FileCheck %s --check-prefix=PTX --input-file %t/causal.ptx
+// RUN: FileCheck %s --check-prefix=JSON --input-file %t/causal.json
+// PTX: .target sm_90a
+// PTX: .visible .entry causal(
+// JSON-DAG: "block_m": 128
+// JSON-DAG: "block_n": 32
+// JSON-DAG: "threads": 256
+// JSON-DAG: "name": "causal"
+
+// RUN: tilefuse compile --kernel attention -o /dev/null --mlir-timing 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=TIMING
+// TIMING: Execution time report
+// TIMING-DAG: Parser
+// TIMING-DAG: TileTiling
+// TIMING-DAG: GpuModuleToBinaryPass
+// RUN: tilefuse compile --kernel attention -o /dev/null --mlir-print-ir-after-all 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=IR
+// IR: IR Dump After TileTiling (tile-tiling)
+// IR: IR Dump After TileToNVVM (tile-to-nvvm)
+
+// RUN: env TILEFUSE_DUMP_IR=%t/dump tilefuse compile --kernel causal --head-dim 128 -o /dev/null
+// RUN: ls %t/dump/causal-* | FileCheck %s --check-prefix=DUMP
+// DUMP-DAG: 0-source.mlir
+// DUMP-DAG: 1-specialize
+// DUMP-DAG: 2-tile-to-ptx
+// DUMP-DAG: causal.ptx
+// DUMP-DAG: causal.json
+
+// RUN: not tilefuse compile --kernel causal --emit obj -o %t/x 2>&1 | FileCheck %s --check-prefix=EMIT
+// EMIT: error: --emit must be ptx, cubin or header, not 'obj'
+// RUN: not tilefuse compile --kernel causal --config Br=64,Q=1 -o %t/x 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=CONFIG
+// CONFIG: error: --config: unknown setting 'Q'
+// RUN: not tilefuse compile --kernel causal --config Br=24 -o %t/x 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BLOCK
+// BLOCK: block-m must be a multiple of 16
+// RUN: not tilefuse compile --kernel nope -o %t/x 2>&1 | FileCheck %s --check-prefix=NAME
+// NAME: error: no bundled kernel named 'nope'
+// RUN: not tilefuse compile %s -o %t/x 2>&1 | FileCheck %s --check-prefix=DSL
+// RUN: not tilefuse compile %s --emit cubin --ptxas /nonexistent/ptxas -o %t/x 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=NOPTXAS-EXPLICIT
+// NOPTXAS-EXPLICIT: error: no ptxas: TILEFUSE_PTXAS (or --ptxas) names /nonexistent/ptxas
+// With PATH cleared, a chosen toolkit that lacks ptxas is named (no other toolkit is used):
+// RUN: not env PATH= CUDA_HOME=%t/no-toolkit %tilefuse compile --kernel causal --emit header \
+// RUN:   -o %t/x.h 2>&1 | FileCheck %s --check-prefix=NOPTXAS -DDIR=%t
+// NOPTXAS: error: no ptxas: CUDA_HOME=[[DIR]]/no-toolkit has no bin/ptxas
+// RUN: not ls %t/x.h
+
+// This file is also a kernel with a typo, reported where it is:
+func.func @typo(%Q: memref<?x?x?x64xbf16>) {
+  // DSL: compile-cli.mlir:[[@LINE+1]]:8: error: custom op 'tile.lod' is unknown
+  %q = tile.lod %Q : memref<?x?x?x64xbf16> -> tensor<?x?x?x64xbf16>
+  return
+}
