@@ -28,6 +28,7 @@
 #include "tilefuse/dialect/TileOps.h"
 
 #include <cmath>
+#include <functional>
 
 namespace tilefuse {
 #define GEN_PASS_DEF_TILETONVVM
@@ -213,6 +214,7 @@ private:
     SmallVector<Value> outer = pendingTiles;
     for (Operation &op : block) {
       if (op.hasTrait<OpTrait::IsTerminator>()) {
+        barrierAndFlush(); // nothing requested stays unissued past the block
         DenseSet<Value> yielded(op.getOperands().begin(), op.getOperands().end());
         for (Value t : SmallVector<Value>(pendingTiles)) {
           if (yielded.contains(t))
@@ -230,6 +232,7 @@ private:
         return failure();
     }
     pendingTiles = std::move(outer);
+    deferred.clear();
     return success();
   }
 
@@ -256,6 +259,8 @@ private:
   LogicalResult lowerOp(Operation &op) {
     if (auto o = dyn_cast<scf::ForallOp>(op))
       return lowerForall(o);
+    if (isa<scf::ForOp, scf::WhileOp>(op))
+      barrierAndFlush(); // requested copies do not wait across a loop boundary
     if (auto o = dyn_cast<scf::ForOp>(op)) {
       auto loop = scf::ForOp::create(b, loc, map.lookup(o.getLowerBound()),
                                      map.lookup(o.getUpperBound()), map.lookup(o.getStep()),
@@ -289,13 +294,21 @@ private:
       for (Block *blk : {ifOp.thenBlock(), ifOp.elseBlock()})
         if (blk && !blk->empty())
           blk->getTerminator()->erase();
+      if (o.getElseRegion().empty())
+        barrierAndFlush(); // a path without a branch would not issue them
+      // Requested copies are issued by whichever branch runs, each at its first barrier.
       auto dirtyBefore = dirtyBuffers;
+      auto deferredBefore = deferred;
       if (failed(lowerRegionInto(o.getThenRegion(), ifOp.thenBlock())))
         return failure();
       dirtyBuffers = dirtyBefore;
+      deferred = deferredBefore;
       if (!o.getElseRegion().empty() &&
           failed(lowerRegionInto(o.getElseRegion(), ifOp.elseBlock())))
         return failure();
+      for (DeferredCopy &c : orderForIssue(deferredBefore))
+        pendingTiles.push_back(c.tile);
+      deferred.clear();
       dirtyBuffers = allBuffers(); // either branch may have read any buffer
       map.map(o.getResults(), ifOp.getResults());
       return success();
@@ -504,55 +517,102 @@ private:
       written = {"tilefuse_smem_v"};
     }
     int64_t chunks = rows * chunksPerRow;
-    // Write after read: a warp may still read the buffer this copy overwrites.
-    if (llvm::any_of(written, [&](StringRef n) { return llvm::is_contained(dirtyBuffers, n); })) {
-      gpu::BarrierOp::create(b, loc);
-      dirtyBuffers.clear();
-    }
-    for (int64_t i = 0; i * threads < chunks; ++i) {
-      Value chunkIdx = add(tidx, idx(i * threads));
-      Value r = arith::DivUIOp::create(b, loc, chunkIdx, idx(chunksPerRow));
-      Value ch = arith::RemUIOp::create(b, loc, chunkIdx, idx(chunksPerRow));
-      Value gRow = add(row0, r);
-      SmallVector<Value> at(lead);
-      at.push_back(minU(gRow, lastRow));
-      at.push_back(mul(ch, idx(8)));
-      Value bytes = arith::SelectOp::create(b, loc, ult(gRow, bound), i32(16), i32(0));
-      auto copy = [&] {
-        NVVM::CpAsyncOp::create(b, loc, sharedAddress(base, swizzled(r, ch, rowBytes)),
-                                globalAddress(view, at), b.getI32IntegerAttr(16),
-                                NVVM::LoadCacheModifierKindAttr::get(
-                                    b.getContext(), NVVM::LoadCacheModifierKind::CG),
-                                bytes);
-      };
-      if ((i + 1) * threads <= chunks) {
-        copy();
-      } else { // the last round has fewer chunks than threads
-        auto guard = scf::IfOp::create(b, loc, ult(chunkIdx, idx(chunks)), false);
-        OpBuilder::InsertionGuard g(b);
-        b.setInsertionPointToStart(guard.thenBlock());
-        copy();
+    // The copy, as a closure over the addresses computed here: it runs now, or after the next
+    // barrier when a warp may still read the buffer it overwrites (write after read).
+    ViewInfo v = view;
+    auto emit = [this, v, lead, row0, bound, lastRow, base, chunks, chunksPerRow,
+                 rowBytes]() {
+      for (int64_t i = 0; i * threads < chunks; ++i) {
+        Value chunkIdx = add(tidx, idx(i * threads));
+        Value r = arith::DivUIOp::create(b, loc, chunkIdx, idx(chunksPerRow));
+        Value ch = arith::RemUIOp::create(b, loc, chunkIdx, idx(chunksPerRow));
+        Value gRow = add(row0, r);
+        SmallVector<Value> at(lead);
+        at.push_back(minU(gRow, lastRow));
+        at.push_back(mul(ch, idx(8)));
+        Value bytes = arith::SelectOp::create(b, loc, ult(gRow, bound), i32(16), i32(0));
+        auto copy = [&] {
+          NVVM::CpAsyncOp::create(b, loc, sharedAddress(base, swizzled(r, ch, rowBytes)),
+                                  globalAddress(v, at), b.getI32IntegerAttr(16),
+                                  NVVM::LoadCacheModifierKindAttr::get(
+                                      b.getContext(), NVVM::LoadCacheModifierKind::CG),
+                                  bytes);
+        };
+        if ((i + 1) * threads <= chunks) {
+          copy();
+        } else { // the last round has fewer chunks than threads
+          auto guard = scf::IfOp::create(b, loc, ult(chunkIdx, idx(chunks)), false);
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPointToStart(guard.thenBlock());
+          copy();
+        }
       }
-    }
-    NVVM::CpAsyncCommitGroupOp::create(b, loc);
-    pendingTiles.push_back(o.getResult());
+    };
+    bool carried = llvm::any_of(o->getUsers(), [](Operation *u) { return isa<scf::YieldOp>(u); });
+    DeferredCopy copy{o.getResult(), emit, carried};
     tileRowBytes[o.getResult()] = rowBytes;
     map.map(o.getResult(), base);
+    if (llvm::any_of(written, [&](StringRef n) { return llvm::is_contained(dirtyBuffers, n); }))
+      deferred.push_back(std::move(copy));
+    else
+      issue(copy);
     return success();
   }
 
+  /// A copy requested but not yet issued: its buffer had readers since the last barrier.
+  struct DeferredCopy {
+    Value tile;
+    std::function<void()> emit;
+    bool carried; ///< yielded to the next iteration: read last, so issued last
+  };
+
+  void issue(DeferredCopy &c) {
+    c.emit();
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    pendingTiles.push_back(c.tile);
+  }
+
+  /// Issue order: tiles read in this iteration first, so waiting for them leaves the carried
+  /// (next iteration's) copy in flight.
+  static SmallVector<DeferredCopy> orderForIssue(SmallVector<DeferredCopy> copies) {
+    std::stable_partition(copies.begin(), copies.end(),
+                          [](const DeferredCopy &c) { return !c.carried; });
+    return copies;
+  }
+
+  /// Issues the requested copies; needs no barrier when no buffer has readers since the last.
+  void flushDeferred() {
+    for (DeferredCopy &c : orderForIssue(std::exchange(deferred, {})))
+      issue(c);
+  }
+
+  void barrierAndFlush() {
+    if (deferred.empty())
+      return;
+    if (!dirtyBuffers.empty()) {
+      gpu::BarrierOp::create(b, loc);
+      dirtyBuffers.clear();
+    }
+    flushDeferred();
+  }
+
   /// Waits for the copy group of `tile` (and the older ones), then makes it visible to all.
+  /// The copies still requested are issued right after that barrier, when their buffers are
+  /// free: FA2's order (wait K_j, barrier, issue V_j and K_j+1, Q K_j^T, ...).
   void waitForTile(Value tile, bool makeVisible = true) {
+    if (llvm::any_of(deferred, [&](const DeferredCopy &c) { return c.tile == tile; }))
+      barrierAndFlush();
     auto it = llvm::find(pendingTiles, tile);
     if (it == pendingTiles.end())
       return;
     int64_t newer = pendingTiles.end() - it - 1;
     NVVM::CpAsyncWaitGroupOp::create(b, loc, b.getI32IntegerAttr(newer));
+    pendingTiles.erase(pendingTiles.begin(), it + 1);
     if (makeVisible) {
       gpu::BarrierOp::create(b, loc);
       dirtyBuffers.clear(); // every earlier read is done too
+      flushDeferred();
     }
-    pendingTiles.erase(pendingTiles.begin(), it + 1);
   }
 
   /// ldmatrix.x4 from a swizzled tile: lane l reads row `row0 + (l/8 / rowsMatDiv)...`.
@@ -765,6 +825,7 @@ private:
   DenseMap<Value, ViewInfo> views;
   DenseMap<Value, int64_t> tileRowBytes; // blocks in shared memory (their mapped value is the base)
   SmallVector<Value> pendingTiles;       // tiles whose copy groups are in flight, oldest first
+  SmallVector<DeferredCopy> deferred;    // copies requested, waiting for a barrier
   SmallVector<StringRef> dirtyBuffers;   // shared buffers read since the last barrier
   llvm::StringMap<int64_t> sharedBytes;
   Value tidx, laneG, laneC, rowBase, ldMat, ldRow;
