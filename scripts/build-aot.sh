@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds, on the development machine, what scripts/gpu-check-aot.sh checks on the GPU machine,
+# into build-gpu/aot/ (ignored by git; it travels with build-gpu/):
+#
+#   build-gpu/aot/causal.h        `tilefuse compile --kernel causal --emit header`: the cubin
+#                                 embedded and the C launcher causal_launch()
+#   build-gpu/aot/causal.cubin    `tilefuse compile --kernel causal --emit cubin`, with causal.json
+#   build-gpu/aot/causal.ptx      the PTX both come from, with causal.ptx.json (for reference)
+#   build-gpu/aot/AotCheck.c      the C program (test/gpu/AotCheck.c) that uses causal.h and
+#                                 loads causal.cubin; compiled on the GPU machine with gcc
+#
+# Needs the development build (build/, scripts/bootstrap.sh; TILEFUSE_BUILD_DIR for another) and the CUDA toolkit's ptxas
+# (CUDA_HOME, CUDA_PATH, PATH or /usr/local/cuda/bin).
+#
+#   scripts/build-aot.sh [--arch sm_90a]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+arch=sm_90a
+while (($#)); do
+  case "$1" in
+    --arch) arch=$2; shift 2 ;;
+    *) echo "usage: $0 [--arch sm_90a|sm_80]" >&2; exit 2 ;;
+  esac
+done
+
+build=${TILEFUSE_BUILD_DIR:-build} # the development build
+if [ ! -f "$build/build.ninja" ]; then
+  echo "build-aot: no development build in $build/ (run scripts/bootstrap.sh first)" >&2
+  exit 1
+fi
+cmake --build "$build" --target tilefuse
+tilefuse=$build/tools/tilefuse
+out=build-gpu/aot
+rm -rf "$out"
+mkdir -p "$out"
+
+"$tilefuse" compile --kernel causal --arch "$arch" --emit ptx -o "$out/causal.ptx"
+mv "$out/causal.json" "$out/causal.ptx.json"
+"$tilefuse" compile --kernel causal --arch "$arch" --emit cubin -o "$out/causal.cubin"
+"$tilefuse" compile --kernel causal --arch "$arch" --emit header -o "$out/causal.h"
+cp test/gpu/AotCheck.c "$out/AotCheck.c"
+
+# The same checks as the aot-header test, so nothing broken travels: the header is plain C99 and
+# the program builds (against the toolkit's libcuda stub here).
+cuda=${CUDA_HOME:-${CUDA_PATH:-/usr/local/cuda}}
+if [ -f "$cuda/include/cuda.h" ]; then
+  cc -std=c99 -Wall -Werror -I"$cuda/include" -x c -c "$out/causal.h" -o /dev/null
+  cc -std=c99 -O2 -Wall -Wextra -Werror -I"$out" -I"$cuda/include" "$out/AotCheck.c" \
+    -o /dev/null -L"$cuda/lib64/stubs" -lcuda -lpthread -lm
+  echo "build-aot: causal.h compiles as C99; AotCheck.c builds against it"
+else
+  echo "build-aot: no $cuda/include/cuda.h here: the header was not compiled" >&2
+fi
+echo "build-aot: $(ls "$out" | tr '\n' ' ')in $out ($(du -sh "$out" | cut -f1))"

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Run on the GPU machine, from the repository root, after scripts/build-aot.sh filled
+# build-gpu/aot/ on the development machine and build-gpu/ was carried over. Needs gcc, the CUDA
+# driver and cuda.h (CUDA_HOME, CUDA_PATH or /usr/local/cuda); no LLVM and nothing of tilefuse:
+#
+#   1. causal.h, the header `tilefuse compile --emit header` wrote, compiles as plain C99 with
+#      gcc -Wall -Werror (and -Wextra -pedantic, cuda.h as a system header);
+#   2. AotCheck.c (test/gpu/AotCheck.c) compiles with gcc against it and links -lcuda;
+#   3. it runs: the kernel from the header on random inputs (threads racing for the first
+#      launch, grouped heads, M != N, strided tensors) against a float64 attention in C, the
+#      launcher's argument checks, and causal.cubin (`--emit cubin`) loading with cuModuleLoad.
+#
+#   scripts/gpu-check-aot.sh              steps 1-3; prints PASS or FAIL (exit 1)
+#   scripts/gpu-check-aot.sh --sanitize   also step 3 under compute-sanitizer memcheck
+#
+# The log goes to $OUT/aot.log (default build-gpu/out/).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+sanitize=0
+for arg in "$@"; do
+  case "$arg" in
+    --sanitize) sanitize=1 ;;
+    *) echo "usage: $0 [--sanitize]" >&2; exit 2 ;;
+  esac
+done
+aot=build-gpu/aot
+out=${OUT:-$PWD/build-gpu/out}
+mkdir -p "$out"
+log=$out/aot.log
+: > "$log"
+say() { echo "$*" | tee -a "$log"; }
+
+if [ ! -f "$aot/causal.h" ] || [ ! -f "$aot/AotCheck.c" ] || [ ! -f "$aot/causal.cubin" ]; then
+  say "gpu-check-aot: $aot/ is incomplete (run scripts/build-aot.sh on the development machine)"
+  say "FAIL"
+  exit 1
+fi
+cuda=""
+for dir in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda "$(dirname "$(dirname "$(command -v nvcc 2> /dev/null || echo /x/x)")")"; do
+  if [ -n "$dir" ] && [ -f "$dir/include/cuda.h" ]; then
+    cuda=$dir
+    break
+  fi
+done
+if [ -z "$cuda" ]; then
+  say "gpu-check-aot: no cuda.h (set CUDA_HOME)"
+  say "FAIL"
+  exit 1
+fi
+{
+  date -u +"%Y-%m-%dT%H:%M:%SZ"
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1
+  gcc --version | head -1
+  sed -n '1,8p' "$aot/causal.h"
+} | tee -a "$log"
+
+status=0
+run() { # run DESCRIPTION COMMAND...
+  local what=$1
+  shift
+  say "=== $what: $*"
+  "$@" 2>&1 | tee -a "$log"
+  local rc=${PIPESTATUS[0]}
+  if ((rc != 0)); then
+    say "=== $what: FAILED (exit $rc)"
+    status=1
+  fi
+  return $rc
+}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+run "causal.h as C99" gcc -std=c99 -Wall -Werror -I"$cuda/include" -x c -c "$aot/causal.h" \
+  -o "$work/h.o"
+run "causal.h as C99, -Wextra -pedantic" gcc -std=c99 -Wall -Wextra -pedantic -Werror \
+  -isystem "$cuda/include" -x c -c "$aot/causal.h" -o "$work/h2.o"
+# -lcuda: the driver's libcuda.so if the linker finds it, else the toolkit's stub (the program
+# still loads the driver's libcuda.so.1 when it runs).
+if ! run "AotCheck.c with gcc" gcc -std=c99 -O2 -Wall -Wextra -Werror -I"$aot" -I"$cuda/include" \
+  "$aot/AotCheck.c" -o "$work/aot-check" -lcuda -lpthread -lm; then
+  status=0
+  run "AotCheck.c with gcc, the toolkit's libcuda stub" gcc -std=c99 -O2 -Wall -Wextra -Werror \
+    -I"$aot" -I"$cuda/include" "$aot/AotCheck.c" -o "$work/aot-check" \
+    -L"$cuda/lib64/stubs" -lcuda -lpthread -lm
+fi
+if [ -x "$work/aot-check" ]; then
+  run "aot-check" "$work/aot-check" "$aot/causal.cubin"
+  grep -q "^skipped: no GPU" "$log" && status=1 # this script is for the GPU machine
+  if ((sanitize)); then
+    run "aot-check under compute-sanitizer memcheck" compute-sanitizer --tool memcheck \
+      --error-exitcode 1 --print-limit 20 "$work/aot-check" "$aot/causal.cubin"
+  fi
+fi
+say "$( ((status == 0)) && echo PASS || echo FAIL)"
+exit $status
