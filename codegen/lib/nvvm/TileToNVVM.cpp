@@ -928,6 +928,12 @@ struct TileToNVVMPass : public tilefuse::impl::TileToNVVMBase<TileToNVVMPass> {
     patterns.add<MathToIntrinsics>(ctx);
     if (failed(applyPatternsGreedily(gm, std::move(patterns))))
       return signalPassFailure();
+    // Let a multiply and an add fuse into one FFMA (s * scale - m before ex2, the accumulator
+    // rescale): without `contract` NVPTX emits mul.rn / sub.rn, which ptxas may not fuse.
+    auto contract = arith::FastMathFlagsAttr::get(ctx, arith::FastMathFlags::contract);
+    gm.walk([&](arith::ArithFastMathInterface op) {
+      op->setAttr(op.getFastMathAttrName(), contract);
+    });
   }
 };
 
