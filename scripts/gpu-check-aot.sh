@@ -8,7 +8,9 @@
 #   2. AotCheck.c (test/gpu/AotCheck.c) compiles with gcc against it and links -lcuda;
 #   3. it runs: the kernel from the header on random inputs (threads racing for the first
 #      launch, grouped heads, M != N, strided tensors) against a float64 attention in C, the
-#      launcher's argument checks, and causal.cubin (`--emit cubin`) loading with cuModuleLoad.
+#      launcher's argument checks, causal.cubin (`--emit cubin`) loading with cuModuleLoad, and
+#      causal.ptx loading through the driver's JIT (both loads timed; the JIT cold, with
+#      CUDA_CACHE_DISABLE=1).
 #
 #   scripts/gpu-check-aot.sh              steps 1-3; prints PASS or FAIL (exit 1)
 #   scripts/gpu-check-aot.sh --sanitize   also step 3 under compute-sanitizer memcheck
@@ -84,11 +86,11 @@ if ! run "AotCheck.c with gcc" gcc -std=c99 -O2 -Wall -Wextra -Werror -I"$aot" -
     -L"$cuda/lib64/stubs" -lcuda -lpthread -lm
 fi
 if [ -x "$work/aot-check" ]; then
-  run "aot-check" "$work/aot-check" "$aot/causal.cubin"
+  run "aot-check" env CUDA_CACHE_DISABLE=1 "$work/aot-check" "$aot/causal.cubin" "$aot/causal.ptx"
   grep -q "^skipped: no GPU" "$log" && status=1 # this script is for the GPU machine
   if ((sanitize)); then
     run "aot-check under compute-sanitizer memcheck" compute-sanitizer --tool memcheck \
-      --error-exitcode 1 --print-limit 20 "$work/aot-check" "$aot/causal.cubin"
+      --error-exitcode 1 --print-limit 20 "$work/aot-check" "$aot/causal.cubin" "$aot/causal.ptx"
   fi
 fi
 say "$( ((status == 0)) && echo PASS || echo FAIL)"

@@ -9,7 +9,9 @@
  *   3. strided tensors: Q and O in B x M x H x D order (as PyTorch's B,S,H,D), K and V padded;
  *   0. (no GPU needed) causal_check accepts valid arguments and names each broken requirement;
  *   4. the launcher's checks: H % Hkv, odd q stride, misaligned k, NULL lse (nothing launched);
- *   5. the `--emit cubin` file (argv[1]) loads with cuModuleLoad and has the kernel.
+ *   5. the `--emit cubin` file (argv[1]) loads with cuModuleLoad and has the kernel; with
+ *      argv[2], the PTX it came from loads through the driver's JIT too. Both loads are timed
+ *      (run with CUDA_CACHE_DISABLE=1 for a cold JIT).
  * Each result is compared with a float64 attention computed here on the same bf16 inputs:
  * relative L2 error of O <= 1e-2, of LSE <= 1e-3 (the bounds of tilefuse-gpu-tests); outputs
  * are poisoned with NaN first, so an element never written fails. Prints PASS or FAIL (exit 1);
@@ -17,7 +19,7 @@
  *
  *   gcc -std=c99 -O2 -Wall -Werror -I<dir of causal.h> -I<cuda>/include AotCheck.c \
  *       -o aot-check -lcuda -lpthread -lm
- *   ./aot-check causal.cubin
+ *   ./aot-check causal.cubin [causal.ptx]
  *
  *===----------------------------------------------------------------------===*/
 #define _POSIX_C_SOURCE 200809L
@@ -28,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define D CAUSAL_HEAD_DIM
 
@@ -338,21 +341,64 @@ static void validation(void) {
   cuMemFree(buffer);
 }
 
+static double nowMs(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
 static void cubinLoads(const char *path) {
   CUmodule module;
   CUfunction function;
+  double t0 = nowMs(), ms;
   CUresult r = cuModuleLoad(&module, path);
+  ms = nowMs() - t0;
   if (r != CUDA_SUCCESS) {
     printf("[FAIL] cuModuleLoad(%s): %s\n", path, errorName(r));
     fail("the --emit cubin file loads", errorName(r));
     return;
   }
   r = cuModuleGetFunction(&function, module, CAUSAL_ENTRY);
-  printf("[%s] cuModuleLoad(%s) and cuModuleGetFunction(%s): %s\n",
-         r == CUDA_SUCCESS ? "ok  " : "FAIL", path, CAUSAL_ENTRY, errorName(r));
+  printf("[%s] cuModuleLoad(%s) and cuModuleGetFunction(%s): %s (load %.2f ms)\n",
+         r == CUDA_SUCCESS ? "ok  " : "FAIL", path, CAUSAL_ENTRY, errorName(r), ms);
   if (r != CUDA_SUCCESS)
     fail("the --emit cubin file has the kernel", errorName(r));
   cuModuleUnload(module);
+}
+
+/* The PTX through the driver's JIT: the runtime's path (tilefuse compiles to PTX in process). */
+static void ptxLoads(const char *path) {
+  CUmodule module;
+  CUfunction function;
+  FILE *f = fopen(path, "rb");
+  char *text;
+  long size;
+  double t0, ms;
+  CUresult r;
+  if (!f) {
+    fail("the PTX file opens", path);
+    return;
+  }
+  fseek(f, 0, SEEK_END);
+  size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  text = calloc((size_t)size + 1, 1);
+  if (fread(text, 1, (size_t)size, f) != (size_t)size)
+    fail("the PTX file reads", path);
+  fclose(f);
+  t0 = nowMs();
+  r = cuModuleLoadData(&module, text);
+  ms = nowMs() - t0;
+  if (r == CUDA_SUCCESS)
+    r = cuModuleGetFunction(&function, module, CAUSAL_ENTRY);
+  printf("[%s] cuModuleLoadData(%s), the driver's JIT: %s (load %.2f ms%s)\n",
+         r == CUDA_SUCCESS ? "ok  " : "FAIL", path, errorName(r), ms,
+         getenv("CUDA_CACHE_DISABLE") ? ", JIT cache disabled" : "");
+  if (r != CUDA_SUCCESS)
+    fail("the PTX loads", errorName(r));
+  else
+    cuModuleUnload(module);
+  free(text);
 }
 
 /* Test 0, on the host: causal_check on fake (never dereferenced) device addresses. */
@@ -455,6 +501,8 @@ int main(int argc, char **argv) {
     cubinLoads(argv[1]);
   else
     fail("the --emit cubin file loads", "no cubin path given (argv[1])");
+  if (argc > 2)
+    ptxLoads(argv[2]);
 
   printf("%s\n", failures ? "FAIL" : "PASS");
   return failures ? 1 : 0;
