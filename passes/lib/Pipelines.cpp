@@ -45,6 +45,7 @@ void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOption
   TileToNVVMOptions nvvm;
   nvvm.chip = options.chip;
   nvvm.features = options.features;
+  nvvm.copyIssue = options.copyIssue;
   pm.addPass(createTileToNVVM(nvvm));
   buildNVVMToPTXPipeline(pm);
 }

@@ -186,6 +186,7 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   gpo.blockN = options.blockN;
   gpo.chip = options.chip;
   gpo.features = options.features;
+  gpo.copyIssue = options.copyIssue;
   tilefuse::buildTileToPTXPipeline(pm, gpo);
   instrument(pm, "2-tile-to-ptx");
   if (failed(pm.run(*module)))

@@ -75,6 +75,7 @@ std::string KernelCache::computeKey(llvm::StringRef source, const PtxCompileOpti
      << "compiler=" << compilerVersion() << "\n"
      << "chip=" << options.chip << "\n"
      << "features=" << options.features << "\n"
+     << "copy_issue=" << options.copyIssue << "\n"
      << "block_m=" << options.blockM << "\n"
      << "block_n=" << options.blockN << "\n"
      << "head_dim=" << options.headDim << "\n"

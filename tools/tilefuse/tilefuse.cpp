@@ -93,6 +93,11 @@ static cl::opt<int64_t> cBlockM("block-m",
                                 cl::init(64), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<int64_t> cBlockN("block-n", cl::desc("Bc: keys per block, a multiple of 16"),
                                 cl::init(64), cl::sub(compileCmd), cl::cat(compileCategory));
+static cl::opt<std::string> cCopyIssue(
+    "copy-issue",
+    cl::desc("When key/value copies into a buffer with pending readers start: eager (barrier, "
+             "copy) or at-barrier (after the next barrier; one fewer per block)"),
+    cl::init("eager"), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<std::string> cConfig(
     "config",
     cl::desc("Comma-separated KEY=VALUE settings that override the options above: Br or block_m, "
@@ -362,6 +367,7 @@ static int compileMain() {
   opts.elementType = cDtype;
   opts.blockM = cBlockM;
   opts.blockN = cBlockN;
+  opts.copyIssue = cCopyIssue;
   opts.chip = cArch;
   opts.features = cPtxVersion;
   if (!applyConfig(cConfig, opts))

@@ -53,8 +53,10 @@ struct ViewInfo {
 
 class KernelEmitter {
 public:
-  KernelEmitter(OpBuilder &b, Location loc, int64_t br, ModuleOp module, gpu::GPUModuleOp gm)
-      : b(b), loc(loc), br(br), warps(br / 16), threads(32 * (br / 16)), gpuModule(gm) {}
+  KernelEmitter(OpBuilder &b, Location loc, int64_t br, ModuleOp module, gpu::GPUModuleOp gm,
+                bool copiesAtBarrier)
+      : b(b), loc(loc), br(br), warps(br / 16), threads(32 * (br / 16)), gpuModule(gm),
+        copiesAtBarrier(copiesAtBarrier) {}
 
   LogicalResult emit(func::FuncOp fn) {
     MLIRContext *ctx = b.getContext();
@@ -552,10 +554,15 @@ private:
     DeferredCopy copy{o.getResult(), emit, carried};
     tileRowBytes[o.getResult()] = rowBytes;
     map.map(o.getResult(), base);
-    if (llvm::any_of(written, [&](StringRef n) { return llvm::is_contained(dirtyBuffers, n); }))
-      deferred.push_back(std::move(copy));
-    else
-      issue(copy);
+    if (llvm::any_of(written, [&](StringRef n) { return llvm::is_contained(dirtyBuffers, n); })) {
+      if (copiesAtBarrier) {
+        deferred.push_back(std::move(copy));
+        return success();
+      }
+      gpu::BarrierOp::create(b, loc);
+      dirtyBuffers.clear();
+    }
+    issue(copy);
     return success();
   }
 
@@ -820,6 +827,7 @@ private:
   Location loc;
   int64_t br, warps, threads;
   gpu::GPUModuleOp gpuModule;
+  bool copiesAtBarrier; // copy-issue=at-barrier
   gpu::GPUFuncOp kernelOp;
   IRMapping map;
   DenseMap<Value, ViewInfo> views;
@@ -919,7 +927,12 @@ struct TileToNVVMPass : public tilefuse::impl::TileToNVVMBase<TileToNVVMPass> {
         return signalPassFailure();
       }
       OpBuilder kb = OpBuilder::atBlockEnd(gm.getBody());
-      KernelEmitter emitter(kb, fn.getLoc(), br, module, gm);
+      if (copyIssue != "eager" && copyIssue != "at-barrier") {
+        fn.emitError("tile-to-nvvm: copy-issue must be eager or at-barrier, not '")
+            << copyIssue << "'";
+        return signalPassFailure();
+      }
+      KernelEmitter emitter(kb, fn.getLoc(), br, module, gm, copyIssue == "at-barrier");
       if (failed(emitter.emit(fn)))
         return signalPassFailure();
       fn.erase();

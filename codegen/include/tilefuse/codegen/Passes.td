@@ -33,7 +33,11 @@ def TileToNVVM : Pass<"tile-to-nvvm", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"chip", "chip", "std::string", "\"sm_90a\"", "Target chip (sm_80, sm_90a, ...)">,
-    Option<"features", "features", "std::string", "\"+ptx80\"", "NVPTX features (PTX version)">
+    Option<"features", "features", "std::string", "\"+ptx80\"", "NVPTX features (PTX version)">,
+    Option<"copyIssue", "copy-issue", "std::string", "\"eager\"",
+           "When a key/value copy starts if a warp may still read its buffer: `eager` (a barrier, "
+           "then the copy, where tile-pipeline put it) or `at-barrier` (after the next barrier "
+           "the kernel has anyway: one barrier fewer per block, less lead time)">
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::NVVM::NVVMDialect",
                            "mlir::LLVM::LLVMDialect", "mlir::vector::VectorDialect",

@@ -43,6 +43,9 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
   Option<std::string> features{*this, "features",
                                llvm::cl::desc("NVPTX features, e.g. +ptx80 (the PTX version)"),
                                llvm::cl::init("+ptx80")};
+  Option<std::string> copyIssue{*this, "copy-issue",
+                                llvm::cl::desc("eager or at-barrier (see tile-to-nvvm)"),
+                                llvm::cl::init("eager")};
 };
 
 /// tile-tiling, tile-online-softmax, tile-block-pruning, then cleanup.

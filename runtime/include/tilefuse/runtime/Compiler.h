@@ -22,6 +22,7 @@ struct PtxCompileOptions {
   std::string elementType; ///< specialize to bf16 / f16 (empty: as written)
   std::string chip = "sm_90a";
   std::string features = "+ptx80";
+  std::string copyIssue = "eager"; ///< tile-to-nvvm's copy-issue: eager or at-barrier
   /// When not empty, the IR after each stage goes to files under this directory (the source,
   /// one file per pass in MLIR's IR file tree, the PTX and the metadata). Not part of what is
   /// compiled: the kernel cache leaves it out of its key.
