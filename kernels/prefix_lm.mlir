@@ -1,4 +1,4 @@
-// Prefix-LM attention: the first 100 keys (the prefix) are visible to every query, the rest
+// Prefix-LM attention: the first 100 keys (parameter `prefix`) are visible to every query, the rest
 // causally.
 !elt = bf16
 !qkv = memref<?x?x?x64x!elt, strided<[?, ?, ?, 1], offset: ?>>
@@ -13,7 +13,7 @@ func.func @prefix_lm(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
   %v = tile.load %V : !qkv -> !in
   %s = tile.dot %q, %k transpose_rhs : !in, !in -> !scores
   %t = tile.scale %s : !scores
-  %prefix = arith.constant 100 : index
+  %prefix = arith.constant {tile.param = "prefix"} 100 : index
   %u = tile.mask %t : !scores {
   ^bb0(%b: index, %h: index, %qi: index, %kv: index):
     %inPrefix = arith.cmpi ult, %kv, %prefix : index

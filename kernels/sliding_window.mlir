@@ -1,4 +1,5 @@
-// Sliding-window (local) attention: query i sees keys i - 100 .. i + 20. Blocks outside the band
+// Sliding-window (local) attention: query i sees keys i - 100 .. i + 20 (parameters
+// window_left, window_right). Blocks outside the band
 // leave the loop range; blocks inside it run without mask arithmetic.
 !elt = bf16
 !qkv = memref<?x?x?x64x!elt, strided<[?, ?, ?, 1], offset: ?>>
@@ -13,8 +14,8 @@ func.func @sliding_window(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
   %v = tile.load %V : !qkv -> !in
   %s = tile.dot %q, %k transpose_rhs : !in, !in -> !scores
   %t = tile.scale %s : !scores
-  %left = arith.constant 100 : index
-  %right = arith.constant 20 : index
+  %left = arith.constant {tile.param = "window_left"} 100 : index
+  %right = arith.constant {tile.param = "window_right"} 20 : index
   %u = tile.mask %t : !scores {
   ^bb0(%b: index, %h: index, %qi: index, %kv: index):
     %lo = arith.addi %kv, %left : index

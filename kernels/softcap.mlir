@@ -1,5 +1,5 @@
-// Logit soft-capping (Gemma 2, Grok): scores become cap * tanh(score / cap), cap = 30, applied to
-// the scaled scores.
+// Logit soft-capping (Gemma 2, Grok): scores become cap * tanh(score / cap), applied to the
+// scaled scores; cap = 30 (parameter `cap`).
 !elt = bf16
 !qkv = memref<?x?x?x64x!elt, strided<[?, ?, ?, 1], offset: ?>>
 !lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
@@ -13,9 +13,9 @@ func.func @softcap(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
   %v = tile.load %V : !qkv -> !in
   %s = tile.dot %q, %k transpose_rhs : !in, !in -> !scores
   %t = tile.scale %s : !scores
+  %cap = arith.constant {tile.param = "cap"} 30.0 : f32
   %u = tile.score_mod %t : !scores {
   ^bb0(%score: f32, %b: index, %h: index, %qi: index, %kv: index):
-    %cap = arith.constant 30.0 : f32
     %x = arith.divf %score, %cap : f32
     %th = math.tanh %x : f32
     %r = arith.mulf %th, %cap : f32

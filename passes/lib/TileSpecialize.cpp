@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/AttrTypeSubElements.h"
 
 namespace tilefuse {
@@ -20,6 +21,56 @@ namespace {
 
 struct TileSpecializePass : public tilefuse::impl::TileSpecializeBase<TileSpecializePass> {
   using TileSpecializeBase::TileSpecializeBase;
+
+  /// Gives each `arith.constant {tile.param = NAME}` the value that `params` sets for NAME.
+  LogicalResult setParams(ModuleOp module) {
+    llvm::StringMap<arith::ConstantOp> byName;
+    module.walk([&](arith::ConstantOp c) {
+      if (auto name = c->getAttrOfType<StringAttr>("tile.param"))
+        byName[name.getValue()] = c;
+    });
+    // Diagnostics point at the kernel, not at the module's unknown location.
+    Operation *anchor = module;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (!fn.isExternal()) {
+        anchor = fn;
+        break;
+      }
+    for (const std::string &setting : params) {
+      auto [name, value] = StringRef(setting).split('=');
+      name = name.trim();
+      value = value.trim();
+      auto it = byName.find(name);
+      if (it == byName.end()) {
+        std::string known;
+        for (auto &entry : byName)
+          known += (known.empty() ? "" : ", ") + entry.getKey().str();
+        return anchor->emitError("tile-specialize: the kernel has no parameter '")
+               << name << "' (it has: " << (known.empty() ? "none" : known) << ")";
+      }
+      arith::ConstantOp c = it->second;
+      Type t = c.getType();
+      TypedAttr attr;
+      if (t.isIntOrIndex()) {
+        int64_t v;
+        if (value.getAsInteger(10, v))
+          return c.emitError("tile-specialize: parameter '")
+                 << name << "' is an integer, not '" << value << "'";
+        attr = IntegerAttr::get(t, v);
+      } else if (auto ft = dyn_cast<FloatType>(t)) {
+        double v;
+        if (value.getAsDouble(v))
+          return c.emitError("tile-specialize: parameter '")
+                 << name << "' is a number, not '" << value << "'";
+        attr = FloatAttr::get(ft, v);
+      } else {
+        return c.emitError("tile-specialize: parameter '") << name << "' has type " << t
+                                                          << ", not an integer or float";
+      }
+      c.setValueAttr(attr);
+    }
+    return success();
+  }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -42,6 +93,8 @@ struct TileSpecializePass : public tilefuse::impl::TileSpecializeBase<TileSpecia
           << headDim.getValue();
       return signalPassFailure();
     }
+    if (failed(setParams(module)))
+      return signalPassFailure();
     // The written head dimension and storage type are Q's: the first argument of each kernel.
     for (auto fn : module.getOps<func::FuncOp>()) {
       if (fn.isExternal() || fn.getNumArguments() == 0)

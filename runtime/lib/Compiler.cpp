@@ -146,11 +146,12 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   if (!module)
     return fail("cannot parse " + bufferName + ":\n" + diagnostics);
 
-  if (options.headDim || !options.elementType.empty()) {
+  if (options.headDim || !options.elementType.empty() || !options.params.empty()) {
     PassManager spm(&ctx, ModuleOp::getOperationName());
     tilefuse::TileSpecializeOptions so;
     so.headDim = options.headDim;
     so.elementType = options.elementType;
+    so.params = llvm::to_vector(options.params);
     spm.addPass(tilefuse::createTileSpecialize(so));
     instrument(spm, "1-specialize");
     if (failed(spm.run(*module)))

@@ -75,7 +75,10 @@ std::string KernelCache::computeKey(llvm::StringRef source, const PtxCompileOpti
      << "compiler=" << compilerVersion() << "\n"
      << "chip=" << options.chip << "\n"
      << "features=" << options.features << "\n"
-     << "copy_issue=" << options.copyIssue << "\n"
+     << "copy_issue=" << options.copyIssue << "\n";
+  for (const std::string &param : options.params)
+    os << "param=" << param << "\n";
+  os
      << "block_m=" << options.blockM << "\n"
      << "block_n=" << options.blockN << "\n"
      << "head_dim=" << options.headDim << "\n"

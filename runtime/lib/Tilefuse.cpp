@@ -228,6 +228,7 @@ Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> 
   options.blockN = spec.blockN;
   options.headDim = spec.headDim;
   options.elementType = spec.dtype;
+  options.params = spec.params;
   if (!spec.ptxFeatures.empty())
     options.features = spec.ptxFeatures;
   if (!spec.arch.empty()) {

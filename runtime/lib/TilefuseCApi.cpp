@@ -7,6 +7,9 @@
 #include <cstddef>
 #include <cstring>
 
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
 using namespace tilefuse;
 
 static_assert(int(StatusCode::Ok) == TILEFUSE_OK);
@@ -86,6 +89,12 @@ int tilefuse_attention_get(const tilefuse_spec *spec, tilefuse_attention **out, 
     k.blockN = s.block_n;
   k.arch = str(s.arch);
   k.ptxFeatures = str(s.ptx_features);
+  if (spec->size >= offsetof(tilefuse_spec, params) + sizeof(const char *) && s.params) {
+    llvm::SmallVector<llvm::StringRef> parts;
+    llvm::StringRef(s.params).split(parts, ',', -1, /*KeepEmpty=*/false);
+    for (llvm::StringRef p : parts)
+      k.params.push_back(p.trim().str());
+  }
 
   std::shared_ptr<const Kernel> kernel;
   Status status = Runtime::global().getKernel(k, kernel);

@@ -85,7 +85,7 @@
 // MQA:           tile.block_load %{{.+}}[%{{.+}}, %[[HK]], %{{.+}}] {{.+}} : memref<?x1x?x64xbf16, {{.+}}> -> tensor<64x64xbf16>
 
 // PREFIX-LABEL: func.func @prefix_lm(
-// PREFIX:         %[[P:.+]] = arith.constant 100 : index
+// PREFIX:         %[[P:.+]] = arith.constant {tile.param = "prefix"} 100 : index
 // PREFIX:         tile.block_mask
 // PREFIX-NEXT:    ^bb0(%{{.+}}: index, %{{.+}}: index, %[[QI:[a-z0-9_]+]]: index, %[[KV:[a-z0-9_]+]]: index):
 // PREFIX-NEXT:      %[[IN:.+]] = arith.cmpi ult, %[[KV]], %[[P]] : index
@@ -93,8 +93,8 @@
 // PREFIX-NEXT:      arith.ori %[[IN]], %[[C]] : i1
 
 // WINDOW-LABEL: func.func @sliding_window(
-// WINDOW-DAG:     %[[L:.+]] = arith.constant 100 : index
-// WINDOW-DAG:     %[[R:.+]] = arith.constant 20 : index
+// WINDOW-DAG:     %[[L:.+]] = arith.constant {tile.param = "window_left"} 100 : index
+// WINDOW-DAG:     %[[R:.+]] = arith.constant {tile.param = "window_right"} 20 : index
 // WINDOW:         tile.block_mask
 // WINDOW-NEXT:    ^bb0(%{{.+}}: index, %{{.+}}: index, %[[QI:[a-z0-9_]+]]: index, %[[KV:[a-z0-9_]+]]: index):
 // WINDOW-NEXT:      arith.addi %[[KV]], %[[L]] : index

@@ -175,3 +175,67 @@ TEST(BlockPruning, SkipsEmptyBlocksInsideTheRange) {
 }
 
 } // namespace
+
+namespace {
+
+/// Variant parameters reach the compiled kernel: a narrower window than the one written, checked
+/// against the reference with that window, and pruned to the blocks it leaves.
+TEST(VariantParams, SlidingWindowTakesItsWindowFromTheSpecialization) {
+  const kernels::KernelSource *src = kernels::find("sliding_window");
+  ASSERT_NE(src, nullptr);
+  CpuCompileOptions opts;
+  opts.blockM = opts.blockN = 32;
+  opts.instrument = true;
+  opts.params = {"window_left=37", "window_right=5"};
+  auto kernel = CpuKernel::compile(kernels::withElementType(src->text, "f32"), src->fileName,
+                                   opts);
+  ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
+  reference::Variant v;
+  v.mask = [](int64_t, int64_t, int64_t q, int64_t kv) { return kv + 37 >= q && kv <= q + 5; };
+  reference::Problem p;
+  p.B = 1;
+  p.H = p.Hkv = 2;
+  p.M = 301;
+  p.N = 277;
+  std::vector<float> q(p.B * p.H * p.M * 64), k(p.B * p.Hkv * p.N * 64), vv(k.size());
+  std::vector<float> o(q.size(), NAN), lse(p.B * p.H * p.M, NAN);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  for (auto *buf : {&q, &k, &vv})
+    for (float &x : *buf)
+      x = normal(rng);
+  BlockCounts counts;
+  llvm::Error e = (*kernel)->run(HostView::contiguous(q.data(), {1, 2, p.M, 64}),
+                                 HostView::contiguous(k.data(), {1, 2, p.N, 64}),
+                                 HostView::contiguous(vv.data(), {1, 2, p.N, 64}),
+                                 HostView::contiguous(o.data(), {1, 2, p.M, 64}),
+                                 HostView::contiguous(lse.data(), {1, 2, p.M, 0}, 3), &counts);
+  ASSERT_FALSE(static_cast<bool>(e)) << llvm::toString(std::move(e));
+  std::vector<double> refO, refL;
+  reference::attention(p, v, std::vector<double>(q.begin(), q.end()),
+                       std::vector<double>(k.begin(), k.end()),
+                       std::vector<double>(vv.begin(), vv.end()), refO, refL);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < o.size(); ++i) {
+    ASSERT_FALSE(std::isnan(o[i])) << "element " << i << " not written";
+    num += (o[i] - refO[i]) * (o[i] - refO[i]);
+    den += refO[i] * refO[i];
+  }
+  EXPECT_LE(std::sqrt(num / den), 5e-6);
+  Expected want = bruteForce(v, p.M, p.N, 32, 32, p.B * p.H);
+  EXPECT_EQ(counts.visited(), want.full + want.partial);
+  EXPECT_EQ(counts.partial, want.partial);
+}
+
+TEST(VariantParams, UnknownParameterIsAnError) {
+  CpuCompileOptions opts;
+  opts.params = {"window=3"};
+  auto kernel = CpuKernel::compile(kernels::find("sliding_window")->text,
+                                   "kernels/sliding_window.mlir", opts);
+  ASSERT_FALSE(static_cast<bool>(kernel));
+  std::string err = llvm::toString(kernel.takeError());
+  EXPECT_NE(err.find("kernels/sliding_window.mlir:"), std::string::npos) << err;
+  EXPECT_NE(err.find("no parameter 'window'"), std::string::npos) << err;
+}
+
+} // namespace

@@ -93,6 +93,11 @@ static cl::opt<int64_t> cBlockM("block-m",
                                 cl::init(64), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<int64_t> cBlockN("block-n", cl::desc("Bc: keys per block, a multiple of 16"),
                                 cl::init(64), cl::sub(compileCmd), cl::cat(compileCategory));
+static cl::list<std::string> cParams(
+    "param",
+    cl::desc("Variant parameter NAME=VALUE: the kernel constant marked {tile.param = NAME} "
+             "(repeatable; e.g. --param window_left=256)"),
+    cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<std::string> cCopyIssue(
     "copy-issue",
     cl::desc("When key/value copies into a buffer with pending readers start: eager (barrier, "
@@ -368,6 +373,7 @@ static int compileMain() {
   opts.blockM = cBlockM;
   opts.blockN = cBlockN;
   opts.copyIssue = cCopyIssue;
+  opts.params.assign(cParams.begin(), cParams.end());
   opts.chip = cArch;
   opts.features = cPtxVersion;
   if (!applyConfig(cConfig, opts))

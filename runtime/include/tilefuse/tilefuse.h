@@ -49,6 +49,8 @@ typedef struct tilefuse_spec {
   int64_t block_n;          /* keys per block, a multiple of 16; 0: 64 */
   const char *arch;         /* "sm_90a" or "sm_80"; NULL: the current GPU's (sm_90a without) */
   const char *ptx_features; /* NVPTX features (PTX version); NULL: "+ptx80" */
+  const char *params;       /* variant parameters, "NAME=VALUE,NAME=VALUE"; NULL: as written
+                               (added in 0.1: callers built before read as NULL by `size`) */
 } tilefuse_spec;
 
 /* A compiled kernel (a reference to one held by the process-wide runtime). */

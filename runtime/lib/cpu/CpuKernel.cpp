@@ -111,6 +111,15 @@ CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   if (!module)
     return makeError("cannot parse " + bufferName + ":\n" + diagnostics);
 
+  if (!options.params.empty()) {
+    PassManager spm(&ctx, ModuleOp::getOperationName());
+    TileSpecializeOptions so;
+    so.params = llvm::to_vector(options.params);
+    spm.addPass(createTileSpecialize(so));
+    if (failed(spm.run(*module)))
+      return makeError("specializing " + bufferName + " failed:\n" + diagnostics);
+  }
+
   // The kernel is the module's one function with a body.
   func::FuncOp kernel;
   for (auto fn : module->getOps<func::FuncOp>()) {

@@ -15,12 +15,16 @@ def TileSpecialize : Pass<"tile-specialize", "mlir::ModuleOp"> {
     (bf16 / f16 / f32) becomes `element-type`, and the static last dimension of every rank-4 view
     and tensor that equals the kernel's head dimension (Q's last dimension) becomes `head-dim`.
     Kernels keep their sequence lengths dynamic, so the head dimension is the only static last
-    dimension they have. Unset options keep what the kernel says.
+    dimension they have. Variant parameters are the constants a kernel marks with a `tile.param`
+    name (a window size, a soft cap); `params` sets them. Unset options keep what the kernel says.
   }];
   let options = [
     Option<"headDim", "head-dim", "int64_t", "0", "New head dimension (0: keep)">,
     Option<"elementType", "element-type", "std::string", "\"\"",
-           "New storage type: bf16, f16 or f32 (empty: keep)">
+           "New storage type: bf16, f16 or f32 (empty: keep)">,
+    ListOption<"params", "params", "std::string",
+               "Variant parameters, NAME=VALUE: the arith.constant marked {tile.param = NAME} "
+               "takes VALUE (an integer or a float, as its type)">
   ];
 }
 

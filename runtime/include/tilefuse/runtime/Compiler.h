@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tilefuse::runtime {
 
@@ -20,6 +21,8 @@ struct PtxCompileOptions {
   int64_t blockN = 64; ///< Bc
   int64_t headDim = 0;     ///< specialize to this head dimension (0: as written)
   std::string elementType; ///< specialize to bf16 / f16 (empty: as written)
+  /// Variant parameters, "NAME=VALUE" (the kernel's `tile.param` constants).
+  std::vector<std::string> params;
   std::string chip = "sm_90a";
   std::string features = "+ptx80";
   std::string copyIssue = "eager"; ///< tile-to-nvvm's copy-issue: eager or at-barrier

@@ -14,6 +14,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tilefuse::runtime {
 
@@ -22,6 +23,8 @@ struct CpuCompileOptions {
   int64_t blockN = 64; ///< Bc
   /// Count visited blocks (full / partial) through tile.block_event.
   bool instrument = false;
+  /// Variant parameters, "NAME=VALUE" (see tile-specialize).
+  std::vector<std::string> params;
 };
 
 /// Key/value blocks that ran, by class (only with CpuCompileOptions::instrument).

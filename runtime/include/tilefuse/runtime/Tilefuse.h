@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tilefuse {
 
@@ -70,6 +71,9 @@ struct KernelSpec {
   std::string dtype;
   /// Head dimension D; 0: as the kernel is written.
   int64_t headDim = 0;
+  /// Variant parameters, "NAME=VALUE" each: the constants the kernel marks with a tile.param
+  /// name (sliding_window: window_left, window_right; prefix_lm: prefix; softcap: cap).
+  std::vector<std::string> params;
   /// Rows of Q per program (a multiple of 16 up to 256: 16 per warp) and keys per block.
   int64_t blockM = 64, blockN = 64;
   /// Target chip: "sm_90a" or "sm_80"; empty: the current GPU's (sm_90a when there is none).
