@@ -47,8 +47,10 @@ CacheConfig CacheConfig::fromEnvironment() {
   CacheConfig config;
   config.directory = defaultDirectory();
   config.dumpIRDirectory = envValue("TILEFUSE_DUMP_IR");
-  config.alwaysCompile =
-      isTrue(envValue("TILEFUSE_ALWAYS_COMPILE")) || !config.dumpIRDirectory.empty();
+  config.dumpIRKernel = envValue("TILEFUSE_DUMP_IR_KERNEL");
+  // Dumping implies compiling; with a kernel filter only that kernel bypasses the cache.
+  config.alwaysCompile = isTrue(envValue("TILEFUSE_ALWAYS_COMPILE")) ||
+                         (!config.dumpIRDirectory.empty() && config.dumpIRKernel.empty());
   return config;
 }
 
@@ -250,7 +252,10 @@ llvm::Expected<CacheResult> KernelCache::getOrCompile(llvm::StringRef source,
     result.source = CacheSource::Memory;
     return result;
   }
-  if (!cfg.alwaysCompile)
+  bool dumpThis = !cfg.dumpIRDirectory.empty() &&
+                  (cfg.dumpIRKernel.empty() || cfg.dumpIRKernel == bufferName ||
+                   cfg.dumpIRKernel == llvm::sys::path::stem(bufferName));
+  if (!cfg.alwaysCompile && !dumpThis)
     if (auto kernel = readEntry(result.key)) {
       std::lock_guard<std::mutex> lock(mutex);
       ++statistics.diskHits;
@@ -261,7 +266,7 @@ llvm::Expected<CacheResult> KernelCache::getOrCompile(llvm::StringRef source,
     }
 
   PtxCompileOptions compileOptions = options;
-  if (!cfg.dumpIRDirectory.empty())
+  if (dumpThis)
     compileOptions.dumpIRDirectory = dumpDirectory(cfg.dumpIRDirectory, bufferName, result.key);
   auto compiled = compileToPTX(source, bufferName, compileOptions);
   if (!compiled)

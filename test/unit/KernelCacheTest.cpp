@@ -139,6 +139,12 @@ TEST(KernelCache, KeyChangesWithEveryOption) {
   o = base;
   o.features = "+ptx86";
   add("features", o, text);
+  o = base;
+  o.copyIssue = "at-barrier";
+  add("copy_issue", o, text);
+  o = base;
+  o.params = {"window_left=7"};
+  add("params", o, text);
   add("source", base, text + " ");
   std::set<std::string> distinct;
   for (auto &[what, key] : keys) {
@@ -290,6 +296,25 @@ TEST(KernelCache, ConfigFromEnvironment) {
 
   for (size_t i = 0; i < std::size(names); ++i)
     restore(names[i], had[i] ? saved[i].c_str() : nullptr);
+}
+
+TEST(KernelCache, DumpKernelFilterDumpsOnlyThatKernel) {
+  TempDir dir, dump;
+  CacheConfig config = configFor(dir);
+  config.dumpIRDirectory = dump.str();
+  config.dumpIRKernel = "attention"; // not causal
+  KernelCache cache(config);
+  CacheResult r = getOrCompile(cache, PtxCompileOptions());
+  ASSERT_TRUE(r.kernel);
+  EXPECT_TRUE(listDir(dump.str()).empty()) << "causal was dumped, but the filter names attention";
+  TempDir dump2;
+  config.dumpIRDirectory = dump2.str();
+  config.dumpIRKernel = "causal";
+  KernelCache cache2(config);
+  CacheResult r2 = getOrCompile(cache2, PtxCompileOptions());
+  ASSERT_TRUE(r2.kernel);
+  EXPECT_EQ(r2.source, CacheSource::Compiled) << "the kernel to dump is compiled, not read";
+  EXPECT_FALSE(listDir(dump2.str()).empty());
 }
 
 TEST(KernelCache, DumpsTheIRAfterEachStage) {

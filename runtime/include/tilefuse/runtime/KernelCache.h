@@ -56,6 +56,9 @@ struct CacheConfig {
   bool alwaysCompile = false;
   /// See PtxCompileOptions::dumpIRDirectory; a subdirectory per kernel.
   std::string dumpIRDirectory;
+  /// When not empty, only kernels whose file (or file stem: `causal` for kernels/causal.mlir)
+  /// is this are dumped and compiled afresh (TILEFUSE_DUMP_IR_KERNEL).
+  std::string dumpIRKernel;
 
   /// From TILEFUSE_CACHE_DIR / XDG_CACHE_HOME / HOME, TILEFUSE_ALWAYS_COMPILE and TILEFUSE_DUMP_IR.
   static CacheConfig fromEnvironment();
