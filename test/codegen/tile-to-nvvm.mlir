@@ -1,0 +1,59 @@
+// RUN: tilefuse-opt %kernels/causal.mlir --tile-front-end="block-m=32 block-n=64" \
+// RUN:   --tile-pipeline --tile-to-nvvm | FileCheck %s
+// RUN: tilefuse-opt %kernels/attention.mlir --tile-specialize="element-type=f16" \
+// RUN:   --tile-front-end --tile-to-nvvm="chip=sm_80 features=+ptx80" | FileCheck %s --check-prefix=F16
+// RUN: tilefuse-opt %kernels/attention.mlir --tile-front-end --tile-pipeline \
+// RUN:   --tile-to-nvvm="copy-issue=at-barrier" | FileCheck %s --check-prefix=ATBARRIER
+// RUN: not tilefuse-opt %kernels/attention.mlir --tile-front-end="block-m=24" --tile-to-nvvm \
+// RUN:   2>&1 | FileCheck %s --check-prefix=BR
+// RUN: tilefuse-opt %kernels/softcap.mlir --tile-to-ptx | FileCheck %s --check-prefix=PTX
+
+// tile-to-nvvm: one gpu.func per kernel in a gpu.module carrying the NVVM target, with the
+// launch ABI (5 pointers, then B H Hkv M N and 14 strides as i64), a CTA of 32 x Br/16 threads,
+// m16n8k16 MMAs, ldmatrix (.trans for V) from shared tiles filled by cp.async, quad shuffles for
+// the row reductions, and ex2/lg2.approx instead of math ops.
+
+// CHECK:       gpu.module @tilefuse_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">]
+// CHECK-DAG:     llvm.mlir.global internal @tilefuse_smem_k0() {addr_space = 3 : i32, alignment = 128 : i64} : !llvm.array<8192 x i8>
+// CHECK-DAG:     llvm.mlir.global internal @tilefuse_smem_k1() {addr_space = 3 : i32
+// CHECK-DAG:     llvm.mlir.global internal @tilefuse_smem_v() {addr_space = 3 : i32
+// CHECK:         gpu.func @causal(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: i64,
+// CHECK-SAME:      kernel attributes {known_block_size = array<i32: 64, 1, 1>, nvvm.maxntid = array<i32: 64, 1, 1>, nvvm.minctasm = 1 : i32}
+// CHECK-NOT:     math.
+// CHECK-NOT:     tile.
+// CHECK:           gpu.block_id  z
+// CHECK:           nvvm.cp.async.shared.global {{.*}}, 16, cache = cg
+// CHECK:           nvvm.cp.async.commit.group
+// CHECK:           scf.for
+// CHECK:             nvvm.cp.async.wait.group 2
+// CHECK-NEXT:        gpu.barrier
+// CHECK:             nvvm.ldmatrix {{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
+// CHECK:             nvvm.mma.sync A[{{.*}}]{{ +}}B[{{.*}}]{{ +}}C[{{.*}}]{{ +}}{layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK:             gpu.shuffle  xor
+// CHECK:             llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK:             nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>
+// CHECK-NOT:     math.
+
+// f16 operands travel as vector<2xf16>; the target follows the option.
+// F16:         gpu.module @tilefuse_kernels [#nvvm.target<O = 3, chip = "sm_80", features = "+ptx80">]
+// F16:           nvvm.mma.sync A[{{.*}}]{{ +}}B[{{.*}}]{{ +}}C[{{.*}}]{{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32)
+
+// copy-issue=at-barrier: the copies requested while their buffers had readers start right after
+// the barrier that follows the wait for the key block, before that block is read.
+// ATBARRIER-LABEL: gpu.func @attention(
+// ATBARRIER:         scf.for
+// ATBARRIER:         nvvm.cp.async.wait.group 0
+// ATBARRIER-NEXT:    gpu.barrier
+// ATBARRIER-NOT:     nvvm.ldmatrix
+// ATBARRIER:         nvvm.cp.async.shared.global
+// ATBARRIER:         nvvm.ldmatrix
+
+// BR: error: tile-to-nvvm: Br must be a multiple of 16 up to 256 (got 24)
+
+// tile-to-ptx ends in a gpu.binary holding PTX for sm_90a, free of libdevice calls.
+// PTX:       gpu.binary @tilefuse_kernels
+// PTX-SAME:    .target sm_90a
+// PTX-SAME:    .visible .entry softcap(
+// PTX-SAME:    mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX-SAME:    ex2.approx.ftz.f32
+// PTX-NOT:   __nv_
