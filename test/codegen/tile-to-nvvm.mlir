@@ -7,6 +7,7 @@
 // RUN: not tilefuse-opt %kernels/attention.mlir --tile-front-end="block-m=24" --tile-to-nvvm \
 // RUN:   2>&1 | FileCheck %s --check-prefix=BR
 // RUN: tilefuse-opt %kernels/softcap.mlir --tile-to-ptx | FileCheck %s --check-prefix=PTX
+// RUN: tilefuse-opt %kernels/causal.mlir --tile-to-ptx="arch=sm_80" | FileCheck %s --check-prefix=PTX80
 
 // tile-to-nvvm: one gpu.func per kernel in a gpu.module carrying the NVVM target, with the
 // launch ABI (5 pointers, then B H Hkv M N and 14 strides as i64), a CTA of 32 x Br/16 threads,
@@ -57,3 +58,5 @@
 // PTX-SAME:    mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX-SAME:    ex2.approx.ftz.f32
 // PTX-NOT:   __nv_
+
+// PTX80:     .target sm_80

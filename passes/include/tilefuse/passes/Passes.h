@@ -38,7 +38,7 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
                          llvm::cl::init(64)};
   Option<int64_t> blockN{*this, "block-n", llvm::cl::desc("Bc: key/value columns per block"),
                          llvm::cl::init(64)};
-  Option<std::string> chip{*this, "chip", llvm::cl::desc("sm_80, sm_90a, ..."),
+  Option<std::string> chip{*this, "arch", llvm::cl::desc("Target chip: sm_80, sm_90a, ..."),
                            llvm::cl::init("sm_90a")};
   Option<std::string> features{*this, "features",
                                llvm::cl::desc("NVPTX features, e.g. +ptx80 (the PTX version)"),
