@@ -1,23 +1,20 @@
 //===- Compiler.cpp - DSL text to PTX, in process -------------------------===//
 #include "tilefuse/runtime/Compiler.h"
 
+#include "DiagnosedSource.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
-#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/Timing.h"
-#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "tilefuse/dialect/TileOps.h"
 #include "tilefuse/passes/Passes.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 // From the generated BuildId.cpp (runtime/cmake/BuildId.cmake).
@@ -102,10 +99,7 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   if (options.blockN <= 0 || options.blockN % 16)
     return fail("block-n must be a positive multiple of 16, got " + llvm::Twine(options.blockN));
   DialectRegistry registry;
-  registerAllDialects(registry);
-  registerAllExtensions(registry);
-  registerAllToLLVMIRTranslations(registry);
-  registry.insert<tile::TileDialect>();
+  registerCompilerDialects(registry);
   // One kernel function per module: the context's thread pool would only cost its startup.
   MLIRContext ctx(registry, MLIRContext::Threading::DISABLED);
   ctx.loadDialect<tile::TileDialect, func::FuncDialect>();
@@ -132,14 +126,10 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
     pm.enableTiming(rootTimer);
   };
 
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, bufferName),
-                               llvm::SMLoc());
-  std::string diagnostics;
-  llvm::raw_string_ostream diagOS(diagnostics);
-  SourceMgrDiagnosticHandler handler(sourceMgr, &ctx, diagOS);
+  DiagnosedSource diagnosed(ctx, source, bufferName);
+  const std::string &diagnostics = diagnosed.diagnostics();
   TimingScope parseTimer = rootTimer.nest("Parser");
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  OwningOpRef<ModuleOp> module = diagnosed.parse();
   parseTimer.stop();
   if (!dumpDir.empty())
     dumpFile(dumpDir, "0-source.mlir", source);

@@ -1,22 +1,18 @@
 //===- CpuKernel.cpp - attention kernels on the CPU reference backend -----===//
 #include "tilefuse/runtime/CpuKernel.h"
 
+#include "../DiagnosedSource.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
-#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "tilefuse/codegen/Passes.h"
 #include "tilefuse/dialect/TileOps.h"
 #include "tilefuse/passes/Passes.h"
-#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 
 #include <mutex>
@@ -91,23 +87,14 @@ CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   });
   auto impl = std::make_unique<Impl>();
   DialectRegistry registry;
-  registerAllDialects(registry);
-  registerAllExtensions(registry);
-  registry.insert<tile::TileDialect>();
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
+  registerCompilerDialects(registry);
   impl->context = std::make_unique<MLIRContext>(registry);
   MLIRContext &ctx = *impl->context;
   ctx.loadDialect<tile::TileDialect, func::FuncDialect>();
 
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, bufferName),
-                               llvm::SMLoc());
-  std::string diagnostics;
-  llvm::raw_string_ostream diagOS(diagnostics);
-  SourceMgrDiagnosticHandler handler(sourceMgr, &ctx, diagOS);
-
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  DiagnosedSource diagnosed(ctx, source, bufferName);
+  const std::string &diagnostics = diagnosed.diagnostics();
+  OwningOpRef<ModuleOp> module = diagnosed.parse();
   if (!module)
     return makeError("cannot parse " + bufferName + ":\n" + diagnostics);
 
