@@ -46,6 +46,7 @@ void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOption
   nvvm.chip = options.chip;
   nvvm.features = options.features;
   nvvm.copyIssue = options.copyIssue;
+  nvvm.rowsPerWarp = options.rowsPerWarp;
   pm.addPass(createTileToNVVM(nvvm));
   buildNVVMToPTXPipeline(pm);
 }

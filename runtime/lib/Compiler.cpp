@@ -169,7 +169,7 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   k.headDim = qTy.getDimSize(3);
   k.blockM = options.blockM;
   k.blockN = options.blockN;
-  k.threads = 32 * (options.blockM / 16);
+  k.threads = 32 * (options.blockM / options.rowsPerWarp); // one warp per rows-per-warp rows
 
   PassManager pm(&ctx, ModuleOp::getOperationName());
   tilefuse::GpuPipelineOptions gpo;
@@ -178,6 +178,7 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   gpo.chip = options.chip;
   gpo.features = options.features;
   gpo.copyIssue = options.copyIssue;
+  gpo.rowsPerWarp = options.rowsPerWarp;
   tilefuse::buildTileToPTXPipeline(pm, gpo);
   instrument(pm, "2-tile-to-ptx");
   if (failed(pm.run(*module)))

@@ -77,7 +77,8 @@ std::string KernelCache::computeKey(llvm::StringRef source, const PtxCompileOpti
      << "compiler=" << compilerVersion() << "\n"
      << "chip=" << options.chip << "\n"
      << "features=" << options.features << "\n"
-     << "copy_issue=" << options.copyIssue << "\n";
+     << "copy_issue=" << options.copyIssue << "\n"
+     << "rows_per_warp=" << options.rowsPerWarp << "\n";
   for (const std::string &param : options.params)
     os << "param=" << param << "\n";
   os

@@ -98,6 +98,11 @@ static cl::list<std::string> cParams(
     cl::desc("Variant parameter NAME=VALUE: the kernel constant marked {tile.param = NAME} "
              "(repeatable; e.g. --param window_left=256)"),
     cl::sub(compileCmd), cl::cat(compileCategory));
+static cl::opt<int64_t> cRowsPerWarp(
+    "rows-per-warp",
+    cl::desc("Rows of Q each warp owns: 16, or 32 (two m16 tiles reuse each K/V fragment; "
+             "block-m must then be a multiple of 32)"),
+    cl::init(16), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<std::string> cCopyIssue(
     "copy-issue",
     cl::desc("When key/value copies into a buffer with pending readers start: eager (barrier, "
@@ -373,6 +378,7 @@ static int compileMain() {
   opts.blockM = cBlockM;
   opts.blockN = cBlockN;
   opts.copyIssue = cCopyIssue;
+  opts.rowsPerWarp = cRowsPerWarp;
   opts.params.assign(cParams.begin(), cParams.end());
   opts.chip = cArch;
   opts.features = cPtxVersion;

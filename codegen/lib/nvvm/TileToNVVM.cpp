@@ -53,10 +53,10 @@ struct ViewInfo {
 
 class KernelEmitter {
 public:
-  KernelEmitter(OpBuilder &b, Location loc, int64_t br, ModuleOp module, gpu::GPUModuleOp gm,
-                bool copiesAtBarrier)
-      : b(b), loc(loc), br(br), warps(br / 16), threads(32 * (br / 16)), gpuModule(gm),
-        copiesAtBarrier(copiesAtBarrier) {}
+  KernelEmitter(OpBuilder &b, Location loc, int64_t br, int64_t mTiles, ModuleOp module,
+                gpu::GPUModuleOp gm, bool copiesAtBarrier)
+      : b(b), loc(loc), br(br), mTiles(mTiles), warps(br / (16 * mTiles)),
+        threads(32 * (br / (16 * mTiles))), gpuModule(gm), copiesAtBarrier(copiesAtBarrier) {}
 
   LogicalResult emit(func::FuncOp fn) {
     MLIRContext *ctx = b.getContext();
@@ -105,7 +105,8 @@ public:
     laneG = arith::DivUIOp::create(b, loc, lane, idx(4));
     laneC = arith::RemUIOp::create(b, loc, lane, idx(4));
     tidx = tid;
-    rowBase = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, warp, idx(16)), laneG);
+    rowBase = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, warp, idx(16 * mTiles)), laneG);
     // ldmatrix: lane l addresses row l % 8 of matrix l / 8.
     ldMat = arith::DivUIOp::create(b, loc, lane, idx(8));
     ldRow = arith::RemUIOp::create(b, loc, lane, idx(8));
@@ -143,8 +144,8 @@ private:
     if (isTileType(tt)) // a block in shared memory is carried as its buffer's address
       return LLVM::LLVMPointerType::get(b.getContext(), 3);
     if (tt.getRank() == 2)
-      return VectorType::get({tt.getDimSize(1) / 8 * 4}, tt.getElementType());
-    return VectorType::get({2}, tt.getElementType());
+      return VectorType::get({mTiles * (tt.getDimSize(1) / 8) * 4}, tt.getElementType());
+    return VectorType::get({2 * mTiles}, tt.getElementType());
   }
 
   /// bf16/f16 matrices only ever live in shared memory (or as fragments, never carried).
@@ -155,10 +156,18 @@ private:
   static int64_t rowBytesOf(Type t) { return cast<RankedTensorType>(t).getDimSize(1) * 2; }
   SmallVector<StringRef> allBuffers() { return {"tilefuse_smem_k0", "tilefuse_smem_k1", "tilefuse_smem_v"}; }
 
-  /// Row of accumulator element e (within the block) and its column.
-  Value accRow(int64_t e) { return add(rowBase, idx(e % 4 >= 2 ? 8 : 0)); }
-  Value accCol(int64_t e) {
-    return add(mul(laneC, idx(2)), idx(8 * (e / 4) + e % 2));
+  /// Accumulator element e of a block with `cols` columns: m-tile t = e / (cols/8*4), then n-tile
+  /// j and register r. Its row within the block, its column, and its row-vector slot.
+  Value accRow(int64_t e, int64_t cols) {
+    int64_t t = e / (cols / 8 * 4), r = e % 4;
+    return add(rowBase, idx(16 * t + (r >= 2 ? 8 : 0)));
+  }
+  Value accCol(int64_t e, int64_t cols) {
+    int64_t j = e % (cols / 8 * 4) / 4;
+    return add(mul(laneC, idx(2)), idx(8 * j + e % 2));
+  }
+  static int64_t rowSlot(int64_t e, int64_t cols) {
+    return 2 * (e / (cols / 8 * 4)) + (e % 4 >= 2 ? 1 : 0);
   }
 
   /// Address of view element (indices...) in global memory.
@@ -372,9 +381,10 @@ private:
       return lowerReduce(o);
     if (auto o = dyn_cast<BroadcastOp>(op)) {
       int64_t n = cast<VectorType>(convertType(o.getType())).getNumElements();
+      int64_t cols = o.getType().getDimSize(1);
       SmallVector<int64_t> mask;
       for (int64_t e = 0; e < n; ++e)
-        mask.push_back(e % 4 >= 2 ? 1 : 0);
+        mask.push_back(rowSlot(e, cols));
       Value row = map.lookup(o.getInput());
       map.map(o.getResult(), vector::ShuffleOp::create(b, loc, row, row, mask));
       return success();
@@ -470,25 +480,28 @@ private:
     if (*role == Role::Fragments) {
       if (rows != br || d % 16)
         return o.emitOpError("tile-to-nvvm: the Q block must be Br x (multiple of 16)");
-      // A fragment regs of k-tile kt: (g, 16kt+2c), (g+8, 16kt+2c), (g, 16kt+8+2c), (g+8, ...).
+      // A fragment regs of m-tile t, k-tile kt: (g, 16kt+2c), (g+8, 16kt+2c), (g, 16kt+8+2c),
+      // (g+8, 16kt+8+2c), rows counted from the m-tile's first row.
       SmallVector<Value> regs;
       Value zero = i32(0);
-      Value rowsOk[2], rowsAt[2];
-      for (int h = 0; h < 2; ++h) {
-        Value r = add(row0, add(rowBase, idx(8 * h)));
-        rowsOk[h] = ult(r, bound);
-        rowsAt[h] = minU(r, lastRow); // a valid row to read; the value is discarded if not ok
-      }
       Value c2 = mul(laneC, idx(2));
-      for (int64_t kt = 0; kt < d / 16; ++kt)
-        for (int reg = 0; reg < 4; ++reg) {
-          int h = reg % 2;
-          SmallVector<Value> at(lead);
-          at.push_back(rowsAt[h]);
-          at.push_back(add(c2, idx(16 * kt + 8 * (reg / 2))));
-          Value v = LLVM::LoadOp::create(b, loc, b.getI32Type(), globalAddress(view, at), 4);
-          regs.push_back(arith::SelectOp::create(b, loc, rowsOk[h], v, zero));
+      for (int64_t t = 0; t < mTiles; ++t) {
+        Value rowsOk[2], rowsAt[2];
+        for (int h = 0; h < 2; ++h) {
+          Value r = add(row0, add(rowBase, idx(16 * t + 8 * h)));
+          rowsOk[h] = ult(r, bound);
+          rowsAt[h] = minU(r, lastRow); // a valid row to read; the value is discarded if not ok
         }
+        for (int64_t kt = 0; kt < d / 16; ++kt)
+          for (int reg = 0; reg < 4; ++reg) {
+            int h = reg % 2;
+            SmallVector<Value> at(lead);
+            at.push_back(rowsAt[h]);
+            at.push_back(add(c2, idx(16 * kt + 8 * (reg / 2))));
+            Value v = LLVM::LoadOp::create(b, loc, b.getI32Type(), globalAddress(view, at), 4);
+            regs.push_back(arith::SelectOp::create(b, loc, rowsOk[h], v, zero));
+          }
+      }
       map.map(o.getResult(), fromElements(b.getI32Type(), regs));
       return success();
     }
@@ -672,29 +685,33 @@ private:
     Type elt = o.getRhs().getType().getElementType();
     waitForTile(o.getRhs());
 
-    // A fragments per k-tile: loaded Q, or the f32 lhs (P) packed to the rhs element type.
-    SmallVector<SmallVector<Value, 4>> aFrag(k / 16);
+    // A fragments per m-tile and k-tile: loaded Q, or the f32 lhs (P, whose columns are the
+    // contraction) packed to the rhs element type.
+    int64_t kTiles = k / 16;
+    SmallVector<SmallVector<Value, 4>> aFrag(mTiles * kTiles);
     Value lhs = map.lookup(o.getLhs());
     if (o.getLhs().getType().getElementType().isF32()) {
-      for (int64_t kt = 0; kt < k / 16; ++kt) {
-        int64_t j0 = 2 * kt, j1 = 2 * kt + 1;
-        aFrag[kt] = {pack(extract(lhs, 4 * j0), extract(lhs, 4 * j0 + 1), elt),
-                     pack(extract(lhs, 4 * j0 + 2), extract(lhs, 4 * j0 + 3), elt),
-                     pack(extract(lhs, 4 * j1), extract(lhs, 4 * j1 + 1), elt),
-                     pack(extract(lhs, 4 * j1 + 2), extract(lhs, 4 * j1 + 3), elt)};
-      }
+      int64_t perTile = k / 8 * 4; // P's elements per m-tile
+      for (int64_t t = 0; t < mTiles; ++t)
+        for (int64_t kt = 0; kt < kTiles; ++kt) {
+          int64_t e0 = t * perTile + 4 * (2 * kt), e1 = t * perTile + 4 * (2 * kt + 1);
+          aFrag[t * kTiles + kt] = {pack(extract(lhs, e0), extract(lhs, e0 + 1), elt),
+                                    pack(extract(lhs, e0 + 2), extract(lhs, e0 + 3), elt),
+                                    pack(extract(lhs, e1), extract(lhs, e1 + 1), elt),
+                                    pack(extract(lhs, e1 + 2), extract(lhs, e1 + 3), elt)};
+        }
     } else {
-      for (int64_t kt = 0; kt < k / 16; ++kt)
+      for (int64_t f = 0; f < mTiles * kTiles; ++f)
         for (int r = 0; r < 4; ++r)
-          aFrag[kt].push_back(extract(lhs, 4 * kt + r));
+          aFrag[f].push_back(extract(lhs, 4 * f + r));
     }
 
     int64_t nTiles = cols / 8;
-    SmallVector<SmallVector<Value, 4>> acc(nTiles);
+    SmallVector<SmallVector<Value, 4>> acc(mTiles * nTiles); // [t * nTiles + j]
     Value accIn = o.getAcc() ? map.lookup(o.getAcc()) : Value();
-    for (int64_t j = 0; j < nTiles; ++j)
+    for (int64_t f = 0; f < mTiles * nTiles; ++f)
       for (int e = 0; e < 4; ++e)
-        acc[j].push_back(accIn ? extract(accIn, 4 * j + e) : f32(0.0));
+        acc[f].push_back(accIn ? extract(accIn, 4 * f + e) : f32(0.0));
 
     Value matHi = arith::DivUIOp::create(b, loc, ldMat, idx(2)); // l/8/2
     Value matLo = arith::RemUIOp::create(b, loc, ldMat, idx(2)); // (l/8)%2
@@ -712,8 +729,13 @@ private:
           Value chunk = add(idx(2 * jp), matHi);
           m = ldmatrix4(base, rowBytes, row, chunk, /*trans=*/true);
         }
-        acc[2 * jp] = mma(aFrag[kt], {m[0], m[1]}, acc[2 * jp], elt);
-        acc[2 * jp + 1] = mma(aFrag[kt], {m[2], m[3]}, acc[2 * jp + 1], elt);
+        // Each B fragment serves every m-tile of the warp.
+        for (int64_t t = 0; t < mTiles; ++t) {
+          auto &a = aFrag[t * kTiles + kt];
+          acc[t * nTiles + 2 * jp] = mma(a, {m[0], m[1]}, acc[t * nTiles + 2 * jp], elt);
+          acc[t * nTiles + 2 * jp + 1] =
+              mma(a, {m[2], m[3]}, acc[t * nTiles + 2 * jp + 1], elt);
+        }
       }
     // The tile's buffer (either key buffer, when carried) has readers until the next barrier.
     for (StringRef n : o.getTransposeRhs()
@@ -736,12 +758,13 @@ private:
       return isMax ? arith::MaximumFOp::create(b, loc, x, y).getResult()
                    : arith::AddFOp::create(b, loc, x, y).getResult();
     };
+    int64_t cols = o.getInput().getType().getDimSize(1);
     SmallVector<Value> rows;
-    for (int h = 0; h < 2; ++h) {
-      Value r = extract(in, 2 * h);
+    for (int64_t slot = 0; slot < 2 * mTiles; ++slot) {
+      Value r;
       for (int64_t e = 0; e < n; ++e)
-        if (e % 4 / 2 == h && e != 2 * h)
-          r = combine(r, extract(in, e));
+        if (rowSlot(e, cols) == slot)
+          r = r ? combine(r, extract(in, e)) : extract(in, e);
       // The four lanes of a quad share the row.
       for (int offset : {1, 2}) {
         auto shfl = gpu::ShuffleOp::create(b, loc, r, i32(offset), i32(32),
@@ -768,8 +791,9 @@ private:
         local.map(body.getArgument(first++), s);
       local.map(body.getArgument(first), map.lookup(o.getBatch()));
       local.map(body.getArgument(first + 1), map.lookup(o.getHead()));
-      local.map(body.getArgument(first + 2), add(row0, accRow(e)));
-      local.map(body.getArgument(first + 3), add(col0, accCol(e)));
+      int64_t cols = o.getType().getDimSize(1);
+      local.map(body.getArgument(first + 2), add(row0, accRow(e, cols)));
+      local.map(body.getArgument(first + 3), add(col0, accCol(e, cols)));
       for (Operation &inner : body.without_terminator())
         b.clone(inner, local);
       Value y = local.lookup(cast<YieldOp>(body.getTerminator()).getValues()[0]);
@@ -787,8 +811,9 @@ private:
     Value bound = map.lookup(o.getBound());
     Value val = map.lookup(o.getValue());
     auto ty = o.getValue().getType();
-    for (int h = 0; h < 2; ++h) {
-      Value row = add(row0, add(rowBase, idx(8 * h)));
+    for (int64_t slot = 0; slot < 2 * mTiles; ++slot) {
+      int64_t t = slot / 2, h = slot % 2;
+      Value row = add(row0, add(rowBase, idx(16 * t + 8 * h)));
       Value ok = ult(row, bound);
       if (ty.getRank() == 1) // a row vector (the logsumexp): lane c == 0 of each quad writes
         ok = arith::AndIOp::create(
@@ -800,7 +825,7 @@ private:
       if (ty.getRank() == 1) {
         SmallVector<Value> at(lead);
         at.push_back(row);
-        Value x = extract(val, h);
+        Value x = extract(val, slot);
         if (view.elementType != x.getType())
           x = arith::TruncFOp::create(b, loc, view.elementType, x);
         LLVM::StoreOp::create(b, loc, x, globalAddress(view, at), 4);
@@ -811,7 +836,8 @@ private:
         SmallVector<Value> at(lead);
         at.push_back(row);
         at.push_back(add(mul(laneC, idx(2)), idx(8 * j)));
-        Value x = extract(val, 4 * j + 2 * h), y = extract(val, 4 * j + 2 * h + 1);
+        int64_t e = 4 * (t * nTiles + j) + 2 * h;
+        Value x = extract(val, e), y = extract(val, e + 1);
         if (view.elementType.isF32()) {
           Value addr = globalAddress(view, at);
           LLVM::StoreOp::create(b, loc, fromElements(b.getF32Type(), {x, y}), addr, 8);
@@ -825,7 +851,7 @@ private:
 
   OpBuilder &b;
   Location loc;
-  int64_t br, warps, threads;
+  int64_t br, mTiles, warps, threads; // mTiles: m16 tiles (16 rows each) per warp
   gpu::GPUModuleOp gpuModule;
   bool copiesAtBarrier; // copy-issue=at-barrier
   gpu::GPUFuncOp kernelOp;
@@ -918,8 +944,14 @@ struct TileToNVVMPass : public tilefuse::impl::TileToNVVMBase<TileToNVVMPass> {
         if (load.getView() == fn.getArgument(0))
           br = load.getType().getDimSize(0);
       });
-      if (br <= 0 || br % 16 || br > 256) {
-        fn.emitError("tile-to-nvvm: Br must be a multiple of 16 up to 256 (got ") << br << ")";
+      if (rowsPerWarp != 16 && rowsPerWarp != 32) {
+        fn.emitError("tile-to-nvvm: rows-per-warp must be 16 or 32, not ") << rowsPerWarp.getValue();
+        return signalPassFailure();
+      }
+      if (br <= 0 || br % rowsPerWarp || br / rowsPerWarp > 16) {
+        fn.emitError("tile-to-nvvm: Br must be a multiple of ")
+            << rowsPerWarp.getValue() << " (rows per warp) for at most 16 warps (got " << br
+            << ")";
         return signalPassFailure();
       }
       if (fn.getNumArguments() != 5) {
@@ -932,7 +964,8 @@ struct TileToNVVMPass : public tilefuse::impl::TileToNVVMBase<TileToNVVMPass> {
             << copyIssue << "'";
         return signalPassFailure();
       }
-      KernelEmitter emitter(kb, fn.getLoc(), br, module, gm, copyIssue == "at-barrier");
+      KernelEmitter emitter(kb, fn.getLoc(), br, rowsPerWarp / 16, module, gm,
+                            copyIssue == "at-barrier");
       if (failed(emitter.emit(fn)))
         return signalPassFailure();
       fn.erase();

@@ -34,6 +34,9 @@ def TileToNVVM : Pass<"tile-to-nvvm", "mlir::ModuleOp"> {
   let options = [
     Option<"chip", "chip", "std::string", "\"sm_90a\"", "Target chip (sm_80, sm_90a, ...)">,
     Option<"features", "features", "std::string", "\"+ptx80\"", "NVPTX features (PTX version)">,
+    Option<"rowsPerWarp", "rows-per-warp", "int64_t", "16",
+           "Rows of the program each warp owns: 16 (one m16 tile) or 32 (two m16 tiles sharing "
+           "every key/value fragment read from shared memory; more registers)">,
     Option<"copyIssue", "copy-issue", "std::string", "\"eager\"",
            "When a key/value copy starts if a warp may still read its buffer: `eager` (a barrier, "
            "then the copy, where tile-pipeline put it) or `at-barrier` (after the next barrier "

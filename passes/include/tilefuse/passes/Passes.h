@@ -43,6 +43,8 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
   Option<std::string> features{*this, "features",
                                llvm::cl::desc("NVPTX features, e.g. +ptx80 (the PTX version)"),
                                llvm::cl::init("+ptx80")};
+  Option<int64_t> rowsPerWarp{*this, "rows-per-warp",
+                              llvm::cl::desc("16 or 32 (see tile-to-nvvm)"), llvm::cl::init(16)};
   Option<std::string> copyIssue{*this, "copy-issue",
                                 llvm::cl::desc("eager or at-barrier (see tile-to-nvvm)"),
                                 llvm::cl::init("eager")};

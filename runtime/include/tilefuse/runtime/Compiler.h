@@ -26,6 +26,7 @@ struct PtxCompileOptions {
   std::string chip = "sm_90a";
   std::string features = "+ptx80";
   std::string copyIssue = "eager"; ///< tile-to-nvvm's copy-issue: eager or at-barrier
+  int64_t rowsPerWarp = 16;        ///< tile-to-nvvm's rows-per-warp: 16 or 32
   /// When not empty, the IR after each stage goes to files under this directory (the source,
   /// one file per pass in MLIR's IR file tree, the PTX and the metadata). Not part of what is
   /// compiled: the kernel cache leaves it out of its key.
