@@ -6,6 +6,8 @@
 // RUN:   --tile-to-nvvm="copy-issue=at-barrier" | FileCheck %s --check-prefix=ATBARRIER
 // RUN: not tilefuse-opt %kernels/attention.mlir --tile-front-end="block-m=24" --tile-to-nvvm \
 // RUN:   2>&1 | FileCheck %s --check-prefix=BR
+// RUN: tilefuse-opt %kernels/attention.mlir --tile-front-end="block-m=128" \
+// RUN:   --tile-to-nvvm="rows-per-warp=32" | FileCheck %s --check-prefix=RPW32
 // RUN: tilefuse-opt %kernels/softcap.mlir --tile-to-ptx | FileCheck %s --check-prefix=PTX
 // RUN: tilefuse-opt %kernels/causal.mlir --tile-to-ptx="arch=sm_80" | FileCheck %s --check-prefix=PTX80
 
@@ -49,7 +51,18 @@
 // ATBARRIER:         nvvm.cp.async.shared.global
 // ATBARRIER:         nvvm.ldmatrix
 
-// BR: error: tile-to-nvvm: Br must be a multiple of 16 up to 256 (got 24)
+// rows-per-warp=32: Br = 128 takes 4 warps; every thread holds two m16 tiles (2 x 8 n-tiles x 4
+// scores, 4 row statistics), and each ldmatrix'd fragment feeds one MMA per m-tile.
+// RPW32-LABEL: gpu.func @attention(
+// RPW32-SAME:    known_block_size = array<i32: 128, 1, 1>
+// RPW32:         vector<64xf32>
+// RPW32:         vector<4xf32>
+// RPW32:         nvvm.ldmatrix
+// RPW32-COUNT-4: nvvm.mma.sync
+// RPW32-NOT:     nvvm.mma.sync
+// RPW32:         nvvm.ldmatrix
+
+// BR: error: tile-to-nvvm: Br must be a multiple of 16 (rows per warp) for at most 16 warps (got 24)
 
 // tile-to-ptx ends in a gpu.binary holding PTX for sm_90a, free of libdevice calls.
 // PTX:       gpu.binary @tilefuse_kernels
