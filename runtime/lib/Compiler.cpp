@@ -87,16 +87,28 @@ static void dumpFile(llvm::StringRef dir, llvm::StringRef name, llvm::StringRef 
   os << text;
 }
 
+TileConfig tilefuse::runtime::defaultTileConfig(int64_t headDim) {
+  // Measured on the H200 (docs/perf.md, 2026-11-29): at D <= 64 two m16 tiles per warp
+  // (Br = 128 on 4 warps) reach FA2; at D = 128 they spill (Q lives in registers), so one.
+  if (headDim <= 64)
+    return {/*blockM=*/128, /*blockN=*/64, /*rowsPerWarp=*/32};
+  return {/*blockM=*/64, /*blockN=*/64, /*rowsPerWarp=*/16};
+}
+
 llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
                                                                StringRef bufferName,
                                                                const PtxCompileOptions &options) {
   auto fail = [](const llvm::Twine &msg) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
   };
-  if (options.blockM <= 0 || options.blockM % 16 || options.blockM > 256)
+  // 0 means "the tuned default for the kernel's head dimension" (defaultTileConfig).
+  if (options.rowsPerWarp != 0 && options.rowsPerWarp != 16 && options.rowsPerWarp != 32)
+    return fail("rows-per-warp must be 16 or 32 (or 0: tuned), got " +
+                llvm::Twine(options.rowsPerWarp));
+  if (options.blockM < 0 || options.blockM % 16 || options.blockM > 256)
     return fail("block-m must be a multiple of 16 up to 256 (16 rows per warp), got " +
                 llvm::Twine(options.blockM));
-  if (options.blockN <= 0 || options.blockN % 16)
+  if (options.blockN < 0 || options.blockN % 16)
     return fail("block-n must be a positive multiple of 16, got " + llvm::Twine(options.blockN));
   DialectRegistry registry;
   registerCompilerDialects(registry);
@@ -167,18 +179,30 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   k.name = kernel.getSymName().str();
   k.dtype = elt.isBF16() ? "bf16" : "f16";
   k.headDim = qTy.getDimSize(3);
-  k.blockM = options.blockM;
-  k.blockN = options.blockN;
-  k.threads = 32 * (options.blockM / options.rowsPerWarp); // one warp per rows-per-warp rows
+  TileConfig tiles = defaultTileConfig(k.headDim);
+  if (options.blockM)
+    tiles.blockM = options.blockM;
+  if (options.blockN)
+    tiles.blockN = options.blockN;
+  if (options.rowsPerWarp)
+    tiles.rowsPerWarp = options.rowsPerWarp;
+  else if (tiles.blockM % tiles.rowsPerWarp)
+    tiles.rowsPerWarp = 16; // an explicit Br the tuned rows-per-warp does not divide
+  if (tiles.blockM % tiles.rowsPerWarp)
+    return fail("block-m (" + llvm::Twine(tiles.blockM) + ") must be a multiple of rows-per-warp (" +
+                llvm::Twine(tiles.rowsPerWarp) + ")");
+  k.blockM = tiles.blockM;
+  k.blockN = tiles.blockN;
+  k.threads = 32 * (tiles.blockM / tiles.rowsPerWarp); // one warp per rows-per-warp rows
 
   PassManager pm(&ctx, ModuleOp::getOperationName());
   tilefuse::GpuPipelineOptions gpo;
-  gpo.blockM = options.blockM;
-  gpo.blockN = options.blockN;
+  gpo.blockM = tiles.blockM;
+  gpo.blockN = tiles.blockN;
   gpo.chip = options.chip;
   gpo.features = options.features;
   gpo.copyIssue = options.copyIssue;
-  gpo.rowsPerWarp = options.rowsPerWarp;
+  gpo.rowsPerWarp = tiles.rowsPerWarp;
   tilefuse::buildTileToPTXPipeline(pm, gpo);
   instrument(pm, "2-tile-to-ptx");
   if (failed(pm.run(*module)))

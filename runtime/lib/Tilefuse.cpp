@@ -216,10 +216,10 @@ Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> 
     return invalid("dtype must be bf16 or f16 (or empty: as written), not '" + spec.dtype + "'");
   if (spec.headDim < 0)
     return invalid("head dim must be positive (or 0: as written)");
-  if (spec.blockM <= 0 || spec.blockM % 16 || spec.blockM > 256)
-    return invalid("block_m must be a multiple of 16 up to 256 (16 rows per warp), not " +
+  if (spec.blockM < 0 || spec.blockM % 16 || spec.blockM > 256)
+    return invalid("block_m must be a multiple of 16 up to 256 (or 0: tuned), not " +
                    std::to_string(spec.blockM));
-  if (spec.blockN <= 0 || spec.blockN % 16)
+  if (spec.blockN < 0 || spec.blockN % 16)
     return invalid("block_n must be a positive multiple of 16, not " +
                    std::to_string(spec.blockN));
 

@@ -30,7 +30,8 @@
 // PTX: .visible .entry causal(
 // JSON-DAG: "block_m": 128
 // JSON-DAG: "block_n": 32
-// JSON-DAG: "threads": 256
+// D = 64 takes two m16 tiles per warp (the tuned rows-per-warp): 128 rows on 4 warps.
+// JSON-DAG: "threads": 128
 // JSON-DAG: "name": "causal"
 
 // RUN: tilefuse compile --kernel attention -o /dev/null --mlir-timing 2>&1 \

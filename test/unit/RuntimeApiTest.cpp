@@ -58,7 +58,7 @@ TEST(RuntimeApi, GetsABundledKernelThenHitsTheCache) {
   EXPECT_EQ(kernel->dtype(), "bf16");
   EXPECT_EQ(kernel->arch(), "sm_90a");
   EXPECT_EQ(kernel->headDim(), 64);
-  EXPECT_EQ(kernel->blockM(), 64);
+  EXPECT_EQ(kernel->blockM(), 128); // the tuned default for D = 64 (defaultTileConfig)
   EXPECT_EQ(kernel->threads(), 128);
   EXPECT_EQ(kernel->origin(), "compiled");
   EXPECT_NE(kernel->ptx().find(".entry causal"), std::string::npos);

@@ -89,10 +89,11 @@ static cl::opt<int64_t> cHeadDim("head-dim",
                                  cl::init(0), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<int64_t> cBlockM("block-m",
                                 cl::desc("Br: rows of Q per program, a multiple of 16 up to "
-                                         "256 (16 per warp)"),
-                                cl::init(64), cl::sub(compileCmd), cl::cat(compileCategory));
-static cl::opt<int64_t> cBlockN("block-n", cl::desc("Bc: keys per block, a multiple of 16"),
-                                cl::init(64), cl::sub(compileCmd), cl::cat(compileCategory));
+                                         "256 (0: the tuned default for the head dimension)"),
+                                cl::init(0), cl::sub(compileCmd), cl::cat(compileCategory));
+static cl::opt<int64_t> cBlockN("block-n",
+                                cl::desc("Bc: keys per block, a multiple of 16 (0: tuned)"),
+                                cl::init(0), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::list<std::string> cParams(
     "param",
     cl::desc("Variant parameter NAME=VALUE: the kernel constant marked {tile.param = NAME} "
@@ -101,8 +102,8 @@ static cl::list<std::string> cParams(
 static cl::opt<int64_t> cRowsPerWarp(
     "rows-per-warp",
     cl::desc("Rows of Q each warp owns: 16, or 32 (two m16 tiles reuse each K/V fragment; "
-             "block-m must then be a multiple of 32)"),
-    cl::init(16), cl::sub(compileCmd), cl::cat(compileCategory));
+             "block-m must then be a multiple of 32); 0: tuned for the head dimension"),
+    cl::init(0), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<std::string> cCopyIssue(
     "copy-issue",
     cl::desc("When key/value copies into a buffer with pending readers start: eager (barrier, "

@@ -45,8 +45,8 @@ typedef struct tilefuse_spec {
   const char *source_name;  /* the file name diagnostics give for `source`; NULL: "<source>" */
   const char *dtype;        /* "bf16" or "f16"; NULL: as the kernel is written */
   int64_t head_dim;         /* 0: as the kernel is written */
-  int64_t block_m;          /* rows of Q per program, a multiple of 16 up to 256; 0: 64 */
-  int64_t block_n;          /* keys per block, a multiple of 16; 0: 64 */
+  int64_t block_m;          /* rows of Q per program, a multiple of 16 up to 256; 0: tuned */
+  int64_t block_n;          /* keys per block, a multiple of 16; 0: tuned */
   const char *arch;         /* "sm_90a" or "sm_80"; NULL: the current GPU's (sm_90a without) */
   const char *ptx_features; /* NVPTX features (PTX version); NULL: "+ptx80" */
   const char *params;       /* variant parameters, "NAME=VALUE,NAME=VALUE"; NULL: as written

@@ -16,9 +16,17 @@
 
 namespace tilefuse::runtime {
 
+/// The tile shape of a GPU kernel.
+struct TileConfig {
+  int64_t blockM = 64, blockN = 64, rowsPerWarp = 16;
+};
+
+/// The tuned default for a head dimension (the seed of the per-GPU autotuner).
+TileConfig defaultTileConfig(int64_t headDim);
+
 struct PtxCompileOptions {
-  int64_t blockM = 64; ///< Br (16 rows per warp)
-  int64_t blockN = 64; ///< Bc
+  int64_t blockM = 0; ///< Br (0: defaultTileConfig)
+  int64_t blockN = 0; ///< Bc (0: defaultTileConfig)
   int64_t headDim = 0;     ///< specialize to this head dimension (0: as written)
   std::string elementType; ///< specialize to bf16 / f16 (empty: as written)
   /// Variant parameters, "NAME=VALUE" (the kernel's `tile.param` constants).
@@ -26,7 +34,7 @@ struct PtxCompileOptions {
   std::string chip = "sm_90a";
   std::string features = "+ptx80";
   std::string copyIssue = "eager"; ///< tile-to-nvvm's copy-issue: eager or at-barrier
-  int64_t rowsPerWarp = 16;        ///< tile-to-nvvm's rows-per-warp: 16 or 32
+  int64_t rowsPerWarp = 0;         ///< tile-to-nvvm's rows-per-warp: 16 or 32 (0: tuned)
   /// When not empty, the IR after each stage goes to files under this directory (the source,
   /// one file per pass in MLIR's IR file tree, the PTX and the metadata). Not part of what is
   /// compiled: the kernel cache leaves it out of its key.

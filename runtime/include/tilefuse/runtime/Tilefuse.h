@@ -74,8 +74,9 @@ struct KernelSpec {
   /// Variant parameters, "NAME=VALUE" each: the constants the kernel marks with a tile.param
   /// name (sliding_window: window_left, window_right; prefix_lm: prefix; softcap: cap).
   std::vector<std::string> params;
-  /// Rows of Q per program (a multiple of 16 up to 256: 16 per warp) and keys per block.
-  int64_t blockM = 64, blockN = 64;
+  /// Rows of Q per program (a multiple of 16 up to 256) and keys per block; 0: the tuned default
+  /// for the head dimension (compileToPTX's defaultTileConfig).
+  int64_t blockM = 0, blockN = 0;
   /// Target chip: "sm_90a" or "sm_80"; empty: the current GPU's (sm_90a when there is none).
   std::string arch;
   /// NVPTX features (the PTX version); empty: "+ptx80".
