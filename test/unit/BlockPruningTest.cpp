@@ -142,32 +142,12 @@ TEST(BlockPruning, SkipsEmptyBlocksInsideTheRange) {
   p.H = p.Hkv = 2;
   p.M = 300;
   p.N = 1000;
-  // Run through the shared helper with the reference swapped in: compare by hand here.
-  std::vector<float> q(p.B * p.H * p.M * 64), k(p.B * p.Hkv * p.N * 64), vv(k.size());
-  std::vector<float> o(q.size(), NAN), lse(p.B * p.H * p.M, NAN);
-  std::mt19937 rng(11);
-  std::normal_distribution<float> normal;
-  for (auto *buf : {&q, &k, &vv})
-    for (float &x : *buf)
-      x = normal(rng);
-  BlockCounts counts;
-  llvm::Error e = (*kernel)->run(HostView::contiguous(q.data(), {1, 2, p.M, 64}),
-                                 HostView::contiguous(k.data(), {1, 2, p.N, 64}),
-                                 HostView::contiguous(vv.data(), {1, 2, p.N, 64}),
-                                 HostView::contiguous(o.data(), {1, 2, p.M, 64}),
-                                 HostView::contiguous(lse.data(), {1, 2, p.M, 0}, 3), &counts);
-  ASSERT_FALSE(static_cast<bool>(e)) << llvm::toString(std::move(e));
-  std::vector<double> refO, refL;
-  reference::attention(p, v, std::vector<double>(q.begin(), q.end()),
-                       std::vector<double>(k.begin(), k.end()),
-                       std::vector<double>(vv.begin(), vv.end()), refO, refL);
-  double num = 0, den = 0;
-  for (size_t i = 0; i < o.size(); ++i) {
-    num += (o[i] - refO[i]) * (o[i] - refO[i]);
-    den += refO[i] * refO[i];
-  }
-  EXPECT_LE(std::sqrt(num / den), 5e-6);
+  test::RunResult r = test::runAgainstReference(**kernel, v, p, 11);
+  EXPECT_TRUE(r.allWritten);
+  EXPECT_LE(r.outError, 5e-6);
+  EXPECT_LE(r.lseError, 1e-5);
   Expected want = bruteForce(v, p.M, p.N, 32, 32, p.B * p.H);
+  const BlockCounts &counts = r.counts;
   EXPECT_EQ(counts.visited(), want.full + want.partial);
   EXPECT_EQ(counts.full, want.full);
   EXPECT_EQ(counts.partial, want.partial);
@@ -197,31 +177,10 @@ TEST(VariantParams, SlidingWindowTakesItsWindowFromTheSpecialization) {
   p.H = p.Hkv = 2;
   p.M = 301;
   p.N = 277;
-  std::vector<float> q(p.B * p.H * p.M * 64), k(p.B * p.Hkv * p.N * 64), vv(k.size());
-  std::vector<float> o(q.size(), NAN), lse(p.B * p.H * p.M, NAN);
-  std::mt19937 rng(5);
-  std::normal_distribution<float> normal;
-  for (auto *buf : {&q, &k, &vv})
-    for (float &x : *buf)
-      x = normal(rng);
-  BlockCounts counts;
-  llvm::Error e = (*kernel)->run(HostView::contiguous(q.data(), {1, 2, p.M, 64}),
-                                 HostView::contiguous(k.data(), {1, 2, p.N, 64}),
-                                 HostView::contiguous(vv.data(), {1, 2, p.N, 64}),
-                                 HostView::contiguous(o.data(), {1, 2, p.M, 64}),
-                                 HostView::contiguous(lse.data(), {1, 2, p.M, 0}, 3), &counts);
-  ASSERT_FALSE(static_cast<bool>(e)) << llvm::toString(std::move(e));
-  std::vector<double> refO, refL;
-  reference::attention(p, v, std::vector<double>(q.begin(), q.end()),
-                       std::vector<double>(k.begin(), k.end()),
-                       std::vector<double>(vv.begin(), vv.end()), refO, refL);
-  double num = 0, den = 0;
-  for (size_t i = 0; i < o.size(); ++i) {
-    ASSERT_FALSE(std::isnan(o[i])) << "element " << i << " not written";
-    num += (o[i] - refO[i]) * (o[i] - refO[i]);
-    den += refO[i] * refO[i];
-  }
-  EXPECT_LE(std::sqrt(num / den), 5e-6);
+  test::RunResult r = test::runAgainstReference(**kernel, v, p, 5);
+  EXPECT_TRUE(r.allWritten);
+  EXPECT_LE(r.outError, 5e-6);
+  const BlockCounts &counts = r.counts;
   Expected want = bruteForce(v, p.M, p.N, 32, 32, p.B * p.H);
   EXPECT_EQ(counts.visited(), want.full + want.partial);
   EXPECT_EQ(counts.partial, want.partial);

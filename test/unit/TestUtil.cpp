@@ -31,6 +31,16 @@ std::unique_ptr<CpuKernel> test::compileBundled(const std::string &name, const s
 
 test::RunResult test::runAgainstReference(const CpuKernel &kernel, const std::string &name,
                                           reference::Problem p, unsigned seed) {
+  auto variant = reference::variantFor(name, p.H);
+  EXPECT_TRUE(variant.has_value()) << name;
+  if (!variant)
+    return RunResult{};
+  return runAgainstReference(kernel, *variant, p, seed);
+}
+
+test::RunResult test::runAgainstReference(const CpuKernel &kernel,
+                                          const reference::Variant &variant,
+                                          reference::Problem p, unsigned seed) {
   RunResult r;
   ElementType et = kernel.elementType();
   size_t es = reference::elementSize(et);
@@ -60,10 +70,8 @@ test::RunResult test::runAgainstReference(const CpuKernel &kernel, const std::st
     r.allWritten = false;
     return r;
   }
-  auto variant = reference::variantFor(name, p.H);
-  EXPECT_TRUE(variant.has_value()) << name;
   std::vector<double> refO, refL;
-  reference::attention(p, *variant, q, k, v, refO, refL);
+  reference::attention(p, variant, q, k, v, refO, refL);
   auto o = reference::loadAs(et, ob.data(), nq);
   double num = 0, den = 0;
   for (size_t i = 0; i < nq; ++i) {

@@ -25,6 +25,11 @@ struct RunResult {
   runtime::BlockCounts counts;
 };
 
+/// The same against a variant given as semantics (a mask or score function made up by a test).
+RunResult runAgainstReference(const runtime::CpuKernel &kernel,
+                              const runtime::reference::Variant &variant,
+                              runtime::reference::Problem p, unsigned seed);
+
 RunResult runAgainstReference(const runtime::CpuKernel &kernel, const std::string &name,
                               runtime::reference::Problem p, unsigned seed);
 
