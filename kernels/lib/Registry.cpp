@@ -2,7 +2,6 @@
 #include "tilefuse/kernels/Registry.h"
 
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/SmallVector.h"
 
 namespace tilefuse::kernels {
 namespace detail {
@@ -17,24 +16,6 @@ const KernelSource *find(llvm::StringRef name) {
     if (name == k.name)
       return &k;
   return nullptr;
-}
-
-std::string withElementType(llvm::StringRef text, llvm::StringRef elementType) {
-  // The kernels declare their storage type once, as the alias `!elt`; every view and tensor type
-  // refers to it, so retyping the kernel is retyping that one line.
-  llvm::SmallVector<llvm::StringRef> lines;
-  text.split(lines, '\n');
-  std::string out;
-  bool found = false;
-  for (llvm::StringRef line : lines) {
-    if (line.trim().starts_with("!elt =")) {
-      out += "!elt = " + elementType.str() + "\n";
-      found = true;
-    } else {
-      out += line.str() + "\n";
-    }
-  }
-  return found ? out : std::string();
 }
 
 } // namespace tilefuse::kernels

@@ -110,7 +110,7 @@ TEST(BlockPruning, CausalVisitsAboutHalf) {
 /// and keys at least 400 past the query are kept. The pruned loop must skip the empty blocks in
 /// between, not only trim the ends.
 TEST(BlockPruning, SkipsEmptyBlocksInsideTheRange) {
-  std::string text = kernels::withElementType(kernels::find("attention")->text, "f32");
+  std::string text = kernels::find("attention")->text;
   std::string scale = "  %t = tile.scale %s : !scores\n";
   size_t pos = text.find(scale);
   ASSERT_NE(pos, std::string::npos);
@@ -132,6 +132,7 @@ TEST(BlockPruning, SkipsEmptyBlocksInsideTheRange) {
   opts.blockM = 32;
   opts.blockN = 32;
   opts.instrument = true;
+  opts.elementType = "f32";
   auto kernel = CpuKernel::compile(text, "holed.mlir", opts);
   ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
 
@@ -167,8 +168,8 @@ TEST(VariantParams, SlidingWindowTakesItsWindowFromTheSpecialization) {
   opts.blockM = opts.blockN = 32;
   opts.instrument = true;
   opts.params = {"window_left=37", "window_right=5"};
-  auto kernel = CpuKernel::compile(kernels::withElementType(src->text, "f32"), src->fileName,
-                                   opts);
+  opts.elementType = "f32";
+  auto kernel = CpuKernel::compile(src->text, src->fileName, opts);
   ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
   reference::Variant v;
   v.mask = [](int64_t, int64_t, int64_t q, int64_t kv) { return kv + 37 >= q && kv <= q + 5; };

@@ -15,13 +15,12 @@ std::unique_ptr<CpuKernel> test::compileBundled(const std::string &name, const s
   EXPECT_NE(src, nullptr) << name;
   if (!src)
     return nullptr;
-  std::string text = kernels::withElementType(src->text, dtype);
-  EXPECT_FALSE(text.empty());
   CpuCompileOptions opts;
   opts.blockM = br;
   opts.blockN = bc;
   opts.instrument = instrument;
-  auto k = CpuKernel::compile(text, src->fileName, opts);
+  opts.elementType = dtype;
+  auto k = CpuKernel::compile(src->text, src->fileName, opts);
   if (!k) {
     ADD_FAILURE() << llvm::toString(k.takeError());
     return nullptr;

@@ -193,10 +193,9 @@ static int runMain() {
     fmt::print(stderr, "error: --dtype must be bf16, f16 or f32, not '{}'\n", dtype.getValue());
     return 2;
   }
-  if (std::string retyped = kernels::withElementType(text, dtype); !retyped.empty())
-    text = retyped;
 
   CpuCompileOptions opts;
+  opts.elementType = dtype;
   opts.blockM = blockM;
   opts.blockN = blockN;
   opts.instrument = true;

@@ -98,9 +98,11 @@ CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   if (!module)
     return makeError("cannot parse " + bufferName + ":\n" + diagnostics);
 
-  if (!options.params.empty()) {
+  if (!options.elementType.empty() || options.headDim || !options.params.empty()) {
     PassManager spm(&ctx, ModuleOp::getOperationName());
     TileSpecializeOptions so;
+    so.elementType = options.elementType;
+    so.headDim = options.headDim;
     so.params = llvm::to_vector(options.params);
     spm.addPass(createTileSpecialize(so));
     if (failed(spm.run(*module)))

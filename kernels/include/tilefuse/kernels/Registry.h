@@ -5,8 +5,6 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
-#include <string>
-
 namespace tilefuse::kernels {
 
 struct KernelSource {
@@ -19,9 +17,6 @@ struct KernelSource {
 llvm::ArrayRef<KernelSource> all();
 /// The kernel called `name`, or null.
 const KernelSource *find(llvm::StringRef name);
-/// The source with its element type alias (`!elt = ...`) set to `elementType` (bf16, f16, f32).
-/// Returns an empty string when the text has no such alias line.
-std::string withElementType(llvm::StringRef text, llvm::StringRef elementType);
 
 } // namespace tilefuse::kernels
 

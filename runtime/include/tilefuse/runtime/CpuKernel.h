@@ -23,7 +23,10 @@ struct CpuCompileOptions {
   int64_t blockN = 64; ///< Bc
   /// Count visited blocks (full / partial) through tile.block_event.
   bool instrument = false;
-  /// Variant parameters, "NAME=VALUE" (see tile-specialize).
+  /// Specialization (tile-specialize): storage type bf16 / f16 / f32 (empty: as written), head
+  /// dimension (0: as written) and variant parameters, "NAME=VALUE".
+  std::string elementType;
+  int64_t headDim = 0;
   std::vector<std::string> params;
 };
 
