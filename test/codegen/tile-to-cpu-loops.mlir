@@ -67,7 +67,9 @@
 // CHECK-NOT:               arith.cmpi ule
 // CHECK:                   %[[FULL:.+]] = arith.constant 0 : i32
 // CHECK-NEXT:              func.call @tilefuse_block_event(%[[FULL]]) : (i32) -> ()
-// CHECK:               } {tile.kv_loop}
+// The key/value loop ends; the passes' tile.* markers are gone below the tile level.
+// CHECK:               }
+// CHECK-NOT:           tile.kv_loop
 //
 // O = acc / l, converted to bf16 on the store, rows past M not written; then the logsumexp.
 // CHECK:               arith.divf %{{.+}}, %{{.+}} : f32

@@ -350,7 +350,13 @@ struct TileToCpuLoopsPass : public tilefuse::impl::TileToCpuLoopsBase<TileToCpuL
     patterns.add<ElementwiseLowering>(tc, ctx);
     scf::populateSCFStructuralTypeConversionsAndLegality(tc, patterns, target);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    // The passes' loop markers (tile.kv_loop, tile.sweep) mean nothing below the tile level.
+    module.walk([](Operation *op) {
+      for (NamedAttribute attr : llvm::to_vector(op->getDiscardableAttrs()))
+        if (attr.getName().getValue().starts_with("tile."))
+          op->removeDiscardableAttr(attr.getName());
+    });
   }
 };
 
