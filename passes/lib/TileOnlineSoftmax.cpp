@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/Passes.h"
+#include "tilefuse/dialect/TileMath.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Analysis/TopologicalSortUtils.h"
@@ -36,9 +37,6 @@ using namespace tilefuse;
 using namespace tilefuse::tile;
 
 namespace {
-
-constexpr double kLog2E = 1.4426950408889634;
-constexpr double kLn2 = 0.6931471805599453;
 
 bool isSweep(Operation *op, StringRef name) {
   auto attr = op->getAttrOfType<StringAttr>(kSweepAttr);

@@ -25,6 +25,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "tilefuse/dialect/TileMath.h"
 #include "tilefuse/dialect/TileOps.h"
 
 #include <cmath>
@@ -40,9 +41,6 @@ using namespace tilefuse;
 using namespace tilefuse::tile;
 
 namespace {
-
-constexpr double kLog2E = 1.4426950408889634;
-constexpr double kLn2 = 0.6931471805599453;
 
 /// A kernel argument view: base pointer, sizes and strides (in elements) as index values.
 struct ViewInfo {
