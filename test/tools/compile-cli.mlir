@@ -79,3 +79,14 @@ func.func @typo(%Q: memref<?x?x?x64xbf16>) {
   %q = tile.lod %Q : memref<?x?x?x64xbf16> -> tensor<?x?x?x64xbf16>
   return
 }
+
+// Variant parameters: --param sets a kernel's tile.param constant; unknown names are an error
+// that lists the kernel's parameters.
+// RUN: tilefuse compile --kernel sliding_window --param window_left=7 --param window_right=3 \
+// RUN:   -o %t/sw.ptx --mlir-print-ir-after-all 2>&1 | FileCheck %s --check-prefix=PARAM
+// PARAM: IR Dump After TileSpecialize
+// PARAM: arith.constant {tile.param = "window_left"} 7 : index
+// PARAM: arith.constant {tile.param = "window_right"} 3 : index
+// RUN: not tilefuse compile --kernel sliding_window --param window=7 -o %t/bad.ptx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADPARAM
+// BADPARAM: kernels/sliding_window.mlir:{{[0-9]+}}:{{[0-9]+}}: error: tile-specialize: the kernel has no parameter 'window' (it has: {{.*}}window_left
