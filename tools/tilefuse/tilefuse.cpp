@@ -155,6 +155,9 @@ static cl::opt<int64_t> optM("M", cl::desc("query length"), cl::init(300), cl::s
 static cl::opt<int64_t> optN("N", cl::desc("key length"), cl::init(300), cl::sub(runCmd));
 static cl::opt<int64_t> blockM("block-m", cl::desc("Br"), cl::init(64), cl::sub(runCmd));
 static cl::opt<int64_t> blockN("block-n", cl::desc("Bc"), cl::init(64), cl::sub(runCmd));
+static cl::opt<std::string> device("device",
+                                   cl::desc("auto (the GPU where one exists), gpu or cpu"),
+                                   cl::init("auto"), cl::sub(runCmd));
 static cl::opt<unsigned> seed("seed", cl::desc("random seed"), cl::init(1), cl::sub(runCmd));
 
 static double relError(const std::vector<double> &got, const std::vector<double> &want) {
@@ -168,6 +171,9 @@ static double relError(const std::vector<double> &got, const std::vector<double>
   }
   return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
 }
+
+static int runOnCpu(const std::string &text, const std::string &bufferName, std::string name);
+static int runOnGpu(const std::string &text, const std::string &bufferName, std::string name);
 
 static int runMain() {
   std::string text, bufferName, name = kernelName;
@@ -194,6 +200,99 @@ static int runMain() {
     return 2;
   }
 
+  // The GPU where one exists (and the storage type is one the GPU path takes), else the CPU.
+  bool onGpu = false;
+  if (device != "cpu") {
+    auto driver = cuda::Driver::get();
+    if (driver && dtype == "f32") {
+      if (device == "gpu") {
+        fmt::print(stderr, "error: the GPU path takes bf16 or f16, not f32\n");
+        return 2;
+      }
+      fmt::print("device       f32 runs on the CPU reference backend only\n");
+    } else if (driver) {
+      onGpu = true;
+    } else {
+      std::string why = llvm::toString(driver.takeError());
+      if (device == "gpu") {
+        fmt::print(stderr, "error: {}\n", why);
+        return 1;
+      }
+      fmt::print("device       no GPU ({}): the CPU reference backend runs it\n", why);
+    }
+  }
+  return onGpu ? runOnGpu(text, bufferName, name) : runOnCpu(text, bufferName, name);
+}
+
+/// The inputs of a run, drawn once: storage-typed bytes for the kernel and the values the
+/// reference sees (the same, rounded to the storage type).
+struct RunInputs {
+  reference::Problem p;
+  ElementType et = ElementType::BF16;
+  std::vector<char> q, k, v;
+  std::vector<double> qSeen, kSeen, vSeen;
+};
+
+static RunInputs drawInputs(const std::string &name, int64_t headDim, ElementType et) {
+  RunInputs in;
+  reference::Problem &p = in.p;
+  p.B = optB;
+  p.H = optH;
+  p.Hkv = optHkv ? optHkv : optH;
+  p.M = optM;
+  p.N = optN;
+  p.D = headDim;
+  if (name == "gqa" || name == "mqa") { // their head counts are part of the kernel's types
+    p.H = 8;
+    p.Hkv = name == "gqa" ? 2 : 1;
+  }
+  in.et = et;
+  size_t es = reference::elementSize(et);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto draw = [&](size_t n) {
+    std::vector<float> x(n);
+    for (float &f : x)
+      f = normal(rng);
+    return x;
+  };
+  size_t nq = p.B * p.H * p.M * p.D, nk = p.B * p.Hkv * p.N * p.D;
+  in.q.resize(nq * es);
+  in.k.resize(nk * es);
+  in.v.resize(nk * es);
+  in.qSeen = reference::storeAs(et, draw(nq), in.q.data());
+  in.kSeen = reference::storeAs(et, draw(nk), in.k.data());
+  in.vSeen = reference::storeAs(et, draw(nk), in.v.data());
+  return in;
+}
+
+/// Compares O (storage-typed bytes) and LSE with the float64 reference; prints and returns the
+/// exit code.
+static int checkAgainstReference(const std::string &name, const RunInputs &in,
+                                 const std::vector<char> &o, const std::vector<float> &lse,
+                                 double bound) {
+  auto variant = reference::variantFor(name, in.p.H);
+  if (!variant) {
+    fmt::print("reference    none for '{}': output not checked\n", name);
+    return 0;
+  }
+  std::vector<double> refO, refL;
+  reference::attention(in.p, *variant, in.qSeen, in.kSeen, in.vSeen, refO, refL);
+  auto got = reference::loadAs(in.et, o.data(), refO.size());
+  std::vector<double> l(lse.begin(), lse.end());
+  double eO = relError(got, refO), eL = relError(l, refL);
+  bool ok = eO <= bound && eL <= 1e-5;
+  fmt::print("error        O {:.2e} (bound {:.0e})   LSE {:.2e} (bound 1e-05)   vs float64\n", eO,
+             bound, eL);
+  fmt::print("result       {}\n", ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
+}
+
+static double msSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+static int runOnCpu(const std::string &text, const std::string &bufferName, std::string name) {
   CpuCompileOptions opts;
   opts.elementType = dtype;
   opts.blockM = blockM;
@@ -205,44 +304,18 @@ static int runMain() {
     fmt::print(stderr, "{}\n", llvm::toString(kernel.takeError()));
     return 1;
   }
-  double compileMs =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (kernelFile.empty() == false)
+  double compileMs = msSince(t0);
+  if (!kernelFile.empty())
     name = (*kernel)->name().str();
-
-  reference::Problem p;
-  p.B = optB;
-  p.H = optH;
-  p.Hkv = optHkv ? optHkv : optH;
-  p.M = optM;
-  p.N = optN;
-  p.D = (*kernel)->headDim();
-  if (name == "gqa" || name == "mqa") { // their head counts are part of the kernel's types
-    p.H = 8;
-    p.Hkv = name == "gqa" ? 2 : 1;
-  }
-  auto variant = reference::variantFor(name, p.H);
-  ElementType et = (*kernel)->elementType();
-  size_t es = reference::elementSize(et);
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  auto draw = [&](size_t n) {
-    std::vector<float> x(n);
-    for (float &f : x)
-      f = normal(rng);
-    return x;
-  };
-  size_t nq = p.B * p.H * p.M * p.D, nk = p.B * p.Hkv * p.N * p.D;
-  std::vector<char> qb(nq * es), kb(nk * es), vb(nk * es), ob(nq * es, 0x7f);
+  RunInputs in = drawInputs(name, (*kernel)->headDim(), (*kernel)->elementType());
+  const reference::Problem &p = in.p;
+  size_t es = reference::elementSize(in.et);
+  std::vector<char> ob(p.B * p.H * p.M * p.D * es, 0x7f);
   std::vector<float> lseb(p.B * p.H * p.M, NAN);
-  auto q = reference::storeAs(et, draw(nq), qb.data());
-  auto k = reference::storeAs(et, draw(nk), kb.data());
-  auto v = reference::storeAs(et, draw(nk), vb.data());
-
   BlockCounts counts;
-  auto qv = HostView::contiguous(qb.data(), {p.B, p.H, p.M, p.D});
-  auto kv = HostView::contiguous(kb.data(), {p.B, p.Hkv, p.N, p.D});
-  auto vv = HostView::contiguous(vb.data(), {p.B, p.Hkv, p.N, p.D});
+  auto qv = HostView::contiguous(in.q.data(), {p.B, p.H, p.M, p.D});
+  auto kv = HostView::contiguous(in.k.data(), {p.B, p.Hkv, p.N, p.D});
+  auto vv = HostView::contiguous(in.v.data(), {p.B, p.Hkv, p.N, p.D});
   auto ov = HostView::contiguous(ob.data(), {p.B, p.H, p.M, p.D});
   auto lv = HostView::contiguous(lseb.data(), {p.B, p.H, p.M, 0}, 3);
   t0 = std::chrono::steady_clock::now();
@@ -250,8 +323,7 @@ static int runMain() {
     fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
     return 1;
   }
-  double runMs =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  double runMs = msSince(t0);
 
   int64_t programs = p.B * p.H * ((p.M + blockM - 1) / blockM);
   int64_t allBlocks = programs * ((p.N + blockN - 1) / blockN);
@@ -262,22 +334,97 @@ static int runMain() {
   fmt::print("compile      {:.1f} ms   run {:.1f} ms\n", compileMs, runMs);
   fmt::print("blocks       {} visited of {} ({} full, {} partial)\n", counts.visited(), allBlocks,
              counts.full, counts.partial);
-  if (!variant) {
-    fmt::print("reference    none for '{}': output not checked\n", name);
-    return 0;
-  }
-  std::vector<double> refO, refL;
-  reference::attention(p, *variant, q, k, v, refO, refL);
-  auto o = reference::loadAs(et, ob.data(), nq);
-  std::vector<double> l(lseb.begin(), lseb.end());
-  double eO = relError(o, refO), eL = relError(l, refL);
   // The output is rounded to the storage type once; everything before is f32.
-  double bound = et == ElementType::F32 ? 1e-5 : et == ElementType::BF16 ? 8e-3 : 1e-3;
-  bool ok = eO <= bound && eL <= 1e-5;
-  fmt::print("error        O {:.2e} (bound {:.0e})   LSE {:.2e} (bound 1e-05)   vs float64\n", eO,
-             bound, eL);
-  fmt::print("result       {}\n", ok ? "PASS" : "FAIL");
-  return ok ? 0 : 1;
+  double bound = in.et == ElementType::F32 ? 1e-5 : in.et == ElementType::BF16 ? 8e-3 : 1e-3;
+  return checkAgainstReference(name, in, ob, lseb, bound);
+}
+
+static int runOnGpu(const std::string &text, const std::string &bufferName, std::string name) {
+  auto fail = [](llvm::Error e) {
+    fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
+    return 1;
+  };
+  cuda::Driver &driver = *cuda::Driver::get();
+  auto dev = driver.currentDevice();
+  if (!dev)
+    return fail(dev.takeError());
+  PtxCompileOptions opts; // block sizes: the tuned defaults for the kernel's head dimension
+  opts.elementType = dtype;
+  opts.chip = "sm_" + std::to_string(dev->computeMajor) + std::to_string(dev->computeMinor) +
+              (dev->computeMajor == 9 ? "a" : "");
+  auto t0 = std::chrono::steady_clock::now();
+  auto compiled = compileToPTX(text, bufferName, opts);
+  if (!compiled) {
+    fmt::print(stderr, "{}\n", llvm::toString(compiled.takeError()));
+    return 1;
+  }
+  auto metadata = cuda::KernelMetadata::parse(compiled->metadataJson(), bufferName);
+  if (!metadata)
+    return fail(metadata.takeError());
+  auto kernel = cuda::CudaKernel::load(compiled->ptx, *metadata);
+  if (!kernel)
+    return fail(kernel.takeError());
+  double compileMs = msSince(t0);
+  if (!kernelFile.empty())
+    name = compiled->name;
+
+  RunInputs in = drawInputs(name, compiled->headDim, metadata->dtype);
+  const reference::Problem &p = in.p;
+  size_t es = reference::elementSize(in.et);
+  auto upload = [](const std::vector<char> &host) -> llvm::Expected<cuda::DeviceBuffer> {
+    auto buffer = cuda::DeviceBuffer::allocate(host.size());
+    if (!buffer)
+      return buffer.takeError();
+    if (llvm::Error e = buffer->upload(host.data(), host.size()))
+      return std::move(e);
+    return std::move(*buffer);
+  };
+  auto q = upload(in.q), k = upload(in.k), v = upload(in.v);
+  if (!q)
+    return fail(q.takeError());
+  if (!k)
+    return fail(k.takeError());
+  if (!v)
+    return fail(v.takeError());
+  size_t oBytes = p.B * p.H * p.M * p.D * es, lseCount = p.B * p.H * p.M;
+  auto o = cuda::DeviceBuffer::allocate(oBytes);
+  if (!o)
+    return fail(o.takeError());
+  auto lse = cuda::DeviceBuffer::allocate(lseCount * sizeof(float));
+  if (!lse)
+    return fail(lse.takeError());
+  // Poison the outputs (0xFF bytes are NaN in every storage type): unwritten elements fail.
+  if (llvm::Error e = o->fill(0xFF))
+    return fail(std::move(e));
+  if (llvm::Error e = lse->fill(0xFF))
+    return fail(std::move(e));
+  auto stream = cuda::Stream::create();
+  if (!stream)
+    return fail(stream.takeError());
+  cuda::AttentionShape shape{p.B, p.H, p.Hkv, p.M, p.N, p.D};
+  cuda::AttentionBuffers buffers{q->address(), k->address(), v->address(), o->address(),
+                                 lse->address()};
+  t0 = std::chrono::steady_clock::now();
+  if (llvm::Error e = (*kernel)->launch(stream->handle(), buffers, shape,
+                                        cuda::AttentionStrides::contiguous(shape)))
+    return fail(std::move(e));
+  if (llvm::Error e = stream->synchronize())
+    return fail(std::move(e));
+  double runMs = msSince(t0);
+  std::vector<char> ob(oBytes);
+  std::vector<float> lseb(lseCount);
+  if (llvm::Error e = o->download(ob.data(), ob.size()))
+    return fail(std::move(e));
+  if (llvm::Error e = lse->download(lseb.data(), lseb.size() * sizeof(float)))
+    return fail(std::move(e));
+
+  fmt::print("kernel       {} ({}), {} on {} ({})\n", name, bufferName, dtype.getValue(),
+             dev->name, opts.chip);
+  fmt::print("shape        B={} H={} Hkv={} M={} N={} D={}  Br={} Bc={}\n", p.B, p.H, p.Hkv, p.M,
+             p.N, p.D, compiled->blockM, compiled->blockN);
+  fmt::print("compile      {:.1f} ms (PTX + driver JIT)   run {:.3f} ms\n", compileMs, runMs);
+  // P is rounded to the storage type for the P x V MMA, and O once more on the store.
+  return checkAgainstReference(name, in, ob, lseb, in.et == ElementType::BF16 ? 1e-2 : 3e-3);
 }
 
 /// Applies --config's KEY=VALUE list to the compile options.
@@ -456,9 +603,6 @@ static int compileMain() {
 //===----------------------------------------------------------------------===//
 
 using Clock = std::chrono::steady_clock;
-static double msSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 static double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
