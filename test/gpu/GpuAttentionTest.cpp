@@ -413,13 +413,7 @@ void runCase(const KernelFiles &files, const KernelMetadata &metadata, const Cas
 
   // Fresh inputs per case, reproducible from the kernel and case names.
   std::mt19937_64 rng(llvm::xxh3_64bits(files.stem + "/" + c.name()));
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  auto draw = [&](int64_t n) {
-    std::vector<float> x(n);
-    for (float &f : x)
-      f = normal(rng);
-    return x;
-  };
+  auto draw = [&](int64_t n) { return ref::randomNormal(n, rng); };
   std::vector<double> q, k, v;
   TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer qDevice,
                           uploadInput(metadata.dtype, qLayout, draw(qLayout.logicalCount()), q));

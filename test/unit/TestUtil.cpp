@@ -44,13 +44,7 @@ test::RunResult test::runAgainstReference(const CpuKernel &kernel,
   ElementType et = kernel.elementType();
   size_t es = reference::elementSize(et);
   std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  auto draw = [&](size_t n) {
-    std::vector<float> x(n);
-    for (float &f : x)
-      f = normal(rng);
-    return x;
-  };
+  auto draw = [&](size_t n) { return reference::randomNormal(n, rng); };
   size_t nq = p.B * p.H * p.M * p.D, nk = p.B * p.Hkv * p.N * p.D, nl = p.B * p.H * p.M;
   std::vector<char> qb(nq * es), kb(nk * es), vb(nk * es);
   // Poison: NaN in every storage type (0xffff is a NaN in bf16 and f16; all-ones f32 too).

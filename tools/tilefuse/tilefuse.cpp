@@ -249,13 +249,7 @@ static RunInputs drawInputs(const std::string &name, int64_t headDim, ElementTyp
   in.et = et;
   size_t es = reference::elementSize(et);
   std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  auto draw = [&](size_t n) {
-    std::vector<float> x(n);
-    for (float &f : x)
-      f = normal(rng);
-    return x;
-  };
+  auto draw = [&](size_t n) { return reference::randomNormal(n, rng); };
   size_t nq = p.B * p.H * p.M * p.D, nk = p.B * p.Hkv * p.N * p.D;
   in.q.resize(nq * es);
   in.k.resize(nk * es);

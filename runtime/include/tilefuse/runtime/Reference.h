@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <random>
 #include <vector>
 
 namespace tilefuse::runtime::reference {
@@ -38,6 +39,15 @@ std::optional<Variant> variantFor(llvm::StringRef name, int64_t H);
 void attention(const Problem &p, const Variant &variant, const std::vector<double> &q,
                const std::vector<double> &k, const std::vector<double> &v,
                std::vector<double> &out, std::vector<double> &lse);
+
+/// `n` draws of a standard normal: the inputs every check uses (random, never zeros).
+template <typename Engine> std::vector<float> randomNormal(size_t n, Engine &rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(n);
+  for (float &f : x)
+    f = normal(rng);
+  return x;
+}
 
 /// Storage conversions (round to nearest even), so inputs can be drawn once and the reference
 /// sees exactly the values the kernel reads.
