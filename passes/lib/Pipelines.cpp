@@ -47,6 +47,8 @@ void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOption
   nvvm.features = options.features;
   nvvm.copyIssue = options.copyIssue;
   nvvm.rowsPerWarp = options.rowsPerWarp;
+  nvvm.qOperand = options.qOperand;
+  nvvm.mma = options.mma;
   pm.addPass(createTileToNVVM(nvvm));
   buildNVVMToPTXPipeline(pm);
 }

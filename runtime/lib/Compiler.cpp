@@ -87,9 +87,19 @@ static void dumpFile(llvm::StringRef dir, llvm::StringRef name, llvm::StringRef 
   os << text;
 }
 
-TileConfig tilefuse::runtime::defaultTileConfig(int64_t headDim) {
-  // Measured on the H200 (docs/perf.md, 2026-11-29): at D <= 64 two m16 tiles per warp
-  // (Br = 128 on 4 warps) reach FA2; at D = 128 they spill (Q lives in registers), so one.
+TileConfig tilefuse::runtime::defaultTileConfig(int64_t headDim, llvm::StringRef chip) {
+  // Measured on the H200 (docs/perf.md, 2026-11-29). sm_90a: one warpgroup (Br = 64) with
+  // wgmma; Bc = 128 at D <= 64, 64 at D = 128 (the best of 64/128 x 64/128 over N = 4k, 16k).
+  if (chip == "sm_90a") {
+    TileConfig c;
+    c.blockM = 64;
+    c.blockN = headDim <= 64 ? 128 : 64;
+    c.rowsPerWarp = 16;
+    c.mma = "wgmma";
+    return c;
+  }
+  // mma.sync: at D <= 64 two m16 tiles per warp (Br = 128 on 4 warps) reach FA2; at D = 128
+  // they spill (Q lives in registers), so one.
   if (headDim <= 64)
     return {/*blockM=*/128, /*blockN=*/64, /*rowsPerWarp=*/32};
   return {/*blockM=*/64, /*blockN=*/64, /*rowsPerWarp=*/16};
@@ -105,6 +115,12 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   if (options.rowsPerWarp != 0 && options.rowsPerWarp != 16 && options.rowsPerWarp != 32)
     return fail("rows-per-warp must be 16 or 32 (or 0: tuned), got " +
                 llvm::Twine(options.rowsPerWarp));
+  if (!options.mma.empty() && options.mma != "sync" && options.mma != "wgmma")
+    return fail("mma must be sync or wgmma (or empty: tuned), got '" + options.mma + "'");
+  if (!options.qOperand.empty() && options.qOperand != "registers" &&
+      options.qOperand != "shared")
+    return fail("q-operand must be registers or shared (or empty: tuned), got '" +
+                options.qOperand + "'");
   if (options.blockM < 0 || options.blockM % 16 || options.blockM > 256)
     return fail("block-m must be a multiple of 16 up to 256 (16 rows per warp), got " +
                 llvm::Twine(options.blockM));
@@ -179,11 +195,20 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   k.name = kernel.getSymName().str();
   k.dtype = elt.isBF16() ? "bf16" : "f16";
   k.headDim = qTy.getDimSize(3);
-  TileConfig tiles = defaultTileConfig(k.headDim);
+  // wgmma's constraints (warpgroups of 16-row warps, Q in registers) rule it out as the tuned
+  // choice when an explicit option contradicts them; an explicit --mma wgmma is checked as is.
+  bool syncOnly = options.mma == "sync" || options.rowsPerWarp == 32 ||
+                  options.qOperand == "shared" || (options.blockM && options.blockM % 64);
+  TileConfig tiles = defaultTileConfig(k.headDim, syncOnly ? llvm::StringRef("sm_80")
+                                                           : llvm::StringRef(options.chip));
   if (options.blockM)
     tiles.blockM = options.blockM;
   if (options.blockN)
     tiles.blockN = options.blockN;
+  if (!options.qOperand.empty())
+    tiles.qOperand = options.qOperand;
+  if (!options.mma.empty())
+    tiles.mma = options.mma;
   if (options.rowsPerWarp)
     tiles.rowsPerWarp = options.rowsPerWarp;
   else if (tiles.blockM % tiles.rowsPerWarp)
@@ -203,10 +228,19 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   gpo.features = options.features;
   gpo.copyIssue = options.copyIssue;
   gpo.rowsPerWarp = tiles.rowsPerWarp;
+  gpo.qOperand = tiles.qOperand;
+  gpo.mma = tiles.mma;
   tilefuse::buildTileToPTXPipeline(pm, gpo);
   instrument(pm, "2-tile-to-ptx");
   if (failed(pm.run(*module)))
     return fail("compiling " + bufferName + " for " + options.chip + " failed:\n" + diagnostics);
+  // tile-to-nvvm records each kernel's dynamic shared memory on the module.
+  auto sharedBytes = (*module)->getAttrOfType<DictionaryAttr>("tilefuse.shared_bytes");
+  auto kernelBytes = sharedBytes ? sharedBytes.getAs<IntegerAttr>(k.name) : IntegerAttr();
+  if (!kernelBytes)
+    return fail("compiling " + bufferName + ": tile-to-nvvm recorded no shared memory size for " +
+                k.name);
+  k.sharedBytes = kernelBytes.getInt();
   for (auto binary : module->getOps<gpu::BinaryOp>())
     for (Attribute a : binary.getObjects())
       if (auto obj = dyn_cast<gpu::ObjectAttr>(a)) {

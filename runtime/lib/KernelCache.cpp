@@ -78,7 +78,9 @@ std::string KernelCache::computeKey(llvm::StringRef source, const PtxCompileOpti
      << "chip=" << options.chip << "\n"
      << "features=" << options.features << "\n"
      << "copy_issue=" << options.copyIssue << "\n"
-     << "rows_per_warp=" << options.rowsPerWarp << "\n";
+     << "rows_per_warp=" << options.rowsPerWarp << "\n"
+     << "q_operand=" << options.qOperand << "\n"
+     << "mma=" << options.mma << "\n";
   for (const std::string &param : options.params)
     os << "param=" << param << "\n";
   os

@@ -28,11 +28,24 @@
 // RUN: FileCheck %s --check-prefix=JSON --input-file %t/causal.json
 // PTX: .target sm_90a
 // PTX: .visible .entry causal(
+// PTX: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
 // JSON-DAG: "block_m": 128
 // JSON-DAG: "block_n": 32
-// D = 64 takes two m16 tiles per warp (the tuned rows-per-warp): 128 rows on 4 warps.
-// JSON-DAG: "threads": 128
+// sm_90a takes wgmma (the tuned choice): 128 rows are two warpgroups of 4 warps.
+// JSON-DAG: "threads": 256
 // JSON-DAG: "name": "causal"
+// JSON-DAG: "shared_bytes": 12288
+
+// --mma sync: D = 64 takes two m16 tiles per warp (the tuned rows-per-warp), 128 rows on 4 warps.
+// RUN: tilefuse compile --kernel causal --config Br=128,Bc=32 --mma sync --emit ptx -o %t/sync.ptx
+// RUN: FileCheck %s --check-prefix=SYNC --input-file %t/sync.ptx
+// RUN: FileCheck %s --check-prefix=SYNC-JSON --input-file %t/sync.json
+// SYNC: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// SYNC-NOT: wgmma
+// SYNC-JSON: "threads": 128
+// RUN: not tilefuse compile --kernel causal --mma wgmma --rows-per-warp 32 -o %t/x 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=WGMMA-RPW
+// WGMMA-RPW: mma=wgmma needs chip=sm_90a, rows-per-warp=16
 
 // RUN: tilefuse compile --kernel attention -o /dev/null --mlir-timing 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=TIMING

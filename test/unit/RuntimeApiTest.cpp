@@ -58,10 +58,12 @@ TEST(RuntimeApi, GetsABundledKernelThenHitsTheCache) {
   EXPECT_EQ(kernel->dtype(), "bf16");
   EXPECT_EQ(kernel->arch(), "sm_90a");
   EXPECT_EQ(kernel->headDim(), 64);
-  EXPECT_EQ(kernel->blockM(), 128); // the tuned default for D = 64 (defaultTileConfig)
+  EXPECT_EQ(kernel->blockM(), 64); // the tuned sm_90a default for D = 64: one warpgroup
   EXPECT_EQ(kernel->threads(), 128);
   EXPECT_EQ(kernel->origin(), "compiled");
   EXPECT_NE(kernel->ptx().find(".entry causal"), std::string::npos);
+  EXPECT_NE(kernel->ptx().find("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"),
+            std::string::npos);
   EXPECT_NE(kernel->metadataJson().find("\"head_dim\": 64"), std::string::npos);
 
   std::shared_ptr<const Kernel> again;

@@ -18,6 +18,9 @@ Kernels are recognised by their sidecar, whatever the file is called: "name" att
 (non-causal) or causal, "head_dim", "dtype".
 
   python3 tools/bench/bench.py --ptx-dir build-gpu/kernels --lib build-gpu/libtilefuse_cuda.so
+
+Tile configurations side by side: --variant NAME=DIR (repeatable) adds a column "tf:NAME" timing
+the kernels of DIR (e.g. compiled with other --block-m/--rows-per-warp/--q-operand).
 """
 
 import argparse
@@ -115,7 +118,9 @@ class Tilefuse:
         launch = self.lib.tilefuse_cuda_launch
 
         def run():
-            if launch(*args) != 0:
+            # `lse` is referenced here so that it lives as long as the launches that write it:
+            # args holds only its address, and a freed buffer is reused by the next allocation.
+            if launch(*args) != 0 or lse is None:
                 raise RuntimeError(f"tilefuse launch: {self._err.value.decode()}")
             return o
 
@@ -217,6 +222,8 @@ def main():
     parser.add_argument("--impls", default=",".join(IMPLS))
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=DIR",
+                        help="also time the kernels of DIR as column tf:NAME (repeatable)")
     args = parser.parse_args()
     if args.reps < 20:
         parser.error("--reps must be at least 20")
@@ -224,6 +231,13 @@ def main():
     for impl in impls:
         if impl not in IMPLS:
             parser.error(f"unknown implementation {impl} (have {', '.join(IMPLS)})")
+    variants = {}
+    for item in args.variant:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            parser.error(f"--variant takes NAME=DIR, not {item!r}")
+        variants["tf:" + name] = path
+    impls += list(variants)
 
     try:
         import torch
@@ -245,6 +259,12 @@ def main():
         for (causal, d, dtype), (_, path, _) in sorted(tilefuse.kernels.items()):
             print(f"tilefuse: {path.name}: {'causal' if causal else 'attention'} D={d} {dtype}",
                   file=sys.stderr)
+
+    for impl, path in variants.items():
+        variant = Tilefuse(args.lib, path)
+        preparers[impl] = variant.prepare
+        if variant.error:
+            print(f"{impl}: n/a ({variant.error})", file=sys.stderr)
 
     results, reasons = [], {}
     header = (f"{'config':<34}" + "".join(f"{i:>18}" for i in impls) + f"{'tilefuse err':>14}")
@@ -281,14 +301,22 @@ def main():
                             reasons[impl] = reason
                             print(f"  {impl}: n/a: {reason}", file=sys.stderr)
                     torch.cuda.synchronize()
-                if "tilefuse" in outputs:
+                mine = [i for i in outputs if i == "tilefuse" or i in variants]
+                if mine:
                     with torch.no_grad():
                         ref = torch.nn.functional.scaled_dot_product_attention(
                             q, k, v, is_causal=causal, scale=scale).float()
-                        got = outputs["tilefuse"].float()
-                        err = ((got - ref).abs().max() / ref.abs().max()).item()
+                        errors = {}
+                        for impl in mine:
+                            got = outputs[impl].float()
+                            errors[impl] = math.nan if torch.isnan(got).any().item() else (
+                                (got - ref).abs().max() / ref.abs().max()).item()
+                    result["max_rel_err"] = errors
+                    # the error column: the worst of the tilefuse columns
+                    err = math.nan if any(math.isnan(e) for e in errors.values()) else max(
+                        errors.values())
                     result["tilefuse_max_rel_err"] = err
-                    result["tilefuse_nan"] = bool(torch.isnan(got).any().item())
+                    result["tilefuse_nan"] = math.isnan(err)
                 base = result["tflops"].get(BASELINE)
                 result["ratio_to_baseline"] = {
                     i: t / base for i, t in result["tflops"].items()} if base else {}

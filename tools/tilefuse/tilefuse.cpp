@@ -104,6 +104,16 @@ static cl::opt<int64_t> cRowsPerWarp(
     cl::desc("Rows of Q each warp owns: 16, or 32 (two m16 tiles reuse each K/V fragment; "
              "block-m must then be a multiple of 32); 0: tuned for the head dimension"),
     cl::init(0), cl::sub(compileCmd), cl::cat(compileCategory));
+static cl::opt<std::string> cMma(
+    "mma",
+    cl::desc("Matrix instruction: sync (mma.sync, any sm_80+) or wgmma (sm_90a warpgroup MMAs; "
+             "block-m a multiple of 64, rows-per-warp 16); empty: tuned for the chip"),
+    cl::init(""), cl::sub(compileCmd), cl::cat(compileCategory));
+static cl::opt<std::string> cQOperand(
+    "q-operand",
+    cl::desc("Where the Q block lives: registers (loaded once) or shared (ldmatrix per k-step; "
+             "frees registers for rows-per-warp 32 at large head dimensions); empty: tuned"),
+    cl::init(""), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<std::string> cCopyIssue(
     "copy-issue",
     cl::desc("When key/value copies into a buffer with pending readers start: eager (barrier, "
@@ -520,6 +530,8 @@ static int compileMain() {
   opts.blockN = cBlockN;
   opts.copyIssue = cCopyIssue;
   opts.rowsPerWarp = cRowsPerWarp;
+  opts.qOperand = cQOperand;
+  opts.mma = cMma;
   opts.params.assign(cParams.begin(), cParams.end());
   opts.chip = cArch;
   opts.features = cPtxVersion;

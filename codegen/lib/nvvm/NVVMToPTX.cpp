@@ -8,9 +8,27 @@
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/CommandLine.h"
+
+#include <mutex>
+
+/// Shared-memory pointers as 32 bits (the NVPTX back end's `nvptx-short-ptr`, which Triton sets
+/// too): a shared window is far below 4 GiB, and 64-bit ones cost two registers per hoisted
+/// ldmatrix/cp.async address. The option is process-wide in LLVM; it is set once, before any
+/// pipeline that reaches the back end is built.
+static void useShortSharedPointers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto &options = llvm::cl::getRegisteredOptions();
+    auto it = options.find("nvptx-short-ptr");
+    if (it != options.end())
+      (void)it->second->addOccurrence(0, "nvptx-short-ptr", "true");
+  });
+}
 
 void tilefuse::buildNVVMToPTXPipeline(mlir::OpPassManager &pm) {
   using namespace mlir;
+  useShortSharedPointers();
   OpPassManager &gpuPm = pm.nest<gpu::GPUModuleOp>();
   gpuPm.addPass(createSCFToControlFlowPass());
   gpuPm.addPass(createCanonicalizerPass());

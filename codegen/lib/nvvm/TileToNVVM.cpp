@@ -6,10 +6,21 @@
 //   f32/i1 Br x C block   accumulator layout of mma.m16n8: vector<C/8*4>, element 4j+e holds
 //                         (row 16w + g + 8*(e/2), col 8j + 2c + e%2), g = lane/4, c = lane%4
 //   f32/i1 Br row vector  vector<2>: rows 16w + g and 16w + g + 8
-//   bf16/f16 block read   m16k16 A fragments (vector<D/16*4 x i32>, straight from global)
-//     as a dot's lhs
+//   bf16/f16 block read   m16k16 A fragments (vector<D/16*4 x i32>, straight from global), or
+//     as a dot's lhs      with q-operand=shared a shared-memory tile read with ldmatrix per k-step
 //   bf16/f16 block read   a shared-memory tile, rows of 16-byte chunks XOR-swizzled by row % 8,
 //     as a dot's rhs      read with ldmatrix (.trans for V)
+//
+// With mma=wgmma (sm_90a) each group of four warps is a warpgroup owning 64 rows, and each dot is a
+// chain of wgmma.mma_async m64nNk16 with A from registers (the same per-warp fragments as above:
+// Q, or P packed from the accumulator layout, which wgmma's m64nN accumulator shares) and B read
+// by the tensor cores from shared memory through a matrix descriptor. Shared tiles then use the
+// 128-byte-swizzle canonical layout: the D columns split into 64-column panels, each rows x 128
+// bytes with chunk c of row r at ((c ^ r % 8) * 16); K is read K-major, V transposed (MN-major).
+//
+// Shared tiles are named buffers while a kernel is emitted; afterwards they are laid out one
+// after the other in the kernel's dynamic shared memory (static shared memory stops at 48 KiB),
+// and the size is recorded on the module for the launcher.
 //
 // Scalar control flow (grid, pruning scans, branches) is cloned as is; the scf.forall grid maps
 // to (blockIdx.z, blockIdx.y, blockIdx.x).
@@ -52,9 +63,10 @@ struct ViewInfo {
 class KernelEmitter {
 public:
   KernelEmitter(OpBuilder &b, Location loc, int64_t br, int64_t mTiles, ModuleOp module,
-                gpu::GPUModuleOp gm, bool copiesAtBarrier)
+                gpu::GPUModuleOp gm, bool copiesAtBarrier, bool qInShared, bool wgmma)
       : b(b), loc(loc), br(br), mTiles(mTiles), warps(br / (16 * mTiles)),
-        threads(32 * (br / (16 * mTiles))), gpuModule(gm), copiesAtBarrier(copiesAtBarrier) {}
+        threads(32 * (br / (16 * mTiles))), gpuModule(gm), copiesAtBarrier(copiesAtBarrier),
+        qInShared(qInShared), wgmma(wgmma) {}
 
   LogicalResult emit(func::FuncOp fn) {
     MLIRContext *ctx = b.getContext();
@@ -103,10 +115,12 @@ public:
     laneG = arith::DivUIOp::create(b, loc, lane, idx(4));
     laneC = arith::RemUIOp::create(b, loc, lane, idx(4));
     tidx = tid;
-    rowBase = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, warp, idx(16 * mTiles)), laneG);
+    warpRow = arith::MulIOp::create(b, loc, warp, idx(16 * mTiles));
+    rowBase = arith::AddIOp::create(b, loc, warpRow, laneG);
     // ldmatrix: lane l addresses row l % 8 of matrix l / 8.
-    ldMat = arith::DivUIOp::create(b, loc, lane, idx(8));
+    Value ldMat = arith::DivUIOp::create(b, loc, lane, idx(8));
+    ldMatHi = arith::DivUIOp::create(b, loc, ldMat, idx(2));
+    ldMatLo = arith::RemUIOp::create(b, loc, ldMat, idx(2));
     ldRow = arith::RemUIOp::create(b, loc, lane, idx(8));
 
     if (failed(lowerBlock(fn.getBody().front())))
@@ -152,7 +166,9 @@ private:
     return tt && tt.getRank() == 2 && (tt.getElementType().isBF16() || tt.getElementType().isF16());
   }
   static int64_t rowBytesOf(Type t) { return cast<RankedTensorType>(t).getDimSize(1) * 2; }
-  SmallVector<StringRef> allBuffers() { return {"tilefuse_smem_k0", "tilefuse_smem_k1", "tilefuse_smem_v"}; }
+  SmallVector<StringRef> allBuffers() {
+    return {"tilefuse_smem_q", "tilefuse_smem_k0", "tilefuse_smem_k1", "tilefuse_smem_v"};
+  }
 
   /// Accumulator element e of a block with `cols` columns: m-tile t = e / (cols/8*4), then n-tile
   /// j and register r. Its row within the block, its column, and its row-vector slot.
@@ -187,7 +203,7 @@ private:
       OpBuilder gb = OpBuilder::atBlockBegin(gpuModule.getBody());
       auto arrTy = LLVM::LLVMArrayType::get(gb.getI8Type(), bytes);
       glob = LLVM::GlobalOp::create(gb, loc, arrTy, /*isConstant=*/false, LLVM::Linkage::Internal,
-                                    name, Attribute(), /*alignment=*/128, /*addrSpace=*/3);
+                                    name, Attribute(), /*alignment=*/1024, /*addrSpace=*/3);
       have = bytes;
     }
     return LLVM::AddressOfOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3),
@@ -199,11 +215,41 @@ private:
     return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base, ValueRange{off64});
   }
 
-  /// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile with `rowBytes`.
-  Value swizzled(Value row, Value chunk, int64_t rowBytes) {
-    Value sw = arith::XOrIOp::create(b, loc, chunk, arith::AndIOp::create(b, loc, row, idx(7)));
-    return add(mul(row, idx(rowBytes)), mul(sw, idx(16)));
+  /// `ptr`, recomputed in every iteration of the loop around `op` (an opaque move that takes
+  /// the induction variable). Without it LLVM hoists every ldmatrix address of a fixed buffer
+  /// (base + lane offset + constant) out of the loop, one register each (dozens at D = 128),
+  /// where in the loop the constant folds into the instruction's immediate.
+  Value perIteration(Value ptr, Operation *op) {
+    auto loop = op->getParentOfType<scf::ForOp>();
+    if (!loop)
+      return ptr;
+    Type i32Ty = b.getI32Type();
+    Value iv = arith::IndexCastOp::create(b, loc, i32Ty, map.lookup(loop.getInductionVar()));
+    Value bits = LLVM::PtrToIntOp::create(b, loc, i32Ty, ptr);
+    Value moved = LLVM::InlineAsmOp::create(b, loc, i32Ty, ValueRange{bits, iv},
+                                            "mov.b32 $0, $1;", "=r,r,r",
+                                            /*has_side_effects=*/false, /*is_align_stack=*/false,
+                                            LLVM::tailcallkind::TailCallKind::None,
+                                            LLVM::AsmDialectAttr(), ArrayAttr())
+                      .getResult(0);
+    return LLVM::IntToPtrOp::create(b, loc, ptr.getType(), moved);
   }
+
+  /// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile with `rowBytes` and
+  /// `rows`: rows of rowBytes (mma.sync), or 64-column panels of rows x 128 bytes (wgmma's
+  /// 128-byte-swizzle layout); either way the chunk's low 3 bits are xor'ed with row % 8.
+  Value swizzled(Value row, Value chunk, int64_t rowBytes, int64_t rows) {
+    Value rowLow = arith::AndIOp::create(b, loc, row, idx(7));
+    if (!wgmma) {
+      Value sw = arith::XOrIOp::create(b, loc, chunk, rowLow);
+      return add(mul(row, idx(rowBytes)), mul(sw, idx(16)));
+    }
+    Value panel = arith::DivUIOp::create(b, loc, chunk, idx(8));
+    Value sw = arith::XOrIOp::create(b, loc, arith::RemUIOp::create(b, loc, chunk, idx(8)), rowLow);
+    return add(add(mul(panel, idx(rows * 128)), mul(row, idx(128))), mul(sw, idx(16)));
+  }
+  /// Bytes between consecutive rows of a shared tile.
+  int64_t rowPitch(int64_t rowBytes) const { return wgmma ? 128 : rowBytes; }
 
   /// Two f32 -> one i32 holding two 16-bit values of `elt` (first in the low half).
   Value pack(Value x, Value y, Type elt) {
@@ -288,6 +334,7 @@ private:
           llvm::erase(pendingTiles, init);
           pendingTiles.push_back(arg);
           tileRowBytes[arg] = rowBytesOf(arg.getType());
+          tileRows[arg] = cast<RankedTensorType>(arg.getType()).getDimSize(0);
         }
       dirtyBuffers = allBuffers();
       if (failed(lowerRegionInto(o.getRegion(), loop.getBody())))
@@ -419,8 +466,9 @@ private:
   // Block ops
   //===--------------------------------------------------------------------===//
 
-  /// The role of a loaded block: A fragments (dot lhs) or a shared tile (dot rhs).
-  enum class Role { Fragments, KeyTile, ValueTile };
+  /// The role of a loaded block: A fragments (dot lhs) in registers or in a shared tile, or a
+  /// shared tile (dot rhs).
+  enum class Role { Fragments, QueryTile, KeyTile, ValueTile };
   FailureOr<Role> roleOf(BlockLoadOp load) {
     std::optional<Role> role;
     bool conflict = false;
@@ -456,7 +504,9 @@ private:
       return load.emitOpError("tile-to-nvvm: a loaded block may only feed tile.block_dot, in "
                               "one role");
     if (!role)
-      return Role::Fragments;
+      role = Role::Fragments;
+    if (*role == Role::Fragments && qInShared)
+      role = Role::QueryTile;
     return *role;
   }
 
@@ -510,7 +560,10 @@ private:
     bool isKey = *role == Role::KeyTile;
     int64_t rowBytes = d * 2, chunksPerRow = d / 8;
     if (d % 64)
-      return o.emitOpError("tile-to-nvvm: K/V head dimension must be a multiple of 64");
+      return o.emitOpError("tile-to-nvvm: a block in shared memory needs a head dimension that "
+                           "is a multiple of 64 (the swizzle spans 8 chunks of 16 bytes)");
+    if (*role == Role::QueryTile && rows != br)
+      return o.emitOpError("tile-to-nvvm: the Q block must be Br x D");
     int64_t tileBytes = rows * rowBytes;
     // Key blocks alternate between two buffers by block index, so the next key block can be in
     // flight while this one is read (tile-pipeline's prefetch); values use one buffer.
@@ -525,6 +578,9 @@ private:
           idx(1));
       base = arith::SelectOp::create(b, loc, odd, k1, k0);
       written = {"tilefuse_smem_k0", "tilefuse_smem_k1"};
+    } else if (*role == Role::QueryTile) {
+      base = sharedBuffer("tilefuse_smem_q", tileBytes);
+      written = {"tilefuse_smem_q"};
     } else {
       base = sharedBuffer("tilefuse_smem_v", tileBytes);
       written = {"tilefuse_smem_v"};
@@ -533,19 +589,32 @@ private:
     // The copy, as a closure over the addresses computed here: it runs now, or after the next
     // barrier when a warp may still read the buffer it overwrites (write after read).
     ViewInfo v = view;
-    auto emit = [this, v, lead, row0, bound, lastRow, base, chunks, chunksPerRow,
-                 rowBytes]() {
+    Operation *loadOp = o;
+    auto emit = [this, v, lead, row0, bound, lastRow, base, chunks, chunksPerRow, rowBytes,
+                 rows, loadOp]() {
+      Value dst = perIteration(base, loadOp);
+      // When a round of copies covers a multiple of 8 rows, every round has the thread's first
+      // chunk and swizzle: its shared offset is the first round's plus a constant.
+      int64_t rowsPerRound = threads / chunksPerRow;
+      bool sameSwizzle = threads % chunksPerRow == 0 && rowsPerRound % 8 == 0;
+      Value r0 = arith::DivUIOp::create(b, loc, tidx, idx(chunksPerRow));
+      Value ch0 = arith::RemUIOp::create(b, loc, tidx, idx(chunksPerRow));
+      Value firstOffset = swizzled(r0, ch0, rowBytes, rows);
       for (int64_t i = 0; i * threads < chunks; ++i) {
         Value chunkIdx = add(tidx, idx(i * threads));
-        Value r = arith::DivUIOp::create(b, loc, chunkIdx, idx(chunksPerRow));
-        Value ch = arith::RemUIOp::create(b, loc, chunkIdx, idx(chunksPerRow));
+        Value r = sameSwizzle ? add(r0, idx(i * rowsPerRound))
+                              : arith::DivUIOp::create(b, loc, chunkIdx, idx(chunksPerRow));
+        Value ch = sameSwizzle ? ch0 : arith::RemUIOp::create(b, loc, chunkIdx, idx(chunksPerRow));
+        Value sharedOffset =
+            sameSwizzle ? add(firstOffset, idx(i * rowsPerRound * rowPitch(rowBytes)))
+                        : swizzled(r, ch, rowBytes, rows);
         Value gRow = add(row0, r);
         SmallVector<Value> at(lead);
         at.push_back(minU(gRow, lastRow));
         at.push_back(mul(ch, idx(8)));
         Value bytes = arith::SelectOp::create(b, loc, ult(gRow, bound), i32(16), i32(0));
         auto copy = [&] {
-          NVVM::CpAsyncOp::create(b, loc, sharedAddress(base, swizzled(r, ch, rowBytes)),
+          NVVM::CpAsyncOp::create(b, loc, sharedAddress(dst, sharedOffset),
                                   globalAddress(v, at), b.getI32IntegerAttr(16),
                                   NVVM::LoadCacheModifierKindAttr::get(
                                       b.getContext(), NVVM::LoadCacheModifierKind::CG),
@@ -564,6 +633,7 @@ private:
     bool carried = llvm::any_of(o->getUsers(), [](Operation *u) { return isa<scf::YieldOp>(u); });
     DeferredCopy copy{o.getResult(), emit, carried};
     tileRowBytes[o.getResult()] = rowBytes;
+    tileRows[o.getResult()] = rows;
     map.map(o.getResult(), base);
     if (llvm::any_of(written, [&](StringRef n) { return llvm::is_contained(dirtyBuffers, n); })) {
       if (copiesAtBarrier) {
@@ -627,15 +697,36 @@ private:
     NVVM::CpAsyncWaitGroupOp::create(b, loc, b.getI32IntegerAttr(newer));
     pendingTiles.erase(pendingTiles.begin(), it + 1);
     if (makeVisible) {
+      if (wgmma) // the tensor cores read through the async proxy; cp.async wrote through generic
+        asmStatement("fence.proxy.async.shared::cta;");
       gpu::BarrierOp::create(b, loc);
       dirtyBuffers.clear(); // every earlier read is done too
       flushDeferred();
     }
   }
 
-  /// ldmatrix.x4 from a swizzled tile: lane l reads row `row0 + (l/8 / rowsMatDiv)...`.
-  SmallVector<Value> ldmatrix4(Value base, int64_t rowBytes, Value row, Value chunk, bool trans) {
-    Value addr = sharedAddress(base, swizzled(row, chunk, rowBytes));
+  /// ldmatrix.x4 of the 16 x 16 square at rows row0.., chunks 2 * chunkPair.. of a swizzled tile
+  /// (row0 a multiple of 8): matrices in the order (rows +0, chunk +0), (+0, +1), (+8, +0),
+  /// (+8, +1). Lane l addresses row row0 + 8 * (l/8/2) + l%8 of chunk 2 * chunkPair + (l/8)%2;
+  /// as row0 % 8 == 0 the swizzle is the lane's l%8, so the lane's offset depends on chunkPair
+  /// only: Q, K and V squares share it (computed once per chunk pair after CSE and LICM), and
+  /// row0 adds a constant or one register.
+  /// row0 = rowReg (a register, may be null) + rowConst; the constant part stays a separate
+  /// constant GEP so that it folds into ldmatrix's immediate offset.
+  SmallVector<Value> ldmatrix4(Value base, int64_t rowBytes, Value rowReg, int64_t rowConst,
+                               int64_t chunkPair, bool trans) {
+    // The swizzle (xor with l%8) only touches a chunk's low 3 bits: chunk pairs 4 apart differ by
+    // 8 chunks, a constant 128 bytes, so only four lane offsets exist.
+    Value chunk = add(idx(2 * (chunkPair % 4)), ldMatLo);
+    Value laneOffset =
+        add(mul(add(mul(ldMatHi, idx(8)), ldRow), idx(rowBytes)),
+            mul(arith::XOrIOp::create(b, loc, chunk, ldRow), idx(16)));
+    if (rowReg)
+      base = sharedAddress(base, mul(rowReg, idx(rowBytes)));
+    Value addr = sharedAddress(base, laneOffset);
+    if (int64_t constant = rowConst * rowBytes + chunkPair / 4 * 128)
+      addr = LLVM::GEPOp::create(b, loc, addr.getType(), b.getI8Type(), addr,
+                                 ArrayRef<LLVM::GEPArg>{int32_t(constant)});
     auto i32Ty = b.getI32Type();
     auto st = LLVM::LLVMStructType::getLiteral(b.getContext(), {i32Ty, i32Ty, i32Ty, i32Ty});
     Value r = NVVM::LdMatrixOp::create(
@@ -671,6 +762,8 @@ private:
   }
 
   LogicalResult lowerBlockDot(BlockDotOp o) {
+    if (wgmma)
+      return lowerBlockDotWgmma(o);
     auto resTy = o.getType();
     int64_t cols = resTy.getDimSize(1), k = o.getLhs().getType().getDimSize(1);
     if (resTy.getDimSize(0) != br || cols % 16 || k % 16)
@@ -678,17 +771,35 @@ private:
     auto rowBytesIt = tileRowBytes.find(o.getRhs());
     if (rowBytesIt == tileRowBytes.end())
       return o.emitOpError("tile-to-nvvm: the rhs must be a block loaded into shared memory");
-    Value base = map.lookup(o.getRhs());
+    Value base = perIteration(map.lookup(o.getRhs()), o);
     int64_t rowBytes = rowBytesIt->second;
     Type elt = o.getRhs().getType().getElementType();
+    // The rhs first: a Q tile in shared memory was copied before it, so that wait covers both.
     waitForTile(o.getRhs());
+    auto lhsRowBytesIt = tileRowBytes.find(o.getLhs());
+    bool lhsShared = lhsRowBytesIt != tileRowBytes.end();
+    if (lhsShared)
+      waitForTile(o.getLhs());
 
-    // A fragments per m-tile and k-tile: loaded Q, or the f32 lhs (P, whose columns are the
-    // contraction) packed to the rhs element type.
+    // A fragments per m-tile and k-tile: Q in registers, the f32 lhs (P, whose columns are the
+    // contraction) packed to the rhs element type, or (Q in shared memory) read with ldmatrix
+    // at the k-step that uses them, so only one k-step's fragments are live.
     int64_t kTiles = k / 16;
     SmallVector<SmallVector<Value, 4>> aFrag(mTiles * kTiles);
     Value lhs = map.lookup(o.getLhs());
-    if (o.getLhs().getType().getElementType().isF32()) {
+    if (lhsShared)
+      lhs = perIteration(lhs, o);
+    auto loadSharedA = [&](int64_t kt) {
+      // The m-tile's 16 rows x k 16kt..: a0 = (rows +0, k +0), a1 = (+8, +0), a2 = (+0, +8),
+      // a3 = (+8, +8).
+      for (int64_t t = 0; t < mTiles; ++t) {
+        auto m = ldmatrix4(lhs, lhsRowBytesIt->second, warpRow, 16 * t, kt, /*trans=*/false);
+        aFrag[t * kTiles + kt] = {m[0], m[2], m[1], m[3]};
+      }
+    };
+    if (lhsShared) {
+      // loaded per k-step below
+    } else if (o.getLhs().getType().getElementType().isF32()) {
       int64_t perTile = k / 8 * 4; // P's elements per m-tile
       for (int64_t t = 0; t < mTiles; ++t)
         for (int64_t kt = 0; kt < kTiles; ++kt) {
@@ -711,21 +822,19 @@ private:
       for (int e = 0; e < 4; ++e)
         acc[f].push_back(accIn ? extract(accIn, 4 * f + e) : f32(0.0));
 
-    Value matHi = arith::DivUIOp::create(b, loc, ldMat, idx(2)); // l/8/2
-    Value matLo = arith::RemUIOp::create(b, loc, ldMat, idx(2)); // (l/8)%2
-    for (int64_t kt = 0; kt < k / 16; ++kt)
+    for (int64_t kt = 0; kt < k / 16; ++kt) {
+      if (lhsShared)
+        loadSharedA(kt);
       for (int64_t jp = 0; jp < nTiles / 2; ++jp) {
+        // B fragments {b0, b1} of n-tiles 2jp and 2jp+1 at k-step kt.
         SmallVector<Value> m;
         if (o.getTransposeRhs()) {
-          // K tile [n][k]: matrices (n-tile 2jp | 2jp+1) x (k chunk 2kt | 2kt+1).
-          Value row = add(idx(16 * jp), add(mul(matHi, idx(8)), ldRow));
-          Value chunk = add(idx(2 * kt), matLo);
-          m = ldmatrix4(base, rowBytes, row, chunk, /*trans=*/false);
+          // K tile [n][k]: rows 16jp.. are the two n-tiles, chunks 2kt.. the k halves.
+          m = ldmatrix4(base, rowBytes, Value(), 16 * jp, kt, /*trans=*/false);
         } else {
-          // V tile [k][n]: matrices (k rows 16kt | 16kt+8) x (n chunk 2jp | 2jp+1), transposed.
-          Value row = add(idx(16 * kt), add(mul(matLo, idx(8)), ldRow));
-          Value chunk = add(idx(2 * jp), matHi);
-          m = ldmatrix4(base, rowBytes, row, chunk, /*trans=*/true);
+          // V tile [k][n], transposed: rows 16kt.. are the k halves, chunks 2jp.. the n-tiles.
+          auto v = ldmatrix4(base, rowBytes, Value(), 16 * kt, jp, /*trans=*/true);
+          m = {v[0], v[2], v[1], v[3]};
         }
         // Each B fragment serves every m-tile of the warp.
         for (int64_t t = 0; t < mTiles; ++t) {
@@ -735,16 +844,192 @@ private:
               mma(a, {m[2], m[3]}, acc[t * nTiles + 2 * jp + 1], elt);
         }
       }
+    }
     // The tile's buffer (either key buffer, when carried) has readers until the next barrier.
-    for (StringRef n : o.getTransposeRhs()
-                           ? SmallVector<StringRef>{"tilefuse_smem_k0", "tilefuse_smem_k1"}
-                           : SmallVector<StringRef>{"tilefuse_smem_v"})
+    SmallVector<StringRef> read =
+        o.getTransposeRhs() ? SmallVector<StringRef>{"tilefuse_smem_k0", "tilefuse_smem_k1"}
+                            : SmallVector<StringRef>{"tilefuse_smem_v"};
+    if (lhsShared)
+      read.push_back("tilefuse_smem_q");
+    for (StringRef n : read)
       if (!llvm::is_contained(dirtyBuffers, n))
         dirtyBuffers.push_back(n);
     SmallVector<Value> flat;
     for (auto &t : acc)
       flat.append(t.begin(), t.end());
     map.map(o.getResult(), fromElements(b.getF32Type(), flat));
+    return success();
+  }
+
+  //===--------------------------------------------------------------------===//
+  // wgmma (sm_90a)
+  //===--------------------------------------------------------------------===//
+
+  /// An inline-asm statement with side effects and no operands.
+  void asmStatement(StringRef text) {
+    LLVM::InlineAsmOp::create(b, loc, TypeRange(), ValueRange(), text, "",
+                              /*has_side_effects=*/true, /*is_align_stack=*/false,
+                              LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                              ArrayAttr());
+  }
+
+  /// Runs `text` (side effects) with every value of `regs` as a read-write operand, so that no
+  /// read or write of them moves across it: wgmma.fence before the MMAs read accumulators and A
+  /// fragments written by ordinary instructions, and wgmma.wait_group before anything reads the
+  /// results or reuses the A registers the tensor cores read asynchronously.
+  SmallVector<Value> pinRegisters(StringRef text, ArrayRef<Value> regs) {
+    if (regs.empty()) {
+      asmStatement(text);
+      return {};
+    }
+    SmallVector<Type> types;
+    std::string constraints;
+    for (Value r : regs) {
+      types.push_back(r.getType());
+      constraints += r.getType().isF32() ? "=f," : "=r,";
+    }
+    for (size_t i = 0; i < regs.size(); ++i)
+      constraints += std::to_string(i) + (i + 1 < regs.size() ? "," : "");
+    auto st = LLVM::LLVMStructType::getLiteral(b.getContext(), types);
+    Value res = LLVM::InlineAsmOp::create(b, loc, st, regs, text, constraints,
+                                          /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                          LLVM::tailcallkind::TailCallKind::None,
+                                          LLVM::AsmDialectAttr(), ArrayAttr())
+                    .getResult(0);
+    SmallVector<Value> out;
+    for (size_t i = 0; i < regs.size(); ++i)
+      out.push_back(LLVM::ExtractValueOp::create(b, loc, res, i));
+    return out;
+  }
+
+  /// The 64-bit wgmma matrix descriptor of the 128-byte-swizzled tile at `base` + `offset`
+  /// bytes: start address / 16 (bits 0-13), leading byte offset / 16 (16-29), stride byte
+  /// offset / 16 (32-45), swizzle mode 1 = 128 bytes (62-63).
+  Value descriptor(Value base, int64_t offset, int64_t leadingBytes, int64_t strideBytes) {
+    Type i32Ty = b.getI32Type(), i64Ty = b.getI64Type();
+    Value addr = LLVM::PtrToIntOp::create(b, loc, i32Ty, base);
+    if (offset)
+      addr = arith::AddIOp::create(b, loc, addr, i32(offset));
+    Value start = arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, addr, i32(4)), i32(0x3FFF));
+    uint64_t fixed = (uint64_t(leadingBytes >> 4) & 0x3FFF) << 16 |
+                     (uint64_t(strideBytes >> 4) & 0x3FFF) << 32 | uint64_t(1) << 62;
+    Value fixedV = arith::ConstantOp::create(b, loc, i64Ty, b.getI64IntegerAttr(int64_t(fixed)));
+    return arith::OrIOp::create(b, loc, arith::ExtUIOp::create(b, loc, i64Ty, start), fixedV);
+  }
+
+  /// One wgmma.mma_async.m64nNk16 (f32 accumulators, A from registers, B by descriptor):
+  /// `acc` (N/2 values) in, the new accumulators out. Without `acc` the accumulator input is
+  /// disabled (scale-d = 0).
+  SmallVector<Value> wgmmaAsync(ArrayRef<Value> acc, int64_t n, ArrayRef<Value> a, Value desc,
+                                bool transB, Type elt) {
+    int64_t outs = n / 2;
+    bool tied = !acc.empty();
+    std::string constraints, text;
+    llvm::raw_string_ostream os(text);
+    for (int64_t i = 0; i < outs; ++i)
+      constraints += "=f,";
+    SmallVector<Value> operands;
+    if (tied)
+      for (int64_t i = 0; i < outs; ++i) {
+        constraints += std::to_string(i) + ",";
+        operands.push_back(acc[i]);
+      }
+    constraints += "r,r,r,r,l,n";
+    operands.append(a.begin(), a.end());
+    operands.push_back(desc);
+    operands.push_back(i32(tied ? 1 : 0));
+    int64_t first = tied ? 2 * outs : outs;
+    StringRef ty = elt.isBF16() ? "bf16" : "f16";
+    os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << first + 5 << ", 0;\n"
+       << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << ty << "." << ty << " {";
+    for (int64_t i = 0; i < outs; ++i)
+      os << (i ? ", " : "") << "$" << i;
+    os << "}, {$" << first << ", $" << first + 1 << ", $" << first + 2 << ", $" << first + 3
+       << "}, $" << first + 4 << ", p, 1, 1, " << (transB ? 1 : 0) << ";\n}";
+    SmallVector<Type> types(outs, b.getF32Type());
+    auto st = LLVM::LLVMStructType::getLiteral(b.getContext(), types);
+    Value res = LLVM::InlineAsmOp::create(b, loc, st, operands, text, constraints,
+                                          /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                          LLVM::tailcallkind::TailCallKind::None,
+                                          LLVM::AsmDialectAttr(), ArrayAttr())
+                    .getResult(0);
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < outs; ++i)
+      out.push_back(LLVM::ExtractValueOp::create(b, loc, res, i));
+    return out;
+  }
+
+  /// A dot as one warpgroup MMA chain: fence, one m64nNk16 per k-step of 16, commit, wait. The
+  /// rhs tile is K (Q K^T: B is K-major, the panel and 32-byte step give the start address) or
+  /// V (P V: B is V transposed, MN-major: k-steps of 16 rows, panels `leading` bytes apart).
+  LogicalResult lowerBlockDotWgmma(BlockDotOp o) {
+    auto resTy = o.getType();
+    int64_t cols = resTy.getDimSize(1), k = o.getLhs().getType().getDimSize(1);
+    if (resTy.getDimSize(0) != br || cols % 16 || cols > 256 || k % 16)
+      return o.emitOpError("tile-to-nvvm: wgmma dot shapes must be Br x (16n <= 256) x (16k)");
+    if (!tileRows.count(o.getRhs()))
+      return o.emitOpError("tile-to-nvvm: the rhs must be a block loaded into shared memory");
+    int64_t rows = tileRows.lookup(o.getRhs());
+    Type elt = o.getRhs().getType().getElementType();
+    waitForTile(o.getRhs());
+    Value base = perIteration(map.lookup(o.getRhs()), o);
+
+    int64_t kTiles = k / 16;
+    Value lhs = map.lookup(o.getLhs());
+    SmallVector<SmallVector<Value, 4>> aFrag(kTiles);
+    if (o.getLhs().getType().getElementType().isF32()) {
+      for (int64_t kt = 0; kt < kTiles; ++kt) {
+        int64_t e0 = 4 * (2 * kt), e1 = 4 * (2 * kt + 1);
+        aFrag[kt] = {pack(extract(lhs, e0), extract(lhs, e0 + 1), elt),
+                     pack(extract(lhs, e0 + 2), extract(lhs, e0 + 3), elt),
+                     pack(extract(lhs, e1), extract(lhs, e1 + 1), elt),
+                     pack(extract(lhs, e1 + 2), extract(lhs, e1 + 3), elt)};
+      }
+    } else {
+      if (tileRows.count(o.getLhs()))
+        return o.emitOpError("tile-to-nvvm: mma=wgmma takes Q from registers (q-operand=registers)");
+      for (int64_t kt = 0; kt < kTiles; ++kt)
+        for (int r = 0; r < 4; ++r)
+          aFrag[kt].push_back(extract(lhs, 4 * kt + r));
+    }
+
+    SmallVector<Value> acc;
+    if (Value accIn = o.getAcc() ? map.lookup(o.getAcc()) : Value())
+      for (int64_t e = 0; e < cols / 2; ++e)
+        acc.push_back(extract(accIn, e));
+    // Fence: everything that wrote the accumulators and A fragments is ordered before the MMAs.
+    SmallVector<Value> pinned(acc);
+    for (auto &f : aFrag)
+      pinned.append(f.begin(), f.end());
+    pinned = pinRegisters("wgmma.fence.sync.aligned;", pinned);
+    acc.assign(pinned.begin(), pinned.begin() + acc.size());
+    for (int64_t kt = 0, p = acc.size(); kt < kTiles; ++kt)
+      for (int r = 0; r < 4; ++r)
+        aFrag[kt][r] = pinned[p++];
+
+    bool transposed = o.getTransposeRhs(); // Q K^T
+    for (int64_t kt = 0; kt < kTiles; ++kt) {
+      Value desc = transposed
+                       ? descriptor(base, (kt / 4) * rows * 128 + (kt % 4) * 32,
+                                    /*leadingBytes=*/16, /*strideBytes=*/1024)
+                       : descriptor(base, kt * 16 * 128, /*leadingBytes=*/rows * 128,
+                                    /*strideBytes=*/1024);
+      acc = wgmmaAsync(acc, cols, aFrag[kt], desc, /*transB=*/!transposed, elt);
+    }
+    asmStatement("wgmma.commit_group.sync.aligned;");
+    pinned.assign(acc.begin(), acc.end());
+    for (auto &f : aFrag)
+      pinned.append(f.begin(), f.end());
+    pinned = pinRegisters("wgmma.wait_group.sync.aligned 0;", pinned);
+    acc.assign(pinned.begin(), pinned.begin() + cols / 2);
+
+    // The tile's buffer has readers until the next barrier (wait_group 0 finished the reads).
+    for (StringRef n : transposed ? SmallVector<StringRef>{"tilefuse_smem_k0", "tilefuse_smem_k1"}
+                                  : SmallVector<StringRef>{"tilefuse_smem_v"})
+      if (!llvm::is_contained(dirtyBuffers, n))
+        dirtyBuffers.push_back(n);
+    map.map(o.getResult(), fromElements(b.getF32Type(), acc));
     return success();
   }
 
@@ -852,6 +1137,9 @@ private:
   int64_t br, mTiles, warps, threads; // mTiles: m16 tiles (16 rows each) per warp
   gpu::GPUModuleOp gpuModule;
   bool copiesAtBarrier; // copy-issue=at-barrier
+  bool qInShared;       // q-operand=shared
+  bool wgmma;           // mma=wgmma: warpgroup MMAs, shared tiles in the 128-byte-swizzle layout
+  DenseMap<Value, int64_t> tileRows; // rows of each shared tile (wgmma descriptors)
   gpu::GPUFuncOp kernelOp;
   IRMapping map;
   DenseMap<Value, ViewInfo> views;
@@ -860,7 +1148,7 @@ private:
   SmallVector<DeferredCopy> deferred;    // copies requested, waiting for a barrier
   SmallVector<StringRef> dirtyBuffers;   // shared buffers read since the last barrier
   llvm::StringMap<int64_t> sharedBytes;
-  Value tidx, laneG, laneC, rowBase, ldMat, ldRow;
+  Value tidx, laneG, laneC, warpRow, rowBase, ldMatHi, ldMatLo, ldRow;
 };
 
 /// math ops to the NVVM approximate intrinsics (ex2.approx.ftz, lg2.approx.ftz): one
@@ -920,6 +1208,56 @@ struct MathToIntrinsics : RewritePattern {
   }
 };
 
+/// Lays the module's named shared buffers out one after the other (128-byte aligned, in name
+/// order) in the dynamic shared memory, rewrites their uses to offsets from its base, and records
+/// the size per kernel on `module` as tilefuse.shared_bytes = {kernel = bytes}: the launcher
+/// passes it (and opts in above 48 KiB). Static buffers would cap a kernel at 48 KiB.
+static void placeInDynamicSharedMemory(ModuleOp module, gpu::GPUModuleOp gm) {
+  MLIRContext *ctx = module.getContext();
+  SmallVector<LLVM::GlobalOp> buffers;
+  for (auto glob : gm.getOps<LLVM::GlobalOp>())
+    if (glob.getAddrSpace() == 3 && glob.getSymName().starts_with("tilefuse_smem_"))
+      buffers.push_back(glob);
+  llvm::sort(buffers, [](LLVM::GlobalOp x, LLVM::GlobalOp y) {
+    return x.getSymName() < y.getSymName();
+  });
+  llvm::StringMap<int64_t> offsets;
+  int64_t total = 0;
+  for (LLVM::GlobalOp glob : buffers) {
+    offsets[glob.getSymName()] = total;
+    int64_t bytes = cast<LLVM::LLVMArrayType>(glob.getType()).getNumElements();
+    total += llvm::alignTo(bytes, 1024); // wgmma's swizzle atoms are 1024-byte aligned
+  }
+  SmallVector<NamedAttribute> perKernel;
+  for (auto fn : gm.getOps<gpu::GPUFuncOp>())
+    perKernel.push_back(NamedAttribute(fn.getNameAttr(),
+                                       IntegerAttr::get(IntegerType::get(ctx, 64), total)));
+  module->setAttr("tilefuse.shared_bytes", DictionaryAttr::get(ctx, perKernel));
+  if (buffers.empty())
+    return;
+
+  OpBuilder gb = OpBuilder::atBlockBegin(gm.getBody());
+  StringRef dynName = "tilefuse_dynamic_smem";
+  auto i8 = IntegerType::get(ctx, 8);
+  LLVM::GlobalOp::create(gb, gm.getLoc(), LLVM::LLVMArrayType::get(i8, 0), /*isConstant=*/false,
+                         LLVM::Linkage::External, dynName, Attribute(), /*alignment=*/1024,
+                         /*addrSpace=*/3);
+  auto ptr3 = LLVM::LLVMPointerType::get(ctx, 3);
+  gm.walk([&](LLVM::AddressOfOp addr) {
+    auto it = offsets.find(addr.getGlobalName());
+    if (it == offsets.end())
+      return;
+    OpBuilder rb(addr);
+    Value base = LLVM::AddressOfOp::create(rb, addr.getLoc(), ptr3, dynName);
+    Value off = LLVM::ConstantOp::create(rb, addr.getLoc(), rb.getI64Type(), it->second);
+    addr.replaceAllUsesWith(
+        LLVM::GEPOp::create(rb, addr.getLoc(), ptr3, i8, base, ValueRange{off}).getResult());
+    addr.erase();
+  });
+  for (LLVM::GlobalOp glob : buffers)
+    glob.erase();
+}
+
 struct TileToNVVMPass : public tilefuse::impl::TileToNVVMBase<TileToNVVMPass> {
   using TileToNVVMBase::TileToNVVMBase;
 
@@ -962,12 +1300,32 @@ struct TileToNVVMPass : public tilefuse::impl::TileToNVVMBase<TileToNVVMPass> {
             << copyIssue << "'";
         return signalPassFailure();
       }
+      if (qOperand != "registers" && qOperand != "shared") {
+        fn.emitError("tile-to-nvvm: q-operand must be registers or shared, not '")
+            << qOperand << "'";
+        return signalPassFailure();
+      }
+      if (mma != "sync" && mma != "wgmma") {
+        fn.emitError("tile-to-nvvm: mma must be sync or wgmma, not '") << mma << "'";
+        return signalPassFailure();
+      }
+      if (mma == "wgmma") {
+        // Warpgroups of 4 warps x 16 rows; sm_90a only (wgmma does not exist elsewhere).
+        if (chip != "sm_90a" || rowsPerWarp != 16 || br % 64 || qOperand != "registers") {
+          fn.emitError("tile-to-nvvm: mma=wgmma needs chip=sm_90a, rows-per-warp=16, "
+                       "q-operand=registers and Br a multiple of 64 (got chip=")
+              << chip << ", rows-per-warp=" << rowsPerWarp.getValue()
+              << ", q-operand=" << qOperand << ", Br=" << br << ")";
+          return signalPassFailure();
+        }
+      }
       KernelEmitter emitter(kb, fn.getLoc(), br, rowsPerWarp / 16, module, gm,
-                            copyIssue == "at-barrier");
+                            copyIssue == "at-barrier", qOperand == "shared", mma == "wgmma");
       if (failed(emitter.emit(fn)))
         return signalPassFailure();
       fn.erase();
     }
+    placeInDynamicSharedMemory(module, gm);
     RewritePatternSet patterns(ctx);
     patterns.add<MathToIntrinsics>(ctx);
     if (failed(applyPatternsGreedily(gm, std::move(patterns))))

@@ -26,8 +26,11 @@ def TileToNVVM : Pass<"tile-to-nvvm", "mlir::ModuleOp"> {
     Br = 16 x warps rows, warp w owns rows 16w..16w+15; a Br x C f32 block lives in registers in
     the m16n8 accumulator layout (per thread: C/8 tiles x 4 values, rows g and g+8 of its warp
     slice with g = lane / 4, columns 2 * (lane % 4) + {0, 1}); row vectors hold the thread's two
-    rows. Q stays in registers as m16k16 A fragments; K and V blocks go through shared memory
-    (16-byte chunks, XOR-swizzled by row) and are read with ldmatrix (transposed for V). Row
+    rows. Q is held as m16k16 A fragments: in registers for the whole kernel, or (q-operand=shared)
+    in shared memory, read with ldmatrix at every k-step; K and V blocks go through shared memory
+    (16-byte chunks, XOR-swizzled by row) and are read with ldmatrix (transposed for V). Every
+    shared buffer is placed in the kernel's dynamic shared memory; its size is recorded on the
+    module as `tilefuse.shared_bytes = {kernel = bytes}` for the launcher. Row
     reductions finish with two xor-shuffles inside each quad of lanes. exp2/log/tanh use LLVM
     intrinsics (ex2.approx, lg2.approx), never libdevice.
   }];
@@ -37,6 +40,14 @@ def TileToNVVM : Pass<"tile-to-nvvm", "mlir::ModuleOp"> {
     Option<"rowsPerWarp", "rows-per-warp", "int64_t", "16",
            "Rows of the program each warp owns: 16 (one m16 tile) or 32 (two m16 tiles sharing "
            "every key/value fragment read from shared memory; more registers)">,
+    Option<"mma", "mma", "std::string", "\"sync\"",
+           "Matrix instruction: `sync` (mma.sync m16n8k16 per warp, ldmatrix from shared tiles; "
+           "sm_80 and later) or `wgmma` (sm_90a: wgmma.mma_async m64nNk16 per warpgroup of 4 "
+           "warps, B read by descriptor from 128-byte-swizzled tiles; Br a multiple of 64)">,
+    Option<"qOperand", "q-operand", "std::string", "\"registers\"",
+           "Where the Q block lives: `registers` (A fragments loaded once) or `shared` (copied "
+           "once into shared memory, read with ldmatrix per k-step: frees D/2 x rows-per-warp/16 "
+           "registers per thread)">,
     Option<"copyIssue", "copy-issue", "std::string", "\"eager\"",
            "When a key/value copy starts if a warp may still read its buffer: `eager` (a barrier, "
            "then the copy, where tile-pipeline put it) or `at-barrier` (after the next barrier "

@@ -48,6 +48,11 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
   Option<std::string> copyIssue{*this, "copy-issue",
                                 llvm::cl::desc("eager or at-barrier (see tile-to-nvvm)"),
                                 llvm::cl::init("eager")};
+  Option<std::string> mma{*this, "mma", llvm::cl::desc("sync or wgmma (see tile-to-nvvm)"),
+                          llvm::cl::init("sync")};
+  Option<std::string> qOperand{*this, "q-operand",
+                               llvm::cl::desc("registers or shared (see tile-to-nvvm)"),
+                               llvm::cl::init("registers")};
 };
 
 /// tile-tiling, tile-online-softmax, tile-block-pruning, then cleanup.

@@ -19,10 +19,13 @@ namespace tilefuse::runtime {
 /// The tile shape of a GPU kernel.
 struct TileConfig {
   int64_t blockM = 64, blockN = 64, rowsPerWarp = 16;
+  std::string qOperand = "registers"; ///< where Q lives: registers or shared
+  std::string mma = "sync";           ///< matrix instruction: sync (mma.sync) or wgmma (sm_90a)
 };
 
-/// The tuned default for a head dimension (the seed of the per-GPU autotuner).
-TileConfig defaultTileConfig(int64_t headDim);
+/// The tuned default for a head dimension and target chip (the seed of the per-GPU autotuner):
+/// warpgroup MMAs (wgmma) on sm_90a, mma.sync elsewhere.
+TileConfig defaultTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a");
 
 struct PtxCompileOptions {
   int64_t blockM = 0; ///< Br (0: defaultTileConfig)
@@ -35,6 +38,8 @@ struct PtxCompileOptions {
   std::string features = "+ptx80";
   std::string copyIssue = "eager"; ///< tile-to-nvvm's copy-issue: eager or at-barrier
   int64_t rowsPerWarp = 0;         ///< tile-to-nvvm's rows-per-warp: 16 or 32 (0: tuned)
+  std::string qOperand;            ///< tile-to-nvvm's q-operand: registers or shared (empty: tuned)
+  std::string mma;                 ///< tile-to-nvvm's mma: sync or wgmma (empty: tuned for chip)
   /// When not empty, the IR after each stage goes to files under this directory (the source,
   /// one file per pass in MLIR's IR file tree, the PTX and the metadata). Not part of what is
   /// compiled: the kernel cache leaves it out of its key.
