@@ -251,6 +251,17 @@ private:
   /// Bytes between consecutive rows of a shared tile.
   int64_t rowPitch(int64_t rowBytes) const { return wgmma ? 128 : rowBytes; }
 
+  /// The m16k16 A fragment of k-tile kt of m-tile t, packed from an f32 block in the accumulator
+  /// layout whose columns are the contraction (P): its n-tiles 2kt and 2kt+1.
+  SmallVector<Value, 4> packedAFragment(Value acc, int64_t cols, int64_t t, int64_t kt,
+                                        Type elt) {
+    int64_t base = t * (cols / 8 * 4), e0 = base + 4 * (2 * kt), e1 = base + 4 * (2 * kt + 1);
+    return {pack(extract(acc, e0), extract(acc, e0 + 1), elt),
+            pack(extract(acc, e0 + 2), extract(acc, e0 + 3), elt),
+            pack(extract(acc, e1), extract(acc, e1 + 1), elt),
+            pack(extract(acc, e1 + 2), extract(acc, e1 + 3), elt)};
+  }
+
   /// Two f32 -> one i32 holding two 16-bit values of `elt` (first in the low half).
   Value pack(Value x, Value y, Type elt) {
     Value v = fromElements(elt, {arith::TruncFOp::create(b, loc, elt, x),
@@ -800,15 +811,9 @@ private:
     if (lhsShared) {
       // loaded per k-step below
     } else if (o.getLhs().getType().getElementType().isF32()) {
-      int64_t perTile = k / 8 * 4; // P's elements per m-tile
       for (int64_t t = 0; t < mTiles; ++t)
-        for (int64_t kt = 0; kt < kTiles; ++kt) {
-          int64_t e0 = t * perTile + 4 * (2 * kt), e1 = t * perTile + 4 * (2 * kt + 1);
-          aFrag[t * kTiles + kt] = {pack(extract(lhs, e0), extract(lhs, e0 + 1), elt),
-                                    pack(extract(lhs, e0 + 2), extract(lhs, e0 + 3), elt),
-                                    pack(extract(lhs, e1), extract(lhs, e1 + 1), elt),
-                                    pack(extract(lhs, e1 + 2), extract(lhs, e1 + 3), elt)};
-        }
+        for (int64_t kt = 0; kt < kTiles; ++kt)
+          aFrag[t * kTiles + kt] = packedAFragment(lhs, k, t, kt, elt);
     } else {
       for (int64_t f = 0; f < mTiles * kTiles; ++f)
         for (int r = 0; r < 4; ++r)
@@ -865,6 +870,21 @@ private:
   // wgmma (sm_90a)
   //===--------------------------------------------------------------------===//
 
+  /// Inline asm with side effects returning `types` (a struct when several), as values.
+  SmallVector<Value> inlineAsm(TypeRange types, ValueRange operands, StringRef text,
+                               StringRef constraints) {
+    auto st = LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(types));
+    Value res = LLVM::InlineAsmOp::create(b, loc, st, operands, text, constraints,
+                                          /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                          LLVM::tailcallkind::TailCallKind::None,
+                                          LLVM::AsmDialectAttr(), ArrayAttr())
+                    .getResult(0);
+    SmallVector<Value> out;
+    for (size_t i = 0; i < types.size(); ++i)
+      out.push_back(LLVM::ExtractValueOp::create(b, loc, res, i));
+    return out;
+  }
+
   /// An inline-asm statement with side effects and no operands.
   void asmStatement(StringRef text) {
     LLVM::InlineAsmOp::create(b, loc, TypeRange(), ValueRange(), text, "",
@@ -890,16 +910,7 @@ private:
     }
     for (size_t i = 0; i < regs.size(); ++i)
       constraints += std::to_string(i) + (i + 1 < regs.size() ? "," : "");
-    auto st = LLVM::LLVMStructType::getLiteral(b.getContext(), types);
-    Value res = LLVM::InlineAsmOp::create(b, loc, st, regs, text, constraints,
-                                          /*has_side_effects=*/true, /*is_align_stack=*/false,
-                                          LLVM::tailcallkind::TailCallKind::None,
-                                          LLVM::AsmDialectAttr(), ArrayAttr())
-                    .getResult(0);
-    SmallVector<Value> out;
-    for (size_t i = 0; i < regs.size(); ++i)
-      out.push_back(LLVM::ExtractValueOp::create(b, loc, res, i));
-    return out;
+    return inlineAsm(types, regs, text, constraints);
   }
 
   /// The 64-bit wgmma matrix descriptor of the 128-byte-swizzled tile at `base` + `offset`
@@ -947,17 +958,7 @@ private:
       os << (i ? ", " : "") << "$" << i;
     os << "}, {$" << first << ", $" << first + 1 << ", $" << first + 2 << ", $" << first + 3
        << "}, $" << first + 4 << ", p, 1, 1, " << (transB ? 1 : 0) << ";\n}";
-    SmallVector<Type> types(outs, b.getF32Type());
-    auto st = LLVM::LLVMStructType::getLiteral(b.getContext(), types);
-    Value res = LLVM::InlineAsmOp::create(b, loc, st, operands, text, constraints,
-                                          /*has_side_effects=*/true, /*is_align_stack=*/false,
-                                          LLVM::tailcallkind::TailCallKind::None,
-                                          LLVM::AsmDialectAttr(), ArrayAttr())
-                    .getResult(0);
-    SmallVector<Value> out;
-    for (int64_t i = 0; i < outs; ++i)
-      out.push_back(LLVM::ExtractValueOp::create(b, loc, res, i));
-    return out;
+    return inlineAsm(SmallVector<Type>(outs, b.getF32Type()), operands, text, constraints);
   }
 
   /// A dot as one warpgroup MMA chain: fence, one m64nNk16 per k-step of 16, commit, wait. The
@@ -979,13 +980,8 @@ private:
     Value lhs = map.lookup(o.getLhs());
     SmallVector<SmallVector<Value, 4>> aFrag(kTiles);
     if (o.getLhs().getType().getElementType().isF32()) {
-      for (int64_t kt = 0; kt < kTiles; ++kt) {
-        int64_t e0 = 4 * (2 * kt), e1 = 4 * (2 * kt + 1);
-        aFrag[kt] = {pack(extract(lhs, e0), extract(lhs, e0 + 1), elt),
-                     pack(extract(lhs, e0 + 2), extract(lhs, e0 + 3), elt),
-                     pack(extract(lhs, e1), extract(lhs, e1 + 1), elt),
-                     pack(extract(lhs, e1 + 2), extract(lhs, e1 + 3), elt)};
-      }
+      for (int64_t kt = 0; kt < kTiles; ++kt)
+        aFrag[kt] = packedAFragment(lhs, k, /*t=*/0, kt, elt);
     } else {
       if (tileRows.count(o.getLhs()))
         return o.emitOpError("tile-to-nvvm: mma=wgmma takes Q from registers (q-operand=registers)");
