@@ -1,6 +1,7 @@
 //===- Pipelines.cpp - the named tilefuse pipelines, end to end -----------===//
 //
-//   tile-front-end  levels 1-4: tile-tiling, tile-online-softmax, tile-block-pruning, cleanup
+//   tile-front-end  levels 1-4: tile-tiling, tile-online-softmax, tile-unscaled-row-max,
+//                   tile-block-pruning, cleanup
 //   tile-to-cpu     the front end, then the CPU reference lowering to the LLVM dialect
 //   tile-to-ptx     the front end, tile-pipeline, then tile-to-nvvm and PTX generation
 //
@@ -20,6 +21,7 @@ void tilefuse::buildTileFrontEndPipeline(OpPassManager &pm, const FrontEndOption
   tiling.blockN = options.blockN;
   pm.addNestedPass<func::FuncOp>(createTileTiling(tiling));
   pm.addNestedPass<func::FuncOp>(createTileOnlineSoftmax());
+  pm.addNestedPass<func::FuncOp>(createTileUnscaledRowMax());
   TileBlockPruningOptions pruning;
   pruning.instrument = options.instrument;
   pm.addNestedPass<func::FuncOp>(createTileBlockPruning(pruning));

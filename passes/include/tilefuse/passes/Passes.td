@@ -61,6 +61,18 @@ def TileOnlineSoftmax : Pass<"tile-online-softmax", "mlir::func::FuncOp"> {
                            "mlir::math::MathDialect"];
 }
 
+def TileUnscaledRowMax : Pass<"tile-unscaled-row-max", "mlir::func::FuncOp"> {
+  let summary = "Takes the online softmax's row max over unscaled scores (one FMA per score)";
+  let description = [{
+    For a positive constant softmax scale c, max(c s) = c max(s) and masking commutes with the
+    scale, so the row max is taken over the unscaled (masked) scores and scaled once per row,
+    and the exponent's argument s * c - m becomes one fused multiply-add per score instead of a
+    multiply feeding both the max and a subtraction. Only a multiply by a positive constant
+    directly before the max (through masks) moves; score modifiers before it stay.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
 def TileBlockPruning : Pass<"tile-block-pruning", "mlir::func::FuncOp"> {
   let summary = "Classifies key/value blocks as empty, full or partial from the mask region";
   let description = [{
