@@ -11,7 +11,8 @@ Implementations:
 Grid: bf16; head dim 64 and 128; M = N in 1k, 2k, 4k, 8k, 16k; causal and not; 16k tokens per
 batch (B = 16384 // N); hidden 2048 (H = 2048 // D). FLOPs = 4 B H M N D, halved for causal.
 Each time is the median of >= 20 repetitions timed with CUDA events after a warm-up, with the L2
-cache flushed before each repetition. tilefuse's output is checked against SDPA's once per
+cache flushed before each repetition; the repetitions of a row's columns are interleaved (one
+call of each per round, the order rotated), so drift during a row falls on all of them alike. tilefuse's output is checked against SDPA's once per
 configuration (max |O - O_sdpa| / max |O_sdpa|). Backends that cannot run print n/a.
 
 Kernels are recognised by their sidecar, whatever the file is called: "name" attention
@@ -183,20 +184,29 @@ def _compiled_flex(torch, flex_attention):
 # ---------------------------------------------------------------------------------------------
 
 
-def median_ms(torch, fn, warmup, reps, flush):
-    """Median of `reps` event-timed calls after `warmup` calls, flushing the L2 before each."""
-    for _ in range(warmup):
-        fn()
+def interleaved_medians(torch, fns, warmup, reps, flush):
+    """Median ms of `reps` event-timed calls of each function in `fns` (name -> fn), after
+    `warmup` calls each, flushing the L2 before each call. The repetitions are interleaved, one
+    call of every function per round with the order rotated each round, so that clock and
+    temperature drift during a row fall on every column alike (timed back to back, the first
+    column of a row ran up to 10% faster than the same kernel in a later one)."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
     torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for start, end in zip(starts, ends):
-        flush.zero_()
-        start.record()
-        fn()
-        end.record()
+    names = list(fns)
+    events = {name: [] for name in names}
+    for r in range(reps):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            flush.zero_()
+            start.record()
+            fns[name]()
+            end.record()
+            events[name].append((start, end))
     torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+    return {name: statistics.median(s.elapsed_time(e) for s, e in pairs)
+            for name, pairs in events.items()}
 
 
 def fmt_tflops(result, impl):
@@ -285,22 +295,33 @@ def main():
                 result = {"dtype": "bf16", "head_dim": head_dim, "M": n, "N": n, "B": B, "H": H,
                           "causal": causal, "flops": flops, "ms": {}, "tflops": {},
                           "n/a": {}, "tilefuse_max_rel_err": None}
-                outputs = {}
+                outputs, ready = {}, {}
+
+                def not_available(impl, e):  # any backend failure is that backend's n/a
+                    reason = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}" \
+                        if str(e).strip() else type(e).__name__
+                    result["n/a"][impl] = reason
+                    if reasons.get(impl) != reason:
+                        reasons[impl] = reason
+                        print(f"  {impl}: n/a: {reason}", file=sys.stderr)
+
                 for impl in impls:
                     try:
                         fn = preparers[impl](torch, q, k, v, causal, scale)
                         outputs[impl] = fn().clone()  # also the first warm-up (and compile)
-                        ms = median_ms(torch, fn, args.warmup, args.reps, flush)
+                        torch.cuda.synchronize()
+                        ready[impl] = fn
+                    except Exception as e:
+                        not_available(impl, e)
+                try:
+                    for impl, ms in interleaved_medians(torch, ready, args.warmup, args.reps,
+                                                        flush).items():
                         result["ms"][impl] = ms
                         result["tflops"][impl] = flops / (ms * 1e-3) / 1e12
-                    except Exception as e:  # any backend failure is that backend's n/a
-                        reason = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}" \
-                            if str(e).strip() else type(e).__name__
-                        result["n/a"][impl] = reason
-                        if reasons.get(impl) != reason:
-                            reasons[impl] = reason
-                            print(f"  {impl}: n/a: {reason}", file=sys.stderr)
-                    torch.cuda.synchronize()
+                except Exception as e:  # a failure while timing: every column of the row
+                    for impl in ready:
+                        not_available(impl, e)
+                torch.cuda.synchronize()
                 mine = [i for i in outputs if i == "tilefuse" or i in variants]
                 if mine:
                     with torch.no_grad():
