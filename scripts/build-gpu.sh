@@ -49,40 +49,6 @@ echo "build-gpu: $(du -h "$out/tilefuse-gpu-tests" | cut -f1) tilefuse-gpu-tests
 [ "$emit_ptx" = 1 ] || exit 0
 
 # PTX: tilefuse compile --emit ptx ...
-# Every bundled kernel at its own head dim and dtype (NAME.ptx), plus the variants the benchmark
-# times (head dim 128) and the f16 path. NAME.json, the launch metadata, is written beside each.
-tilefuse=build/tools/tilefuse
-if [ ! -f build/build.ninja ]; then
-  echo "build-gpu: no development build in build/ (run scripts/bootstrap.sh first)" >&2
-  exit 1
-fi
-cmake --build build --target tilefuse
-
-failed=()
-compile() { # compile OUTPUT_NAME KERNEL [tilefuse compile options...]
-  local name=$1 kernel=$2
-  shift 2
-  if ! "$tilefuse" compile --kernel "$kernel" --emit ptx -o "$out/kernels/$name.ptx" "$@"; then
-    failed+=("$name")
-    rm -f "$out/kernels/$name.ptx" "$out/kernels/$name.json"
-  elif [ ! -s "$out/kernels/$name.json" ]; then
-    echo "build-gpu: tilefuse compile wrote no $out/kernels/$name.json" >&2
-    failed+=("$name")
-  fi
-}
-
-# Every kernel is attempted, so one compiler failure still leaves the others to test; the exit
-# status says whether all compiled.
-rm -f "$out"/kernels/*.ptx "$out"/kernels/*.json
-for kernel in $("$tilefuse" list | awk '{print $1}'); do
-  compile "$kernel" "$kernel"
-done
-compile attention_d128 attention --head-dim 128
-compile causal_d128 causal --head-dim 128
-compile attention_f16 attention --dtype f16
-compile causal_f16 causal --dtype f16
-echo "build-gpu: $(ls "$out"/kernels/*.ptx 2>/dev/null | wc -l) kernels in $out/kernels"
-if ((${#failed[@]})); then
-  echo "build-gpu: FAILED to compile: ${failed[*]}" >&2
-  exit 1
-fi
+# The kernel set (scripts/compile-kernels.sh): every bundled kernel, plus attention and causal at
+# head dim 128 and in f16, each NAME.ptx with its launch metadata NAME.json.
+exec scripts/compile-kernels.sh "$out/kernels"

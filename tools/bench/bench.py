@@ -118,12 +118,14 @@ class Tilefuse:
                 lse.data_ptr(), B, H, Hkv, M, N, D, strides, self._err, len(self._err))
         launch = self.lib.tilefuse_cuda_launch
 
+        # args holds only the buffers' addresses: `run` keeps both buffers alive, or the freed
+        # LSE buffer would be the next allocation while the launches still write it.
+        buffers = (o, lse)
+
         def run():
-            # `lse` is referenced here so that it lives as long as the launches that write it:
-            # args holds only its address, and a freed buffer is reused by the next allocation.
-            if launch(*args) != 0 or lse is None:
+            if launch(*args) != 0:
                 raise RuntimeError(f"tilefuse launch: {self._err.value.decode()}")
-            return o
+            return buffers[0]
 
         return run
 

@@ -772,6 +772,19 @@ private:
     return out;
   }
 
+  /// The buffers `dot` read (either key buffer, when the tile is carried; Q's when it is in
+  /// shared memory) have readers until the next barrier.
+  void noteReaders(BlockDotOp dot, bool lhsShared) {
+    SmallVector<StringRef> read =
+        dot.getTransposeRhs() ? SmallVector<StringRef>{"tilefuse_smem_k0", "tilefuse_smem_k1"}
+                              : SmallVector<StringRef>{"tilefuse_smem_v"};
+    if (lhsShared)
+      read.push_back("tilefuse_smem_q");
+    for (StringRef n : read)
+      if (!llvm::is_contained(dirtyBuffers, n))
+        dirtyBuffers.push_back(n);
+  }
+
   LogicalResult lowerBlockDot(BlockDotOp o) {
     if (wgmma)
       return lowerBlockDotWgmma(o);
@@ -850,15 +863,7 @@ private:
         }
       }
     }
-    // The tile's buffer (either key buffer, when carried) has readers until the next barrier.
-    SmallVector<StringRef> read =
-        o.getTransposeRhs() ? SmallVector<StringRef>{"tilefuse_smem_k0", "tilefuse_smem_k1"}
-                            : SmallVector<StringRef>{"tilefuse_smem_v"};
-    if (lhsShared)
-      read.push_back("tilefuse_smem_q");
-    for (StringRef n : read)
-      if (!llvm::is_contained(dirtyBuffers, n))
-        dirtyBuffers.push_back(n);
+    noteReaders(o, lhsShared);
     SmallVector<Value> flat;
     for (auto &t : acc)
       flat.append(t.begin(), t.end());
@@ -913,14 +918,13 @@ private:
     return inlineAsm(types, regs, text, constraints);
   }
 
-  /// The 64-bit wgmma matrix descriptor of the 128-byte-swizzled tile at `base` + `offset`
-  /// bytes: start address / 16 (bits 0-13), leading byte offset / 16 (16-29), stride byte
-  /// offset / 16 (32-45), swizzle mode 1 = 128 bytes (62-63).
-  Value descriptor(Value base, int64_t offset, int64_t leadingBytes, int64_t strideBytes) {
+  /// The 64-bit wgmma matrix descriptor of the 128-byte-swizzled tile at `base`: start
+  /// address / 16 (bits 0-13), leading byte offset / 16 (16-29), stride byte offset / 16
+  /// (32-45), swizzle mode 1 = 128 bytes (62-63). A k-step's descriptor is this one plus its
+  /// byte offset / 16: shared addresses stay below 2^18, so the start field never carries.
+  Value descriptor(Value base, int64_t leadingBytes, int64_t strideBytes) {
     Type i32Ty = b.getI32Type(), i64Ty = b.getI64Type();
     Value addr = LLVM::PtrToIntOp::create(b, loc, i32Ty, base);
-    if (offset)
-      addr = arith::AddIOp::create(b, loc, addr, i32(offset));
     Value start = arith::AndIOp::create(
         b, loc, arith::ShRUIOp::create(b, loc, addr, i32(4)), i32(0x3FFF));
     uint64_t fixed = (uint64_t(leadingBytes >> 4) & 0x3FFF) << 16 |
@@ -1005,12 +1009,16 @@ private:
         aFrag[kt][r] = pinned[p++];
 
     bool transposed = o.getTransposeRhs(); // Q K^T
+    Value tileDesc = transposed ? descriptor(base, /*leadingBytes=*/16, /*strideBytes=*/1024)
+                                : descriptor(base, /*leadingBytes=*/rows * 128,
+                                             /*strideBytes=*/1024);
     for (int64_t kt = 0; kt < kTiles; ++kt) {
-      Value desc = transposed
-                       ? descriptor(base, (kt / 4) * rows * 128 + (kt % 4) * 32,
-                                    /*leadingBytes=*/16, /*strideBytes=*/1024)
-                       : descriptor(base, kt * 16 * 128, /*leadingBytes=*/rows * 128,
-                                    /*strideBytes=*/1024);
+      int64_t offset = transposed ? (kt / 4) * rows * 128 + (kt % 4) * 32 : kt * 16 * 128;
+      Value desc = tileDesc;
+      if (offset)
+        desc = arith::AddIOp::create(b, loc, tileDesc,
+                                     arith::ConstantOp::create(b, loc, b.getI64Type(),
+                                                               b.getI64IntegerAttr(offset >> 4)));
       acc = wgmmaAsync(acc, cols, aFrag[kt], desc, /*transB=*/!transposed, elt);
     }
     asmStatement("wgmma.commit_group.sync.aligned;");
@@ -1020,11 +1028,7 @@ private:
     pinned = pinRegisters("wgmma.wait_group.sync.aligned 0;", pinned);
     acc.assign(pinned.begin(), pinned.begin() + cols / 2);
 
-    // The tile's buffer has readers until the next barrier (wait_group 0 finished the reads).
-    for (StringRef n : transposed ? SmallVector<StringRef>{"tilefuse_smem_k0", "tilefuse_smem_k1"}
-                                  : SmallVector<StringRef>{"tilefuse_smem_v"})
-      if (!llvm::is_contained(dirtyBuffers, n))
-        dirtyBuffers.push_back(n);
+    noteReaders(o, /*lhsShared=*/false); // wait_group 0 finished the reads
     map.map(o.getResult(), fromElements(b.getF32Type(), acc));
     return success();
   }
