@@ -4,6 +4,9 @@
 //                   tile-block-pruning, cleanup
 //   tile-to-cpu     the front end, then the CPU reference lowering to the LLVM dialect
 //   tile-to-ptx     the front end, tile-pipeline, then tile-to-nvvm and PTX generation
+//   tile-to-f64-reference-llvm
+//                   the float64 reference (the written form evaluated naively, no front end)
+//                   to the LLVM dialect
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/Passes.h"
@@ -55,6 +58,12 @@ void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOption
   buildNVVMToPTXPipeline(pm);
 }
 
+void tilefuse::buildTileToF64ReferenceLLVMPipeline(OpPassManager &pm) {
+  pm.addPass(createTileToF64Reference());
+  pm.addPass(createCanonicalizerPass());
+  buildCpuLoopsToLLVMPipeline(pm);
+}
+
 void tilefuse::registerTilePipelines() {
   PassPipelineRegistration<FrontEndOptions>(
       "tile-front-end", "Tiling, online softmax and block pruning (levels 1-4)",
@@ -65,4 +74,8 @@ void tilefuse::registerTilePipelines() {
   PassPipelineRegistration<GpuPipelineOptions>(
       "tile-to-ptx", "The front end, then the NVVM lowering to PTX (gpu.binary)",
       buildTileToPTXPipeline);
+  PassPipelineRegistration<>(
+      "tile-to-f64-reference-llvm",
+      "The float64 reference of a written-form kernel (no front end), to the LLVM dialect",
+      buildTileToF64ReferenceLLVMPipeline);
 }

@@ -1,92 +1,107 @@
-//===- Reference.cpp - naive float64 attention for checking ---------------===//
+//===- Reference.cpp - running a kernel's float64 reference ---------------===//
 #include "tilefuse/runtime/Reference.h"
 
+#include "llvm/Support/DynamicLibrary.h"
+#include "llvm/Support/Parallel.h"
+#include "llvm/Support/Threading.h"
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 
 namespace tilefuse::runtime::reference {
 
-std::optional<Variant> variantFor(llvm::StringRef name, int64_t H) {
-  Variant v;
-  v.scale = 0; // the kernels' default temperature, 1/sqrt(D)
-  auto causal = [](int64_t, int64_t, int64_t q, int64_t kv) { return kv <= q; };
-  if (name == "attention" || name == "gqa" || name == "mqa")
-    return v;
-  if (name == "causal") {
-    v.mask = causal;
-    return v;
-  }
-  if (name == "sliding_window") {
-    v.mask = [](int64_t, int64_t, int64_t q, int64_t kv) { return kv + 100 >= q && kv <= q + 20; };
-    return v;
-  }
-  if (name == "alibi") {
-    v.mask = causal;
-    v.scoreMod = [H](double s, int64_t, int64_t h, int64_t q, int64_t kv) {
-      double slope = std::exp2(-8.0 * double(h + 1) / double(H));
-      return s + slope * double(kv - q);
-    };
-    return v;
-  }
-  if (name == "softcap") {
-    v.scoreMod = [](double s, int64_t, int64_t, int64_t, int64_t) {
-      return 30.0 * std::tanh(s / 30.0);
-    };
-    return v;
-  }
-  if (name == "prefix_lm") {
-    v.mask = [](int64_t, int64_t, int64_t q, int64_t kv) { return kv < 100 || kv <= q; };
-    return v;
-  }
-  return std::nullopt;
+std::string referenceSymbol(llvm::StringRef name) {
+  return ("_mlir_ciface_" + name + "_reference").str();
 }
 
-void attention(const Problem &p, const Variant &variant, const std::vector<double> &q,
-               const std::vector<double> &k, const std::vector<double> &v,
-               std::vector<double> &out, std::vector<double> &lse) {
-  out.assign(p.B * p.H * p.M * p.D, 0.0);
-  lse.assign(p.B * p.H * p.M, 0.0);
-  std::vector<double> s(p.N);
-  int64_t group = p.H / p.Hkv;
-  for (int64_t b = 0; b < p.B; ++b)
-    for (int64_t h = 0; h < p.H; ++h) {
-      int64_t hk = h / group;
-      const double *kb = &k[((b * p.Hkv + hk) * p.N) * p.D];
-      const double *vb = &v[((b * p.Hkv + hk) * p.N) * p.D];
-      for (int64_t i = 0; i < p.M; ++i) {
-        const double *qi = &q[((b * p.H + h) * p.M + i) * p.D];
-        double m = -std::numeric_limits<double>::infinity();
-        for (int64_t j = 0; j < p.N; ++j) {
-          double dot = 0;
-          for (int64_t d = 0; d < p.D; ++d)
-            dot += qi[d] * kb[j * p.D + d];
-          double x = dot * (variant.scale > 0 ? variant.scale : 1.0 / std::sqrt(double(p.D)));
-          if (variant.scoreMod)
-            x = variant.scoreMod(x, b, h, i, j);
-          if (variant.mask && !variant.mask(b, h, i, j))
-            x = -std::numeric_limits<double>::infinity();
-          s[j] = x;
-          m = std::max(m, x);
-        }
-        double *o = &out[((b * p.H + h) * p.M + i) * p.D];
-        double &l = lse[(b * p.H + h) * p.M + i];
-        if (m == -std::numeric_limits<double>::infinity()) {
-          l = m;
-          continue;
-        }
-        double sum = 0;
-        for (int64_t j = 0; j < p.N; ++j) {
-          double e = std::exp(s[j] - m);
-          sum += e;
-          for (int64_t d = 0; d < p.D; ++d)
-            o[d] += e * vb[j * p.D + d];
-        }
-        for (int64_t d = 0; d < p.D; ++d)
-          o[d] /= sum;
-        l = m + std::log(sum);
-      }
-    }
+namespace {
+template <int Rank> MemRefDescriptor<Rank> describe(const HostView &view) {
+  MemRefDescriptor<Rank> d;
+  d.allocated = d.aligned = static_cast<double *>(view.data);
+  d.offset = 0;
+  for (int i = 0; i < Rank; ++i) {
+    d.sizes[i] = view.sizes[i];
+    d.strides[i] = view.strides[i];
+  }
+  return d;
+}
+} // namespace
+
+llvm::Error runReference(ReferenceEntry entry, llvm::StringRef name, const HostView &q,
+                         const HostView &k, const HostView &v, const HostView &o,
+                         const HostView &lse) {
+  auto fail = [&](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "float64 reference of '" + name + "': " + why);
+  };
+  struct {
+    const char *name;
+    const HostView *view;
+    int rank;
+  } args[] = {{"Q", &q, 4}, {"K", &k, 4}, {"V", &v, 4}, {"O", &o, 4}, {"LSE", &lse, 3}};
+  for (const auto &arg : args) {
+    if (!arg.view->data)
+      return fail(llvm::Twine(arg.name) + " is null");
+    if (arg.view->rank != arg.rank)
+      return fail(llvm::Twine(arg.name) + " must have rank " + llvm::Twine(arg.rank));
+    for (int d = 0; d < arg.rank; ++d)
+      if (arg.view->sizes[d] < 0 || arg.view->strides[d] < 0)
+        return fail(llvm::Twine(arg.name) + ": negative size or stride in dimension " +
+                    llvm::Twine(d));
+  }
+  int64_t B = q.sizes[0], H = q.sizes[1], M = q.sizes[2], D = q.sizes[3];
+  int64_t Hkv = k.sizes[1], N = k.sizes[2], Dv = v.sizes[3];
+  if (k.sizes[0] != B || v.sizes[0] != B || o.sizes[0] != B || lse.sizes[0] != B)
+    return fail("Q, K, V, O and LSE must have the same batch size");
+  if (Hkv == 0 || H % Hkv != 0)
+    return fail("query heads (" + llvm::Twine(H) + ") must be a multiple of key/value heads (" +
+                llvm::Twine(Hkv) + ")");
+  if (v.sizes[1] != Hkv || v.sizes[2] != N)
+    return fail("K and V must have the same heads and length");
+  if (k.sizes[3] != D)
+    return fail("K's head dimension must equal Q's");
+  if (o.sizes[1] != H || o.sizes[2] != M || o.sizes[3] != Dv)
+    return fail("O must be B x H x M x Dv");
+  if (lse.sizes[1] != H || lse.sizes[2] != M)
+    return fail("LSE must be B x H x M");
+
+  // Rows in chunks over every core; each row is O(N * D) work.
+  int64_t rows = B * H * M;
+  if (rows == 0)
+    return llvm::Error::success();
+  int64_t workers = std::max<int64_t>(1, llvm::hardware_concurrency().compute_thread_count());
+  int64_t chunk = std::max<int64_t>(1, rows / (workers * 8));
+  int64_t chunks = (rows + chunk - 1) / chunk;
+  auto dq = describe<4>(q), dk = describe<4>(k), dv = describe<4>(v), dO = describe<4>(o);
+  auto dl = describe<3>(lse);
+  llvm::parallelFor(0, chunks, [&](size_t c) {
+    // Each call gets its own descriptors: the entry point takes them by pointer.
+    auto q4 = dq, k4 = dk, v4 = dv, o4 = dO;
+    auto l3 = dl;
+    int64_t begin = int64_t(c) * chunk;
+    entry(&q4, &k4, &v4, &o4, &l3, begin, std::min(rows, begin + chunk));
+  });
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<ReferenceLibrary>> ReferenceLibrary::load(llvm::StringRef path,
+                                                                          llvm::StringRef name) {
+  std::string error;
+  // Permanent: the library stays loaded for the life of the process (as the kernels' modules).
+  llvm::sys::DynamicLibrary library =
+      llvm::sys::DynamicLibrary::getPermanentLibrary(path.str().c_str(), &error);
+  if (!library.isValid())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "cannot load the float64 reference " + path + ": " + error);
+  std::string symbol = referenceSymbol(name);
+  void *address = library.getAddressOfSymbol(symbol.c_str());
+  if (!address)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + " has no float64 reference of kernel '" + name +
+                                       "' (symbol " + symbol + ")");
+  return std::unique_ptr<ReferenceLibrary>(
+      new ReferenceLibrary(reinterpret_cast<ReferenceEntry>(address), name.str()));
 }
 
 uint16_t toBF16(float x) {

@@ -1,8 +1,9 @@
 //===- GpuAttentionTest.cpp - compiled kernels on the GPU vs float64 ------===//
 //
 // tilefuse-gpu-tests: every kernel in $TILEFUSE_PTX_DIR (<stem>.ptx + <stem>.json, the kernel ABI
-// of CudaKernel.h) runs through the CUDA runtime on fresh random inputs and is compared with the
-// float64 reference of Reference.h; plus tests of the runtime itself (driver, module loading,
+// of CudaKernel.h) runs through the CUDA runtime on fresh random inputs and is compared with its
+// float64 reference, <stem>.reference.so (derived from the same DSL text by the compiler and
+// compiled ahead of time: this machine may have no compiler; see Reference.h); plus tests of the runtime itself (driver, module loading,
 // metadata, launch checks). Where there is no driver or no GPU it prints
 // "skipped: no GPU (<reason>)" and the GPU tests skip; the rest still run.
 //
@@ -156,60 +157,6 @@ std::vector<char> gather(const Layout &layout, const std::vector<char> &storage,
 }
 
 //===----------------------------------------------------------------------===//
-// The float64 reference on every core
-//===----------------------------------------------------------------------===//
-
-/// reference::attention, split into (batch, head, block of rows) tasks over all cores: the large
-/// cases (M = N = 16384) would take minutes on one. Each task runs the reference on a one-head
-/// slice, with the variant's index arguments shifted back to the whole problem's.
-void referenceAttention(const ref::Problem &p, const ref::Variant &variant,
-                        const std::vector<double> &q, const std::vector<double> &k,
-                        const std::vector<double> &v, std::vector<double> &out,
-                        std::vector<double> &lse) {
-  out.assign(p.B * p.H * p.M * p.D, 0.0);
-  lse.assign(p.B * p.H * p.M, 0.0);
-  constexpr int64_t rowsPerTask = 64;
-  int64_t rowBlocks = (p.M + rowsPerTask - 1) / rowsPerTask;
-  int64_t tasks = p.B * p.H * rowBlocks;
-  std::atomic<int64_t> nextTask{0};
-  auto worker = [&] {
-    for (int64_t task; (task = nextTask++) < tasks;) {
-      int64_t b = task / (p.H * rowBlocks), h = task / rowBlocks % p.H;
-      int64_t row0 = task % rowBlocks * rowsPerTask, rows = std::min(rowsPerTask, p.M - row0);
-      int64_t hkv = h / (p.H / p.Hkv);
-      ref::Problem slice{1, 1, 1, rows, p.N, p.D};
-      ref::Variant shifted;
-      shifted.scale = variant.scale;
-      if (variant.scoreMod)
-        shifted.scoreMod = [&, b, h, row0](double s, int64_t, int64_t, int64_t i, int64_t j) {
-          return variant.scoreMod(s, b, h, row0 + i, j);
-        };
-      if (variant.mask)
-        shifted.mask = [&, b, h, row0](int64_t, int64_t, int64_t i, int64_t j) {
-          return variant.mask(b, h, row0 + i, j);
-        };
-      auto qBegin = q.begin() + ((b * p.H + h) * p.M + row0) * p.D;
-      auto kvOffset = (b * p.Hkv + hkv) * p.N * p.D;
-      std::vector<double> qSlice(qBegin, qBegin + rows * p.D);
-      std::vector<double> kSlice(k.begin() + kvOffset, k.begin() + kvOffset + p.N * p.D);
-      std::vector<double> vSlice(v.begin() + kvOffset, v.begin() + kvOffset + p.N * p.D);
-      std::vector<double> outSlice, lseSlice;
-      ref::attention(slice, shifted, qSlice, kSlice, vSlice, outSlice, lseSlice);
-      std::copy(outSlice.begin(), outSlice.end(),
-                out.begin() + ((b * p.H + h) * p.M + row0) * p.D);
-      std::copy(lseSlice.begin(), lseSlice.end(), lse.begin() + (b * p.H + h) * p.M + row0);
-    }
-  };
-  int64_t threads = std::min<int64_t>(std::max(1u, std::thread::hardware_concurrency()), tasks);
-  std::vector<std::thread> pool;
-  for (int64_t i = 1; i < threads; ++i)
-    pool.emplace_back(worker);
-  worker();
-  for (std::thread &t : pool)
-    t.join();
-}
-
-//===----------------------------------------------------------------------===//
 // Comparison
 //===----------------------------------------------------------------------===//
 
@@ -273,6 +220,9 @@ void compareLse(const std::vector<float> &got, const std::vector<double> &want, 
 struct KernelFiles {
   std::string stem; ///< e.g. causal_d64
   std::string ptxPath, jsonPath;
+  /// <stem>.reference.so: the kernel's float64 reference, compiled from its DSL text with the
+  /// same specialization (`tilefuse compile --emit reference`).
+  std::string referencePath;
 };
 
 /// <stem>.json files with a <stem>.ptx beside them, sorted by stem.
@@ -285,8 +235,11 @@ std::vector<KernelFiles> findKernels(llvm::StringRef dir) {
       continue;
     llvm::SmallString<256> ptx(path);
     llvm::sys::path::replace_extension(ptx, "ptx");
+    llvm::SmallString<256> reference(path);
+    llvm::sys::path::replace_extension(reference, "reference.so");
     if (llvm::sys::fs::exists(ptx))
-      found.push_back({llvm::sys::path::stem(path).str(), ptx.str().str(), path.str()});
+      found.push_back({llvm::sys::path::stem(path).str(), ptx.str().str(), path.str(),
+                       reference.str().str()});
   }
   llvm::sort(found, [](const KernelFiles &a, const KernelFiles &b) { return a.stem < b.stem; });
   return found;
@@ -342,6 +295,7 @@ std::vector<Case> casesFor(const KernelMetadata &metadata, bool smallOnly) {
 /// Kernels are loaded once per process (the JIT takes a while); a failed load fails every case.
 struct LoadedKernel {
   std::unique_ptr<CudaKernel> kernel;
+  std::unique_ptr<ref::ReferenceLibrary> reference;
   std::string error;
 };
 
@@ -354,6 +308,14 @@ const LoadedKernel &loadOnce(const KernelFiles &files) {
       it->second.kernel = std::move(*kernel);
       std::printf("[ kernel   ] %s: %d registers/thread\n", files.stem.c_str(),
                   it->second.kernel->registersPerThread());
+      auto reference =
+          ref::ReferenceLibrary::load(files.referencePath, it->second.kernel->metadata().name);
+      if (reference) {
+        it->second.reference = std::move(*reference);
+      } else {
+        it->second.kernel.reset();
+        it->second.error = llvm::toString(reference.takeError());
+      }
     } else {
       it->second.error = takeReport(kernel.takeError()).message;
     }
@@ -383,13 +345,6 @@ void runCase(const KernelFiles &files, const KernelMetadata &metadata, const Cas
   const LoadedKernel &loaded = loadOnce(files);
   ASSERT_TRUE(loaded.kernel) << files.ptxPath << ": " << loaded.error;
   const CudaKernel &kernel = *loaded.kernel;
-
-  std::optional<ref::Variant> variant = ref::variantFor(metadata.name, c.H);
-  ASSERT_TRUE(variant) << "no float64 reference for kernel '" << metadata.name << "'";
-  // The reference applies the kernels' softmax scale (1/sqrt(D) unless the DSL says otherwise);
-  // a sidecar that states the scale overrides it.
-  if (metadata.scale)
-    variant->scale = *metadata.scale;
 
   ref::Problem p{c.B, c.H, c.Hkv, c.M, c.N, metadata.headDim};
   int64_t D = p.D;
@@ -447,8 +402,14 @@ void runCase(const KernelFiles &files, const KernelMetadata &metadata, const Cas
   std::vector<float> lse(lseLayout.logicalCount());
   std::memcpy(lse.data(), lseBytes.data(), lseBytes.size());
 
-  std::vector<double> refOut, refLse;
-  referenceAttention(p, *variant, q, k, v, refOut, refLse);
+  // The float64 reference, derived from the kernel's own DSL text, on every core.
+  std::vector<double> refOut(oLayout.logicalCount()), refLse(lseLayout.logicalCount());
+  TF_ASSERT_OK(loaded.reference->run(
+      HostView::contiguous(q.data(), {p.B, p.H, p.M, D}),
+      HostView::contiguous(k.data(), {p.B, p.Hkv, p.N, D}),
+      HostView::contiguous(v.data(), {p.B, p.Hkv, p.N, D}),
+      HostView::contiguous(refOut.data(), {p.B, p.H, p.M, D}),
+      HostView::contiguous(refLse.data(), {p.B, p.H, p.M, 0}, 3)));
 
   Comparison cmp;
   compareOutput(out, refOut, cmp);

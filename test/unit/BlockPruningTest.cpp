@@ -1,7 +1,7 @@
 //===- BlockPruningTest.cpp - blocks visited equal the non-empty blocks ---===//
 //
 // With instrumentation, the CPU backend counts the key/value blocks that ran, split into full
-// (no mask arithmetic) and partial (mask applied). A brute-force count over the reference mask
+// (no mask arithmetic) and partial (mask applied). A brute-force count over the test's own statement of each mask
 // gives what they must be: every non-empty block visited exactly once, and exactly the blocks with
 // some masked element (the key bound N included) applying the mask.
 //
@@ -26,7 +26,7 @@ struct Expected {
 
 /// Classifies every (row block, column block) of one (b, h) by brute force. Rows run over the
 /// whole block (the interval the pass evaluates); columns at or past N count as masked.
-Expected bruteForce(const reference::Variant &v, int64_t M, int64_t N, int64_t br, int64_t bc,
+Expected bruteForce(const test::Semantics &v, int64_t M, int64_t N, int64_t br, int64_t bc,
                     int64_t programs) {
   Expected e;
   int64_t rowBlocks = (M + br - 1) / br, colBlocks = (N + bc - 1) / bc;
@@ -48,6 +48,18 @@ Expected bruteForce(const reference::Variant &v, int64_t M, int64_t N, int64_t b
   return e;
 }
 
+/// The masks of the bundled kernels, as this test states them (to count blocks by brute force).
+test::Semantics maskOf(const std::string &kernel) {
+  test::Semantics s;
+  if (kernel == "causal")
+    s.mask = [](int64_t, int64_t, int64_t q, int64_t kv) { return kv <= q; };
+  else if (kernel == "sliding_window")
+    s.mask = [](int64_t, int64_t, int64_t q, int64_t kv) { return kv + 100 >= q && kv <= q + 20; };
+  else if (kernel == "prefix_lm")
+    s.mask = [](int64_t, int64_t, int64_t q, int64_t kv) { return kv < 100 || kv <= q; };
+  return s;
+}
+
 struct PruneCase {
   std::string kernel;
   int64_t M, N, br, bc;
@@ -66,11 +78,11 @@ TEST_P(BlockPruning, VisitsExactlyTheNonEmptyBlocks) {
   p.M = c.M;
   p.N = c.N;
   p.D = kernel->headDim();
-  test::RunResult r = test::runAgainstReference(*kernel, c.kernel, p, 7);
+  auto reference = test::compileBundledReference(c.kernel);
+  ASSERT_TRUE(reference);
+  test::RunResult r = test::runAgainstReference(*kernel, *reference, p, 7);
   EXPECT_LE(r.outError, 5e-6);
-  auto variant = reference::variantFor(c.kernel, p.H);
-  ASSERT_TRUE(variant);
-  Expected e = bruteForce(*variant, c.M, c.N, c.br, c.bc, p.B * p.H);
+  Expected e = bruteForce(maskOf(c.kernel), c.M, c.N, c.br, c.bc, p.B * p.H);
   EXPECT_EQ(r.counts.visited(), e.full + e.partial) << "of " << e.total << " blocks";
   EXPECT_EQ(r.counts.full, e.full) << "full blocks run without the mask";
   EXPECT_EQ(r.counts.partial, e.partial) << "only partial blocks apply the mask";
@@ -99,7 +111,9 @@ TEST(BlockPruning, CausalVisitsAboutHalf) {
   p.Hkv = 1;
   p.M = p.N = 2048;
   p.D = kernel->headDim();
-  test::RunResult r = test::runAgainstReference(*kernel, "causal", p, 3);
+  auto reference = test::compileBundledReference("causal");
+  ASSERT_TRUE(reference);
+  test::RunResult r = test::runAgainstReference(*kernel, *reference, p, 3);
   int64_t blocks = 32 * 32;
   EXPECT_EQ(r.counts.visited(), 32 * 33 / 2); // the lower triangle with its diagonal
   EXPECT_EQ(r.counts.partial, 32);            // only the diagonal pays for the mask
@@ -136,14 +150,16 @@ TEST(BlockPruning, SkipsEmptyBlocksInsideTheRange) {
   auto kernel = CpuKernel::compile(text, "holed.mlir", opts);
   ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
 
-  reference::Variant v;
+  test::Semantics v;
   v.mask = [](int64_t, int64_t, int64_t q, int64_t kv) { return kv < 100 || kv >= q + 400; };
   reference::Problem p;
   p.B = 1;
   p.H = p.Hkv = 2;
   p.M = 300;
   p.N = 1000;
-  test::RunResult r = test::runAgainstReference(**kernel, v, p, 11);
+  auto reference = test::compileReference(text, "holed.mlir");
+  ASSERT_TRUE(reference);
+  test::RunResult r = test::runAgainstReference(**kernel, *reference, p, 11);
   EXPECT_TRUE(r.allWritten);
   EXPECT_LE(r.outError, 5e-6);
   EXPECT_LE(r.lseError, 1e-5);
@@ -171,14 +187,17 @@ TEST(VariantParams, SlidingWindowTakesItsWindowFromTheSpecialization) {
   opts.elementType = "f32";
   auto kernel = CpuKernel::compile(src->text, src->fileName, opts);
   ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
-  reference::Variant v;
+  test::Semantics v;
   v.mask = [](int64_t, int64_t, int64_t q, int64_t kv) { return kv + 37 >= q && kv <= q + 5; };
   reference::Problem p;
   p.B = 1;
   p.H = p.Hkv = 2;
   p.M = 301;
   p.N = 277;
-  test::RunResult r = test::runAgainstReference(**kernel, v, p, 5);
+  // The reference is specialized the same way, from the same text.
+  auto reference = test::compileReference(src->text, src->fileName, 0, opts.params);
+  ASSERT_TRUE(reference);
+  test::RunResult r = test::runAgainstReference(**kernel, *reference, p, 5);
   EXPECT_TRUE(r.allWritten);
   EXPECT_LE(r.outError, 5e-6);
   const BlockCounts &counts = r.counts;

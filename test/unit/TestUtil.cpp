@@ -4,13 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 using namespace tilefuse;
 using namespace tilefuse::runtime;
 
 std::unique_ptr<CpuKernel> test::compileBundled(const std::string &name, const std::string &dtype,
-                                                int64_t br, int64_t bc, bool instrument) {
+                                                int64_t br, int64_t bc, bool instrument,
+                                                const std::string &cpuTarget) {
   const kernels::KernelSource *src = kernels::find(name);
   EXPECT_NE(src, nullptr) << name;
   if (!src)
@@ -20,6 +22,7 @@ std::unique_ptr<CpuKernel> test::compileBundled(const std::string &name, const s
   opts.blockN = bc;
   opts.instrument = instrument;
   opts.elementType = dtype;
+  opts.cpuTarget = cpuTarget;
   auto k = CpuKernel::compile(src->text, src->fileName, opts);
   if (!k) {
     ADD_FAILURE() << llvm::toString(k.takeError());
@@ -28,17 +31,31 @@ std::unique_ptr<CpuKernel> test::compileBundled(const std::string &name, const s
   return std::move(*k);
 }
 
-test::RunResult test::runAgainstReference(const CpuKernel &kernel, const std::string &name,
-                                          reference::Problem p, unsigned seed) {
-  auto variant = reference::variantFor(name, p.H);
-  EXPECT_TRUE(variant.has_value()) << name;
-  if (!variant)
-    return RunResult{};
-  return runAgainstReference(kernel, *variant, p, seed);
+std::unique_ptr<ReferenceKernel> test::compileReference(const std::string &text,
+                                                        const std::string &bufferName,
+                                                        int64_t headDim,
+                                                        const std::vector<std::string> &params) {
+  ReferenceOptions options;
+  options.headDim = headDim;
+  options.params = params;
+  auto reference = ReferenceKernel::compile(text, bufferName, options);
+  if (!reference) {
+    ADD_FAILURE() << llvm::toString(reference.takeError());
+    return nullptr;
+  }
+  return std::move(*reference);
+}
+
+std::unique_ptr<ReferenceKernel> test::compileBundledReference(const std::string &name) {
+  const kernels::KernelSource *src = kernels::find(name);
+  EXPECT_NE(src, nullptr) << name;
+  if (!src)
+    return nullptr;
+  return compileReference(src->text, src->fileName);
 }
 
 test::RunResult test::runAgainstReference(const CpuKernel &kernel,
-                                          const reference::Variant &variant,
+                                          const ReferenceKernel &referenceKernel,
                                           reference::Problem p, unsigned seed) {
   RunResult r;
   ElementType et = kernel.elementType();
@@ -63,8 +80,17 @@ test::RunResult test::runAgainstReference(const CpuKernel &kernel,
     r.allWritten = false;
     return r;
   }
-  std::vector<double> refO, refL;
-  reference::attention(p, variant, q, k, v, refO, refL);
+  std::vector<double> refO(nq, NAN), refL(nl, NAN);
+  if (llvm::Error e = referenceKernel.run(
+          HostView::contiguous(q.data(), {p.B, p.H, p.M, p.D}),
+          HostView::contiguous(k.data(), {p.B, p.Hkv, p.N, p.D}),
+          HostView::contiguous(v.data(), {p.B, p.Hkv, p.N, p.D}),
+          HostView::contiguous(refO.data(), {p.B, p.H, p.M, p.D}),
+          HostView::contiguous(refL.data(), {p.B, p.H, p.M, 0}, 3))) {
+    ADD_FAILURE() << llvm::toString(std::move(e));
+    r.allWritten = false;
+    return r;
+  }
   auto o = reference::loadAs(et, ob.data(), nq);
   double num = 0, den = 0;
   for (size_t i = 0; i < nq; ++i) {
@@ -79,6 +105,7 @@ test::RunResult test::runAgainstReference(const CpuKernel &kernel,
     if (std::isnan(lseb[i]))
       r.allWritten = false;
     if (std::isinf(refL[i])) {
+      ++r.maskedRows;
       if (lseb[i] != refL[i])
         r.lseInfMatches = false;
       continue;
@@ -88,4 +115,52 @@ test::RunResult test::runAgainstReference(const CpuKernel &kernel,
   }
   r.lseError = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
   return r;
+}
+
+void test::naiveAttention(const reference::Problem &p, const Semantics &semantics,
+                          const std::vector<double> &q, const std::vector<double> &k,
+                          const std::vector<double> &v, std::vector<double> &out,
+                          std::vector<double> &lse) {
+  out.assign(p.B * p.H * p.M * p.D, 0.0);
+  lse.assign(p.B * p.H * p.M, 0.0);
+  std::vector<double> s(p.N);
+  int64_t group = p.H / p.Hkv;
+  double scale = semantics.scale > 0 ? semantics.scale : 1.0 / std::sqrt(double(p.D));
+  for (int64_t b = 0; b < p.B; ++b)
+    for (int64_t h = 0; h < p.H; ++h) {
+      const double *kb = &k[((b * p.Hkv + h / group) * p.N) * p.D];
+      const double *vb = &v[((b * p.Hkv + h / group) * p.N) * p.D];
+      for (int64_t i = 0; i < p.M; ++i) {
+        const double *qi = &q[((b * p.H + h) * p.M + i) * p.D];
+        double m = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < p.N; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < p.D; ++d)
+            dot += qi[d] * kb[j * p.D + d];
+          double x = dot * scale;
+          if (semantics.scoreMod)
+            x = semantics.scoreMod(x, b, h, i, j);
+          if (semantics.mask && !semantics.mask(b, h, i, j))
+            x = -std::numeric_limits<double>::infinity();
+          s[j] = x;
+          m = std::max(m, x);
+        }
+        double *o = &out[((b * p.H + h) * p.M + i) * p.D];
+        double &l = lse[(b * p.H + h) * p.M + i];
+        if (m == -std::numeric_limits<double>::infinity()) {
+          l = m;
+          continue;
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < p.N; ++j) {
+          double e = std::exp(s[j] - m);
+          sum += e;
+          for (int64_t d = 0; d < p.D; ++d)
+            o[d] += e * vb[j * p.D + d];
+        }
+        for (int64_t d = 0; d < p.D; ++d)
+          o[d] /= sum;
+        l = m + std::log(sum);
+      }
+    }
 }

@@ -3,8 +3,10 @@
 #define TILEFUSE_TEST_UNIT_TESTUTIL_H
 
 #include "tilefuse/runtime/CpuKernel.h"
+#include "tilefuse/runtime/Float64Reference.h"
 #include "tilefuse/runtime/Reference.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,7 +16,16 @@ namespace tilefuse::test {
 /// Compiles bundled kernel `name` with storage type `dtype`; fails the test on error.
 std::unique_ptr<runtime::CpuKernel> compileBundled(const std::string &name,
                                                    const std::string &dtype, int64_t br,
-                                                   int64_t bc, bool instrument = false);
+                                                   int64_t bc, bool instrument = false,
+                                                   const std::string &cpuTarget = "host");
+
+/// The float64 reference of DSL `text` (specialized to `headDim` and `params`), derived from
+/// the text itself; fails the test on error.
+std::unique_ptr<runtime::ReferenceKernel>
+compileReference(const std::string &text, const std::string &bufferName, int64_t headDim = 0,
+                 const std::vector<std::string> &params = {});
+/// The same for bundled kernel `name`.
+std::unique_ptr<runtime::ReferenceKernel> compileBundledReference(const std::string &name);
 
 /// One run of a kernel on fresh random inputs, with its float64 reference.
 struct RunResult {
@@ -22,16 +33,33 @@ struct RunResult {
   double lseError = 0; ///< same for the logsumexp, over rows with a finite reference
   bool allWritten = true;     ///< no poison left in O or LSE
   bool lseInfMatches = true;  ///< -inf exactly where the reference is -inf
+  int64_t maskedRows = 0;     ///< rows the reference masks entirely (LSE = -inf)
   runtime::BlockCounts counts;
 };
 
-/// The same against a variant given as semantics (a mask or score function made up by a test).
 RunResult runAgainstReference(const runtime::CpuKernel &kernel,
-                              const runtime::reference::Variant &variant,
+                              const runtime::ReferenceKernel &reference,
                               runtime::reference::Problem p, unsigned seed);
 
-RunResult runAgainstReference(const runtime::CpuKernel &kernel, const std::string &name,
-                              runtime::reference::Problem p, unsigned seed);
+//===----------------------------------------------------------------------===//
+// Hand-written semantics, independent of the DSL and the compiler: the tests' own statement of
+// what some variants mean, to check the DSL-derived reference itself and to count blocks.
+//===----------------------------------------------------------------------===//
+
+struct Semantics {
+  double scale = 0; ///< 0: 1/sqrt(D)
+  /// score -> score, given (b, h, q_idx, kv_idx); identity when empty.
+  std::function<double(double, int64_t, int64_t, int64_t, int64_t)> scoreMod;
+  /// keep the score at (b, h, q_idx, kv_idx)?; keep all when empty.
+  std::function<bool(int64_t, int64_t, int64_t, int64_t)> mask;
+};
+
+/// Naive attention in float64 on contiguous arrays: out (B x H x M x D), lse (B x H x M). Fully
+/// masked rows give out = 0 and lse = -inf.
+void naiveAttention(const runtime::reference::Problem &p, const Semantics &semantics,
+                    const std::vector<double> &q, const std::vector<double> &k,
+                    const std::vector<double> &v, std::vector<double> &out,
+                    std::vector<double> &lse);
 
 } // namespace tilefuse::test
 

@@ -21,6 +21,7 @@
 #include "tilefuse/runtime/AotHeader.h"
 #include "tilefuse/runtime/Compiler.h"
 #include "tilefuse/runtime/CpuKernel.h"
+#include "tilefuse/runtime/Float64Reference.h"
 #include "tilefuse/runtime/KernelCache.h"
 #include "tilefuse/runtime/Ptxas.h"
 #include "tilefuse/runtime/Reference.h"
@@ -59,6 +60,9 @@ static cl::SubCommand compileCmd(
     "       set), else PATH, else /usr/local/cuda/bin.\n"
     "  header: a C99 header (needs only <cuda.h> and -lcuda) with the cubin as a byte array and\n"
     "       CUresult NAME_launch(CUstream, q, k, v, o, lse, B, H, Hkv, M, N, strides[14]).\n"
+    "  reference: the kernel's float64 reference (its written form evaluated naively) as an\n"
+    "       object for the baseline CPU, defining _mlir_ciface_NAME_reference; link it with\n"
+    "       `cc -shared -o NAME.reference.so OUT -lm` to check the kernel without the compiler.\n"
     "  The --mlir-* options are MLIR's pass-manager and timing options, as in mlir-opt.");
 static cl::SubCommand benchCompileCmd(
     "bench-compile",
@@ -126,7 +130,8 @@ static cl::opt<std::string> cConfig(
     cl::init(""), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<std::string> cEmit("emit",
                                   cl::desc("What to write: ptx (+ .json), cubin (+ .json, needs "
-                                           "ptxas) or header (C, cubin embedded, needs ptxas)"),
+                                           "ptxas), header (C, cubin embedded, needs ptxas) or "
+                                           "reference (the float64 reference, an object file)"),
                                   cl::init("ptx"), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<std::string> cOutput("o", cl::desc("Output file ('-': standard output, no .json)"),
                                     cl::value_desc("OUT"), cl::init("-"), cl::sub(compileCmd),
@@ -182,8 +187,10 @@ static double relError(const std::vector<double> &got, const std::vector<double>
   return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
 }
 
-static int runOnCpu(const std::string &text, const std::string &bufferName, std::string name);
-static int runOnGpu(const std::string &text, const std::string &bufferName, std::string name);
+static int runOnCpu(const std::string &text, const std::string &bufferName,
+                    const ReferenceKernel &reference);
+static int runOnGpu(const std::string &text, const std::string &bufferName,
+                    const ReferenceKernel &reference);
 
 static int runMain() {
   std::string text, bufferName, name = kernelName;
@@ -210,6 +217,14 @@ static int runMain() {
     return 2;
   }
 
+  // The float64 reference comes from the same text (its written form, evaluated naively), so a
+  // user's --file kernel is checked exactly like a bundled one.
+  auto reference = ReferenceKernel::compile(text, bufferName, ReferenceOptions());
+  if (!reference) {
+    fmt::print(stderr, "{}\n", llvm::toString(reference.takeError()));
+    return 1;
+  }
+
   // The GPU where one exists (and the storage type is one the GPU path takes), else the CPU.
   bool onGpu = false;
   if (device != "cpu") {
@@ -231,7 +246,8 @@ static int runMain() {
       fmt::print("device       no GPU ({}): the CPU reference backend runs it\n", why);
     }
   }
-  return onGpu ? runOnGpu(text, bufferName, name) : runOnCpu(text, bufferName, name);
+  return onGpu ? runOnGpu(text, bufferName, **reference)
+               : runOnCpu(text, bufferName, **reference);
 }
 
 /// The inputs of a run, drawn once: storage-typed bytes for the kernel and the values the
@@ -243,7 +259,8 @@ struct RunInputs {
   std::vector<double> qSeen, kSeen, vSeen;
 };
 
-static RunInputs drawInputs(const std::string &name, int64_t headDim, ElementType et) {
+static RunInputs drawInputs(const ReferenceKernel &f64Reference, int64_t headDim,
+                            ElementType et) {
   RunInputs in;
   reference::Problem &p = in.p;
   p.B = optB;
@@ -252,10 +269,17 @@ static RunInputs drawInputs(const std::string &name, int64_t headDim, ElementTyp
   p.M = optM;
   p.N = optN;
   p.D = headDim;
-  if (name == "gqa" || name == "mqa") { // their head counts are part of the kernel's types
-    p.H = 8;
-    p.Hkv = name == "gqa" ? 2 : 1;
+  // Sizes the kernel declares in its signature (gqa's 8 query and 2 key/value heads) win.
+  const auto &declared = f64Reference.declaredSizes();
+  if (declared[0][1] > 0) {
+    if (!optHkv && declared[1][1] <= 0)
+      p.Hkv = declared[0][1];
+    p.H = declared[0][1];
   }
+  if (declared[1][1] > 0)
+    p.Hkv = declared[1][1];
+  if (declared[0][0] > 0)
+    p.B = declared[0][0];
   in.et = et;
   size_t es = reference::elementSize(et);
   std::mt19937 rng(seed);
@@ -272,16 +296,20 @@ static RunInputs drawInputs(const std::string &name, int64_t headDim, ElementTyp
 
 /// Compares O (storage-typed bytes) and LSE with the float64 reference; prints and returns the
 /// exit code.
-static int checkAgainstReference(const std::string &name, const RunInputs &in,
+static int checkAgainstReference(const ReferenceKernel &referenceKernel, const RunInputs &in,
                                  const std::vector<char> &o, const std::vector<float> &lse,
                                  double bound) {
-  auto variant = reference::variantFor(name, in.p.H);
-  if (!variant) {
-    fmt::print("reference    none for '{}': output not checked\n", name);
-    return 0;
+  const reference::Problem &p = in.p;
+  std::vector<double> q = in.qSeen, k = in.kSeen, v = in.vSeen;
+  std::vector<double> refO(p.B * p.H * p.M * p.D), refL(p.B * p.H * p.M);
+  if (llvm::Error e = referenceKernel.run(HostView::contiguous(q.data(), {p.B, p.H, p.M, p.D}),
+                                          HostView::contiguous(k.data(), {p.B, p.Hkv, p.N, p.D}),
+                                          HostView::contiguous(v.data(), {p.B, p.Hkv, p.N, p.D}),
+                                          HostView::contiguous(refO.data(), {p.B, p.H, p.M, p.D}),
+                                          HostView::contiguous(refL.data(), {p.B, p.H, p.M, 0}, 3))) {
+    fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
+    return 1;
   }
-  std::vector<double> refO, refL;
-  reference::attention(in.p, *variant, in.qSeen, in.kSeen, in.vSeen, refO, refL);
   auto got = reference::loadAs(in.et, o.data(), refO.size());
   std::vector<double> l(lse.begin(), lse.end());
   double eO = relError(got, refO), eL = relError(l, refL);
@@ -296,7 +324,8 @@ static double msSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-static int runOnCpu(const std::string &text, const std::string &bufferName, std::string name) {
+static int runOnCpu(const std::string &text, const std::string &bufferName,
+                    const ReferenceKernel &reference) {
   CpuCompileOptions opts;
   opts.elementType = dtype;
   opts.blockM = blockM;
@@ -309,9 +338,8 @@ static int runOnCpu(const std::string &text, const std::string &bufferName, std:
     return 1;
   }
   double compileMs = msSince(t0);
-  if (!kernelFile.empty())
-    name = (*kernel)->name().str();
-  RunInputs in = drawInputs(name, (*kernel)->headDim(), (*kernel)->elementType());
+  std::string name = (*kernel)->name().str();
+  RunInputs in = drawInputs(reference, (*kernel)->headDim(), (*kernel)->elementType());
   const reference::Problem &p = in.p;
   size_t es = reference::elementSize(in.et);
   std::vector<char> ob(p.B * p.H * p.M * p.D * es, 0x7f);
@@ -340,10 +368,11 @@ static int runOnCpu(const std::string &text, const std::string &bufferName, std:
              counts.full, counts.partial);
   // The output is rounded to the storage type once; everything before is f32.
   double bound = in.et == ElementType::F32 ? 1e-5 : in.et == ElementType::BF16 ? 8e-3 : 1e-3;
-  return checkAgainstReference(name, in, ob, lseb, bound);
+  return checkAgainstReference(reference, in, ob, lseb, bound);
 }
 
-static int runOnGpu(const std::string &text, const std::string &bufferName, std::string name) {
+static int runOnGpu(const std::string &text, const std::string &bufferName,
+                    const ReferenceKernel &reference) {
   auto fail = [](llvm::Error e) {
     fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
     return 1;
@@ -369,10 +398,9 @@ static int runOnGpu(const std::string &text, const std::string &bufferName, std:
   if (!kernel)
     return fail(kernel.takeError());
   double compileMs = msSince(t0);
-  if (!kernelFile.empty())
-    name = compiled->name;
+  const std::string &name = compiled->name;
 
-  RunInputs in = drawInputs(name, compiled->headDim, metadata->dtype);
+  RunInputs in = drawInputs(reference, compiled->headDim, metadata->dtype);
   const reference::Problem &p = in.p;
   size_t es = reference::elementSize(in.et);
   auto upload = [](const std::vector<char> &host) -> llvm::Expected<cuda::DeviceBuffer> {
@@ -428,7 +456,7 @@ static int runOnGpu(const std::string &text, const std::string &bufferName, std:
              p.N, p.D, compiled->blockM, compiled->blockN);
   fmt::print("compile      {:.1f} ms (PTX + driver JIT)   run {:.3f} ms\n", compileMs, runMs);
   // P is rounded to the storage type for the P x V MMA, and O once more on the store.
-  return checkAgainstReference(name, in, ob, lseb, in.et == ElementType::BF16 ? 1e-2 : 3e-3);
+  return checkAgainstReference(reference, in, ob, lseb, in.et == ElementType::BF16 ? 1e-2 : 3e-3);
 }
 
 /// Applies --config's KEY=VALUE list to the compile options.
@@ -513,10 +541,24 @@ static int compileMain() {
   std::string text, bufferName;
   if (int rc = readKernel(cKernel, cInput, text, bufferName))
     return rc;
-  if (cEmit != "ptx" && cEmit != "cubin" && cEmit != "header") {
-    fmt::print(stderr, "error: --emit must be ptx, cubin or header, not '{}'\n",
+  if (cEmit != "ptx" && cEmit != "cubin" && cEmit != "header" && cEmit != "reference") {
+    fmt::print(stderr, "error: --emit must be ptx, cubin, header or reference, not '{}'\n",
                cEmit.getValue());
     return 2;
+  }
+  if (cEmit == "reference") {
+    // The kernel's float64 reference as an object for the baseline CPU, specialized as the
+    // kernel (head dimension, parameters), for a shared library that checks the kernel where
+    // there is no compiler: `cc -shared -o NAME.reference.so OUT -lm`.
+    ReferenceOptions ro;
+    ro.headDim = cHeadDim;
+    ro.params.assign(cParams.begin(), cParams.end());
+    auto object = compileReferenceObject(text, bufferName, ro);
+    if (!object) {
+      fmt::print(stderr, "{}\n", llvm::toString(object.takeError()));
+      return 1;
+    }
+    return writeOutput(cOutput, *object, /*text=*/false) ? 0 : 1;
   }
   if (cEmit == "header" && !cName.empty() && !isValidHeaderSymbol(cName)) {
     fmt::print(stderr, "error: --name '{}' is not a C identifier starting with a letter\n",

@@ -23,10 +23,12 @@ void tilefuse::buildCpuLoopsToLLVMPipeline(mlir::OpPassManager &pm) {
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
-  // bf16 has no host arithmetic: its conversions become integer ops.
+  // bf16 and f16 conversions become integer ops: no host CPU feature (AVX512-BF16, F16C) and no
+  // compiler-runtime call (__truncsfbf2, __truncsfhf2) is needed, whatever CPU the JIT targets.
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addNestedPass<func::FuncOp>(arith::createArithExpandOpsPass(expand));
+  pm.addNestedPass<func::FuncOp>(createExpandF16Conversions());
   // Math ops with an LLVM intrinsic use it; the rest (tanh) call libm.
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());

@@ -61,6 +61,14 @@ Value convertScalar(OpBuilder &b, Location loc, Value v, Type to) {
   return arith::TruncFOp::create(b, loc, to, v);
 }
 
+/// i16 for the 16-bit float types, which the CPU may lack registers and instructions for; null
+/// otherwise.
+Type floatBitsType(Type t) {
+  if (isa<BFloat16Type, Float16Type>(t))
+    return IntegerType::get(t.getContext(), 16);
+  return nullptr;
+}
+
 Value floatConst(OpBuilder &b, Location loc, Type t, double v) {
   return arith::ConstantOp::create(b, loc, t, b.getFloatAttr(t, v));
 }
@@ -135,6 +143,10 @@ struct BlockLoadLowering : OpConversionPattern<BlockLoadOp> {
     ValueRange lead = all.drop_back();
     Value row0 = all.back();
     Type elt = ty.getElementType();
+    // The guarded element leaves the scf.if as its bits: a bf16 that crosses a branch (an LLVM
+    // phi) is promoted to f32 and rounded back by a compiler-runtime call (__truncsfbf2) on
+    // CPUs without bf16 instructions; an integer never is.
+    Type bits = floatBitsType(elt);
     forEachElement(rw, loc, ty.getShape(), [&](OpBuilder &b, Location l, ValueRange iv) {
       Value row = arith::AddIOp::create(b, l, row0, iv[0]);
       Value inside = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, row, a.getBound());
@@ -143,12 +155,19 @@ struct BlockLoadLowering : OpConversionPattern<BlockLoadOp> {
           [&](OpBuilder &tb, Location tl) {
             Value v = memref::LoadOp::create(tb, tl, a.getView(),
                                              viewIndices(tb, tl, lead, row, iv));
+            if (bits)
+              v = arith::BitcastOp::create(tb, tl, bits, v);
             scf::YieldOp::create(tb, tl, v);
           },
           [&](OpBuilder &eb, Location el) {
-            scf::YieldOp::create(eb, el, floatConst(eb, el, elt, 0.0));
+            Value zero = bits ? arith::ConstantIntOp::create(eb, el, bits, 0).getResult()
+                              : floatConst(eb, el, elt, 0.0);
+            scf::YieldOp::create(eb, el, zero);
           });
-      memref::StoreOp::create(b, l, ifOp.getResult(0), buf, iv);
+      Value v = ifOp.getResult(0);
+      if (bits)
+        v = arith::BitcastOp::create(b, l, elt, v);
+      memref::StoreOp::create(b, l, v, buf, iv);
     });
     rw.replaceOp(op, buf);
     return success();

@@ -2,6 +2,7 @@
 #include "tilefuse/runtime/CpuKernel.h"
 
 #include "../DiagnosedSource.h"
+#include "HostCompile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -56,8 +57,6 @@ llvm::Error makeError(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
 
-std::once_flag nativeTargetOnce;
-
 } // namespace
 
 struct CpuKernel::Impl {
@@ -81,10 +80,6 @@ int64_t CpuKernel::headDim() const { return impl->headDim; }
 llvm::Expected<std::unique_ptr<CpuKernel>>
 CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
                    const CpuCompileOptions &options) {
-  std::call_once(nativeTargetOnce, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-  });
   auto impl = std::make_unique<Impl>();
   DialectRegistry registry;
   registerCompilerDialects(registry);
@@ -97,30 +92,13 @@ CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   OwningOpRef<ModuleOp> module = diagnosed.parse();
   if (!module)
     return makeError("cannot parse " + bufferName + ":\n" + diagnostics);
-
-  if (!options.elementType.empty() || options.headDim || !options.params.empty()) {
-    PassManager spm(&ctx, ModuleOp::getOperationName());
-    TileSpecializeOptions so;
-    so.elementType = options.elementType;
-    so.headDim = options.headDim;
-    so.params = llvm::to_vector(options.params);
-    spm.addPass(createTileSpecialize(so));
-    if (failed(spm.run(*module)))
-      return makeError("specializing " + bufferName + " failed:\n" + diagnostics);
-  }
-
-  // The kernel is the module's one function with a body.
-  func::FuncOp kernel;
-  for (auto fn : module->getOps<func::FuncOp>()) {
-    if (fn.isExternal())
-      continue;
-    if (kernel)
-      return makeError(bufferName + ": expected one kernel function, found @" +
-                       kernel.getSymName() + " and @" + fn.getSymName());
-    kernel = fn;
-  }
-  if (!kernel)
-    return makeError(bufferName + ": no kernel function (func.func with a body)");
+  if (llvm::Error e = cpu::specialize(*module, options.elementType, options.headDim,
+                                      options.params, bufferName, diagnostics))
+    return std::move(e);
+  llvm::Expected<func::FuncOp> found = cpu::findKernel(*module, bufferName);
+  if (!found)
+    return found.takeError();
+  func::FuncOp kernel = *found;
   impl->name = kernel.getSymName().str();
   static const char *kArgNames[] = {"Q", "K", "V", "O", "LSE"};
   static const int kRanks[] = {4, 4, 4, 4, 3};
@@ -166,9 +144,16 @@ CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   if (failed(pm.run(*module)))
     return makeError("compiling " + bufferName + " failed:\n" + diagnostics);
 
+  llvm::Expected<cpu::CpuTarget> target = cpu::parseCpuTarget(options.cpuTarget);
+  if (!target)
+    return target.takeError();
+  auto machine = cpu::createHostTargetMachine(*target, /*positionIndependent=*/false);
+  if (!machine)
+    return machine.takeError();
   ExecutionEngineOptions eeOptions;
-  eeOptions.transformer = makeOptimizingTransformer(/*optLevel=*/2, /*sizeLevel=*/0, nullptr);
-  auto engine = ExecutionEngine::create(*module, eeOptions);
+  eeOptions.transformer =
+      makeOptimizingTransformer(/*optLevel=*/2, /*sizeLevel=*/0, machine->get());
+  auto engine = ExecutionEngine::create(*module, eeOptions, std::move(*machine));
   if (!engine)
     return makeError("JIT compilation of " + bufferName +
                      " failed: " + llvm::toString(engine.takeError()) + "\n" + diagnostics);

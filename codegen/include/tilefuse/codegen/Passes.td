@@ -18,6 +18,36 @@ def TileToCpuLoops : Pass<"tile-to-cpu-loops", "mlir::ModuleOp"> {
                            "mlir::arith::ArithDialect", "mlir::func::FuncDialect"];
 }
 
+def ExpandF16Conversions : Pass<"tile-expand-f16-conversions"> {
+  let summary = "CPU: f16 <-> f32 conversions as integer arithmetic (no compiler-runtime calls)";
+  let description = [{
+    Rewrites `arith.extf` from f16 and `arith.truncf` to f16 (scalars and vectors) into integer
+    and f32 arithmetic that gives the IEEE results (exact extension; truncation rounding to
+    nearest even, with overflow to infinity, quiet NaNs and subnormals). Without it, LLVM lowers
+    them on CPUs lacking half-precision conversion instructions (x86-64 without F16C) to
+    __extendhfsf2 / __truncsfhf2, which the JIT'ing process may not have. The bf16 counterpart is
+    upstream's `arith-expand{include-bf16}`.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
+def TileToF64Reference : Pass<"tile-to-f64-reference", "mlir::ModuleOp"> {
+  let summary = "The float64 reference: a kernel's written form evaluated naively in f64";
+  let description = [{
+    Each kernel function @k (written form, level 1) becomes @k_reference: its views retyped to
+    f64 with dynamic sizes and strides, plus (row_begin, row_end) selecting query rows of the
+    B x H x M row space of its outputs. Every op is evaluated by its definition, one query row at
+    a time, in f64: Q.K^T by full dot products, the score and mask regions per element with their
+    f32 arithmetic promoted to f64, a two-pass softmax (row max, then exp and sum; rows with no
+    kept score give zero probabilities and a logsumexp of -inf), P.V, the stores. No tiling, no
+    online softmax, no block pruning: it shares none of the passes it checks. An op outside the
+    written form, or one that has no f64 meaning, is an error at that op.
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::memref::MemRefDialect",
+                           "mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::func::FuncDialect"];
+}
+
 def TileToNVVM : Pass<"tile-to-nvvm", "mlir::ModuleOp"> {
   let summary = "GPU lowering: tiled tile IR to a gpu.module of NVVM kernels (mma.sync m16n8k16)";
   let description = [{

@@ -61,6 +61,9 @@ void buildTileFrontEndPipeline(mlir::OpPassManager &pm, const FrontEndOptions &o
 void buildTileToCpuPipeline(mlir::OpPassManager &pm, const FrontEndOptions &options);
 /// The front end, then tile-to-nvvm and the upstream path to a gpu.binary holding PTX.
 void buildTileToPTXPipeline(mlir::OpPassManager &pm, const GpuPipelineOptions &options);
+/// tile-to-f64-reference (the naive float64 evaluation of the written form), then the upstream
+/// path to the LLVM dialect. Runs on a written-form module (specialized, never tiled).
+void buildTileToF64ReferenceLLVMPipeline(mlir::OpPassManager &pm);
 /// Registers the named pipelines `tile-front-end`, `tile-to-cpu` and `tile-to-ptx`.
 void registerTilePipelines();
 

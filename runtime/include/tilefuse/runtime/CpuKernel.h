@@ -28,6 +28,10 @@ struct CpuCompileOptions {
   std::string elementType;
   int64_t headDim = 0;
   std::vector<std::string> params;
+  /// The CPU the JIT generates code for: "host" (this machine's, with every feature it has) or
+  /// "baseline" (the architecture's baseline, e.g. x86-64 with SSE2 only). Results are the same;
+  /// tests use "baseline" so no CPU feature of the test machine can hide a dependence on it.
+  std::string cpuTarget = "host";
 };
 
 /// Key/value blocks that ran, by class (only with CpuCompileOptions::instrument).

@@ -1,8 +1,12 @@
-//===- Reference.h - naive float64 attention for checking -------*- C++ -*-===//
+//===- Reference.h - running a kernel's float64 reference -------*- C++ -*-===//
 //
-// The semantics of every kernels/ variant, written by hand in C++ and independently of the DSL
-// text and the compiler, evaluated the naive way (whole score rows, two-pass softmax, float64).
-// Tests and `tilefuse run` compare the compiled kernels against it.
+// A kernel's float64 reference is derived from its own DSL text (tile-to-f64-reference: the
+// written form evaluated naively in f64), so every variant, bundled or a user's, is checked the
+// same way and written once. The compiler side (MLIR) builds it: JIT'd in process by
+// runtime::ReferenceKernel (Float64Reference.h), or compiled ahead of time into a shared library
+// (`tilefuse compile --emit reference`). This header is the part that needs no MLIR: the entry
+// point's C interface, running it over all cores on host arrays, loading it from a shared
+// library; and the inputs every check uses, with the storage conversions.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TILEFUSE_RUNTIME_REFERENCE_H
@@ -10,11 +14,12 @@
 
 #include "tilefuse/runtime/HostView.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
 
 #include <cstdint>
-#include <functional>
-#include <optional>
+#include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace tilefuse::runtime::reference {
@@ -23,22 +28,49 @@ struct Problem {
   int64_t B = 1, H = 1, Hkv = 1, M = 1, N = 1, D = 64;
 };
 
-struct Variant {
-  double scale = 0; ///< 0: 1/sqrt(D), as tile.scale without a factor
-  /// score -> score, given (b, h, q_idx, kv_idx); identity when empty.
-  std::function<double(double, int64_t, int64_t, int64_t, int64_t)> scoreMod;
-  /// keep the score at (b, h, q_idx, kv_idx)?; keep all when empty.
-  std::function<bool(int64_t, int64_t, int64_t, int64_t)> mask;
+/// MLIR's C interface descriptor of a ranked memref of f64.
+template <int Rank> struct MemRefDescriptor {
+  double *allocated;
+  double *aligned;
+  int64_t offset;
+  int64_t sizes[Rank];
+  int64_t strides[Rank];
 };
 
-/// The hand-written semantics of kernels/<name>.mlir for H query heads, or nullopt.
-std::optional<Variant> variantFor(llvm::StringRef name, int64_t H);
+/// The C entry point `_mlir_ciface_<kernel>_reference` of a compiled reference: Q, K, V, O
+/// (rank 4) and LSE (rank 3) as f64 memrefs, then the query rows [rowBegin, rowEnd) of the
+/// B x H x M row space (row (b * H + h) * M + i) to evaluate.
+using ReferenceEntry = void (*)(MemRefDescriptor<4> *q, MemRefDescriptor<4> *k,
+                                MemRefDescriptor<4> *v, MemRefDescriptor<4> *o,
+                                MemRefDescriptor<3> *lse, int64_t rowBegin, int64_t rowEnd);
 
-/// out (B x H x M x D) and lse (B x H x M) from contiguous q (B x H x M x D), k, v
-/// (B x Hkv x N x D). Fully masked rows give out = 0 and lse = -inf.
-void attention(const Problem &p, const Variant &variant, const std::vector<double> &q,
-               const std::vector<double> &k, const std::vector<double> &v,
-               std::vector<double> &out, std::vector<double> &lse);
+/// The C symbol of kernel `name`'s reference entry point.
+std::string referenceSymbol(llvm::StringRef name);
+
+/// Runs a reference entry on float64 host views (HostView::data points at doubles): Q, O are
+/// B x H x M x D, K, V are B x Hkv x N x D, LSE is B x H x M. Checks the views against each other
+/// (InvalidArgument-style messages naming the tensor), then evaluates the rows on every core.
+llvm::Error runReference(ReferenceEntry entry, llvm::StringRef name, const HostView &q,
+                         const HostView &k, const HostView &v, const HostView &o,
+                         const HostView &lse);
+
+/// A reference compiled ahead of time into a shared library (`tilefuse compile --emit
+/// reference`), for machines without the compiler (the GPU tests).
+class ReferenceLibrary {
+public:
+  /// Loads `path` and finds kernel `name`'s entry point in it.
+  static llvm::Expected<std::unique_ptr<ReferenceLibrary>> load(llvm::StringRef path,
+                                                                 llvm::StringRef name);
+  llvm::Error run(const HostView &q, const HostView &k, const HostView &v, const HostView &o,
+                  const HostView &lse) const {
+    return runReference(entry, name, q, k, v, o, lse);
+  }
+
+private:
+  ReferenceLibrary(ReferenceEntry entry, std::string name) : entry(entry), name(std::move(name)) {}
+  ReferenceEntry entry;
+  std::string name;
+};
 
 /// `n` draws of a standard normal: the inputs every check uses (random, never zeros).
 template <typename Engine> std::vector<float> randomNormal(size_t n, Engine &rng) {

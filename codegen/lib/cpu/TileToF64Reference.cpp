@@ -1,0 +1,464 @@
+//===- TileToF64Reference.cpp - a kernel's written form, evaluated in f64 -===//
+//
+// The float64 reference of a kernel is its own written form (level 1), evaluated the naive way:
+// every op by its definition, one query row at a time, in f64, with none of the passes it is
+// used to check (no tiling, no online softmax, no block pruning). A variant is written once; its
+// reference comes from the same text, so a user's own kernel is checked exactly like a bundled
+// one.
+//
+// Kernel @k(Q, K, V, O, LSE) becomes
+//
+//   func.func @k_reference(%Q: memref<?x?x?x?xf64, strided<[?, ?, ?, ?], offset: ?>>, ...,
+//                          %row_begin: index, %row_end: index)
+//
+// every view retyped to f64 with dynamic sizes and strides (the caller checks the kernel's
+// declared sizes), evaluating the query rows r in [row_begin, row_end) of the B x H x M row space
+// of the stored outputs (r = (b * H + h) * M + i), so a caller can spread rows over threads.
+// Within a row, each written-form op is a loop over its row:
+//
+//   tile.load       the view itself (read where it is used)
+//   tile.dot        s[j] = sum_k lhs[k] * rhs[b, h / (H / Hkv), j, k]  (or rhs[.., k, j])
+//   tile.scale      s[j] * factor (1/sqrt of the contraction length without `by`)
+//   tile.score_mod  the region per element, its f32 arithmetic promoted to f64
+//   tile.mask       the region per element; -inf where it yields false
+//   tile.softmax    two-pass: row max, then exp(s - max) / sum and max + log(sum); a row with
+//                   no kept score gives zeros and -inf
+//   tile.store      the row (or the logsumexp) into the view
+//
+// Scalar ops outside the regions (constants, memref.dim of a view, ...) are evaluated once at
+// the top, promoted the same way.
+//
+//===----------------------------------------------------------------------===//
+#include "tilefuse/codegen/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Verifier.h"
+#include "tilefuse/dialect/TileOps.h"
+
+#include <cmath>
+
+namespace tilefuse {
+#define GEN_PASS_DEF_TILETOF64REFERENCE
+#include "tilefuse/codegen/Passes.h.inc"
+} // namespace tilefuse
+
+using namespace mlir;
+using namespace tilefuse;
+using namespace tilefuse::tile;
+
+namespace {
+
+/// The reference's arithmetic type for a scalar type of the written form: f32 (the kernel's
+/// compute type) becomes f64; everything else (index, integers, i1) is kept.
+Type promote(Type t) { return t.isF32() ? Float64Type::get(t.getContext()) : t; }
+
+/// A view retyped for the reference: f64 elements, every size and stride dynamic.
+MemRefType referenceViewType(MemRefType t) {
+  int64_t rank = t.getRank();
+  auto layout = StridedLayoutAttr::get(t.getContext(), ShapedType::kDynamic,
+                                       SmallVector<int64_t>(rank, ShapedType::kDynamic));
+  return MemRefType::get(SmallVector<int64_t>(rank, ShapedType::kDynamic),
+                         Float64Type::get(t.getContext()), layout);
+}
+
+/// What a written-form value is, one query row (b, h, i) at a time.
+struct RowValue {
+  enum Kind { View, Row, Scalar } kind = View;
+  /// View: the f64 view; Row: a memref<?xf64> holding the row; Scalar: an f64.
+  Value value;
+  /// Row: its length.
+  Value length;
+  /// Row of scores: the contraction length of the tile.dot it comes from (tile.scale's D).
+  Value contraction;
+};
+
+/// Builds the reference of one kernel function.
+class ReferenceBuilder {
+public:
+  ReferenceBuilder(func::FuncOp kernel) : kernel(kernel), ctx(kernel.getContext()) {
+    f64 = Float64Type::get(ctx);
+  }
+
+  FailureOr<func::FuncOp> build() {
+    if (failed(check()))
+      return failure();
+    Location loc = kernel.getLoc();
+    OpBuilder top(kernel);
+    SmallVector<Type> argTypes;
+    for (Type t : kernel.getArgumentTypes()) {
+      auto view = dyn_cast<MemRefType>(t);
+      if (!view)
+        return kernel.emitOpError("the float64 reference takes views (memrefs) only, not ")
+               << t;
+      argTypes.push_back(referenceViewType(view));
+    }
+    Type index = top.getIndexType();
+    argTypes.append({index, index});
+    auto fn = func::FuncOp::create(top, loc, (kernel.getSymName() + "_reference").str(),
+                                   top.getFunctionType(argTypes, {}));
+    fn->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+    Block *entry = fn.addEntryBlock();
+    OpBuilder b = OpBuilder::atBlockBegin(entry);
+    for (auto [from, to] : llvm::zip(kernel.getArguments(), entry->getArguments()))
+      map.map(from, to);
+    Value rowBegin = entry->getArgument(kernel.getNumArguments());
+    Value rowEnd = entry->getArgument(kernel.getNumArguments() + 1);
+
+    // Scalars outside the regions first: they may only depend on the arguments.
+    for (Operation &op : kernel.getBody().front().without_terminator())
+      if (!isa<TileDialect>(op.getDialect()))
+        if (failed(cloneInF64(b, op, map)))
+          return failure();
+
+    // The row space: B x H x M of the first stored view.
+    StoreOp firstStore = *kernel.getBody().getOps<StoreOp>().begin();
+    Value grid = map.lookup(firstStore.getView());
+    heads = memref::DimOp::create(b, loc, grid, 1);
+    rows = memref::DimOp::create(b, loc, grid, 2);
+
+    auto loop = scf::ForOp::create(b, loc, rowBegin, rowEnd, idx(b, 1));
+    // Buffers and sizes the ops below need go before the row loop.
+    setup = OpBuilder::InsertPoint(entry, loop->getIterator());
+    b.setInsertionPointToStart(loop.getBody());
+    Value r = loop.getInductionVar();
+    qIdx = arith::RemUIOp::create(b, loc, r, rows);
+    Value bh = arith::DivUIOp::create(b, loc, r, rows);
+    hIdx = arith::RemUIOp::create(b, loc, bh, heads);
+    bIdx = arith::DivUIOp::create(b, loc, bh, heads);
+    for (Operation &op : kernel.getBody().front().without_terminator())
+      if (isa<TileDialect>(op.getDialect()))
+        if (failed(evaluate(b, op)))
+          return failure();
+    b.setInsertionPointAfter(loop);
+    func::ReturnOp::create(b, loc);
+    return fn;
+  }
+
+private:
+  /// The written form only: tile ops of level 1, scalar ops that never see a tensor, one store.
+  LogicalResult check() {
+    if (!kernel.getBody().hasOneBlock())
+      return kernel.emitOpError("the float64 reference needs a kernel body of one block");
+    if (kernel.getNumResults() != 0)
+      return kernel.emitOpError("the float64 reference needs a kernel that returns nothing");
+    bool stores = false;
+    for (Operation &op : kernel.getBody().front().without_terminator()) {
+      if (isa<TileDialect>(op.getDialect())) {
+        if (!isa<LoadOp, DotOp, ScaleOp, ScoreModOp, MaskOp, SoftmaxOp, StoreOp>(op))
+          return op.emitOpError("is not part of the written form the float64 reference "
+                                "evaluates (tile.load, dot, scale, score_mod, mask, softmax, "
+                                "store)");
+        stores |= isa<StoreOp>(op);
+        continue;
+      }
+      auto isTensor = [](Type t) { return isa<TensorType>(t); };
+      if (llvm::any_of(op.getOperandTypes(), isTensor) ||
+          llvm::any_of(op.getResultTypes(), isTensor))
+        return op.emitOpError("works on whole tensors, which the float64 reference cannot "
+                              "evaluate: only tile ops may");
+      if (llvm::any_of(op.getResultTypes(), [](Type t) { return isa<MemRefType>(t); }))
+        return op.emitOpError("makes a view, which the float64 reference cannot evaluate: "
+                              "tile.load the kernel's arguments directly");
+    }
+    if (!stores)
+      return kernel.emitOpError("stores nothing: the float64 reference has no output to compute");
+    return success();
+  }
+
+  static Value idx(OpBuilder &b, int64_t v) {
+    return arith::ConstantIndexOp::create(b, b.getUnknownLoc(), v);
+  }
+  Value f64Const(OpBuilder &b, Location loc, double v) {
+    return arith::ConstantOp::create(b, loc, f64, b.getFloatAttr(f64, v));
+  }
+
+  /// Clones a scalar op with its f32 arithmetic in f64 (constants widened, f32 <-> f64 casts
+  /// dropped). An op that does not verify in f64 (a bitcast of an f32, say) is an error at it.
+  LogicalResult cloneInF64(OpBuilder &b, Operation &op, IRMapping &m) {
+    Location loc = op.getLoc();
+    if (auto c = dyn_cast<arith::ConstantOp>(op)) {
+      if (auto fa = dyn_cast<FloatAttr>(c.getValue()); fa && fa.getType().isF32()) {
+        m.map(c.getResult(), f64Const(b, loc, fa.getValueAsDouble()));
+        return success();
+      }
+    }
+    if (isa<arith::ExtFOp, arith::TruncFOp>(op)) {
+      Value in = m.lookupOrDefault(op.getOperand(0));
+      Type to = promote(op.getResult(0).getType());
+      Type from = in.getType();
+      if (from == to)
+        m.map(op.getResult(0), in);
+      else if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+        m.map(op.getResult(0), arith::ExtFOp::create(b, loc, to, in));
+      else
+        m.map(op.getResult(0), arith::TruncFOp::create(b, loc, to, in));
+      return success();
+    }
+    if (op.getNumRegions() != 0)
+      return op.emitOpError("has regions, which the float64 reference does not evaluate inside "
+                            "a score or mask region; use arith.select");
+    Operation *clone = b.clone(op, m);
+    for (OpResult result : clone->getResults())
+      result.setType(promote(result.getType()));
+    // The verifier's complaint about the f64 clone becomes part of one error at the original op.
+    std::string why;
+    LogicalResult verified = success();
+    {
+      ScopedDiagnosticHandler capture(ctx, [&](Diagnostic &diag) {
+        if (why.empty())
+          why = diag.str();
+        return success();
+      });
+      verified = verify(clone);
+    }
+    if (failed(verified)) {
+      clone->erase();
+      return op.emitOpError("cannot be evaluated in f64 by the float64 reference (its f32 "
+                            "arithmetic is promoted to f64: ")
+             << why << ")";
+    }
+    return success();
+  }
+
+  /// A row buffer of `length` f64, allocated once before the row loop.
+  Value rowBuffer(Value length) {
+    OpBuilder b(ctx);
+    b.restoreInsertionPoint(setup);
+    auto type = MemRefType::get({ShapedType::kDynamic}, f64);
+    Value buf = memref::AllocOp::create(b, kernel.getLoc(), type, ValueRange{length});
+    setup = b.saveInsertionPoint();
+    return buf;
+  }
+
+  /// memref.dim of a view, computed once before the row loop.
+  Value dimBeforeLoop(Value view, int64_t d) {
+    OpBuilder b(ctx);
+    b.restoreInsertionPoint(setup);
+    Value dim = memref::DimOp::create(b, kernel.getLoc(), view, d);
+    setup = b.saveInsertionPoint();
+    return dim;
+  }
+
+  /// for j in [0, length): body(j).
+  void forEach(OpBuilder &b, Location loc, Value length,
+               function_ref<void(OpBuilder &, Value)> body) {
+    scf::ForOp::create(b, loc, idx(b, 0), length, idx(b, 1), ValueRange{},
+                       [&](OpBuilder &nb, Location, Value j, ValueRange) {
+                         body(nb, j);
+                         scf::YieldOp::create(nb, loc);
+                       });
+  }
+
+  /// fold(acc, j) over j in [0, length), from `init`.
+  Value reduce(OpBuilder &b, Location loc, Value length, Value init,
+               function_ref<Value(OpBuilder &, Value, Value)> step) {
+    auto loop = scf::ForOp::create(b, loc, idx(b, 0), length, idx(b, 1), ValueRange{init},
+                                   [&](OpBuilder &nb, Location, Value j, ValueRange acc) {
+                                     scf::YieldOp::create(nb, loc, step(nb, acc[0], j));
+                                   });
+    return loop.getResult(0);
+  }
+
+  FailureOr<RowValue> rowOf(Operation &user, Value v, bool allowView = false) {
+    auto it = values.find(v);
+    if (it == values.end())
+      return user.emitOpError("the float64 reference cannot evaluate an operand that is not a "
+                              "tile op's result");
+    if (it->second.kind == RowValue::View && !allowView)
+      return user.emitOpError("the float64 reference needs this operand to be computed, not a "
+                              "tile.load");
+    if (it->second.kind == RowValue::Scalar)
+      return user.emitOpError("the float64 reference cannot use a per-row scalar (the "
+                              "logsumexp) here");
+    return it->second;
+  }
+
+  LogicalResult evaluate(OpBuilder &b, Operation &op) {
+    Location loc = op.getLoc();
+    if (auto load = dyn_cast<LoadOp>(op)) {
+      values[load.getResult()] = {RowValue::View, map.lookup(load.getView()), {}, {}};
+      return success();
+    }
+    if (auto dot = dyn_cast<DotOp>(op)) {
+      FailureOr<RowValue> lhs = rowOf(op, dot.getLhs(), /*allowView=*/true);
+      if (failed(lhs))
+        return failure();
+      auto rhsIt = values.find(dot.getRhs());
+      if (rhsIt == values.end() || rhsIt->second.kind != RowValue::View)
+        return dot.emitOpError("the float64 reference needs the right operand of tile.dot to "
+                               "be a tile.load of a view");
+      Value rhs = rhsIt->second.value;
+      bool tr = dot.getTransposeRhs();
+      Value length = dimBeforeLoop(rhs, tr ? 2 : 3);
+      Value contraction = dimBeforeLoop(rhs, tr ? 3 : 2);
+      Value kvHeads = dimBeforeLoop(rhs, 1);
+      Value out = rowBuffer(length);
+      // GQA: query head h reads key/value head h / (H / Hkv).
+      Value group = arith::DivUIOp::create(b, loc, heads, kvHeads);
+      Value hkv = arith::DivUIOp::create(b, loc, hIdx, group);
+      forEach(b, loc, length, [&](OpBuilder &nb, Value j) {
+        Value sum = reduce(nb, loc, contraction, f64Const(nb, loc, 0.0),
+                           [&](OpBuilder &kb, Value acc, Value k) -> Value {
+                             Value x = lhs->kind == RowValue::View
+                                           ? memref::LoadOp::create(
+                                                 kb, loc, lhs->value,
+                                                 ValueRange{bIdx, hIdx, qIdx, k})
+                                           : memref::LoadOp::create(kb, loc, lhs->value, k);
+                             Value y = memref::LoadOp::create(
+                                 kb, loc, rhs,
+                                 tr ? ValueRange{bIdx, hkv, j, k} : ValueRange{bIdx, hkv, k, j});
+                             Value prod = arith::MulFOp::create(kb, loc, x, y);
+                             return arith::AddFOp::create(kb, loc, acc, prod);
+                           });
+        memref::StoreOp::create(nb, loc, sum, out, j);
+      });
+      values[dot.getResult()] = {RowValue::Row, out, length, contraction};
+      return success();
+    }
+    if (auto scale = dyn_cast<ScaleOp>(op)) {
+      FailureOr<RowValue> in = rowOf(op, scale.getInput());
+      if (failed(in))
+        return failure();
+      Value factor;
+      if (scale.getFactor()) {
+        factor = f64Const(b, loc, scale.getFactor()->convertToDouble());
+      } else {
+        if (!in->contraction)
+          return scale.emitOpError("the float64 reference needs the scores of a tile.dot to "
+                                   "take 1/sqrt(D) of");
+        Value d = arith::IndexCastOp::create(b, loc, b.getI64Type(), in->contraction);
+        Value df = arith::SIToFPOp::create(b, loc, f64, d);
+        factor = arith::DivFOp::create(b, loc, f64Const(b, loc, 1.0),
+                                       math::SqrtOp::create(b, loc, df));
+      }
+      Value out = rowBuffer(in->length);
+      forEach(b, loc, in->length, [&](OpBuilder &nb, Value j) {
+        Value s = memref::LoadOp::create(nb, loc, in->value, j);
+        memref::StoreOp::create(nb, loc, arith::MulFOp::create(nb, loc, s, factor), out, j);
+      });
+      values[scale.getResult()] = {RowValue::Row, out, in->length, in->contraction};
+      return success();
+    }
+    if (isa<ScoreModOp, MaskOp>(op)) {
+      bool isMask = isa<MaskOp>(op);
+      FailureOr<RowValue> in = rowOf(op, op.getOperand(0));
+      if (failed(in))
+        return failure();
+      Value out = rowBuffer(in->length);
+      Block &body = op.getRegion(0).front();
+      LogicalResult status = success();
+      forEach(b, loc, in->length, [&](OpBuilder &nb, Value j) {
+        Value s = memref::LoadOp::create(nb, loc, in->value, j);
+        IRMapping m = map;
+        unsigned first = 0;
+        if (!isMask)
+          m.map(body.getArgument(first++), s);
+        m.map(body.getArgument(first + 0), bIdx);
+        m.map(body.getArgument(first + 1), hIdx);
+        m.map(body.getArgument(first + 2), qIdx);
+        m.map(body.getArgument(first + 3), j);
+        for (Operation &inner : body.without_terminator())
+          if (failed(cloneInF64(nb, inner, m))) {
+            status = failure();
+            return;
+          }
+        Value y = m.lookupOrDefault(cast<YieldOp>(body.getTerminator()).getValues()[0]);
+        if (isMask)
+          y = arith::SelectOp::create(nb, loc, y, s, f64Const(nb, loc, -INFINITY));
+        memref::StoreOp::create(nb, loc, y, out, j);
+      });
+      if (failed(status))
+        return failure();
+      values[op.getResult(0)] = {RowValue::Row, out, in->length, in->contraction};
+      return success();
+    }
+    if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
+      FailureOr<RowValue> in = rowOf(op, softmax.getInput());
+      if (failed(in))
+        return failure();
+      Value n = in->length;
+      auto load = [&](OpBuilder &nb, Value j) -> Value {
+        return memref::LoadOp::create(nb, loc, in->value, j);
+      };
+      Value negInf = f64Const(b, loc, -INFINITY), zero = f64Const(b, loc, 0.0);
+      Value max = reduce(b, loc, n, negInf, [&](OpBuilder &nb, Value acc, Value j) -> Value {
+        return arith::MaximumFOp::create(nb, loc, acc, load(nb, j));
+      });
+      // A row with no kept score has max -inf: shift by 0 instead, so every exp is 0, the sum
+      // is 0, the probabilities are 0 and the logsumexp is log(0) = -inf.
+      Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, max, negInf);
+      Value shift = arith::SelectOp::create(b, loc, empty, zero, max);
+      auto shiftedExp = [&](OpBuilder &nb, Value j) -> Value {
+        return math::ExpOp::create(nb, loc, arith::SubFOp::create(nb, loc, load(nb, j), shift));
+      };
+      Value sum = reduce(b, loc, n, zero, [&](OpBuilder &nb, Value acc, Value j) -> Value {
+        return arith::AddFOp::create(nb, loc, acc, shiftedExp(nb, j));
+      });
+      Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, sum, zero);
+      Value probs = rowBuffer(n);
+      forEach(b, loc, n, [&](OpBuilder &nb, Value j) {
+        Value p = arith::DivFOp::create(nb, loc, shiftedExp(nb, j), sum);
+        p = arith::SelectOp::create(nb, loc, none, zero, p);
+        memref::StoreOp::create(nb, loc, p, probs, j);
+      });
+      Value lse = arith::AddFOp::create(b, loc, shift, math::LogOp::create(b, loc, sum));
+      values[softmax.getProbs()] = {RowValue::Row, probs, n, {}};
+      values[softmax.getLogsumexp()] = {RowValue::Scalar, lse, {}, {}};
+      return success();
+    }
+    auto store = cast<StoreOp>(op);
+    auto it = values.find(store.getValue());
+    if (it == values.end() || it->second.kind == RowValue::View)
+      return store.emitOpError("the float64 reference stores computed values only");
+    Value view = map.lookup(store.getView());
+    int64_t rank = cast<MemRefType>(view.getType()).getRank();
+    const RowValue &value = it->second;
+    if (value.kind == RowValue::Scalar) {
+      if (rank != 3)
+        return store.emitOpError("the float64 reference stores a per-row scalar into a "
+                                 "B x H x M view only");
+      memref::StoreOp::create(b, loc, value.value, view, ValueRange{bIdx, hIdx, qIdx});
+      return success();
+    }
+    if (rank != 4)
+      return store.emitOpError("the float64 reference stores a row into a B x H x M x D view "
+                               "only");
+    forEach(b, loc, value.length, [&](OpBuilder &nb, Value d) {
+      Value x = memref::LoadOp::create(nb, loc, value.value, d);
+      memref::StoreOp::create(nb, loc, x, view, ValueRange{bIdx, hIdx, qIdx, d});
+    });
+    return success();
+  }
+
+  func::FuncOp kernel;
+  MLIRContext *ctx;
+  Type f64;
+  IRMapping map; ///< kernel values -> reference values (arguments, scalars)
+  llvm::DenseMap<Value, RowValue> values;
+  OpBuilder::InsertPoint setup; ///< before the row loop: buffers and sizes
+  Value heads, rows;            ///< H and M of the row space
+  Value bIdx, hIdx, qIdx;       ///< the current row
+};
+
+struct TileToF64ReferencePass
+    : public tilefuse::impl::TileToF64ReferenceBase<TileToF64ReferencePass> {
+  void runOnOperation() override {
+    SmallVector<func::FuncOp> kernels;
+    for (auto fn : getOperation().getOps<func::FuncOp>())
+      if (!fn.isExternal())
+        kernels.push_back(fn);
+    for (func::FuncOp kernel : kernels) {
+      FailureOr<func::FuncOp> reference = ReferenceBuilder(kernel).build();
+      if (failed(reference))
+        return signalPassFailure();
+      kernel.erase();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,71 @@
+//===- Float64Reference.h - a kernel's float64 reference, compiled -*- C++ -*-===//
+//
+// Every kernel's float64 reference comes from its own DSL text: the written form evaluated
+// naively in f64 by the tile-to-f64-reference lowering (no tiling, no online softmax, no block
+// pruning). ReferenceKernel JIT-compiles it in process; compileReferenceObject compiles it ahead
+// of time into an object for a shared library, for machines without the compiler (see
+// reference::ReferenceLibrary in Reference.h, which also runs either on host arrays).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TILEFUSE_RUNTIME_FLOAT64REFERENCE_H
+#define TILEFUSE_RUNTIME_FLOAT64REFERENCE_H
+
+#include "tilefuse/runtime/HostView.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tilefuse::runtime {
+
+struct ReferenceOptions {
+  /// Specialization (tile-specialize) as the kernel under test was compiled: head dimension
+  /// (0: as written) and variant parameters "NAME=VALUE". The storage type does not matter: the
+  /// reference reads and writes f64.
+  int64_t headDim = 0;
+  std::vector<std::string> params;
+  /// "host" or "baseline" (see CpuCompileOptions::cpuTarget).
+  std::string cpuTarget = "host";
+};
+
+class ReferenceKernel {
+public:
+  /// Parses `source` (diagnostics name `bufferName`, file:line:col), specializes it, lowers its
+  /// written form with tile-to-f64-reference and JIT-compiles the result.
+  static llvm::Expected<std::unique_ptr<ReferenceKernel>>
+  compile(llvm::StringRef source, llvm::StringRef bufferName, const ReferenceOptions &options);
+  ~ReferenceKernel();
+
+  /// Evaluates the reference on float64 host views (HostView::data points at doubles): Q, O are
+  /// B x H x M x D, K, V are B x Hkv x N x D, LSE is B x H x M. Sizes the kernel declares
+  /// statically (gqa's 8 and 2 heads, the head dimension) are checked, naming the tensor and
+  /// dimension. Runs on every core.
+  llvm::Error run(const HostView &q, const HostView &k, const HostView &v, const HostView &o,
+                  const HostView &lse) const;
+
+  llvm::StringRef name() const;
+  /// The static head dimension the kernel declares for Q (after specialization).
+  int64_t headDim() const;
+  /// Static sizes of Q, K, V, O, LSE as the kernel declares them; -1 where dynamic.
+  const std::array<std::array<int64_t, 4>, 5> &declaredSizes() const;
+
+private:
+  struct Impl;
+  explicit ReferenceKernel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+/// The reference as an ELF object for the architecture's baseline CPU, position-independent,
+/// defining the C entry point reference::referenceSymbol(<kernel name>); link it into a shared
+/// library (`cc -shared x.o -lm`). `kernelName` receives the kernel's name.
+llvm::Expected<std::string> compileReferenceObject(llvm::StringRef source,
+                                                   llvm::StringRef bufferName,
+                                                   const ReferenceOptions &options,
+                                                   std::string *kernelName = nullptr);
+
+} // namespace tilefuse::runtime
+
+#endif

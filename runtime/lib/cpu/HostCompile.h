@@ -1,0 +1,47 @@
+//===- HostCompile.h - what the CPU compilers share -------------*- C++ -*-===//
+//
+// The CPU backend (CpuKernel) and the float64 reference (ReferenceKernel, reference objects)
+// both compile DSL text for the host: the same specialization, the same kernel lookup, and the
+// same choice of CPU to generate code for.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TILEFUSE_RUNTIME_CPU_HOSTCOMPILE_H
+#define TILEFUSE_RUNTIME_CPU_HOSTCOMPILE_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <memory>
+#include <string>
+
+namespace tilefuse::runtime::cpu {
+
+/// Which CPU generated host code targets.
+enum class CpuTarget {
+  Host,     ///< this machine's CPU with all its features (the JIT's default)
+  Baseline, ///< the architecture's baseline (x86-64: SSE2, no AVX, F16C or AVX512-BF16)
+};
+
+/// Parses "host" / "baseline" (the spelling of CpuTarget in options and on the command line).
+llvm::Expected<CpuTarget> parseCpuTarget(llvm::StringRef name);
+
+/// A target machine for this process's architecture. Position-independent code for objects that
+/// go into shared libraries.
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createHostTargetMachine(CpuTarget target, bool positionIndependent);
+
+/// Runs tile-specialize (storage type, head dimension, parameters) when any is set; errors carry
+/// `diagnostics` (the DiagnosedSource's text, read after the pass ran).
+llvm::Error specialize(mlir::ModuleOp module, llvm::StringRef elementType, int64_t headDim,
+                       llvm::ArrayRef<std::string> params, llvm::StringRef bufferName,
+                       const std::string &diagnostics);
+
+/// The module's one kernel: its func.func with a body.
+llvm::Expected<mlir::func::FuncOp> findKernel(mlir::ModuleOp module, llvm::StringRef bufferName);
+
+} // namespace tilefuse::runtime::cpu
+
+#endif
