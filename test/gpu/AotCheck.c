@@ -483,8 +483,8 @@ static void declaredSizeChecks(void) {
      * would fail with another code. */
     CUresult r = gqa_launch(NULL, a, a, a, o, lse, 2, 6, 2, 1000, 777, NULL);
     int ok = r == CUDA_ERROR_INVALID_VALUE;
-    printf("[%s] launch: %-31s -> %s\n", ok ? "ok  " : "FAIL", "gqa with 6 heads",
-           errorName(r));
+    printf("[%s] launch: %-31s -> CUresult %d (%s)\n", ok ? "ok  " : "FAIL", "gqa with 6 heads",
+           (int)r, errorName(r));
     if (!ok)
       fail("gqa_launch with 6 heads", "expected CUDA_ERROR_INVALID_VALUE");
   }
