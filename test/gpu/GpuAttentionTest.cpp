@@ -732,8 +732,8 @@ TEST(LaunchValidation, RejectsBadShapesStridesAndPointers) {
   };
   Bad bad[] = {
       {"H (8) is not a multiple of Hkv (3)", withShape([](auto &s) { s.Hkv = 3; }), goodBuffers},
-      {"Q dimension 3 (D) is 128 but the kernel declares 64",
-       withShape([](auto &s) { s.D = 128; }), goodBuffers},
+      {"Q dimension 3 (D) is 128 but the kernel declares 64", withShape([](auto &s) { s.D = 128; }),
+       goodBuffers},
       {"M must be positive, not 0", withShape([](auto &s) { s.M = 0; }), goodBuffers},
       {"B must be positive, not -1", withShape([](auto &s) { s.B = -1; }), goodBuffers},
       {"H and B must be at most 65535", withShape([](auto &s) { s.B = 70000; }), goodBuffers},
@@ -744,8 +744,7 @@ TEST(LaunchValidation, RejectsBadShapesStridesAndPointers) {
        withBuffers([](auto &b) { b.o = 0x4002; })},
       {"k is not aligned as the kernel needs (16 bytes)", good,
        withBuffers([](auto &b) { b.k = 0x2008; })},
-      {"q spans more than 2^31 elements", withShape([](auto &s) { s.M = 1 << 24; }),
-       goodBuffers},
+      {"q spans more than 2^31 elements", withShape([](auto &s) { s.M = 1 << 24; }), goodBuffers},
       {"stride k_n is negative", good, goodBuffers, 5},
   };
   // Metadata built in code may declare nothing; head_dim still holds D.
@@ -755,8 +754,8 @@ TEST(LaunchValidation, RejectsBadShapesStridesAndPointers) {
   llvm::Error headDim =
       validateLaunch(undeclared, goodBuffers, d128, AttentionStrides::contiguous(d128));
   ASSERT_TRUE(bool(headDim));
-  EXPECT_NE(takeReport(std::move(headDim)).message.find(
-                "D is 128 but the kernel was compiled for head dim 64"),
+  EXPECT_NE(takeReport(std::move(headDim))
+                .message.find("D is 128 but the kernel was compiled for head dim 64"),
             std::string::npos);
   // Strides the vector accesses cannot take.
   for (auto [index, expected] : {std::pair<int, const char *>{2, "stride q_m must be even"},
@@ -794,7 +793,8 @@ TEST(LaunchValidation, RefusesSizesTheKernelDoesNotDeclare) {
     const char *expected;
   } mismatches[] = {
       // The case: it ran, and its output was wrong.
-      {{2, 6, 2, 1000, 333, 64}, "launch of 'gqa': Q dimension 1 (H) is 6 but the kernel declares 8"},
+      {{2, 6, 2, 1000, 333, 64},
+       "launch of 'gqa': Q dimension 1 (H) is 6 but the kernel declares 8"},
       {{2, 8, 1, 1000, 333, 64}, "K dimension 1 (Hkv) is 1 but the kernel declares 2"},
       {{2, 8, 4, 1000, 333, 64}, "K dimension 1 (Hkv) is 4 but the kernel declares 2"},
       {{2, 16, 4, 1000, 333, 64}, "Q dimension 1 (H) is 16 but the kernel declares 8"},
@@ -815,15 +815,17 @@ TEST(LaunchValidation, RefusesSizesTheKernelDoesNotDeclare) {
   fixedLengths.declaredSizes.sizes[2][2] = 333;  // V: N
   fixedLengths.declaredSizes.sizes[4][0] = 2;    // LSE: B
   fixedLengths.declaredSizes.sizes[3][2] = 1000; // O: M
-  TF_ASSERT_OK(validateLaunch(fixedLengths, buffers, declared,
-                              AttentionStrides::contiguous(declared)));
+  TF_ASSERT_OK(
+      validateLaunch(fixedLengths, buffers, declared, AttentionStrides::contiguous(declared)));
   struct {
     void (*edit)(AttentionShape &);
     const char *expected;
   } fixed[] = {
-      {[](AttentionShape &s) { s.N = 334; }, "V dimension 2 (N) is 334 but the kernel declares 333"},
+      {[](AttentionShape &s) { s.N = 334; },
+       "V dimension 2 (N) is 334 but the kernel declares 333"},
       {[](AttentionShape &s) { s.B = 1; }, "LSE dimension 0 (B) is 1 but the kernel declares 2"},
-      {[](AttentionShape &s) { s.M = 999; }, "O dimension 2 (M) is 999 but the kernel declares 1000"},
+      {[](AttentionShape &s) { s.M = 999; },
+       "O dimension 2 (M) is 999 but the kernel declares 1000"},
   };
   for (const auto &f : fixed) {
     AttentionShape shape = declared;
@@ -960,13 +962,12 @@ TEST(CudaDriver, LaunchRefusesSizesTheKernelDoesNotDeclare) {
   KernelMetadata metadata = metadataNamed("noop", 64);
   metadata.declaredSizes.sizes[0][1] = 8; // Q: H
   metadata.declaredSizes.sizes[1][1] = 2; // K: Hkv
-  TF_ASSERT_OK_AND_ASSIGN(std::unique_ptr<CudaKernel> kernel,
-                          CudaKernel::load(noopPtx, metadata));
+  TF_ASSERT_OK_AND_ASSIGN(std::unique_ptr<CudaKernel> kernel, CudaKernel::load(noopPtx, metadata));
   TF_ASSERT_OK_AND_ASSIGN(Stream stream, Stream::create());
   AttentionBuffers buffers{0x1000, 0x2000, 0x3000, 0x4000, 0x5000}; // never dereferenced
   AttentionShape shape{2, 8, 2, 300, 300, 64};
-  TF_ASSERT_OK(kernel->launch(stream.handle(), buffers, shape,
-                              AttentionStrides::contiguous(shape)));
+  TF_ASSERT_OK(
+      kernel->launch(stream.handle(), buffers, shape, AttentionStrides::contiguous(shape)));
   shape.H = 6;
   llvm::Error mismatch =
       kernel->launch(stream.handle(), buffers, shape, AttentionStrides::contiguous(shape));
@@ -1007,8 +1008,8 @@ TEST(CudaDriver, CompiledGqaRefusesSixHeadsAndWritesNothing) {
   TF_ASSERT_OK(lse.fill(0xFF));
   TF_ASSERT_OK_AND_ASSIGN(Stream stream, Stream::create());
   llvm::Error refused = kernel->launch(
-      stream.handle(), {q.address(), k.address(), v.address(), o.address(), lse.address()},
-      shape, AttentionStrides::contiguous(shape));
+      stream.handle(), {q.address(), k.address(), v.address(), o.address(), lse.address()}, shape,
+      AttentionStrides::contiguous(shape));
   ASSERT_TRUE(bool(refused));
   ErrorReport report = takeReport(std::move(refused));
   EXPECT_EQ(report.kind, ErrorKind::InvalidArgument);

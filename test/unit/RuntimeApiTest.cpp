@@ -193,7 +193,8 @@ TEST(RuntimeApi, LaunchRefusesSizesTheKernelDoesNotDeclareBeforeTheDriver) {
     AttentionShape shape;
     const char *expected;
   } mismatches[] = {
-      {{1, 6, 2, 128, 128, 64}, "launch of 'gqa': Q dimension 1 (H) is 6 but the kernel declares 8"},
+      {{1, 6, 2, 128, 128, 64},
+       "launch of 'gqa': Q dimension 1 (H) is 6 but the kernel declares 8"},
       {{1, 8, 4, 128, 128, 64}, "K dimension 1 (Hkv) is 4 but the kernel declares 2"},
       {{1, 8, 2, 128, 128, 128}, "Q dimension 3 (D) is 128 but the kernel declares 64"},
   };
@@ -364,8 +365,7 @@ TEST(AotHeader, NamesTypesAndMetadata) {
   inconsistent.declaredSizes.sizes[0][3] = 64;
   auto badHeadDim = runtime::emitAotHeader(inconsistent, "x", options);
   ASSERT_FALSE(bool(badHeadDim));
-  EXPECT_NE(llvm::toString(badHeadDim.takeError()).find("declares head dim 64"),
-            std::string::npos);
+  EXPECT_NE(llvm::toString(badHeadDim.takeError()).find("declares head dim 64"), std::string::npos);
 
   options.symbol = "2bad";
   auto bad = runtime::emitAotHeader(k, "x", options);

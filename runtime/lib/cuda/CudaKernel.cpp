@@ -88,8 +88,7 @@ llvm::json::Value DeclaredSizes::toJson() const {
 llvm::Expected<DeclaredSizes> DeclaredSizes::fromJson(const llvm::json::Value &value,
                                                       const llvm::Twine &origin) {
   auto fail = [&](const llvm::Twine &why) {
-    return makeError(ErrorKind::InvalidArgument,
-                     origin + ": \"" + jsonKey + "\" " + why);
+    return makeError(ErrorKind::InvalidArgument, origin + ": \"" + jsonKey + "\" " + why);
   };
   const llvm::json::Object *object = value.getAsObject();
   if (!object)
@@ -99,8 +98,8 @@ llvm::Expected<DeclaredSizes> DeclaredSizes::fromJson(const llvm::json::Value &v
     size_t rank = tensor.dimensions.size();
     const llvm::json::Array *dimensions = object->getArray(tensor.name);
     if (!dimensions || dimensions->size() != rank)
-      return fail(llvm::Twine("needs \"") + tensor.name + "\": an array of " +
-                  llvm::Twine(rank) + " sizes (null where any size is accepted)");
+      return fail(llvm::Twine("needs \"") + tensor.name + "\": an array of " + llvm::Twine(rank) +
+                  " sizes (null where any size is accepted)");
     for (size_t dim = 0; dim < rank; ++dim) {
       const llvm::json::Value &entry = (*dimensions)[dim];
       if (entry.getAsNull())
@@ -258,14 +257,11 @@ llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metada
   auto fail = [&](const llvm::Twine &why) {
     return makeError(ErrorKind::InvalidArgument, "launch of '" + metadata.name + "': " + why);
   };
-  struct {
-    const char *name;
-    int64_t value;
-  } sizes[] = {{"B", shape.B}, {"H", shape.H},   {"Hkv", shape.Hkv},
-               {"M", shape.M}, {"N", shape.N}, {"D", shape.D}};
-  for (const auto &size : sizes)
-    if (size.value <= 0)
-      return fail(llvm::Twine(size.name) + " must be positive, not " + llvm::Twine(size.value));
+  using P = SizeParameter;
+  for (P parameter : {P::B, P::H, P::Hkv, P::M, P::N, P::D})
+    if (shape.size(parameter) <= 0)
+      return fail(sizeParameterName(parameter) + " must be positive, not " +
+                  llvm::Twine(shape.size(parameter)));
   // Before the checks of the ABI's own rules: a kernel written for 8 heads, launched with 6,
   // is refused for that, not for whatever rule 6 heads happen to break.
   for (auto [index, tensor] : llvm::enumerate(abiTensors()))
