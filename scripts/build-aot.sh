@@ -6,8 +6,10 @@
 #                                 embedded and the C launcher causal_launch()
 #   build-gpu/aot/causal.cubin    `tilefuse compile --kernel causal --emit cubin`, with causal.json
 #   build-gpu/aot/causal.ptx      the PTX both come from, with causal.ptx.json (for reference)
+#   build-gpu/aot/gqa.h           the header of kernels/gqa.mlir, whose launcher refuses head
+#                                 counts other than the 8 and 2 it declares
 #   build-gpu/aot/AotCheck.c      the C program (test/gpu/AotCheck.c) that uses causal.h and
-#                                 loads causal.cubin; compiled on the GPU machine with gcc
+#                                 gqa.h and loads causal.cubin; compiled on the GPU machine with gcc
 #
 # Needs the development build (build/, scripts/bootstrap.sh; TILEFUSE_BUILD_DIR for another) and the CUDA toolkit's ptxas
 # (CUDA_HOME, CUDA_PATH, PATH or /usr/local/cuda/bin).
@@ -39,6 +41,7 @@ mkdir -p "$out"
 mv "$out/causal.json" "$out/causal.ptx.json"
 "$tilefuse" compile --kernel causal --arch "$arch" --emit cubin -o "$out/causal.cubin"
 "$tilefuse" compile --kernel causal --arch "$arch" --emit header -o "$out/causal.h"
+"$tilefuse" compile --kernel gqa --arch "$arch" --emit header -o "$out/gqa.h"
 cp test/gpu/AotCheck.c "$out/AotCheck.c"
 
 # The same checks as the aot-header test, so nothing broken travels: the header is plain C99 and
@@ -46,9 +49,10 @@ cp test/gpu/AotCheck.c "$out/AotCheck.c"
 cuda=${CUDA_HOME:-${CUDA_PATH:-/usr/local/cuda}}
 if [ -f "$cuda/include/cuda.h" ]; then
   cc -std=c99 -Wall -Werror -I"$cuda/include" -x c -c "$out/causal.h" -o /dev/null
+  cc -std=c99 -Wall -Werror -I"$cuda/include" -x c -c "$out/gqa.h" -o /dev/null
   cc -std=c99 -O2 -Wall -Wextra -Werror -I"$out" -I"$cuda/include" "$out/AotCheck.c" \
     -o /dev/null -L"$cuda/lib64/stubs" -lcuda -lpthread -lm
-  echo "build-aot: causal.h compiles as C99; AotCheck.c builds against it"
+  echo "build-aot: causal.h and gqa.h compile as C99; AotCheck.c builds against them"
 else
   echo "build-aot: no $cuda/include/cuda.h here: the header was not compiled" >&2
 fi

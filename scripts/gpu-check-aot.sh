@@ -3,12 +3,13 @@
 # build-gpu/aot/ on the development machine and build-gpu/ was carried over. Needs gcc, the CUDA
 # driver and cuda.h (CUDA_HOME, CUDA_PATH or /usr/local/cuda); no LLVM and nothing of tilefuse:
 #
-#   1. causal.h, the header `tilefuse compile --emit header` wrote, compiles as plain C99 with
-#      gcc -Wall -Werror (and -Wextra -pedantic, cuda.h as a system header);
-#   2. AotCheck.c (test/gpu/AotCheck.c) compiles with gcc against it and links -lcuda;
+#   1. causal.h and gqa.h, the headers `tilefuse compile --emit header` wrote, compile as plain
+#      C99 with gcc -Wall -Werror (and -Wextra -pedantic, cuda.h as a system header);
+#   2. AotCheck.c (test/gpu/AotCheck.c) compiles with gcc against them and links -lcuda;
 #   3. it runs: the kernel from the header on random inputs (threads racing for the first
 #      launch, grouped heads, M != N, strided tensors) against a float64 attention in C, the
-#      launcher's argument checks, causal.cubin (`--emit cubin`) loading with cuModuleLoad, and
+#      launchers' argument checks (gqa refusing head counts it does not declare, its output
+#      untouched), causal.cubin (`--emit cubin`) loading with cuModuleLoad, and
 #      causal.ptx loading through the driver's JIT (both loads timed; the JIT cold, with
 #      CUDA_CACHE_DISABLE=1).
 #
@@ -33,7 +34,8 @@ log=$out/aot.log
 : > "$log"
 say() { echo "$*" | tee -a "$log"; }
 
-if [ ! -f "$aot/causal.h" ] || [ ! -f "$aot/AotCheck.c" ] || [ ! -f "$aot/causal.cubin" ]; then
+if [ ! -f "$aot/causal.h" ] || [ ! -f "$aot/gqa.h" ] || [ ! -f "$aot/AotCheck.c" ] ||
+  [ ! -f "$aot/causal.cubin" ]; then
   say "gpu-check-aot: $aot/ is incomplete (run scripts/build-aot.sh on the development machine)"
   say "FAIL"
   exit 1
@@ -76,6 +78,8 @@ run "causal.h as C99" gcc -std=c99 -Wall -Werror -I"$cuda/include" -x c -c "$aot
   -o "$work/h.o"
 run "causal.h as C99, -Wextra -pedantic" gcc -std=c99 -Wall -Wextra -pedantic -Werror \
   -isystem "$cuda/include" -x c -c "$aot/causal.h" -o "$work/h2.o"
+run "gqa.h as C99, -Wextra -pedantic" gcc -std=c99 -Wall -Wextra -pedantic -Werror \
+  -isystem "$cuda/include" -x c -c "$aot/gqa.h" -o "$work/h3.o"
 # -lcuda: the driver's libcuda.so if the linker finds it, else the toolkit's stub (the program
 # still loads the driver's libcuda.so.1 when it runs).
 if ! run "AotCheck.c with gcc" gcc -std=c99 -O2 -Wall -Wextra -Werror -I"$aot" -I"$cuda/include" \

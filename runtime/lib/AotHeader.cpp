@@ -45,7 +45,8 @@ static constexpr llvm::StringLiteral headerTemplate = R"tilefuse_c(/* @NAME@.h -
  *            o_b, o_h, o_m, lse_b, lse_h (the innermost dimension of every tensor is
  *            contiguous), or NULL for contiguous tensors
  * Requirements, checked before anything is launched (CUDA_ERROR_INVALID_VALUE otherwise, and
- * @NAME@_check() with the same arguments says why): B, H, Hkv, M, N positive; H a multiple of
+ * @NAME@_check() with the same arguments says why): B, H, Hkv, M, N positive; the sizes the
+ * kernel's signature declares (@NAME@_declared_sizes: @DECLARED_SUMMARY@); H a multiple of
  * Hkv; B and H at most 65535; M and N below 2^31; strides non-negative, even for q and o,
  * multiples of 8 for k and v; every tensor's largest element offset below 2^31 (the kernel
  * indexes in 32 bits); q, o and lse 4-byte aligned, k and v 16-byte aligned.
@@ -62,6 +63,7 @@ static constexpr llvm::StringLiteral headerTemplate = R"tilefuse_c(/* @NAME@.h -
 #include <cuda.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #if !defined(__GNUC__) && !defined(__clang__)
 #error "@NAME@.h needs GCC or Clang (their __atomic builtins guard the one-time module load)"
@@ -76,6 +78,12 @@ static constexpr llvm::StringLiteral headerTemplate = R"tilefuse_c(/* @NAME@.h -
 #define @UPPER@_BLOCK_N @BLOCK_N@
 #define @UPPER@_THREADS @THREADS@
 #define @UPPER@_SHARED_BYTES @SHARED_BYTES@
+
+/* The sizes the kernel's signature declares, per tensor in the launch ABI's order and per
+ * dimension; -1 where it takes any size. The kernel computes wrong results with other sizes, so
+ * @NAME@_launch refuses them. */
+static const int64_t @NAME@_declared_sizes[5][4] = {
+@DECLARED_SIZES@};
 
 /* The cubin (an ELF image), 8-byte aligned for cuModuleLoadData. */
 static const union {
@@ -186,16 +194,35 @@ static inline int @NAME@_fits_(int64_t n0, int64_t s0, int64_t n1, int64_t s1, i
   return 1;
 }
 
-/* NULL when @NAME@_launch accepts these arguments, else why it does not. */
+/* Why a launch with `given` as dimension `dim` of tensor `tensor` is refused, in a per-thread
+ * buffer. */
+static inline const char *@NAME@_declared_size_mismatch_(int tensor, int dim, int64_t given) {
+  static const char *const tensors[5] = {@TENSOR_NAMES@};
+  static const char *const dimensions[5][4] = {@DIMENSION_NAMES@};
+  static __thread char message[128];
+  snprintf(message, sizeof message, "%s dimension %d (%s) is %lld but the kernel declares %lld",
+           tensors[tensor], dim, dimensions[tensor][dim], (long long)given,
+           (long long)@NAME@_declared_sizes[tensor][dim]);
+  return message;
+}
+
+/* NULL when @NAME@_launch accepts these arguments, else why it does not: a static string, or
+ * for a size the kernel declares a message in a per-thread buffer that the next call on the
+ * same thread overwrites. */
 static inline const char *@NAME@_check(const void *q, const void *k, const void *v,
                                      const void *o, const float *lse, int64_t B, int64_t H,
                                      int64_t Hkv, int64_t M, int64_t N,
                                      const int64_t strides[14]) {
   const int64_t D = @UPPER@_HEAD_DIM;
+  const int64_t given[5][4] = {@GIVEN_SIZES@};
   int64_t s[14];
-  int i;
+  int i, t;
   if (B <= 0 || H <= 0 || Hkv <= 0 || M <= 0 || N <= 0)
     return "B, H, Hkv, M and N must be positive";
+  for (t = 0; t < 5; ++t)
+    for (i = 0; i < 4; ++i)
+      if (@NAME@_declared_sizes[t][i] >= 0 && given[t][i] != @NAME@_declared_sizes[t][i])
+        return @NAME@_declared_size_mismatch_(t, i, given[t][i]);
   if (H % Hkv != 0)
     return "H must be a multiple of Hkv";
   if (B > 65535 || H > 65535)
@@ -349,6 +376,11 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
   if (kernel.threads <= 0 || kernel.threads > 1024 || kernel.blockM <= 0 || kernel.headDim <= 0 ||
       kernel.sharedBytes < 0)
     return fail("the kernel's metadata is out of range");
+  // The launcher passes D = HEAD_DIM for Q's last dimension.
+  int64_t declaredHeadDim = kernel.declaredSizes.sizes[0][3];
+  if (declaredHeadDim != cuda::DeclaredSizes::dynamic && declaredHeadDim != kernel.headDim)
+    return fail("the kernel declares head dim " + llvm::Twine(declaredHeadDim) +
+                " but its metadata says " + llvm::Twine(kernel.headDim));
   if (cubin.empty())
     return fail("empty cubin");
 
@@ -378,6 +410,40 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
       {"COMPILER", commentSafe(compilerVersion())},
       {"CUBIN", bytes},
   };
+  // The declared sizes and the names the check reports, from the launch ABI's one definition.
+  std::string declaredRows, tensorNames, dimensionNames, givenSizes;
+  std::vector<std::string> summary;
+  for (auto [index, tensor] : llvm::enumerate(cuda::abiTensors())) {
+    std::string row, names, given;
+    for (int dim = 0; dim < cuda::abiMaxRank; ++dim) {
+      bool inRank = dim < int(tensor.dimensions.size());
+      int64_t declared = kernel.declaredSizes.sizes[index][dim];
+      llvm::StringRef parameter =
+          inRank ? cuda::sizeParameterName(tensor.dimensions[dim]) : llvm::StringRef();
+      const char *separator = dim ? ", " : "";
+      row += separator + std::to_string(inRank ? declared : cuda::DeclaredSizes::dynamic);
+      names += separator + ("\"" + parameter + "\"").str();
+      given += separator + (inRank ? parameter.str() : "0");
+      if (inRank && declared != cuda::DeclaredSizes::dynamic) {
+        std::string fact = (parameter + " = " + llvm::Twine(declared)).str();
+        if (!llvm::is_contained(summary, fact))
+          summary.push_back(fact);
+      }
+    }
+    std::string dims;
+    for (cuda::SizeParameter p : tensor.dimensions)
+      dims += (dims.empty() ? "" : " ") + cuda::sizeParameterName(p).str();
+    declaredRows += "  {" + row + "}, /* " + tensor.name.str() + ": " + dims + " */\n";
+    const char *separator = index ? ", " : "";
+    tensorNames += separator + ("\"" + tensor.name + "\"").str();
+    dimensionNames += separator + ("{" + names + "}");
+    givenSizes += separator + ("{" + given + "}");
+  }
+  values["DECLARED_SIZES"] = declaredRows;
+  values["DECLARED_SUMMARY"] = summary.empty() ? "none" : llvm::join(summary, ", ");
+  values["TENSOR_NAMES"] = tensorNames;
+  values["DIMENSION_NAMES"] = dimensionNames;
+  values["GIVEN_SIZES"] = givenSizes;
   values["SHARED_OPT_IN"] =
       kernel.sharedBytes > 48 * 1024 ? substitute(sharedOptIn, values) : std::string();
   return substitute(headerTemplate, values);

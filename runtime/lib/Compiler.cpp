@@ -26,7 +26,8 @@ using namespace tilefuse::runtime;
 std::string CompiledKernel::metadataJson() const {
   llvm::json::Object o{{"name", name},         {"block_m", blockM},   {"block_n", blockN},
                        {"threads", threads},   {"head_dim", headDim}, {"dtype", dtype},
-                       {"shared_bytes", sharedBytes}};
+                       {"shared_bytes", sharedBytes},
+                       {cuda::DeclaredSizes::jsonKey, declaredSizes.toJson()}};
   std::string out;
   llvm::raw_string_ostream os(out);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(o)));
@@ -59,6 +60,13 @@ llvm::Expected<CompiledKernel> CompiledKernel::fromMetadataJson(llvm::StringRef 
       return fail(llvm::Twine("missing integer \"") + key + "\"");
     *field = *v;
   }
+  const llvm::json::Value *declared = o->get(cuda::DeclaredSizes::jsonKey);
+  if (!declared)
+    return fail(llvm::Twine("missing \"") + cuda::DeclaredSizes::jsonKey + "\"");
+  auto declaredSizes = cuda::DeclaredSizes::fromJson(*declared, "kernel metadata");
+  if (!declaredSizes)
+    return fail(cuda::takeReport(declaredSizes.takeError()).message);
+  k.declaredSizes = *declaredSizes;
   k.ptx = std::move(ptx);
   return k;
 }
@@ -184,10 +192,27 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
         return fail(bufferName + ": expected one kernel function");
       kernel = fn;
     }
-  if (!kernel || kernel.getNumArguments() != 5)
+  if (!kernel || kernel.getNumArguments() != cuda::abiTensorCount)
     return fail(bufferName + ": expected one kernel function taking (Q, K, V, O, LSE)");
-  auto qTy = dyn_cast<MemRefType>(kernel.getArgumentTypes()[0]);
-  if (!qTy || qTy.getRank() != 4 || qTy.isDynamicDim(3))
+  // Every static size of the signature goes into the launch metadata: a launch with other sizes
+  // would compute wrong results, so every launch path checks them.
+  for (auto [index, tensor] : llvm::enumerate(cuda::abiTensors())) {
+    auto type = dyn_cast<MemRefType>(kernel.getArgumentTypes()[index]);
+    if (!type || type.getRank() != int64_t(tensor.dimensions.size()))
+      return fail(bufferName + ": " + tensor.name + " must be a rank-" +
+                  llvm::Twine(tensor.dimensions.size()) + " memref");
+    for (auto [dim, size] : llvm::enumerate(type.getShape())) {
+      if (ShapedType::isDynamic(size))
+        continue;
+      if (size < 1)
+        return fail(bufferName + ": " + tensor.name + " declares dimension " + llvm::Twine(dim) +
+                    " (" + cuda::sizeParameterName(tensor.dimensions[dim]) + ") as " +
+                    llvm::Twine(size) + "; sizes must be positive");
+      k.declaredSizes.sizes[index][dim] = size;
+    }
+  }
+  auto qTy = cast<MemRefType>(kernel.getArgumentTypes()[0]);
+  if (qTy.isDynamicDim(3))
     return fail(bufferName + ": Q must be a rank-4 memref with a static head dimension");
   Type elt = qTy.getElementType();
   if (!elt.isBF16() && !elt.isF16())

@@ -14,7 +14,9 @@
 
 using namespace tilefuse::runtime;
 
-static constexpr llvm::StringLiteral entryMagic = "tilefuse-kernel-cache 1";
+// 2: the metadata records the sizes the kernel declares ("declared_sizes"); a version-1 entry,
+// without them, is rebuilt like any unreadable entry.
+static constexpr llvm::StringLiteral entryMagic = "tilefuse-kernel-cache 2";
 static constexpr llvm::StringLiteral entryExtension = ".kernel";
 
 struct KernelCache::Slot {

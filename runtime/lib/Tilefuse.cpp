@@ -55,6 +55,9 @@ struct Module {
 
 struct Kernel::Impl {
   std::shared_ptr<const rt::CompiledKernel> compiled;
+  /// What launches are checked against, parsed from the compiled kernel's sidecar, so a launch
+  /// is refused before the driver is needed.
+  cu::KernelMetadata metadata;
   std::shared_ptr<Module> module;
   std::string key, origin, arch;
 
@@ -63,10 +66,7 @@ struct Kernel::Impl {
       return k;
     std::lock_guard<std::mutex> lock(module->mutex);
     if (!module->owner) {
-      auto metadata = cu::KernelMetadata::parse(compiled->metadataJson(), compiled->name);
-      if (!metadata)
-        return metadata.takeError();
-      auto kernel = cu::CudaKernel::load(compiled->ptx, std::move(*metadata));
+      auto kernel = cu::CudaKernel::load(compiled->ptx, metadata);
       if (!kernel)
         return kernel.takeError();
       module->owner = std::move(*kernel);
@@ -81,9 +81,6 @@ Kernel::~Kernel() = default;
 
 Status Kernel::launch(void *stream, const void *q, const void *k, const void *v, void *o,
                       float *lse, const AttentionShape &shape, const int64_t *strides) const {
-  auto loaded = impl->load();
-  if (!loaded)
-    return statusOf(loaded.takeError());
   auto address = [](const void *p) {
     return static_cast<cu::DevicePtr>(reinterpret_cast<uintptr_t>(p));
   };
@@ -91,6 +88,12 @@ Status Kernel::launch(void *stream, const void *q, const void *k, const void *v,
   cu::AttentionBuffers buffers{address(q), address(k), address(v), address(o), address(lse)};
   cu::AttentionStrides layout =
       strides ? cu::AttentionStrides::fromArray(strides) : cu::AttentionStrides::contiguous(s);
+  // Arguments first: a bad launch is InvalidArgument with or without a GPU.
+  if (llvm::Error error = cu::validateLaunch(impl->metadata, buffers, s, layout))
+    return statusOf(std::move(error));
+  auto loaded = impl->load();
+  if (!loaded)
+    return statusOf(loaded.takeError());
   return statusOf((*loaded)->launch(static_cast<CUstream_st *>(stream), buffers, s, layout));
 }
 
@@ -241,8 +244,12 @@ Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> 
   if (!found)
     return Status(StatusCode::Compile, llvm::toString(found.takeError()));
 
+  auto metadata = cu::KernelMetadata::parse(found->kernel->metadataJson(), bufferName);
+  if (!metadata)
+    return statusOf(metadata.takeError());
   auto kernelImpl = std::make_unique<Kernel::Impl>();
   kernelImpl->compiled = found->kernel;
+  kernelImpl->metadata = std::move(*metadata);
   kernelImpl->key = found->key;
   kernelImpl->origin = rt::cacheSourceName(found->source).str();
   kernelImpl->arch = options.chip;

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The ahead-of-time path without a GPU: `tilefuse compile --emit cubin|header` for the causal
-# kernel; the header compiles with the C compiler as plain C99 (-Wall -Werror, and -Wextra
-# -pedantic with cuda.h as a system header) and as C++; test/gpu/AotCheck.c builds against it,
-# links against libcuda (the toolkit's stub where there is no driver) and runs: its host-side
-# checks of the launcher's argument validation must pass, and the GPU part says "skipped: no GPU"
-# (or, on a GPU machine, runs and prints PASS).
+# kernel, and a header for gqa (whose signature declares its head counts); the headers compile
+# with the C compiler as plain C99 (-Wall -Werror, and -Wextra -pedantic with cuda.h as a system
+# header) and as C++; test/gpu/AotCheck.c builds against them, links against libcuda (the
+# toolkit's stub where there is no driver) and runs: its host-side checks of the launchers'
+# argument validation (gqa's declared head counts included) must pass, and the GPU part says
+# "skipped: no GPU" (or, on a GPU machine, runs and prints PASS).
 #
 #   aot-header-test.sh TILEFUSE CC CUDA_INCLUDE_DIR CUDA_LIB_DIR AOTCHECK_C WORK_DIR
 # Prints "skipped: ..." and exits 0 where ptxas or cuda.h is missing.
@@ -43,6 +44,9 @@ step "--emit header" "$tilefuse" compile --kernel causal --emit header -o causal
 step "--emit header --name, head dim 128, f16" "$tilefuse" compile --kernel causal \
   --head-dim 128 --dtype f16 --config Br=128 --emit header --name causal_f16_d128 \
   -o causal_f16_d128.h
+step "--emit header for gqa (declares H = 8, Hkv = 2)" "$tilefuse" compile --kernel gqa \
+  --emit header -o gqa.h
+step "gqa.h embeds its declared sizes" grep -q '{-1, 8, -1, 64}, /\* Q: B H M D \*/' gqa.h
 step "C99 -Wall -Werror" "$cc" -std=c99 -Wall -Werror -I"$cuda_include" -x c -c causal.h \
   -o header.o
 step "C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra -pedantic -Werror \
@@ -51,9 +55,11 @@ if command -v c++ > /dev/null; then
   step "C++ -Wall -Wextra -Werror" c++ -Wall -Wextra -Werror -isystem "$cuda_include" -x c++ \
     -c causal.h -o header3.o
 fi
+step "gqa.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra -pedantic \
+  -Werror -isystem "$cuda_include" -x c -c gqa.h -o header4.o
 step "two headers in one translation unit" sh -c "printf '#include \"causal.h\"\n#include \"causal_f16_d128.h\"\n' > both.c && '$cc' -std=c99 -Wall -Werror -I. -I'$cuda_include' -c both.c -o both.o"
-step "AotCheck.c builds against causal.h" "$cc" -std=c99 -O2 -Wall -Wextra -Werror -I. \
-  -I"$cuda_include" "$check_c" -o aot-check -L"$cuda_lib" -lcuda -lpthread -lm
+step "AotCheck.c builds against causal.h and gqa.h" "$cc" -std=c99 -O2 -Wall -Wextra -Werror \
+  -I. -I"$cuda_include" "$check_c" -o aot-check -L"$cuda_lib" -lcuda -lpthread -lm
 if [ "$status" = 0 ]; then
   # Without a driver, the toolkit's stub stands in for libcuda.so.1 (its calls all fail).
   if ! ldconfig -p 2> /dev/null | grep -q 'libcuda.so.1 '; then

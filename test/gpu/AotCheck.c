@@ -1,14 +1,19 @@
 /*===- AotCheck.c - the ahead-of-time header on the GPU, without tilefuse -===*
  *
  * Plain C99 + pthreads. Includes causal.h, the header `tilefuse compile --kernel causal
- * --emit header` writes (cubin embedded, launcher), and needs nothing else of tilefuse:
+ * --emit header` writes (cubin embedded, launcher), and gqa.h, the same for kernels/gqa.mlir
+ * (8 query heads, 2 key/value heads declared in its signature), and needs nothing else of
+ * tilefuse:
  *
  *   1. four threads make the first causal_launch calls at once (the module loads once), each
  *      into its own outputs; B=2 H=4 Hkv=2 (grouped heads) M=N=300 (not multiples of the block);
  *   2. M=100 N=333 and M=333 N=100 (causal, top-left aligned: query i sees keys 0..i);
  *   3. strided tensors: Q and O in B x M x H x D order (as PyTorch's B,S,H,D), K and V padded;
  *   0. (no GPU needed) causal_check accepts valid arguments and names each broken requirement;
- *   4. the launcher's checks: H % Hkv, odd q stride, misaligned k, NULL lse (nothing launched);
+ *      gqa_check names the tensor, dimension, given and declared size of a launch with other
+ *      head counts than gqa declares, and gqa_launch refuses it before any driver call;
+ *   4. the launcher's checks: H % Hkv, odd q stride, misaligned k, NULL lse, and gqa with 6
+ *      heads (nothing launched: its poisoned output stays untouched);
  *   5. the `--emit cubin` file (argv[1]) loads with cuModuleLoad and has the kernel; with
  *      argv[2], the PTX it came from loads through the driver's JIT too. Both loads are timed
  *      (run with CUDA_CACHE_DISABLE=1 for a cold JIT).
@@ -17,13 +22,14 @@
  * are poisoned with NaN first, so an element never written fails. Prints PASS or FAIL (exit 1);
  * without a GPU it prints "skipped: no GPU (...)" and exits 0.
  *
- *   gcc -std=c99 -O2 -Wall -Werror -I<dir of causal.h> -I<cuda>/include AotCheck.c \
+ *   gcc -std=c99 -O2 -Wall -Werror -I<dir of causal.h and gqa.h> -I<cuda>/include AotCheck.c \
  *       -o aot-check -lcuda -lpthread -lm
  *   ./aot-check causal.cubin [causal.ptx]
  *
  *===----------------------------------------------------------------------===*/
 #define _POSIX_C_SOURCE 200809L
 #include "causal.h"
+#include "gqa.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -323,7 +329,48 @@ static void expectRejected(const char *name, const char *expected, const void *q
     fail(name, "expected CUDA_ERROR_INVALID_VALUE and a reason");
 }
 
-static void validation(void) {
+/* gqa with 6 query heads (it declares 8): refused, and its poisoned output stays untouched. */
+static void gqaRefusedWritesNothing(CUstream stream) {
+  const int64_t B = 1, H = 6, Hkv = 2, M = 128, N = 128;
+  size_t qBytes = (size_t)(B * H * M * GQA_HEAD_DIM) * GQA_ELEMENT_BYTES;
+  size_t kvBytes = (size_t)(B * Hkv * N * GQA_HEAD_DIM) * GQA_ELEMENT_BYTES;
+  size_t lseBytes = (size_t)(B * H * M) * sizeof(float);
+  CUdeviceptr q, k, v, o, lse;
+  unsigned char *host = malloc(qBytes);
+  size_t i;
+  int untouched = 1, ok;
+  CUresult r;
+  CHECK_CU(cuMemAlloc(&q, qBytes));
+  CHECK_CU(cuMemAlloc(&k, kvBytes));
+  CHECK_CU(cuMemAlloc(&v, kvBytes));
+  CHECK_CU(cuMemAlloc(&o, qBytes));
+  CHECK_CU(cuMemAlloc(&lse, lseBytes));
+  CHECK_CU(cuMemsetD8(q, 0, qBytes));
+  CHECK_CU(cuMemsetD8(k, 0, kvBytes));
+  CHECK_CU(cuMemsetD8(v, 0, kvBytes));
+  CHECK_CU(cuMemsetD8(o, 0xFF, qBytes));
+  CHECK_CU(cuMemsetD8(lse, 0xFF, lseBytes));
+  r = gqa_launch(stream, (const void *)(uintptr_t)q, (const void *)(uintptr_t)k,
+                 (const void *)(uintptr_t)v, (void *)(uintptr_t)o, (float *)(uintptr_t)lse, B, H,
+                 Hkv, M, N, NULL);
+  CHECK_CU(cuStreamSynchronize(stream));
+  CHECK_CU(cuMemcpyDtoH(host, o, qBytes));
+  for (i = 0; i < qBytes; ++i)
+    untouched &= host[i] == 0xFF;
+  ok = r == CUDA_ERROR_INVALID_VALUE && untouched;
+  printf("[%s] %-40s -> %s, O %s\n", ok ? "ok  " : "FAIL", "gqa with 6 heads (declares 8)",
+         errorName(r), untouched ? "untouched" : "WRITTEN");
+  if (!ok)
+    fail("gqa with 6 heads", "expected CUDA_ERROR_INVALID_VALUE and O untouched");
+  cuMemFree(q);
+  cuMemFree(k);
+  cuMemFree(v);
+  cuMemFree(o);
+  cuMemFree(lse);
+  free(host);
+}
+
+static void validation(CUstream stream) {
   CUdeviceptr buffer;
   int64_t s[14] = {2 * 64 * 64, 64 * 64, 64, 64 * 64, 64 * 64, 64, 64 * 64, 64 * 64, 64,
                    2 * 64 * 64, 64 * 64, 64, 2 * 64, 64};
@@ -339,6 +386,7 @@ static void validation(void) {
                  2, s);
   expectRejected("lse NULL", "NULL", base, base, base, base, NULL, 2, 2, s);
   cuMemFree(buffer);
+  gqaRefusedWritesNothing(stream);
 }
 
 static double nowMs(void) {
@@ -401,6 +449,64 @@ static void ptxLoads(const char *path) {
   free(text);
 }
 
+/* Test 0, on the host: gqa.h embeds the sizes kernels/gqa.mlir declares and checks them before
+ * anything else, without the driver. */
+static void declaredSizeChecks(void) {
+  const char *a = (const char *)(uintptr_t)0x100000;
+  float *lse = (float *)(uintptr_t)0x200000;
+  void *o = (void *)(uintptr_t)0x300000;
+  struct {
+    const char *name, *expected; /* NULL: accepted, else the whole reason */
+    int64_t B, H, Hkv, M, N;
+  } cases[] = {
+      {"gqa as declared", NULL, 2, 8, 2, 1000, 777},
+      {"gqa with 6 heads", "Q dimension 1 (H) is 6 but the kernel declares 8", 2, 6, 2, 1000,
+       777},
+      {"gqa with 1 kv head", "K dimension 1 (Hkv) is 1 but the kernel declares 2", 2, 8, 1, 1000,
+       777},
+      {"gqa with 16 and 4 heads", "Q dimension 1 (H) is 16 but the kernel declares 8", 1, 16, 4,
+       64, 64},
+  };
+  size_t i;
+  for (i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    const char *why = gqa_check(a, a, a, o, lse, cases[i].B, cases[i].H, cases[i].Hkv,
+                                cases[i].M, cases[i].N, NULL);
+    int ok = cases[i].expected == NULL ? why == NULL
+                                       : why != NULL && strcmp(why, cases[i].expected) == 0;
+    printf("[%s] check: %-32s -> %s\n", ok ? "ok  " : "FAIL", cases[i].name,
+           why ? why : "accepted");
+    if (!ok)
+      fail(cases[i].name, "gqa_check's answer");
+  }
+  {
+    /* Refused before any driver call: without a driver (the toolkit's stub) the first call
+     * would fail with another code. */
+    CUresult r = gqa_launch(NULL, a, a, a, o, lse, 2, 6, 2, 1000, 777, NULL);
+    int ok = r == CUDA_ERROR_INVALID_VALUE;
+    printf("[%s] launch: %-31s -> CUresult %d (%s)\n", ok ? "ok  " : "FAIL", "gqa with 6 heads",
+           (int)r, errorName(r));
+    if (!ok)
+      fail("gqa_launch with 6 heads", "expected CUDA_ERROR_INVALID_VALUE");
+  }
+  {
+    /* The embedded table, in the ABI's order (Q, K, V, O, LSE); -1: any size. */
+    static const int64_t expected[5][4] = {
+        {-1, 8, -1, 64}, {-1, 2, -1, 64}, {-1, 2, -1, 64}, {-1, 8, -1, 64}, {-1, 8, -1, -1}};
+    int same = memcmp(gqa_declared_sizes, expected, sizeof expected) == 0;
+    printf("[%s] gqa_declared_sizes holds H = 8, Hkv = 2, D = 64\n", same ? "ok  " : "FAIL");
+    if (!same)
+      fail("gqa_declared_sizes", "not gqa's signature");
+  }
+  {
+    /* causal declares only D: any head counts. */
+    const char *why = causal_check(a, a, a, o, lse, 1, 6, 3, 64, 64, NULL);
+    printf("[%s] check: %-32s -> %s\n", why == NULL ? "ok  " : "FAIL", "causal with 6 and 3 heads",
+           why ? why : "accepted");
+    if (why != NULL)
+      fail("causal with 6 and 3 heads", why);
+  }
+}
+
 /* Test 0, on the host: causal_check on fake (never dereferenced) device addresses. */
 static void hostChecks(void) {
   const char *a = (const char *)(uintptr_t)0x100000; /* 16-byte aligned */
@@ -457,6 +563,7 @@ static void hostChecks(void) {
     if (!ok)
       fail(cases[i].name, "causal_check's answer");
   }
+  declaredSizeChecks();
 }
 
 int main(int argc, char **argv) {
@@ -495,8 +602,8 @@ int main(int argc, char **argv) {
   one("M > N", 1, 2, 2, 333, 100, 0, stream);
   one("strided (B,M,H,D) Q/O, padded K/V/LSE", 2, 4, 1, 257, 190, 1, stream);
   one("one row, one key", 1, 1, 1, 1, 1, 0, stream);
+  validation(stream);
   CHECK_CU(cuStreamDestroy(stream));
-  validation();
   if (argc > 1)
     cubinLoads(argv[1]);
   else

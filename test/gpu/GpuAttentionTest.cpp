@@ -263,12 +263,13 @@ constexpr int64_t lsePadding = 5;
 
 std::vector<Case> casesFor(const KernelMetadata &metadata, bool smallOnly) {
   const std::string &name = metadata.name;
-  // gqa and mqa have their head counts in their types.
-  int64_t H = 3, Hkv = 3;
-  if (name == "gqa" || name == "mqa") {
-    H = 8;
-    Hkv = name == "gqa" ? 2 : 1;
-  }
+  // Head counts the kernel declares (gqa: 8 and 2), else 3 and 3.
+  auto declaredOr = [&](int tensor, int dim, int64_t otherwise) {
+    int64_t declared = metadata.declaredSizes.sizes[tensor][dim];
+    return declared == DeclaredSizes::dynamic ? otherwise : declared;
+  };
+  int64_t H = declaredOr(/*Q*/ 0, 1, 3);
+  int64_t Hkv = declaredOr(/*K*/ 1, 1, H);
   if (smallOnly) // partial blocks matter most to memcheck, so keep one case with them
     return {{1, H, Hkv, 128, 128, false}, {2, H, Hkv, 17, 1000, true}};
 
@@ -516,7 +517,26 @@ void registerKernelTests() {
 //===----------------------------------------------------------------------===//
 
 constexpr const char *validSidecar = R"({"name": "causal", "block_m": 64, "block_n": 64,
-  "threads": 128, "head_dim": 64, "dtype": "bf16", "shared_bytes": 0})";
+  "threads": 128, "head_dim": 64, "dtype": "bf16", "shared_bytes": 0,
+  "declared_sizes": {"Q": [null, null, null, 64], "K": [null, null, null, 64],
+                     "V": [null, null, null, 64], "O": [null, null, null, 64],
+                     "LSE": [null, null, null]}})";
+
+/// kernels/gqa.mlir's sidecar: 8 query heads, 2 key/value heads, head dim 64.
+constexpr const char *gqaSidecar = R"({"name": "gqa", "block_m": 64, "block_n": 128,
+  "threads": 128, "head_dim": 64, "dtype": "bf16", "shared_bytes": 49152,
+  "declared_sizes": {"Q": [null, 8, null, 64], "K": [null, 2, null, 64],
+                     "V": [null, 2, null, 64], "O": [null, 8, null, 64],
+                     "LSE": [null, 8, null]}})";
+
+/// `validSidecar` with "declared_sizes" replaced by `declared` (JSON text; empty: no key).
+std::string sidecarDeclaring(llvm::StringRef declared) {
+  std::string json = R"({"name": "causal", "block_m": 64, "block_n": 64, "threads": 128,
+    "head_dim": 64, "dtype": "bf16", "shared_bytes": 0)";
+  if (!declared.empty())
+    json += (", \"declared_sizes\": " + declared).str();
+  return json + "}";
+}
 
 TEST(KernelMetadata, ParsesTheSidecar) {
   TF_ASSERT_OK_AND_ASSIGN(KernelMetadata m, KernelMetadata::parse(validSidecar, "causal.json"));
@@ -528,16 +548,57 @@ TEST(KernelMetadata, ParsesTheSidecar) {
   EXPECT_EQ(m.headDim, 64);
   EXPECT_EQ(m.sharedBytes, 0);
   EXPECT_FALSE(m.scale);
+  DeclaredSizes onlyHeadDim;
+  for (int tensor = 0; tensor < 4; ++tensor)
+    onlyHeadDim.sizes[tensor][3] = 64;
+  EXPECT_EQ(m.declaredSizes, onlyHeadDim);
 
   TF_ASSERT_OK_AND_ASSIGN(
       KernelMetadata f16,
       KernelMetadata::parse(R"({"name": "attention", "block_m": 128, "block_n": 64, "threads": 256,
-        "head_dim": 128, "dtype": "f16", "shared_bytes": 98304, "scale": 0.0884})",
+        "head_dim": 128, "dtype": "f16", "shared_bytes": 98304, "scale": 0.0884,
+        "declared_sizes": {"Q": [null, null, null, null], "K": [null, null, null, null],
+          "V": [null, null, null, null], "O": [null, null, null, null],
+          "LSE": [null, null, null]}})",
                             "x.json"));
   EXPECT_EQ(f16.dtype, ElementType::F16);
   EXPECT_EQ(f16.sharedBytes, 98304);
   ASSERT_TRUE(f16.scale);
   EXPECT_DOUBLE_EQ(*f16.scale, 0.0884);
+  EXPECT_EQ(f16.declaredSizes, DeclaredSizes()) << "all null: nothing declared";
+
+  TF_ASSERT_OK_AND_ASSIGN(KernelMetadata gqa, KernelMetadata::parse(gqaSidecar, "gqa.json"));
+  EXPECT_EQ(gqa.declaredSizes.sizes[0], (std::array<int64_t, 4>{-1, 8, -1, 64}));
+  EXPECT_EQ(gqa.declaredSizes.sizes[1], (std::array<int64_t, 4>{-1, 2, -1, 64}));
+  EXPECT_EQ(gqa.declaredSizes.sizes[4], (std::array<int64_t, 4>{-1, 8, -1, -1}));
+}
+
+TEST(KernelMetadata, DeclaredSizesRoundTrip) {
+  DeclaredSizes declared;
+  declared.sizes[0] = {-1, 8, -1, 64};
+  declared.sizes[1] = {3, 2, 1000, 64};
+  declared.sizes[4] = {-1, 8, 17, -1};
+  llvm::json::Value json = declared.toJson();
+  std::string text;
+  llvm::raw_string_ostream(text) << json;
+  EXPECT_EQ(text, R"({"K":[3,2,1000,64],"LSE":[null,8,17],"O":[null,null,null,null],)"
+                  R"("Q":[null,8,null,64],"V":[null,null,null,null]})");
+  TF_ASSERT_OK_AND_ASSIGN(DeclaredSizes parsed, DeclaredSizes::fromJson(json, "x.json"));
+  EXPECT_EQ(parsed, declared);
+  TF_ASSERT_OK_AND_ASSIGN(DeclaredSizes none,
+                          DeclaredSizes::fromJson(DeclaredSizes().toJson(), "x.json"));
+  EXPECT_EQ(none, DeclaredSizes());
+
+  // The ABI's tensors and dimension names, as the messages and the AOT header spell them.
+  ASSERT_EQ(abiTensors().size(), size_t(abiTensorCount));
+  std::string spelled;
+  for (const AbiTensor &tensor : abiTensors()) {
+    spelled += tensor.name.str() + ":";
+    for (SizeParameter p : tensor.dimensions)
+      spelled += " " + sizeParameterName(p).str();
+    spelled += ";";
+  }
+  EXPECT_EQ(spelled, "Q: B H M D;K: B Hkv N D;V: B Hkv N D;O: B H M D;LSE: B H M;");
 }
 
 TEST(KernelMetadata, RejectsBadSidecars) {
@@ -561,6 +622,38 @@ TEST(KernelMetadata, RejectsBadSidecars) {
           "head_dim": 64, "shared_bytes": 0, "scale": "big"})",
        "\"scale\" must be a positive number"},
   };
+  // Sidecars of kernels compiled before launches checked declared sizes are refused rather than
+  // read as declaring nothing: a gqa kernel launched with 6 heads would run and be wrong.
+  const std::string declaredBad[][2] = {
+      {sidecarDeclaring(""), "x.json: missing \"declared_sizes\""},
+      {sidecarDeclaring(""), "compile the kernel again"},
+      {sidecarDeclaring("[1, 2]"), "\"declared_sizes\" must be an object"},
+      {sidecarDeclaring(R"({"Q": [null, 8, null, 64]})"), "needs \"K\": an array of 4 sizes"},
+      {sidecarDeclaring(R"({"Q": [null, 8, null, 64], "K": [null, 2, null, 64],
+         "V": [null, 2, null, 64], "O": [null, 8, null, 64], "LSE": [null, 8, null, 1]})"),
+       "needs \"LSE\": an array of 3 sizes"},
+      {sidecarDeclaring(R"({"Q": [null, 0, null, 64], "K": [null, 2, null, 64],
+         "V": [null, 2, null, 64], "O": [null, 8, null, 64], "LSE": [null, 8, null]})"),
+       "Q[1] must be null or a positive integer"},
+      {sidecarDeclaring(R"({"Q": [null, 8, null, "64"], "K": [null, 2, null, 64],
+         "V": [null, 2, null, 64], "O": [null, 8, null, 64], "LSE": [null, 8, null]})"),
+       "Q[3] must be null or a positive integer"},
+      {sidecarDeclaring(R"({"Q": [null, 8, null, 64], "K": [null, 2, null, 64],
+         "V": [null, 2, null, 64], "O": [null, 8, null, 64], "LSE": [null, 8, null],
+         "dO": [null, 8, null, 64]})"),
+       "has an unknown tensor \"dO\""},
+      {sidecarDeclaring(R"({"Q": [null, 8, null, 128], "K": [null, 2, null, 128],
+         "V": [null, 2, null, 128], "O": [null, 8, null, 128], "LSE": [null, 8, null]})"),
+       "\"head_dim\" is 64 but \"declared_sizes\" gives Q a head dim of 128"},
+  };
+  for (const auto &[json, expected] : declaredBad) {
+    auto parsed = KernelMetadata::parse(json, "x.json");
+    ASSERT_FALSE(parsed) << json;
+    ErrorReport report = takeReport(parsed.takeError());
+    EXPECT_EQ(report.kind, ErrorKind::InvalidArgument);
+    EXPECT_NE(report.message.find(expected), std::string::npos)
+        << "message: " << report.message << "\nexpected to contain: " << expected;
+  }
   for (const auto &b : bad) {
     auto parsed = KernelMetadata::parse(b.json, "x.json");
     ASSERT_FALSE(parsed) << b.json;
@@ -600,8 +693,8 @@ TEST(LaunchValidation, RejectsBadShapesStridesAndPointers) {
   };
   Bad bad[] = {
       {"H (8) is not a multiple of Hkv (3)", withShape([](auto &s) { s.Hkv = 3; }), goodBuffers},
-      {"D is 128 but the kernel was compiled for head dim 64",
-       withShape([](auto &s) { s.D = 128; }), goodBuffers},
+      {"Q dimension 3 (D) is 128 but the kernel declares 64", withShape([](auto &s) { s.D = 128; }),
+       goodBuffers},
       {"M must be positive, not 0", withShape([](auto &s) { s.M = 0; }), goodBuffers},
       {"B must be positive, not -1", withShape([](auto &s) { s.B = -1; }), goodBuffers},
       {"H and B must be at most 65535", withShape([](auto &s) { s.B = 70000; }), goodBuffers},
@@ -612,10 +705,19 @@ TEST(LaunchValidation, RejectsBadShapesStridesAndPointers) {
        withBuffers([](auto &b) { b.o = 0x4002; })},
       {"k is not aligned as the kernel needs (16 bytes)", good,
        withBuffers([](auto &b) { b.k = 0x2008; })},
-      {"q spans more than 2^31 elements", withShape([](auto &s) { s.M = 1 << 24; }),
-       goodBuffers},
+      {"q spans more than 2^31 elements", withShape([](auto &s) { s.M = 1 << 24; }), goodBuffers},
       {"stride k_n is negative", good, goodBuffers, 5},
   };
+  // Metadata built in code may declare nothing; head_dim still holds D.
+  KernelMetadata undeclared = m;
+  undeclared.declaredSizes = DeclaredSizes();
+  AttentionShape d128 = withShape([](auto &s) { s.D = 128; });
+  llvm::Error headDim =
+      validateLaunch(undeclared, goodBuffers, d128, AttentionStrides::contiguous(d128));
+  ASSERT_TRUE(bool(headDim));
+  EXPECT_NE(takeReport(std::move(headDim))
+                .message.find("D is 128 but the kernel was compiled for head dim 64"),
+            std::string::npos);
   // Strides the vector accesses cannot take.
   for (auto [index, expected] : {std::pair<int, const char *>{2, "stride q_m must be even"},
                                  {5, "stride k_n must be a multiple of 8"}}) {
@@ -638,6 +740,63 @@ TEST(LaunchValidation, RejectsBadShapesStridesAndPointers) {
     EXPECT_EQ(report.kind, ErrorKind::InvalidArgument);
     EXPECT_NE(report.message.find(b.expected), std::string::npos)
         << "message: " << report.message << "\nexpected to contain: " << b.expected;
+  }
+}
+
+TEST(LaunchValidation, RefusesSizesTheKernelDoesNotDeclare) {
+  TF_ASSERT_OK_AND_ASSIGN(KernelMetadata gqa, KernelMetadata::parse(gqaSidecar, "gqa.json"));
+  const AttentionBuffers buffers{0x1000, 0x2000, 0x3000, 0x4000, 0x5000};
+  AttentionShape declared{2, 8, 2, 1000, 333, 64};
+  TF_ASSERT_OK(validateLaunch(gqa, buffers, declared, AttentionStrides::contiguous(declared)));
+
+  struct {
+    AttentionShape shape;
+    const char *expected;
+  } mismatches[] = {
+      // The issue's case: it ran, and its output was wrong.
+      {{2, 6, 2, 1000, 333, 64},
+       "launch of 'gqa': Q dimension 1 (H) is 6 but the kernel declares 8"},
+      {{2, 8, 1, 1000, 333, 64}, "K dimension 1 (Hkv) is 1 but the kernel declares 2"},
+      {{2, 8, 4, 1000, 333, 64}, "K dimension 1 (Hkv) is 4 but the kernel declares 2"},
+      {{2, 16, 4, 1000, 333, 64}, "Q dimension 1 (H) is 16 but the kernel declares 8"},
+      {{2, 8, 2, 1000, 333, 128}, "Q dimension 3 (D) is 128 but the kernel declares 64"},
+  };
+  for (const auto &m : mismatches) {
+    llvm::Error error =
+        validateLaunch(gqa, buffers, m.shape, AttentionStrides::contiguous(m.shape));
+    ASSERT_TRUE(bool(error)) << m.expected;
+    ErrorReport report = takeReport(std::move(error));
+    EXPECT_EQ(report.kind, ErrorKind::InvalidArgument);
+    EXPECT_NE(report.message.find(m.expected), std::string::npos)
+        << "message: " << report.message << "\nexpected to contain: " << m.expected;
+  }
+
+  // Every tensor's declared sizes are checked, each named as the ABI names it.
+  KernelMetadata fixedLengths = gqa;
+  fixedLengths.declaredSizes.sizes[2][2] = 333;  // V: N
+  fixedLengths.declaredSizes.sizes[4][0] = 2;    // LSE: B
+  fixedLengths.declaredSizes.sizes[3][2] = 1000; // O: M
+  TF_ASSERT_OK(
+      validateLaunch(fixedLengths, buffers, declared, AttentionStrides::contiguous(declared)));
+  struct {
+    void (*edit)(AttentionShape &);
+    const char *expected;
+  } fixed[] = {
+      {[](AttentionShape &s) { s.N = 334; },
+       "V dimension 2 (N) is 334 but the kernel declares 333"},
+      {[](AttentionShape &s) { s.B = 1; }, "LSE dimension 0 (B) is 1 but the kernel declares 2"},
+      {[](AttentionShape &s) { s.M = 999; },
+       "O dimension 2 (M) is 999 but the kernel declares 1000"},
+  };
+  for (const auto &f : fixed) {
+    AttentionShape shape = declared;
+    f.edit(shape);
+    llvm::Error error =
+        validateLaunch(fixedLengths, buffers, shape, AttentionStrides::contiguous(shape));
+    ASSERT_TRUE(bool(error)) << f.expected;
+    std::string message = takeReport(std::move(error)).message;
+    EXPECT_NE(message.find(f.expected), std::string::npos)
+        << "message: " << message << "\nexpected to contain: " << f.expected;
   }
 }
 
@@ -756,6 +915,73 @@ TEST(CudaDriver, LaunchesOnAStream) {
       kernel->launch(stream.handle(), buffers, shape, AttentionStrides::contiguous(shape));
   ASSERT_TRUE(bool(mismatch));
   EXPECT_EQ(takeReport(std::move(mismatch)).kind, ErrorKind::InvalidArgument);
+}
+
+TEST(CudaDriver, LaunchRefusesSizesTheKernelDoesNotDeclare) {
+  TF_REQUIRE_GPU();
+  // A loaded module whose metadata declares gqa's heads: the refusal comes from launch itself.
+  KernelMetadata metadata = metadataNamed("noop", 64);
+  metadata.declaredSizes.sizes[0][1] = 8; // Q: H
+  metadata.declaredSizes.sizes[1][1] = 2; // K: Hkv
+  TF_ASSERT_OK_AND_ASSIGN(std::unique_ptr<CudaKernel> kernel, CudaKernel::load(noopPtx, metadata));
+  TF_ASSERT_OK_AND_ASSIGN(Stream stream, Stream::create());
+  AttentionBuffers buffers{0x1000, 0x2000, 0x3000, 0x4000, 0x5000}; // never dereferenced
+  AttentionShape shape{2, 8, 2, 300, 300, 64};
+  TF_ASSERT_OK(
+      kernel->launch(stream.handle(), buffers, shape, AttentionStrides::contiguous(shape)));
+  shape.H = 6;
+  llvm::Error mismatch =
+      kernel->launch(stream.handle(), buffers, shape, AttentionStrides::contiguous(shape));
+  ASSERT_TRUE(bool(mismatch));
+  ErrorReport report = takeReport(std::move(mismatch));
+  EXPECT_EQ(report.kind, ErrorKind::InvalidArgument);
+  EXPECT_NE(report.message.find("Q dimension 1 (H) is 6 but the kernel declares 8"),
+            std::string::npos)
+      << report.message;
+  TF_ASSERT_OK(stream.synchronize());
+}
+
+TEST(CudaDriver, CompiledGqaRefusesSixHeadsAndWritesNothing) {
+  TF_REQUIRE_GPU();
+  // The issue's reproducer: kernels/gqa.mlir, compiled for 8 query and 2 key/value heads, used
+  // to run with H = 6 and return wrong output.
+  const char *dir = std::getenv("TILEFUSE_PTX_DIR");
+  llvm::SmallString<256> ptxPath(dir ? dir : "");
+  llvm::sys::path::append(ptxPath, "gqa.ptx");
+  if (!dir || !llvm::sys::fs::exists(ptxPath))
+    GTEST_SKIP() << "no gqa.ptx in TILEFUSE_PTX_DIR";
+  TF_ASSERT_OK_AND_ASSIGN(std::unique_ptr<CudaKernel> kernel, CudaKernel::loadFiles(ptxPath));
+  const KernelMetadata &metadata = kernel->metadata();
+  AttentionShape shape{1, 6, 2, 128, 128, metadata.headDim};
+  size_t elementBytes = ref::elementSize(metadata.dtype);
+  size_t qBytes = shape.B * shape.H * shape.M * shape.D * elementBytes;
+  size_t kvBytes = shape.B * shape.Hkv * shape.N * shape.D * elementBytes;
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer q, DeviceBuffer::allocate(qBytes));
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer k, DeviceBuffer::allocate(kvBytes));
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer v, DeviceBuffer::allocate(kvBytes));
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer o, DeviceBuffer::allocate(qBytes));
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer lse,
+                          DeviceBuffer::allocate(shape.B * shape.H * shape.M * sizeof(float)));
+  TF_ASSERT_OK(q.fill(0));
+  TF_ASSERT_OK(k.fill(0));
+  TF_ASSERT_OK(v.fill(0));
+  TF_ASSERT_OK(o.fill(0xFF));
+  TF_ASSERT_OK(lse.fill(0xFF));
+  TF_ASSERT_OK_AND_ASSIGN(Stream stream, Stream::create());
+  llvm::Error refused = kernel->launch(
+      stream.handle(), {q.address(), k.address(), v.address(), o.address(), lse.address()}, shape,
+      AttentionStrides::contiguous(shape));
+  ASSERT_TRUE(bool(refused));
+  ErrorReport report = takeReport(std::move(refused));
+  EXPECT_EQ(report.kind, ErrorKind::InvalidArgument);
+  EXPECT_NE(report.message.find("Q dimension 1 (H) is 6 but the kernel declares 8"),
+            std::string::npos)
+      << report.message;
+  TF_ASSERT_OK(stream.synchronize());
+  std::vector<uint8_t> out(qBytes);
+  TF_ASSERT_OK(o.download(out.data(), out.size()));
+  EXPECT_TRUE(llvm::all_of(out, [](uint8_t b) { return b == 0xFF; }))
+      << "nothing may be launched: O must keep its poison";
 }
 
 } // namespace

@@ -1,6 +1,7 @@
-// tilefuse compile: its --help explains every option, it writes PTX with the launch metadata,
-// --config overrides the block sizes, MLIR's --mlir-* options work, TILEFUSE_DUMP_IR dumps each
-// stage, a DSL error has file:line:col, and --emit cubin without any ptxas says what is missing.
+// tilefuse compile: its --help explains every option, it writes PTX with the launch metadata
+// (declared sizes included), --config overrides the block sizes, MLIR's --mlir-* options work,
+// TILEFUSE_DUMP_IR dumps each stage, a DSL error has file:line:col, and --emit cubin without any
+// ptxas says what is missing.
 // (The cubin and header outputs, which need ptxas, are in compile-cubin.mlir.)
 
 // RUN: tilefuse compile --help | FileCheck %s --check-prefix=HELP
@@ -35,6 +36,14 @@
 // JSON-DAG: "threads": 256
 // JSON-DAG: "name": "causal"
 // JSON-DAG: "shared_bytes": 12288
+
+// The metadata records every static size of the signature (null: any), which launches check:
+// gqa declares 8 query heads and 2 key/value heads.
+// RUN: tilefuse compile --kernel gqa --emit ptx -o %t/gqa.ptx
+// RUN: tr -d ' \n' < %t/gqa.json | FileCheck %s --check-prefix=GQA-JSON
+// GQA-JSON: "declared_sizes":{"K":[null,2,null,64],"LSE":[null,8,null],"O":[null,8,null,64],"Q":[null,8,null,64],"V":[null,2,null,64]}
+// RUN: tr -d ' \n' < %t/causal.json | FileCheck %s --check-prefix=CAUSAL-JSON
+// CAUSAL-JSON: "declared_sizes":{"K":[null,null,null,64],"LSE":[null,null,null],"O":[null,null,null,64],"Q":[null,null,null,64],"V":[null,null,null,64]}
 
 // --mma sync: D = 64 takes two m16 tiles per warp (the tuned rows-per-warp), 128 rows on 4 warps.
 // RUN: tilefuse compile --kernel causal --config Br=128,Bc=32 --mma sync --emit ptx -o %t/sync.ptx

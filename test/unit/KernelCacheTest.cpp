@@ -2,7 +2,8 @@
 //
 // The cache holds PTX, so none of this needs a GPU: hits after a miss (memory, then disk), keys
 // that change with every option, truncated and corrupted entries rebuilt (never loaded),
-// TILEFUSE_ALWAYS_COMPILE, the IR dump, concurrent threads compiling once, and several processes
+// TILEFUSE_ALWAYS_COMPILE, the IR dump, the declared sizes in the metadata (format 2; format-1
+// entries rebuilt), concurrent threads compiling once, and several processes
 // (this binary, re-run) compiling the same kernel into one directory at once.
 //
 //===----------------------------------------------------------------------===//
@@ -214,6 +215,71 @@ static void expectRebuilt(llvm::function_ref<std::string(const std::string &)> d
   EXPECT_EQ(readFile(path), good);
   KernelCache later(configFor(dir));
   EXPECT_EQ(getOrCompile(later).source, CacheSource::Disk);
+}
+
+/// kernels/gqa.mlir's declared sizes: 8 query heads, 2 key/value heads, head dim 64.
+static cuda::DeclaredSizes gqaDeclaredSizes() {
+  cuda::DeclaredSizes declared;
+  declared.sizes[0] = declared.sizes[3] = {-1, 8, -1, 64}; // Q, O
+  declared.sizes[1] = declared.sizes[2] = {-1, 2, -1, 64}; // K, V
+  declared.sizes[4] = {-1, 8, -1, -1};                     // LSE
+  return declared;
+}
+
+TEST(KernelCache, CachedKernelsKeepTheirDeclaredSizes) {
+  const kernels::KernelSource &gqa = *kernels::find("gqa");
+  TempDir dir;
+  KernelCache cache(configFor(dir));
+  auto compiled = cache.getOrCompile(gqa.text, gqa.fileName, {});
+  ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
+  EXPECT_EQ(compiled->kernel->declaredSizes, gqaDeclaredSizes());
+
+  KernelCache another(configFor(dir)); // a new process, in effect
+  auto cached = another.getOrCompile(gqa.text, gqa.fileName, {});
+  ASSERT_TRUE(bool(cached)) << llvm::toString(cached.takeError());
+  EXPECT_EQ(cached->source, CacheSource::Disk);
+  EXPECT_EQ(cached->kernel->declaredSizes, gqaDeclaredSizes());
+  // What a launch is checked against: the sidecar of the cached kernel, parsed as a launcher does.
+  auto metadata = cuda::KernelMetadata::parse(cached->kernel->metadataJson(), "gqa");
+  ASSERT_TRUE(bool(metadata)) << cuda::takeReport(metadata.takeError()).message;
+  EXPECT_EQ(metadata->declaredSizes, gqaDeclaredSizes());
+}
+
+TEST(KernelCache, MetadataRoundTripsWithDeclaredSizes) {
+  CompiledKernel k;
+  k.name = "gqa";
+  k.dtype = "bf16";
+  k.blockM = 64;
+  k.blockN = 128;
+  k.threads = 128;
+  k.headDim = 64;
+  k.sharedBytes = 49152;
+  k.declaredSizes = gqaDeclaredSizes();
+  std::string json = k.metadataJson();
+  EXPECT_NE(json.find("\"declared_sizes\""), std::string::npos) << json;
+  auto back = CompiledKernel::fromMetadataJson(json, "ptx");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(back->declaredSizes, k.declaredSizes);
+  EXPECT_EQ(back->metadataJson(), json);
+  EXPECT_EQ(back->ptx, "ptx");
+
+  // Metadata from before the declared sizes (a cache entry of format 1) is refused.
+  std::string old = R"({"name": "gqa", "block_m": 64, "block_n": 128, "threads": 128,
+    "head_dim": 64, "dtype": "bf16", "shared_bytes": 49152})";
+  auto refused = CompiledKernel::fromMetadataJson(old, "");
+  ASSERT_FALSE(bool(refused));
+  EXPECT_NE(llvm::toString(refused.takeError()).find("missing \"declared_sizes\""),
+            std::string::npos);
+}
+
+TEST(KernelCache, EntryOfTheFormerFormatIsRebuilt) {
+  // Format 1 had no declared sizes; its entries are rebuilt, never loaded.
+  expectRebuilt([](const std::string &good) {
+    std::string old = good;
+    llvm::StringRef magic = "tilefuse-kernel-cache 2\n";
+    EXPECT_TRUE(llvm::StringRef(old).starts_with(magic));
+    return old.replace(0, magic.size(), "tilefuse-kernel-cache 1\n");
+  });
 }
 
 TEST(KernelCache, TruncatedEntryIsRebuilt) {

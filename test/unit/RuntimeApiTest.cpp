@@ -160,7 +160,9 @@ TEST(RuntimeApi, LaunchReportsUnavailableWithoutAGpu) {
   Runtime runtime(optionsFor(dir));
   std::shared_ptr<const Kernel> kernel;
   ASSERT_TRUE(runtime.getKernel(causalSpec(), kernel).ok());
-  Status s = kernel->launch(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+  // Valid arguments (arguments are checked first, GPU or not): never dereferenced.
+  auto *fake = reinterpret_cast<void *>(uintptr_t(0x10000));
+  Status s = kernel->launch(nullptr, fake, fake, fake, fake, static_cast<float *>(fake),
                             AttentionShape{1, 1, 1, 1, 1, 64});
   EXPECT_EQ(s.code(), StatusCode::Unavailable) << s.message();
   // Without an explicit arch and without a GPU, the default target.
@@ -168,6 +170,46 @@ TEST(RuntimeApi, LaunchReportsUnavailableWithoutAGpu) {
   spec.arch.clear();
   ASSERT_TRUE(runtime.getKernel(spec, kernel).ok());
   EXPECT_EQ(kernel->arch(), "sm_90a");
+}
+
+TEST(RuntimeApi, LaunchRefusesSizesTheKernelDoesNotDeclareBeforeTheDriver) {
+  // kernels/gqa.mlir declares 8 query heads and 2 key/value heads. With H = 6 it used to run
+  // and return wrong output; now the launch is refused, on any machine, before the driver.
+  TempDir dir;
+  Runtime runtime(optionsFor(dir));
+  KernelSpec spec;
+  spec.kernel = "gqa";
+  spec.arch = "sm_90a";
+  std::shared_ptr<const Kernel> kernel;
+  Status got = runtime.getKernel(spec, kernel);
+  ASSERT_TRUE(got.ok()) << got.message();
+  EXPECT_NE(kernel->metadataJson().find("\"declared_sizes\""), std::string::npos)
+      << kernel->metadataJson();
+  auto *fake = reinterpret_cast<void *>(uintptr_t(0x10000)); // never dereferenced
+  auto launch = [&](AttentionShape shape) {
+    return kernel->launch(nullptr, fake, fake, fake, fake, static_cast<float *>(fake), shape);
+  };
+  struct {
+    AttentionShape shape;
+    const char *expected;
+  } mismatches[] = {
+      {{1, 6, 2, 128, 128, 64},
+       "launch of 'gqa': Q dimension 1 (H) is 6 but the kernel declares 8"},
+      {{1, 8, 4, 128, 128, 64}, "K dimension 1 (Hkv) is 4 but the kernel declares 2"},
+      {{1, 8, 2, 128, 128, 128}, "Q dimension 3 (D) is 128 but the kernel declares 64"},
+  };
+  for (const auto &m : mismatches) {
+    Status s = launch(m.shape);
+    EXPECT_EQ(s.code(), StatusCode::InvalidArgument) << s.message();
+    EXPECT_NE(s.message().find(m.expected), std::string::npos)
+        << "message: " << s.message() << "\nexpected to contain: " << m.expected;
+  }
+  // As declared, only the GPU is missing (or, with one, the fake addresses would be launched).
+  std::string why;
+  if (!cudaAvailable(&why)) {
+    Status s = launch({1, 8, 2, 128, 128, 64});
+    EXPECT_EQ(s.code(), StatusCode::Unavailable) << s.message();
+  }
 }
 
 TEST(RuntimeApi, ThreadsGetTheSameKernelCompiledOnce) {
@@ -282,6 +324,8 @@ TEST(AotHeader, NamesTypesAndMetadata) {
   k.threads = 128;
   k.headDim = 128;
   k.sharedBytes = 0;
+  k.declaredSizes.sizes[0] = {-1, 8, -1, 128}; // Q: H and D
+  k.declaredSizes.sizes[1] = {-1, 2, -1, 128}; // K: Hkv and D
   runtime::AotHeaderOptions options;
   options.chip = "sm_90a";
   options.symbol = "causal_d128";
@@ -293,7 +337,20 @@ TEST(AotHeader, NamesTypesAndMetadata) {
         "const char *causal_d128_check(", "#define CAUSAL_D128_HEAD_DIM 128",
         "#define CAUSAL_D128_BLOCK_M 64", "#define CAUSAL_D128_THREADS 128",
         "#define CAUSAL_D128_ENTRY \"causal\"", "unsigned char bytes[6];",
-        "0x7f,0x45,0x4c,0x46,0x01,0x02,", "#include <cuda.h>", "__atomic_compare_exchange_n"})
+        "0x7f,0x45,0x4c,0x46,0x01,0x02,", "#include <cuda.h>", "__atomic_compare_exchange_n",
+        // The declared sizes, embedded and checked on the host with the ABI's names.
+        "static const int64_t causal_d128_declared_sizes[5][4] = {\n"
+        "  {-1, 8, -1, 128}, /* Q: B H M D */\n"
+        "  {-1, 2, -1, 128}, /* K: B Hkv N D */\n"
+        "  {-1, -1, -1, -1}, /* V: B Hkv N D */\n"
+        "  {-1, -1, -1, -1}, /* O: B H M D */\n"
+        "  {-1, -1, -1, -1}, /* LSE: B H M */\n"
+        "};",
+        "(causal_d128_declared_sizes: H = 8, D = 128, Hkv = 2)",
+        "const int64_t given[5][4] = {{B, H, M, D}, {B, Hkv, N, D}, {B, Hkv, N, D}, "
+        "{B, H, M, D}, {B, H, M, 0}};",
+        "static const char *const tensors[5] = {\"Q\", \"K\", \"V\", \"O\", \"LSE\"};",
+        "causal_d128_declared_size_mismatch_(t, i, given[t][i])"})
     EXPECT_NE(header->find(part), std::string::npos) << part;
   EXPECT_EQ(header->find("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES"), std::string::npos)
       << "no opt-in below 48 KiB";
@@ -303,6 +360,12 @@ TEST(AotHeader, NamesTypesAndMetadata) {
   header = runtime::emitAotHeader(k, "x", options);
   ASSERT_TRUE(bool(header));
   EXPECT_NE(header->find("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES"), std::string::npos);
+
+  runtime::CompiledKernel inconsistent = k;
+  inconsistent.declaredSizes.sizes[0][3] = 64;
+  auto badHeadDim = runtime::emitAotHeader(inconsistent, "x", options);
+  ASSERT_FALSE(bool(badHeadDim));
+  EXPECT_NE(llvm::toString(badHeadDim.takeError()).find("declares head dim 64"), std::string::npos);
 
   options.symbol = "2bad";
   auto bad = runtime::emitAotHeader(k, "x", options);

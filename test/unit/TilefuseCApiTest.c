@@ -2,7 +2,8 @@
  *
  * tilefuse-c-api-test: the header compiles as C, libtilefuse.so exports what it declares, a
  * bundled kernel compiles (PTX; explicit arch, so no GPU is needed) and comes back from the
- * cache, errors are status codes with messages (DSL errors with file:line:col), and a launch
+ * cache, errors are status codes with messages (DSL errors with file:line:col), a launch with
+ * head counts the kernel does not declare is refused before the driver is needed, and a launch
  * without a GPU says so. Run with TILEFUSE_CACHE_DIR set to a fresh directory.
  *
  *===----------------------------------------------------------------------===*/
@@ -32,6 +33,8 @@ int main(void) {
   char tiny[6];
   tilefuse_spec spec;
   tilefuse_attention *kernel = NULL, *again = NULL;
+  /* A 16-byte aligned device address for launches that must not get as far as the GPU. */
+  void *fake = (void *)(size_t)0x10000;
   int status;
 
   printf("%s\n", tilefuse_version());
@@ -86,9 +89,25 @@ int main(void) {
                                      NULL, err, sizeof err);
   expect(status == TILEFUSE_ERROR_INVALID_ARGUMENT, "launch of NULL", err);
 
+  /* kernels/gqa.mlir declares 8 query and 2 key/value heads: 6 query heads are refused (they
+   * used to run and return wrong output), on any machine. */
+  tilefuse_spec_init(&spec);
+  spec.kernel = "gqa";
+  spec.arch = "sm_90a";
+  status = tilefuse_attention_get(&spec, &again, err, sizeof err);
+  expect(status == TILEFUSE_OK && again != NULL, "get gqa", err);
+  if (again) {
+    status = tilefuse_attention_launch(again, NULL, fake, fake, fake, fake, (float *)fake, 1, 6, 2,
+                                       128, 128, 64, NULL, err, sizeof err);
+    expect(status == TILEFUSE_ERROR_INVALID_ARGUMENT &&
+               strstr(err, "Q dimension 1 (H) is 6 but the kernel declares 8") != NULL,
+           "gqa launched with 6 heads", err);
+    tilefuse_attention_release(again);
+  }
+
   if (tilefuse_gpu_available(err, sizeof err) != TILEFUSE_OK) {
-    status = tilefuse_attention_launch(kernel, NULL, NULL, NULL, NULL, NULL, NULL, 1, 1, 1, 1, 1,
-                                       128, NULL, err, sizeof err);
+    status = tilefuse_attention_launch(kernel, NULL, fake, fake, fake, fake, (float *)fake, 1, 1,
+                                       1, 1, 1, 128, NULL, err, sizeof err);
     expect(status == TILEFUSE_ERROR_UNAVAILABLE, "launch without a GPU", err);
     printf("no GPU (%s): launches not run\n", err);
   }

@@ -75,10 +75,13 @@ int tilefuse_attention_get(const tilefuse_spec *spec, tilefuse_attention **out, 
  * q, o: B x H x M x D and k, v: B x Hkv x N x D device pointers in the kernel's dtype; lse:
  * B x H x M floats; D must be the kernel's head dim. `strides`: 14 element strides in the order
  * q_b, q_h, q_m, k_b, k_h, k_n, v_b, v_h, v_n, o_b, o_h, o_m, lse_b, lse_h (innermost dimensions
- * contiguous), or NULL for contiguous tensors. Shapes, strides and alignment are checked before
- * anything is launched. The first launch loads the module into the CUDA context current on the
- * calling thread (device 0's primary context when none is); later launches must run in that
- * context. Asynchronous: faults inside the kernel surface at the next synchronization. */
+ * contiguous), or NULL for contiguous tensors. Shapes (including every size the kernel's
+ * signature fixes, e.g. gqa's H = 8 and Hkv = 2), strides and alignment are checked before
+ * anything is launched, and before the CUDA driver is needed (TILEFUSE_ERROR_INVALID_ARGUMENT,
+ * the message naming the tensor, dimension, given and declared size). The first launch loads the
+ * module into the CUDA context current on the calling thread (device 0's primary context when none
+ * is); later launches must run in that context. Asynchronous: faults inside the kernel surface at
+ * the next synchronization. */
 int tilefuse_attention_launch(const tilefuse_attention *kernel, void *stream, const void *q,
                               const void *k, const void *v, void *o, float *lse, int64_t B,
                               int64_t H, int64_t Hkv, int64_t M, int64_t N, int64_t D,

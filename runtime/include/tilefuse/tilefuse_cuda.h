@@ -35,7 +35,10 @@ typedef struct tilefuse_kernel tilefuse_kernel;
 /* TILEFUSE_OK when a driver and a GPU are there. */
 int tilefuse_cuda_available(char *err, size_t errlen);
 
-/* Loads <name>.ptx and its JSON sidecar (json_path NULL: ptx_path with .json for .ptx). */
+/* Loads <name>.ptx and its JSON sidecar (json_path NULL: ptx_path with .json for .ptx), as
+ * `tilefuse compile --emit ptx` writes them. A sidecar without "declared_sizes" (from a tilefuse
+ * that did not record the sizes the kernel's signature fixes) is refused with
+ * TILEFUSE_ERROR_INVALID_ARGUMENT: compile the kernel again. */
 int tilefuse_cuda_load(const char *ptx_path, const char *json_path, tilefuse_kernel **out,
                        char *err, size_t errlen);
 
@@ -47,9 +50,9 @@ int tilefuse_cuda_load_data(const char *ptx, const char *json, tilefuse_kernel *
  * q, o: B x H x M x D and k, v: B x Hkv x N x D device pointers in the kernel's dtype; lse:
  * B x H x M float32. `strides`: 14 element strides in the order q_b, q_h, q_m, k_b, k_h, k_n,
  * v_b, v_h, v_n, o_b, o_h, o_m, lse_b, lse_h (innermost dimensions contiguous), or NULL for
- * contiguous tensors. Shapes are checked (H % Hkv == 0, D == the kernel's head dim, ...) before
- * anything is launched. Asynchronous: faults inside the kernel surface at the next
- * synchronization. Thread-safe. */
+ * contiguous tensors. Shapes are checked (every size the kernel declares, e.g. gqa's H = 8 and
+ * Hkv = 2; H % Hkv == 0; D == the kernel's head dim; ...) before anything is launched.
+ * Asynchronous: faults inside the kernel surface at the next synchronization. Thread-safe. */
 int tilefuse_cuda_launch(const tilefuse_kernel *kernel, void *stream, const void *q,
                          const void *k, const void *v, void *o, void *lse, int64_t B, int64_t H,
                          int64_t Hkv, int64_t M, int64_t N, int64_t D, const int64_t *strides,

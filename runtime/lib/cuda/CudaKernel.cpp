@@ -17,6 +17,108 @@ using namespace tilefuse::runtime::cuda;
 using namespace tilefuse::runtime::cuda::detail;
 
 //===----------------------------------------------------------------------===//
+// The ABI's tensors and the sizes a kernel declares
+//===----------------------------------------------------------------------===//
+
+llvm::StringRef tilefuse::runtime::cuda::sizeParameterName(SizeParameter parameter) {
+  switch (parameter) {
+  case SizeParameter::B:
+    return "B";
+  case SizeParameter::H:
+    return "H";
+  case SizeParameter::Hkv:
+    return "Hkv";
+  case SizeParameter::M:
+    return "M";
+  case SizeParameter::N:
+    return "N";
+  case SizeParameter::D:
+    return "D";
+  }
+  return "?";
+}
+
+int64_t AttentionShape::size(SizeParameter parameter) const {
+  switch (parameter) {
+  case SizeParameter::B:
+    return B;
+  case SizeParameter::H:
+    return H;
+  case SizeParameter::Hkv:
+    return Hkv;
+  case SizeParameter::M:
+    return M;
+  case SizeParameter::N:
+    return N;
+  case SizeParameter::D:
+    return D;
+  }
+  return 0;
+}
+
+llvm::ArrayRef<AbiTensor> tilefuse::runtime::cuda::abiTensors() {
+  using P = SizeParameter;
+  static constexpr P queryDims[] = {P::B, P::H, P::M, P::D};
+  static constexpr P keyDims[] = {P::B, P::Hkv, P::N, P::D};
+  static constexpr P lseDims[] = {P::B, P::H, P::M};
+  static const AbiTensor tensors[] = {
+      {"Q", queryDims}, {"K", keyDims}, {"V", keyDims}, {"O", queryDims}, {"LSE", lseDims}};
+  static_assert(std::size(tensors) == abiTensorCount);
+  return tensors;
+}
+
+DeclaredSizes::DeclaredSizes() {
+  for (auto &tensor : sizes)
+    tensor.fill(dynamic);
+}
+
+llvm::json::Value DeclaredSizes::toJson() const {
+  llvm::json::Object object;
+  for (auto [index, tensor] : llvm::enumerate(abiTensors())) {
+    llvm::json::Array dimensions;
+    for (size_t dim = 0; dim < tensor.dimensions.size(); ++dim) {
+      int64_t size = sizes[index][dim];
+      dimensions.push_back(size == dynamic ? llvm::json::Value(nullptr) : llvm::json::Value(size));
+    }
+    object[tensor.name] = std::move(dimensions);
+  }
+  return object;
+}
+
+llvm::Expected<DeclaredSizes> DeclaredSizes::fromJson(const llvm::json::Value &value,
+                                                      const llvm::Twine &origin) {
+  auto fail = [&](const llvm::Twine &why) {
+    return makeError(ErrorKind::InvalidArgument, origin + ": \"" + jsonKey + "\" " + why);
+  };
+  const llvm::json::Object *object = value.getAsObject();
+  if (!object)
+    return fail("must be an object with one array per tensor (Q, K, V, O, LSE)");
+  DeclaredSizes declared;
+  for (auto [index, tensor] : llvm::enumerate(abiTensors())) {
+    size_t rank = tensor.dimensions.size();
+    const llvm::json::Array *dimensions = object->getArray(tensor.name);
+    if (!dimensions || dimensions->size() != rank)
+      return fail(llvm::Twine("needs \"") + tensor.name + "\": an array of " + llvm::Twine(rank) +
+                  " sizes (null where any size is accepted)");
+    for (size_t dim = 0; dim < rank; ++dim) {
+      const llvm::json::Value &entry = (*dimensions)[dim];
+      if (entry.getAsNull())
+        continue;
+      std::optional<int64_t> size = entry.getAsInteger();
+      if (!size || *size < 1)
+        return fail(llvm::Twine(tensor.name) + "[" + llvm::Twine(dim) + "] must be null or " +
+                    "a positive integer");
+      declared.sizes[index][dim] = *size;
+    }
+  }
+  for (const auto &member : *object)
+    if (!llvm::any_of(abiTensors(),
+                      [&](const AbiTensor &t) { return member.first.str() == t.name; }))
+      return fail("has an unknown tensor \"" + member.first.str() + "\"");
+  return declared;
+}
+
+//===----------------------------------------------------------------------===//
 // Metadata
 //===----------------------------------------------------------------------===//
 
@@ -99,6 +201,22 @@ llvm::Expected<KernelMetadata> KernelMetadata::parse(llvm::StringRef json,
       return fail("\"scale\" must be a positive number");
     metadata.scale = *v;
   }
+
+  const llvm::json::Value *declared = object->get(DeclaredSizes::jsonKey);
+  if (!declared)
+    return fail(llvm::Twine("missing \"") + DeclaredSizes::jsonKey +
+                "\", the sizes the kernel's signature fixes, which every launch checks (a "
+                "sidecar written before tilefuse recorded them): compile the kernel again");
+  auto declaredSizes = DeclaredSizes::fromJson(*declared, origin);
+  if (!declaredSizes)
+    return declaredSizes.takeError();
+  metadata.declaredSizes = *declaredSizes;
+  // Q's last dimension is D; a sidecar that says otherwise describes no kernel.
+  int64_t declaredHeadDim = metadata.declaredSizes.sizes[0][3];
+  if (declaredHeadDim != DeclaredSizes::dynamic && declaredHeadDim != metadata.headDim)
+    return fail("\"head_dim\" is " + llvm::Twine(metadata.headDim) + " but \"" +
+                DeclaredSizes::jsonKey + "\" gives Q a head dim of " +
+                llvm::Twine(declaredHeadDim));
   return metadata;
 }
 
@@ -139,14 +257,22 @@ llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metada
   auto fail = [&](const llvm::Twine &why) {
     return makeError(ErrorKind::InvalidArgument, "launch of '" + metadata.name + "': " + why);
   };
-  struct {
-    const char *name;
-    int64_t value;
-  } sizes[] = {{"B", shape.B}, {"H", shape.H},   {"Hkv", shape.Hkv},
-               {"M", shape.M}, {"N", shape.N}, {"D", shape.D}};
-  for (const auto &size : sizes)
-    if (size.value <= 0)
-      return fail(llvm::Twine(size.name) + " must be positive, not " + llvm::Twine(size.value));
+  using P = SizeParameter;
+  for (P parameter : {P::B, P::H, P::Hkv, P::M, P::N, P::D})
+    if (shape.size(parameter) <= 0)
+      return fail(sizeParameterName(parameter) + " must be positive, not " +
+                  llvm::Twine(shape.size(parameter)));
+  // Before the checks of the ABI's own rules: a kernel written for 8 heads, launched with 6,
+  // is refused for that, not for whatever rule 6 heads happen to break.
+  for (auto [index, tensor] : llvm::enumerate(abiTensors()))
+    for (auto [dim, parameter] : llvm::enumerate(tensor.dimensions)) {
+      int64_t declared = metadata.declaredSizes.sizes[index][dim];
+      int64_t given = shape.size(parameter);
+      if (declared != DeclaredSizes::dynamic && given != declared)
+        return fail(tensor.name + " dimension " + llvm::Twine(dim) + " (" +
+                    sizeParameterName(parameter) + ") is " + llvm::Twine(given) +
+                    " but the kernel declares " + llvm::Twine(declared));
+    }
   if (shape.H % shape.Hkv != 0)
     return fail("H (" + llvm::Twine(shape.H) + ") is not a multiple of Hkv (" +
                 llvm::Twine(shape.Hkv) + ")");

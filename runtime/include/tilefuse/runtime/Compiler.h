@@ -1,11 +1,13 @@
 //===- Compiler.h - DSL text to PTX, in process -----------------*- C++ -*-===//
 //
 // The GPU half of the JIT: parses a kernel, runs `tile-to-ptx` and returns the PTX with the
-// metadata a launcher needs (the launch ABI is in runtime/include/tilefuse/tilefuse_cuda.h).
+// metadata a launcher needs (the launch ABI is in tilefuse/runtime/cuda/CudaKernel.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TILEFUSE_RUNTIME_COMPILER_H
 #define TILEFUSE_RUNTIME_COMPILER_H
+
+#include "tilefuse/runtime/cuda/CudaKernel.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -51,8 +53,10 @@ struct CompiledKernel {
   std::string ptx;
   std::string dtype; ///< bf16 or f16
   int64_t blockM = 0, blockN = 0, threads = 0, headDim = 0, sharedBytes = 0;
+  /// Every static size of the kernel's signature (after specialization), checked at launch.
+  cuda::DeclaredSizes declaredSizes;
   /// The JSON sidecar: {"name", "block_m", "block_n", "threads", "head_dim", "dtype",
-  /// "shared_bytes"}.
+  /// "shared_bytes", "declared_sizes"} (cuda::KernelMetadata parses it for launches).
   std::string metadataJson() const;
   /// The inverse of metadataJson(), with `ptx` as the code (the kernel cache stores both).
   static llvm::Expected<CompiledKernel> fromMetadataJson(llvm::StringRef json, std::string ptx);

@@ -10,13 +10,16 @@
 //
 // Entry: <dir>/<key>.kernel, a small text header then the payload:
 //
-//   tilefuse-kernel-cache 1
+//   tilefuse-kernel-cache 2
 //   key <64 hex digits>
 //   metadata <bytes>
 //   ptx <bytes>
 //   xxh3 <16 hex digits: xxh3_64bits of the payload>
 //   <empty line>
 //   <metadata JSON><PTX>
+//
+// The metadata is CompiledKernel::metadataJson(), declared sizes included (format 2; entries of
+// format 1 lack them and are rebuilt).
 //
 // A file whose header, key, sizes or checksum do not match (truncated, corrupted, written by
 // another format) is never loaded: it is deleted and the kernel compiled and written again.

@@ -101,8 +101,9 @@ public:
   /// q, o: B x H x M x D and k, v: B x Hkv x N x D device pointers in the kernel's dtype;
   /// lse: B x H x M floats. `strides`: 14 element strides in the order q_b, q_h, q_m, k_b, k_h,
   /// k_n, v_b, v_h, v_n, o_b, o_h, o_m, lse_b, lse_h (innermost dimensions contiguous), or
-  /// nullptr for contiguous tensors. Checks shapes, strides and alignment first
-  /// (InvalidArgument, nothing launched). The first launch loads the module into the CUDA
+  /// nullptr for contiguous tensors. Checks shapes (including every size the kernel's signature
+  /// fixes, e.g. gqa's H = 8 and Hkv = 2), strides and alignment first, before the CUDA driver
+  /// is needed (InvalidArgument, nothing launched). The first launch loads the module into the CUDA
   /// context current on the calling thread (device 0's primary context when there is none);
   /// later launches must run in that context. Asynchronous; thread-safe.
   Status launch(void *stream, const void *q, const void *k, const void *v, void *o, float *lse,
@@ -117,7 +118,7 @@ public:
   int64_t threads() const;
   const std::string &ptx() const;
   /// The launch metadata: {"name", "block_m", "block_n", "threads", "head_dim", "dtype",
-  /// "shared_bytes"}.
+  /// "shared_bytes", "declared_sizes"} (the sidecar of tilefuse/tilefuse_cuda.h's loader).
   std::string metadataJson() const;
   /// The cache key (64 hex digits).
   const std::string &cacheKey() const;

@@ -3,11 +3,14 @@
 // Loads the PTX the compiler emits for one kernel and launches it by the kernel ABI:
 //
 //   - one PTX module per kernel, with one `.entry` named like the kernel, and a JSON sidecar
-//     {"name", "block_m", "block_n", "threads", "head_dim", "dtype", "shared_bytes"};
+//     {"name", "block_m", "block_n", "threads", "head_dim", "dtype", "shared_bytes",
+//      "declared_sizes"} (KernelMetadata);
 //   - parameters, in order: q, k, v, o, lse (device pointers); B, H, Hkv, M, N (i64); the element
 //     strides q_b, q_h, q_m, k_b, k_h, k_n, v_b, v_h, v_n, o_b, o_h, o_m, lse_b, lse_h (i64; the
 //     innermost dimension of every tensor is contiguous);
-//   - Q, O: B x H x M x D and K, V: B x Hkv x N x D in the kernel's dtype; LSE: B x H x M f32;
+//   - Q, O: B x H x M x D and K, V: B x Hkv x N x D in the kernel's dtype; LSE: B x H x M f32
+//     (abiTensors()); every size the kernel's signature fixes (DeclaredSizes) must be launched
+//     with exactly that value;
 //   - grid (ceil(M / block_m), H, B), block (threads, 1, 1), dynamic shared memory shared_bytes.
 //
 //===----------------------------------------------------------------------===//
@@ -16,8 +19,10 @@
 
 #include "tilefuse/runtime/HostView.h"
 #include "tilefuse/runtime/cuda/Driver.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 
 #include <array>
 #include <cstdint>
@@ -26,6 +31,48 @@
 #include <string>
 
 namespace tilefuse::runtime::cuda {
+
+/// The size parameters of the launch ABI (D is not one: it is the kernel's head dim).
+enum class SizeParameter { B, H, Hkv, M, N, D };
+llvm::StringRef sizeParameterName(SizeParameter parameter);
+
+/// A tensor parameter of the launch ABI: its name and, per dimension, the size parameter that is
+/// its extent.
+struct AbiTensor {
+  llvm::StringLiteral name;
+  llvm::ArrayRef<SizeParameter> dimensions;
+};
+
+/// Q, K, V, O, LSE in parameter order: Q, O are B x H x M x D, K, V are B x Hkv x N x D, LSE is
+/// B x H x M.
+llvm::ArrayRef<AbiTensor> abiTensors();
+constexpr int abiTensorCount = 5;
+constexpr int abiMaxRank = 4;
+
+/// Every static size the kernel's signature declares, per ABI tensor and dimension (`dynamic`
+/// where the signature says `?`): gqa's Q, memref<?x8x?x64x...>, declares H = 8 and D = 64.
+/// A kernel computes wrong results, silently, when launched with other sizes, so the launch
+/// metadata records them ("declared_sizes") and every launch path checks them (validateLaunch,
+/// and the AOT header's launcher on the host).
+struct DeclaredSizes {
+  static constexpr int64_t dynamic = -1;
+  /// The sidecar key.
+  static constexpr llvm::StringLiteral jsonKey = "declared_sizes";
+
+  /// [tensor][dimension] in abiTensors() order; entries past a tensor's rank are `dynamic`.
+  std::array<std::array<int64_t, abiMaxRank>, abiTensorCount> sizes;
+
+  DeclaredSizes(); ///< nothing declared
+  bool operator==(const DeclaredSizes &other) const { return sizes == other.sizes; }
+
+  /// {"Q": [null, 8, null, 64], "K": [...], "V": [...], "O": [...], "LSE": [null, 8, null]}:
+  /// one array per tensor with one entry per dimension, null for `dynamic`.
+  llvm::json::Value toJson() const;
+  /// The inverse of toJson(): every tensor present with its rank, each entry null or a positive
+  /// integer, nothing else. Errors are ErrorKind::InvalidArgument, prefixed with `origin`.
+  static llvm::Expected<DeclaredSizes> fromJson(const llvm::json::Value &value,
+                                                const llvm::Twine &origin);
+};
 
 /// The JSON sidecar of a compiled kernel.
 struct KernelMetadata {
@@ -38,8 +85,13 @@ struct KernelMetadata {
   /// The softmax scale the kernel applies, when the sidecar states it (optional key "scale");
   /// informational: the kernel has it built in.
   std::optional<double> scale;
+  /// The sizes the kernel's signature fixes, checked at every launch.
+  DeclaredSizes declaredSizes;
 
-  /// Parses and checks a sidecar; `origin` (e.g. its path) prefixes error messages.
+  /// Parses and checks a sidecar; `origin` (e.g. its path) prefixes error messages. A sidecar
+  /// without "declared_sizes" (written before launches checked them) is rejected, with a message
+  /// that says to compile the kernel again: read as "declaring nothing" it would let a launch
+  /// with the wrong head counts compute wrong results without an error.
   static llvm::Expected<KernelMetadata> parse(llvm::StringRef json, llvm::StringRef origin);
 };
 
@@ -47,6 +99,8 @@ llvm::StringRef dtypeName(ElementType type);
 
 struct AttentionShape {
   int64_t B = 1, H = 1, Hkv = 1, M = 1, N = 1, D = 64;
+
+  int64_t size(SizeParameter parameter) const;
 };
 
 /// Element strides in the ABI's parameter order. The innermost dimensions (D of Q, K, V, O; M of
@@ -71,9 +125,11 @@ struct AttentionBuffers {
   DevicePtr q = 0, k = 0, v = 0, o = 0, lse = 0;
 };
 
-/// Checks a launch against the kernel and the ABI without touching the GPU: positive sizes,
-/// H % Hkv == 0, D == head_dim, the grid within the device's limits, non-negative strides,
-/// non-null pointers aligned to their element type. Errors are ErrorKind::InvalidArgument.
+/// Checks a launch against the kernel and the ABI without touching the GPU: positive sizes, the
+/// sizes the kernel declares (metadata.declaredSizes), H % Hkv == 0, D == head_dim, the grid
+/// within the device's limits, non-negative strides, non-null pointers aligned to their element
+/// type. Errors are ErrorKind::InvalidArgument; a declared-size mismatch names the tensor, the
+/// dimension (index and size parameter), the given and the declared size.
 llvm::Error validateLaunch(const KernelMetadata &metadata, const AttentionBuffers &buffers,
                            const AttentionShape &shape, const AttentionStrides &strides);
 
