@@ -7,7 +7,7 @@ config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".mlir"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.tilefuse_obj_root, "test")
-config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "unit", "CMakeLists.txt"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "unit", "CMakeLists.txt", "variants"]
 
 # tilefuse's tools first, then LLVM's FileCheck / not / count.
 config.environment["PATH"] = os.pathsep.join(

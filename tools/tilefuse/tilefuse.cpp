@@ -54,7 +54,8 @@ static cl::SubCommand compileCmd(
     "  tilefuse compile (--kernel NAME | FILE.mlir) [--arch sm_90a|sm_80] [--dtype ...]\n"
     "                   [--head-dim ...] [--config Br=64,Bc=64] --emit ptx|cubin|header -o OUT\n"
     "  ptx: OUT (PTX text) and OUT with .json (the launch metadata: name, block_m, block_n,\n"
-    "       threads, head_dim, dtype, shared_bytes) beside it, as the runtime loads them.\n"
+    "       threads, head_dim, dtype, shared_bytes, declared_sizes) beside it, as the runtime\n"
+    "       loads them.\n"
     "  cubin: the PTX assembled by ptxas for --arch, and the same .json. ptxas is found through\n"
     "       --ptxas / TILEFUSE_PTXAS, else CUDA_HOME/bin or CUDA_PATH/bin (the first that is\n"
     "       set), else PATH, else /usr/local/cuda/bin.\n"
@@ -270,16 +271,18 @@ static RunInputs drawInputs(const ReferenceKernel &f64Reference, int64_t headDim
   p.N = optN;
   p.D = headDim;
   // Sizes the kernel declares in its signature (gqa's 8 query and 2 key/value heads) win.
-  const auto &declared = f64Reference.declaredSizes();
-  if (declared[0][1] > 0) {
-    if (!optHkv && declared[1][1] <= 0)
-      p.Hkv = declared[0][1];
-    p.H = declared[0][1];
-  }
-  if (declared[1][1] > 0)
-    p.Hkv = declared[1][1];
-  if (declared[0][0] > 0)
-    p.B = declared[0][0];
+  const cuda::DeclaredSizes &declared = f64Reference.declaredSizes();
+  auto fixed = [&](int tensor, int dim, int64_t &size) {
+    if (declared.sizes[tensor][dim] != cuda::DeclaredSizes::dynamic)
+      size = declared.sizes[tensor][dim];
+  };
+  if (!optHkv) // unless given, as many key/value heads as query heads, unless declared
+    p.Hkv = declared.sizes[0][1] != cuda::DeclaredSizes::dynamic ? declared.sizes[0][1] : p.H;
+  fixed(0, 0, p.B);
+  fixed(0, 1, p.H);
+  fixed(0, 2, p.M);
+  fixed(1, 1, p.Hkv);
+  fixed(1, 2, p.N);
   in.et = et;
   size_t es = reference::elementSize(et);
   std::mt19937 rng(seed);

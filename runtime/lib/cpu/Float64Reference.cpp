@@ -31,7 +31,7 @@ struct LoweredReference {
   std::unique_ptr<MLIRContext> context;
   OwningOpRef<ModuleOp> module;
   std::string name;
-  std::array<std::array<int64_t, 4>, 5> declared;
+  cuda::DeclaredSizes declared;
 };
 
 llvm::Expected<LoweredReference> lower(llvm::StringRef source, llvm::StringRef bufferName,
@@ -53,21 +53,18 @@ llvm::Expected<LoweredReference> lower(llvm::StringRef source, llvm::StringRef b
   if (!kernel)
     return kernel.takeError();
   out.name = kernel->getSymName().str();
-  static const char *const argNames[] = {"Q", "K", "V", "O", "LSE"};
-  static const int ranks[] = {4, 4, 4, 4, 3};
   auto argTypes = kernel->getArgumentTypes();
-  if (argTypes.size() != 5 || kernel->getNumResults() != 0)
+  if (argTypes.size() != cuda::abiTensorCount || kernel->getNumResults() != 0)
     return makeError(bufferName + ": kernel @" + out.name +
                      " must take (Q, K, V, O, LSE) memrefs and return nothing");
-  for (unsigned i = 0; i < 5; ++i) {
-    auto view = dyn_cast<MemRefType>(argTypes[i]);
-    if (!view || view.getRank() != ranks[i])
-      return makeError(bufferName + ": argument " + argNames[i] + " of @" + out.name +
-                       " must be a rank-" + llvm::Twine(ranks[i]) + " memref");
-    out.declared[i].fill(-1);
-    for (int d = 0; d < view.getRank(); ++d)
-      if (!view.isDynamicDim(d))
-        out.declared[i][d] = view.getDimSize(d);
+  for (auto [index, tensor] : llvm::enumerate(cuda::abiTensors())) {
+    auto view = dyn_cast<MemRefType>(argTypes[index]);
+    if (!view || view.getRank() != int64_t(tensor.dimensions.size()))
+      return makeError(bufferName + ": argument " + tensor.name + " of @" + out.name +
+                       " must be a rank-" + llvm::Twine(tensor.dimensions.size()) + " memref");
+    for (auto [dim, size] : llvm::enumerate(view.getShape()))
+      if (!ShapedType::isDynamic(size))
+        out.declared.sizes[index][dim] = size;
   }
 
   PassManager pm(out.context.get(), ModuleOp::getOperationName());
@@ -89,8 +86,8 @@ struct ReferenceKernel::Impl {
 ReferenceKernel::ReferenceKernel(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 ReferenceKernel::~ReferenceKernel() = default;
 llvm::StringRef ReferenceKernel::name() const { return impl->lowered.name; }
-int64_t ReferenceKernel::headDim() const { return impl->lowered.declared[0][3]; }
-const std::array<std::array<int64_t, 4>, 5> &ReferenceKernel::declaredSizes() const {
+int64_t ReferenceKernel::headDim() const { return impl->lowered.declared.sizes[0][3]; }
+const cuda::DeclaredSizes &ReferenceKernel::declaredSizes() const {
   return impl->lowered.declared;
 }
 
@@ -126,22 +123,13 @@ ReferenceKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
 
 llvm::Error ReferenceKernel::run(const HostView &q, const HostView &k, const HostView &v,
                                  const HostView &o, const HostView &lse) const {
-  static const char *const argNames[] = {"Q", "K", "V", "O", "LSE"};
-  static const char *const dimNames[5][4] = {{"B", "H", "M", "D"},
-                                             {"B", "Hkv", "N", "D"},
-                                             {"B", "Hkv", "N", "D"},
-                                             {"B", "H", "M", "D"},
-                                             {"B", "H", "M", ""}};
-  const HostView *views[] = {&q, &k, &v, &o, &lse};
-  for (int i = 0; i < 5; ++i)
-    for (int d = 0; d < views[i]->rank && d < 4; ++d) {
-      int64_t declared = impl->lowered.declared[i][d];
-      if (declared >= 0 && views[i]->sizes[d] != declared)
-        return makeError("float64 reference of '" + impl->lowered.name + "': " + argNames[i] +
-                         " dimension " + llvm::Twine(d) + " (" + dimNames[i][d] + ") is " +
-                         llvm::Twine(views[i]->sizes[d]) + " but the kernel declares " +
-                         llvm::Twine(declared));
-    }
+  // The same check, and message, as every GPU launch path.
+  cuda::AttentionShape shape{q.sizes[0], q.sizes[1], k.sizes[1], q.sizes[2], k.sizes[2],
+                             q.sizes[3]};
+  if (llvm::Error e = cuda::checkDeclaredSizes(impl->lowered.declared, shape,
+                                               "float64 reference of '" + impl->lowered.name +
+                                                   "': "))
+    return e;
   return reference::runReference(impl->entry, impl->lowered.name, q, k, v, o, lse);
 }
 

@@ -250,6 +250,22 @@ AttentionStrides AttentionStrides::fromArray(const int64_t *v) {
   return r;
 }
 
+llvm::Error tilefuse::runtime::cuda::checkDeclaredSizes(const DeclaredSizes &declared,
+                                                        const AttentionShape &shape,
+                                                        const llvm::Twine &prefix) {
+  for (auto [index, tensor] : llvm::enumerate(abiTensors()))
+    for (auto [dim, parameter] : llvm::enumerate(tensor.dimensions)) {
+      int64_t size = declared.sizes[index][dim];
+      int64_t given = shape.size(parameter);
+      if (size != DeclaredSizes::dynamic && given != size)
+        return makeError(ErrorKind::InvalidArgument,
+                         prefix + tensor.name + " dimension " + llvm::Twine(dim) + " (" +
+                             sizeParameterName(parameter) + ") is " + llvm::Twine(given) +
+                             " but the kernel declares " + llvm::Twine(size));
+    }
+  return llvm::Error::success();
+}
+
 llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metadata,
                                                     const AttentionBuffers &buffers,
                                                     const AttentionShape &shape,
@@ -264,15 +280,9 @@ llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metada
                   llvm::Twine(shape.size(parameter)));
   // Before the checks of the ABI's own rules: a kernel written for 8 heads, launched with 6,
   // is refused for that, not for whatever rule 6 heads happen to break.
-  for (auto [index, tensor] : llvm::enumerate(abiTensors()))
-    for (auto [dim, parameter] : llvm::enumerate(tensor.dimensions)) {
-      int64_t declared = metadata.declaredSizes.sizes[index][dim];
-      int64_t given = shape.size(parameter);
-      if (declared != DeclaredSizes::dynamic && given != declared)
-        return fail(tensor.name + " dimension " + llvm::Twine(dim) + " (" +
-                    sizeParameterName(parameter) + ") is " + llvm::Twine(given) +
-                    " but the kernel declares " + llvm::Twine(declared));
-    }
+  if (llvm::Error e = checkDeclaredSizes(metadata.declaredSizes, shape,
+                                         "launch of '" + metadata.name + "': "))
+    return e;
   if (shape.H % shape.Hkv != 0)
     return fail("H (" + llvm::Twine(shape.H) + ") is not a multiple of Hkv (" +
                 llvm::Twine(shape.Hkv) + ")");

@@ -11,6 +11,7 @@
 #define TILEFUSE_RUNTIME_FLOAT64REFERENCE_H
 
 #include "tilefuse/runtime/HostView.h"
+#include "tilefuse/runtime/cuda/CudaKernel.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -49,8 +50,8 @@ public:
   llvm::StringRef name() const;
   /// The static head dimension the kernel declares for Q (after specialization).
   int64_t headDim() const;
-  /// Static sizes of Q, K, V, O, LSE as the kernel declares them; -1 where dynamic.
-  const std::array<std::array<int64_t, 4>, 5> &declaredSizes() const;
+  /// The sizes the kernel's signature fixes (the same record the launch metadata carries).
+  const cuda::DeclaredSizes &declaredSizes() const;
 
 private:
   struct Impl;

@@ -103,6 +103,11 @@ struct AttentionShape {
   int64_t size(SizeParameter parameter) const;
 };
 
+/// Success when `shape` has every size `declared` fixes; otherwise ErrorKind::InvalidArgument
+/// naming the first other one: "<prefix>Q dimension 1 (H) is 6 but the kernel declares 8".
+llvm::Error checkDeclaredSizes(const DeclaredSizes &declared, const AttentionShape &shape,
+                               const llvm::Twine &prefix);
+
 /// Element strides in the ABI's parameter order. The innermost dimensions (D of Q, K, V, O; M of
 /// LSE) are contiguous and have no entry.
 struct AttentionStrides {
