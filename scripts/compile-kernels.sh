@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Compiles the kernel set the GPU machine tests and times into DIR with `tilefuse compile` (the
 # development build's): every bundled kernel at its own head dim and dtype (NAME.ptx), plus
-# attention and causal at head dim 128 and in f16, each with its launch metadata NAME.json.
+# attention and causal at head dim 128 and in f16, and the variants written only for the tests
+# (test/variants/), each with its launch metadata NAME.json and its float64 reference
+# NAME.reference.so (derived from the same DSL text with the same specialization; the GPU machine
+# has no compiler).
 # Extra arguments go to every `tilefuse compile` (a tile configuration: --mma, --block-m, ...).
 # Every kernel is attempted, so one compiler failure still leaves the others to test; the exit
 # status says whether all compiled. Used by scripts/build-gpu.sh and build-gpu-variants.sh.
@@ -19,28 +22,37 @@ if [ ! -f build/build.ninja ]; then
 fi
 cmake --build build --target tilefuse >/dev/null || exit 1
 mkdir -p "$dir"
-rm -f "$dir"/*.ptx "$dir"/*.json
+rm -f "$dir"/*.ptx "$dir"/*.json "$dir"/*.reference.so
 
 failed=()
-compile() { # compile OUTPUT_NAME KERNEL [tilefuse compile options...]
-  local name=$1 kernel=$2
-  shift 2
-  if ! "$tilefuse" compile --kernel "$kernel" --emit ptx -o "$dir/$name.ptx" "$@"; then
+compile() { # compile OUTPUT_NAME (--kernel NAME | FILE) [tilefuse compile options...]
+  local name=$1
+  shift
+  if ! "$tilefuse" compile "$@" --emit ptx -o "$dir/$name.ptx"; then
     failed+=("$name")
     rm -f "$dir/$name.ptx" "$dir/$name.json"
   elif [ ! -s "$dir/$name.json" ]; then
     echo "compile-kernels: tilefuse compile wrote no $dir/$name.json" >&2
     failed+=("$name")
+  elif ! "$tilefuse" compile "$@" --emit reference -o "$dir/$name.reference.o" ||
+       ! cc -shared -o "$dir/$name.reference.so" "$dir/$name.reference.o" -lm; then
+    echo "compile-kernels: no float64 reference for $name" >&2
+    failed+=("$name")
+    rm -f "$dir/$name.ptx" "$dir/$name.json"
   fi
+  rm -f "$dir/$name.reference.o"
 }
 
 for kernel in $("$tilefuse" list | awk '{print $1}'); do
-  compile "$kernel" "$kernel" "$@"
+  compile "$kernel" --kernel "$kernel" "$@"
 done
-compile attention_d128 attention --head-dim 128 "$@"
-compile causal_d128 causal --head-dim 128 "$@"
-compile attention_f16 attention --dtype f16 "$@"
-compile causal_f16 causal --dtype f16 "$@"
+compile attention_d128 --kernel attention --head-dim 128 "$@"
+compile causal_d128 --kernel causal --head-dim 128 "$@"
+compile attention_f16 --kernel attention --dtype f16 "$@"
+compile causal_f16 --kernel causal --dtype f16 "$@"
+for variant in test/variants/*.mlir; do
+  compile "$(basename "$variant" .mlir)" "$variant" "$@"
+done
 echo "compile-kernels: $(ls "$dir"/*.ptx 2>/dev/null | wc -l) kernels in $dir${*:+ ($*)}"
 if ((${#failed[@]})); then
   echo "compile-kernels: FAILED to compile: ${failed[*]}" >&2

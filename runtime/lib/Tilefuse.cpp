@@ -3,6 +3,7 @@
 
 #include "tilefuse/kernels/Registry.h"
 #include "tilefuse/runtime/Compiler.h"
+#include "tilefuse/runtime/Float64Reference.h"
 #include "tilefuse/runtime/KernelCache.h"
 #include "tilefuse/runtime/cuda/CudaKernel.h"
 #include "tilefuse/runtime/cuda/Driver.h"
@@ -193,12 +194,12 @@ RuntimeStats Runtime::stats() const {
   return out;
 }
 
-Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> &out) {
-  out.reset();
+/// The DSL text `spec` names (a bundled kernel or its own source) and its file name.
+static Status resolveSource(const KernelSpec &spec, std::string &source,
+                            std::string &bufferName) {
   auto invalid = [](std::string message) {
     return Status(StatusCode::InvalidArgument, std::move(message));
   };
-  std::string source, bufferName;
   if (!spec.kernel.empty()) {
     const kernels::KernelSource *k = kernels::find(spec.kernel);
     if (!k) {
@@ -215,6 +216,17 @@ Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> 
   } else {
     return invalid("the kernel spec names no bundled kernel and has no DSL source");
   }
+  return Status();
+}
+
+Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> &out) {
+  out.reset();
+  auto invalid = [](std::string message) {
+    return Status(StatusCode::InvalidArgument, std::move(message));
+  };
+  std::string source, bufferName;
+  if (Status s = resolveSource(spec, source, bufferName); !s.ok())
+    return s;
   if (!spec.dtype.empty() && spec.dtype != "bf16" && spec.dtype != "f16")
     return invalid("dtype must be bf16 or f16 (or empty: as written), not '" + spec.dtype + "'");
   if (spec.headDim < 0)
@@ -275,3 +287,61 @@ bool tilefuse::cudaAvailable(std::string *why) {
 }
 
 std::string tilefuse::version() { return rt::compilerVersion().str(); }
+
+//===----------------------------------------------------------------------===//
+// The float64 reference
+//===----------------------------------------------------------------------===//
+
+Status tilefuse::referenceAttention(const KernelSpec &spec, const double *q, const double *k,
+                                    const double *v, double *o, double *lse,
+                                    const AttentionShape &shape, const int64_t *strides) {
+  std::string source, bufferName;
+  if (Status s = resolveSource(spec, source, bufferName); !s.ok())
+    return s;
+  if (!q || !k || !v || !o || !lse)
+    return Status(StatusCode::InvalidArgument, "referenceAttention: null tensor");
+  // One reference per (text, specialization) for the life of the process: the JIT takes ~0.1 s.
+  // Never destroyed (as Runtime::global()): a JIT torn down by exit handlers would run after
+  // LLVM's own statics are gone.
+  static std::mutex &mutex = *new std::mutex;
+  static auto &compiled = *new llvm::StringMap<std::shared_ptr<const rt::ReferenceKernel>>;
+  std::string key = bufferName + '\0' + source + '\0' + std::to_string(spec.headDim);
+  for (const std::string &param : spec.params)
+    key += '\0' + param;
+  std::shared_ptr<const rt::ReferenceKernel> reference;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto &entry = compiled[key];
+    if (!entry) {
+      rt::ReferenceOptions options;
+      options.headDim = spec.headDim;
+      options.params = spec.params;
+      auto made = rt::ReferenceKernel::compile(source, bufferName, options);
+      if (!made)
+        return Status(StatusCode::Compile, llvm::toString(made.takeError()));
+      entry = std::move(*made);
+    }
+    reference = entry;
+  }
+  cu::AttentionShape s{shape.B, shape.H, shape.Hkv, shape.M, shape.N, shape.D};
+  cu::AttentionStrides st =
+      strides ? cu::AttentionStrides::fromArray(strides) : cu::AttentionStrides::contiguous(s);
+  auto view = [](const double *data, std::array<int64_t, 4> sizes, std::array<int64_t, 4> step,
+                 int rank) {
+    rt::HostView h;
+    h.data = const_cast<double *>(data);
+    h.rank = rank;
+    h.sizes = sizes;
+    h.strides = step;
+    return h;
+  };
+  llvm::Error error = reference->run(
+      view(q, {s.B, s.H, s.M, s.D}, {st.qB, st.qH, st.qM, 1}, 4),
+      view(k, {s.B, s.Hkv, s.N, s.D}, {st.kB, st.kH, st.kN, 1}, 4),
+      view(v, {s.B, s.Hkv, s.N, s.D}, {st.vB, st.vH, st.vN, 1}, 4),
+      view(o, {s.B, s.H, s.M, s.D}, {st.oB, st.oH, st.oM, 1}, 4),
+      view(lse, {s.B, s.H, s.M, 0}, {st.lseB, st.lseH, 1, 0}, 3));
+  if (error)
+    return Status(StatusCode::InvalidArgument, llvm::toString(std::move(error)));
+  return Status();
+}

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <string>
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -60,22 +61,20 @@ int tilefuse_gpu_available(char *err, size_t errlen) {
   return report(Status(StatusCode::Unavailable, why), err, errlen);
 }
 
-int tilefuse_attention_get(const tilefuse_spec *spec, tilefuse_attention **out, char *err,
-                           size_t errlen) {
-  if (!spec || !out)
-    return invalid("tilefuse_attention_get: spec and out must not be NULL", err, errlen);
-  *out = nullptr;
+/// The C spec as a KernelSpec; reads only the fields the caller's (possibly older) struct has.
+static int toKernelSpec(const tilefuse_spec *spec, const char *caller, KernelSpec &k, char *err,
+                        size_t errlen) {
   // The caller's struct may be older (smaller) than ours: read what it has, default the rest.
   constexpr size_t minimum = offsetof(tilefuse_spec, ptx_features) + sizeof(const char *);
   if (spec->size < minimum)
-    return invalid("tilefuse_attention_get: spec->size is too small (initialize the spec with "
-                   "tilefuse_spec_init)",
+    return invalid((std::string(caller) + ": spec->size is too small (initialize the spec with "
+                                          "tilefuse_spec_init)")
+                       .c_str(),
                    err, errlen);
   tilefuse_spec s;
   tilefuse_spec_init(&s);
   std::memcpy(&s, spec, std::min(spec->size, sizeof s));
 
-  KernelSpec k;
   auto str = [](const char *p) { return p ? std::string(p) : std::string(); };
   k.kernel = str(s.kernel);
   k.source = str(s.source);
@@ -95,6 +94,17 @@ int tilefuse_attention_get(const tilefuse_spec *spec, tilefuse_attention **out, 
     for (llvm::StringRef p : parts)
       k.params.push_back(p.trim().str());
   }
+  return TILEFUSE_OK;
+}
+
+int tilefuse_attention_get(const tilefuse_spec *spec, tilefuse_attention **out, char *err,
+                           size_t errlen) {
+  if (!spec || !out)
+    return invalid("tilefuse_attention_get: spec and out must not be NULL", err, errlen);
+  *out = nullptr;
+  KernelSpec k;
+  if (int rc = toKernelSpec(spec, "tilefuse_attention_get", k, err, errlen))
+    return rc;
 
   std::shared_ptr<const Kernel> kernel;
   Status status = Runtime::global().getKernel(k, kernel);
@@ -115,6 +125,19 @@ int tilefuse_attention_launch(const tilefuse_attention *kernel, void *stream, co
 }
 
 void tilefuse_attention_release(tilefuse_attention *kernel) { delete kernel; }
+
+int tilefuse_reference_attention(const tilefuse_spec *spec, const double *q, const double *k,
+                                 const double *v, double *o, double *lse, int64_t B, int64_t H,
+                                 int64_t Hkv, int64_t M, int64_t N, int64_t D,
+                                 const int64_t *strides, char *err, size_t errlen) {
+  if (!spec)
+    return invalid("tilefuse_reference_attention: spec must not be NULL", err, errlen);
+  KernelSpec kernelSpec;
+  if (int rc = toKernelSpec(spec, "tilefuse_reference_attention", kernelSpec, err, errlen))
+    return rc;
+  return report(referenceAttention(kernelSpec, q, k, v, o, lse, {B, H, Hkv, M, N, D}, strides),
+                err, errlen);
+}
 
 const char *tilefuse_attention_name(const tilefuse_attention *kernel) {
   return kernel ? kernel->kernel->name().c_str() : "";

@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <thread>
 
 using namespace tilefuse;
@@ -210,6 +211,62 @@ TEST(RuntimeApi, LaunchRefusesSizesTheKernelDoesNotDeclareBeforeTheDriver) {
     Status s = launch({1, 8, 2, 128, 128, 64});
     EXPECT_EQ(s.code(), StatusCode::Unavailable) << s.message();
   }
+}
+
+/// tilefuse::referenceAttention: the kernel's float64 reference on strided host arrays (heads
+/// interleaved, as PyTorch's B x S x H x D), against the same arrays made contiguous.
+TEST(RuntimeApi, ReferenceAttentionOnStridedHostArrays) {
+  KernelSpec spec;
+  spec.kernel = "alibi";
+  spec.headDim = 32;
+  AttentionShape shape{2, 4, 2, 37, 51, 32};
+  int64_t B = shape.B, H = shape.H, Hkv = shape.Hkv, M = shape.M, N = shape.N, D = shape.D;
+  auto fill = [](std::vector<double> &v, double phase) {
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = std::sin(0.37 * double(i) + phase);
+  };
+  std::vector<double> q(B * H * M * D), k(B * Hkv * N * D), v(B * Hkv * N * D);
+  fill(q, 0.1);
+  fill(k, 0.7);
+  fill(v, 1.3);
+  std::vector<double> o(q.size()), lse(B * H * M);
+  Status s = referenceAttention(spec, q.data(), k.data(), v.data(), o.data(), lse.data(), shape);
+  ASSERT_TRUE(s.ok()) << s.message();
+
+  // B x M x H x D storage (and LSE with padded rows), the same logical tensors.
+  auto interleave = [](const std::vector<double> &x, int64_t b, int64_t h, int64_t l, int64_t d) {
+    std::vector<double> y(x.size());
+    for (int64_t i = 0; i < b; ++i)
+      for (int64_t j = 0; j < h; ++j)
+        for (int64_t r = 0; r < l; ++r)
+          for (int64_t c = 0; c < d; ++c)
+            y[((i * l + r) * h + j) * d + c] = x[((i * h + j) * l + r) * d + c];
+    return y;
+  };
+  std::vector<double> qi = interleave(q, B, H, M, D), ki = interleave(k, B, Hkv, N, D),
+                      vi = interleave(v, B, Hkv, N, D);
+  std::vector<double> oi(o.size(), NAN), lsei(B * H * (M + 3), NAN);
+  int64_t strides[14] = {M * H * D, D, H * D, N * Hkv * D, D, Hkv * D, N * Hkv * D, D,
+                         Hkv * D, M * H * D, D, H * D, H * (M + 3), M + 3};
+  s = referenceAttention(spec, qi.data(), ki.data(), vi.data(), oi.data(), lsei.data(), shape,
+                         strides);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::vector<double> back = interleave(oi, B, M, H, D); // B x M x H -> B x H x M
+  for (size_t i = 0; i < o.size(); ++i)
+    ASSERT_EQ(back[i], o[i]) << i;
+  for (int64_t bh = 0; bh < B * H; ++bh)
+    for (int64_t r = 0; r < M; ++r)
+      ASSERT_EQ(lsei[bh * (M + 3) + r], lse[bh * M + r]);
+  EXPECT_TRUE(std::isnan(lsei[M])) << "padding between LSE rows is not written";
+
+  spec.kernel = "gqa";
+  spec.headDim = 0;
+  s = referenceAttention(spec, q.data(), k.data(), v.data(), o.data(), lse.data(),
+                         {1, 6, 2, 4, 4, 64});
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(s.message().find("Q dimension 1 (H) is 6 but the kernel declares 8"),
+            std::string::npos)
+      << s.message();
 }
 
 TEST(RuntimeApi, ThreadsGetTheSameKernelCompiledOnce) {

@@ -105,6 +105,49 @@ int main(void) {
     tilefuse_attention_release(again);
   }
 
+  /* The float64 reference from the kernel's own text, on host arrays: causal, one head, 3 query
+   * rows, 2 keys, D = 16. Row 0 sees key 0 only, so O's row 0 is V's row 0 and its logsumexp is
+   * its one scaled score; rows 1 and 2 see both keys. */
+  {
+    double q[3 * 16], k[2 * 16], v[2 * 16], o[3 * 16], lse[3];
+    int i;
+    for (i = 0; i < 3 * 16; ++i)
+      q[i] = 0.1 * (i % 7) - 0.3;
+    for (i = 0; i < 2 * 16; ++i) {
+      k[i] = 0.05 * (i % 5);
+      v[i] = 1.0 + i;
+    }
+    tilefuse_spec_init(&spec);
+    spec.kernel = "causal";
+    spec.head_dim = 16;
+    status = tilefuse_reference_attention(&spec, q, k, v, o, lse, 1, 1, 1, 3, 2, 16, NULL, err,
+                                          sizeof err);
+    expect(status == TILEFUSE_OK, "reference of causal", err);
+    if (status == TILEFUSE_OK) {
+      double score = 0;
+      for (i = 0; i < 16; ++i)
+        score += q[i] * k[i];
+      expect(o[0] == v[0] && o[15] == v[15], "row 0 attends to key 0 alone", "");
+      expect(lse[0] > score / 4 - 1e-12 && lse[0] < score / 4 + 1e-12,
+             "row 0's logsumexp is its one score / sqrt(16)", "");
+      expect(o[16] > v[0] && o[16] < v[16], "row 1 mixes both keys", "");
+    }
+    spec.kernel = "gqa";
+    spec.head_dim = 0;
+    status = tilefuse_reference_attention(&spec, q, k, v, o, lse, 1, 6, 2, 1, 1, 64, NULL, err,
+                                          sizeof err);
+    expect(status == TILEFUSE_ERROR_INVALID_ARGUMENT &&
+               strstr(err, "Q dimension 1 (H) is 6 but the kernel declares 8") != NULL,
+           "the reference checks declared sizes too", err);
+    spec.kernel = NULL;
+    spec.source = brokenSource;
+    spec.source_name = "user/broken.mlir";
+    status = tilefuse_reference_attention(&spec, q, k, v, o, lse, 1, 1, 1, 1, 1, 64, NULL, err,
+                                          sizeof err);
+    expect(status == TILEFUSE_ERROR_COMPILE && strstr(err, "user/broken.mlir:2:") != NULL,
+           "the reference of a broken kernel: file:line:col", err);
+  }
+
   if (tilefuse_gpu_available(err, sizeof err) != TILEFUSE_OK) {
     status = tilefuse_attention_launch(kernel, NULL, fake, fake, fake, fake, (float *)fake, 1, 1,
                                        1, 1, 1, 128, NULL, err, sizeof err);

@@ -71,6 +71,19 @@ int tilefuse_gpu_available(char *err, size_t errlen);
 int tilefuse_attention_get(const tilefuse_spec *spec, tilefuse_attention **out, char *err,
                            size_t errlen);
 
+/* The float64 reference of `spec`'s kernel on host arrays, to check what a kernel computed: the
+ * kernel's own DSL text (its written form) evaluated naively in float64, specialized by
+ * spec->head_dim and spec->params (dtype, block sizes and arch do not change it). q, o:
+ * B x H x M x D; k, v: B x Hkv x N x D; lse: B x H x M; all doubles; `strides` as for
+ * tilefuse_attention_launch (NULL: contiguous). Sizes the kernel's signature fixes are checked
+ * (TILEFUSE_ERROR_INVALID_ARGUMENT); a kernel with no float64 meaning is
+ * TILEFUSE_ERROR_COMPILE (file:line:col). Needs no GPU. Fully masked rows give o = 0 and
+ * lse = -inf. */
+int tilefuse_reference_attention(const tilefuse_spec *spec, const double *q, const double *k,
+                                 const double *v, double *o, double *lse, int64_t B, int64_t H,
+                                 int64_t Hkv, int64_t M, int64_t N, int64_t D,
+                                 const int64_t *strides, char *err, size_t errlen);
+
 /* Enqueues the kernel on `stream` (a CUstream; NULL: the legacy default stream).
  * q, o: B x H x M x D and k, v: B x Hkv x N x D device pointers in the kernel's dtype; lse:
  * B x H x M floats; D must be the kernel's head dim. `strides`: 14 element strides in the order

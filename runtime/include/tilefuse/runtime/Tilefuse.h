@@ -171,6 +171,18 @@ private:
   std::unique_ptr<Impl> impl;
 };
 
+/// The float64 reference of `spec`'s kernel on host arrays, to check what a kernel computed: its
+/// own written form (the DSL text) evaluated naively in float64 (no tiling, no online softmax,
+/// no block pruning), specialized by `spec.headDim` and `spec.params` (the dtype, block sizes
+/// and arch do not change it). q, o: B x H x M x D; k, v: B x Hkv x N x D; lse: B x H x M; all
+/// doubles; `strides` as in Kernel::launch (nullptr: contiguous). Sizes the kernel's signature
+/// fixes are checked (InvalidArgument); a kernel whose text has no float64 meaning is a Compile
+/// error with file:line:col. Compiled once per kernel text and specialization, in process; runs
+/// on every core. Rows whose scores are all masked give o = 0 and lse = -inf.
+Status referenceAttention(const KernelSpec &spec, const double *q, const double *k,
+                          const double *v, double *o, double *lse, const AttentionShape &shape,
+                          const int64_t *strides = nullptr);
+
 /// Whether a CUDA driver and a GPU are there; `why` gets the reason when not.
 bool cudaAvailable(std::string *why = nullptr);
 

@@ -1,0 +1,27 @@
+// `tilefuse run` checks any kernel against the float64 reference derived from its own text: a
+// user's --file variant exactly like a bundled one, with the sizes its signature declares.
+//
+// RUN: tilefuse run --device cpu --file %S/../variants/chunked_local.mlir --M 500 --N 450 \
+// RUN:   | FileCheck %s --check-prefix=USER
+// USER: kernel       chunked_local ({{.*}}chunked_local.mlir), bf16 on the CPU reference backend
+// USER: error        O {{.*}} vs float64
+// USER: result       PASS
+//
+// gqa declares 8 query and 2 key/value heads: run takes them from its signature.
+// RUN: tilefuse run --device cpu --kernel gqa --H 3 --dtype f16 | FileCheck %s --check-prefix=GQA
+// GQA: shape        B=2 H=8 Hkv=2
+// GQA: result       PASS
+//
+// A kernel whose written form has no f64 meaning gets no reference: a located error, exit 1.
+// RUN: sed 's/%%th = math.tanh %%x : f32/%%i = arith.bitcast %%x : f32 to i32\n    %%th = arith.bitcast %%i : i32 to f32/' \
+// RUN:   %kernels/softcap.mlir > %t.bad.mlir
+// RUN: not tilefuse run --device cpu --file %t.bad.mlir 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: bad.mlir:{{[0-9]+}}:{{[0-9]+}}: error: 'arith.bitcast' op cannot be evaluated in f64
+//
+// --emit reference: an object for the baseline CPU exporting the reference's C entry point.
+// RUN: tilefuse compile --kernel causal --head-dim 128 --emit reference -o %t.causal.o
+// RUN: llvm-nm --defined-only --format=just-symbols %t.causal.o | FileCheck %s --check-prefix=OBJ
+// OBJ: _mlir_ciface_causal_reference
+// RUN: llvm-readobj --file-headers %t.causal.o | FileCheck %s --check-prefix=ELF
+// ELF: Type: Relocatable
+// ELF: Machine: EM_X86_64
