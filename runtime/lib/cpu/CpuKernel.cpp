@@ -144,16 +144,7 @@ CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   if (failed(pm.run(*module)))
     return makeError("compiling " + bufferName + " failed:\n" + diagnostics);
 
-  llvm::Expected<cpu::CpuTarget> target = cpu::parseCpuTarget(options.cpuTarget);
-  if (!target)
-    return target.takeError();
-  auto machine = cpu::createHostTargetMachine(*target, /*positionIndependent=*/false);
-  if (!machine)
-    return machine.takeError();
-  ExecutionEngineOptions eeOptions;
-  eeOptions.transformer =
-      makeOptimizingTransformer(/*optLevel=*/2, /*sizeLevel=*/0, machine->get());
-  auto engine = ExecutionEngine::create(*module, eeOptions, std::move(*machine));
+  auto engine = cpu::createHostJit(*module, options.cpuTarget);
   if (!engine)
     return makeError("JIT compilation of " + bufferName +
                      " failed: " + llvm::toString(engine.takeError()) + "\n" + diagnostics);

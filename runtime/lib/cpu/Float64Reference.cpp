@@ -94,21 +94,12 @@ const cuda::DeclaredSizes &ReferenceKernel::declaredSizes() const {
 llvm::Expected<std::unique_ptr<ReferenceKernel>>
 ReferenceKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
                          const ReferenceOptions &options) {
-  llvm::Expected<cpu::CpuTarget> target = cpu::parseCpuTarget(options.cpuTarget);
-  if (!target)
-    return target.takeError();
   auto impl = std::make_unique<Impl>();
   llvm::Expected<LoweredReference> lowered = lower(source, bufferName, options);
   if (!lowered)
     return lowered.takeError();
   impl->lowered = std::move(*lowered);
-  auto machine = cpu::createHostTargetMachine(*target, /*positionIndependent=*/false);
-  if (!machine)
-    return machine.takeError();
-  ExecutionEngineOptions eeOptions;
-  eeOptions.transformer =
-      makeOptimizingTransformer(/*optLevel=*/2, /*sizeLevel=*/0, machine->get());
-  auto engine = ExecutionEngine::create(*impl->lowered.module, eeOptions, std::move(*machine));
+  auto engine = cpu::createHostJit(*impl->lowered.module, options.cpuTarget);
   if (!engine)
     return makeError("JIT compilation of the float64 reference of " + bufferName +
                      " failed: " + llvm::toString(engine.takeError()));

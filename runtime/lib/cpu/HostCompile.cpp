@@ -1,6 +1,7 @@
 //===- HostCompile.cpp - what the CPU compilers share ---------------------===//
 #include "HostCompile.h"
 
+#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassManager.h"
 #include "tilefuse/passes/Passes.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
@@ -48,6 +49,19 @@ createHostTargetMachine(CpuTarget target, bool positionIndependent) {
   if (positionIndependent)
     builder->setRelocationModel(llvm::Reloc::PIC_);
   return builder->createTargetMachine();
+}
+
+llvm::Expected<std::unique_ptr<ExecutionEngine>> createHostJit(ModuleOp module,
+                                                               llvm::StringRef target) {
+  llvm::Expected<CpuTarget> cpu = parseCpuTarget(target);
+  if (!cpu)
+    return cpu.takeError();
+  auto machine = createHostTargetMachine(*cpu, /*positionIndependent=*/false);
+  if (!machine)
+    return machine.takeError();
+  ExecutionEngineOptions options;
+  options.transformer = makeOptimizingTransformer(/*optLevel=*/2, /*sizeLevel=*/0, machine->get());
+  return ExecutionEngine::create(module, options, std::move(*machine));
 }
 
 llvm::Error specialize(ModuleOp module, llvm::StringRef elementType, int64_t headDim,

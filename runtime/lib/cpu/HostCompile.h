@@ -9,6 +9,7 @@
 #define TILEFUSE_RUNTIME_CPU_HOSTCOMPILE_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
@@ -32,6 +33,11 @@ llvm::Expected<CpuTarget> parseCpuTarget(llvm::StringRef name);
 /// go into shared libraries.
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createHostTargetMachine(CpuTarget target, bool positionIndependent);
+
+/// An ExecutionEngine for `module` (LLVM dialect) on `target` ("host" or "baseline", the
+/// spelling of CpuTarget), optimized at -O2.
+llvm::Expected<std::unique_ptr<mlir::ExecutionEngine>> createHostJit(mlir::ModuleOp module,
+                                                                     llvm::StringRef target);
 
 /// Runs tile-specialize (storage type, head dimension, parameters) when any is set; errors carry
 /// `diagnostics` (the DiagnosedSource's text, read after the pass ran).
