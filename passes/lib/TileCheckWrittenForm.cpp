@@ -66,25 +66,28 @@ static LogicalResult checkStaticSizes(Type type, llvm::function_ref<InFlightDiag
 }
 
 LogicalResult tilefuse::checkWrittenForm(Operation *root) {
-  bool ok = true;
-  root->walk([&](func::FuncOp fn) {
-    for (BlockArgument arg : fn.getArguments())
-      if (failed(checkStaticSizes(arg.getType(), [&] {
-            return emitError(arg.getLoc())
-                   << "argument " << arg.getArgNumber() << " of @" << fn.getSymName() << ": ";
-          })))
-        ok = false;
-  });
-  root->walk([&](Operation *op) {
+  // The first empty size only: the ops that use an empty view would repeat it.
+  WalkResult empty = root->walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (auto fn = dyn_cast<func::FuncOp>(op)) {
+      for (BlockArgument arg : fn.getArguments())
+        if (failed(checkStaticSizes(arg.getType(), [&] {
+              return emitError(arg.getLoc())
+                     << "argument " << arg.getArgNumber() << " of @" << fn.getSymName() << ": ";
+            })))
+          return WalkResult::interrupt();
+      return WalkResult::advance();
+    }
     if (!isa<tile::TileDialect>(op->getDialect()))
-      return;
+      return WalkResult::advance();
     for (Type type : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()))
-      if (failed(checkStaticSizes(type, [&] { return op->emitOpError(); }))) {
-        ok = false;
-        return;
-      }
+      if (failed(checkStaticSizes(type, [&] { return op->emitOpError(); })))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
   });
+  if (empty.wasInterrupted())
+    return failure();
 
+  bool ok = true;
   // Integer ranges of every index value, constants folded through arith.
   DataFlowSolver solver;
   solver.load<dataflow::DeadCodeAnalysis>();

@@ -70,6 +70,9 @@ static cl::opt<unsigned> maxCrashes("max-crashes",
                                     cl::init(10), cl::cat(fuzzCategory));
 static cl::opt<bool> ptx("ptx", cl::desc("Lower accepted inputs to PTX too"), cl::init(true),
                          cl::cat(fuzzCategory));
+static cl::opt<int64_t> crashAt("crash-at",
+                                cl::desc("Tests the harness: input N faults instead of running"),
+                                cl::init(-1), cl::Hidden, cl::cat(fuzzCategory));
 static cl::opt<bool> verbose("v", cl::desc("Print every input's outcome"), cl::init(false),
                              cl::cat(fuzzCategory));
 
@@ -545,7 +548,11 @@ int main(int argc, char **argv) {
 
     InputResult result;
     llvm::CrashRecoveryContext crashRecovery;
-    if (!crashRecovery.RunSafely([&] { result = frontDoor.run(text, bufferName, seed ^ i); })) {
+    if (!crashRecovery.RunSafely([&] {
+          if (static_cast<int64_t>(i) == crashAt)
+            *static_cast<volatile int *>(nullptr) = 0;
+          result = frontDoor.run(text, bufferName, seed ^ i);
+        })) {
       llvm::SmallString<256> path(reproducerDir.getValue());
       llvm::sys::path::append(path, "crash-" + bufferName);
       std::error_code ec;
