@@ -1,7 +1,7 @@
 //===- Pipelines.cpp - the named tilefuse pipelines, end to end -----------===//
 //
-//   tile-front-end  levels 1-4: tile-tiling, tile-online-softmax, tile-unscaled-row-max,
-//                   tile-block-pruning, cleanup
+//   tile-front-end  levels 1-4: tile-check-written-form, tile-tiling, tile-online-softmax,
+//                   tile-unscaled-row-max, tile-block-pruning, cleanup
 //   tile-to-cpu     the front end, then the CPU reference lowering to the LLVM dialect
 //   tile-to-ptx     the front end, tile-pipeline, then tile-to-nvvm and PTX generation
 //   tile-to-f64-reference-llvm
@@ -19,6 +19,7 @@
 using namespace mlir;
 
 void tilefuse::buildTileFrontEndPipeline(OpPassManager &pm, const FrontEndOptions &options) {
+  pm.addPass(createTileCheckWrittenForm());
   TileTilingOptions tiling;
   tiling.blockM = options.blockM;
   tiling.blockN = options.blockN;

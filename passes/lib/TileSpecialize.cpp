@@ -125,6 +125,10 @@ struct TileSpecializePass : public tilefuse::impl::TileSpecializeBase<TileSpecia
       replacer.recursivelyReplaceElementsIn(fn, /*replaceAttrs=*/true, /*replaceLocs=*/false,
                                             /*replaceTypes=*/true);
     }
+    // A parameter value (a dimension index of -3) can make a checked kernel one that a later
+    // pass cannot take: check the specialized form again.
+    if (failed(tilefuse::checkWrittenForm(module)))
+      return signalPassFailure();
   }
 };
 

@@ -62,7 +62,11 @@ FailureOr<AttentionChain> matchChain(SoftmaxOp softmax) {
   c.k = c.qk.getRhs().getDefiningOp<LoadOp>();
   if (!c.q || !c.k)
     return c.qk.emitOpError("operands must be tile.load results to be tiled");
-  for (Operation *op : c.scoreOps)
+  // The chain's ops are erased after tiling: a use outside it (a dead mask of the raw scores, say)
+  // would be left dangling.
+  SmallVector<Operation *> intermediates = {c.qk};
+  llvm::append_range(intermediates, c.scoreOps);
+  for (Operation *op : intermediates)
     if (!op->getResult(0).hasOneUse())
       return op->emitOpError("intermediate scores must have a single use to be tiled");
 

@@ -6,6 +6,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "tilefuse/dialect/TileOps.h"
+#include "tilefuse/passes/Passes.h"
 
 using namespace mlir;
 
@@ -24,5 +25,9 @@ tilefuse::runtime::DiagnosedSource::DiagnosedSource(MLIRContext &ctx, llvm::Stri
 }
 
 OwningOpRef<ModuleOp> tilefuse::runtime::DiagnosedSource::parse() {
-  return parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  // The front door: no pass (tile-specialize comes before the pipelines) sees unchecked input.
+  if (module && failed(checkWrittenForm(*module)))
+    return nullptr;
+  return module;
 }

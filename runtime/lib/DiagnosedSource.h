@@ -32,7 +32,8 @@ public:
   /// Captures the diagnostics of `ctx` for as long as this object lives.
   DiagnosedSource(mlir::MLIRContext &ctx, llvm::StringRef text, llvm::StringRef bufferName);
 
-  /// Parses the module; null on a parse error (see diagnostics()).
+  /// Parses the module and checks its written form (tilefuse::checkWrittenForm); null on an
+  /// error (see diagnostics()).
   mlir::OwningOpRef<mlir::ModuleOp> parse();
   /// Everything reported so far.
   const std::string &diagnostics() const { return text; }

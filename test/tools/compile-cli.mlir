@@ -6,7 +6,7 @@
 
 // RUN: tilefuse compile --help | FileCheck %s --check-prefix=HELP
 // HELP: SUBCOMMAND 'compile'
-// HELP: header: a C99 header
+// HELP-DAG: header: a C99 header
 // HELP-DAG: --mlir-print-ir-after-all
 // HELP-DAG: --mlir-timing
 // HELP-DAG: --Xptxas=<string>

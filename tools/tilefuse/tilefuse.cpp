@@ -2,9 +2,10 @@
 //
 //   tilefuse run  [--kernel NAME | --file F.mlir] [--dtype bf16|f16|f32] [--B --H --Hkv --M --N]
 //                 [--block-m --block-n]
-//       Compiles a kernel through the front-end pipeline, runs it on the CPU reference backend on
-//       random inputs and compares it with the float64 reference; prints the error and the
-//       key/value blocks visited. Exit code 1 when the error is over the bound.
+//       Compiles a kernel and runs it on random inputs, on the GPU where there is one (--device),
+//       else on the CPU reference backend, and compares it with the float64 reference; prints the
+//       error (and, on the CPU, the key/value blocks visited). Exit code 1 when the error is over
+//       the bound.
 //   tilefuse compile (--kernel NAME | FILE.mlir) [--arch sm_90a|sm_80] [--dtype --head-dim]
 //                    [--block-m --block-n | --config Br=..,Bc=..] [--emit ptx|cubin|header]
 //                    [--name SYMBOL] [--ptxas PATH] [--mlir-timing --mlir-print-ir-after-all ...]
@@ -46,11 +47,24 @@ using namespace tilefuse;
 using namespace tilefuse::runtime;
 namespace cl = llvm::cl;
 
-static cl::SubCommand runCmd("run", "Compile a kernel, run it on the CPU backend, check it");
+static cl::SubCommand
+    runCmd("run",
+           "Compile a kernel and run it on random inputs (on the GPU where there is one, else on "
+           "the CPU reference backend); check it against the float64 reference");
 static cl::SubCommand listCmd("list", "List the bundled kernels");
-static cl::SubCommand compileCmd(
-    "compile",
-    "Compile a kernel ahead of time to PTX, a cubin or a C header with an embedded cubin.\n"
+static cl::SubCommand
+    compileCmd("compile",
+               "Compile a kernel ahead of time to PTX, a cubin or a C header with an embedded "
+               "cubin");
+static cl::SubCommand benchCompileCmd(
+    "bench-compile",
+    "Time a cold compile to PTX (and a driver load with a GPU), a disk-cache hit and a "
+    "memory-cache hit");
+// One category per subcommand: `tilefuse SUB --help` lists it (and the generic options), while
+// LLVM's own options are hidden (hideLlvmOptions).
+static cl::OptionCategory runCategory("tilefuse run options");
+static cl::OptionCategory compileCategory(
+    "tilefuse compile options",
     "  tilefuse compile (--kernel NAME | FILE.mlir) [--arch sm_90a|sm_80] [--dtype ...]\n"
     "                   [--head-dim ...] [--config Br=64,Bc=64] --emit ptx|cubin|header -o OUT\n"
     "  ptx: OUT (PTX text) and OUT with .json (the launch metadata: name, block_m, block_n,\n"
@@ -65,11 +79,7 @@ static cl::SubCommand compileCmd(
     "       object for the baseline CPU, defining _mlir_ciface_NAME_reference; link it with\n"
     "       `cc -shared -o NAME.reference.so OUT -lm` to check the kernel without the compiler.\n"
     "  The --mlir-* options are MLIR's pass-manager and timing options, as in mlir-opt.");
-static cl::SubCommand benchCompileCmd(
-    "bench-compile",
-    "Time a cold compile to PTX (and a driver load with a GPU), a disk-cache hit and a "
-    "memory-cache hit");
-static cl::OptionCategory compileCategory("tilefuse compile options");
+static cl::OptionCategory benchCompileCategory("tilefuse bench-compile options");
 
 static cl::opt<std::string> cInput(cl::Positional, cl::desc("[FILE.mlir]"), cl::init(""),
                                    cl::sub(compileCmd), cl::cat(compileCategory));
@@ -151,30 +161,39 @@ static cl::list<std::string> cPtxasOptions(
     cl::sub(compileCmd), cl::cat(compileCategory));
 
 static cl::opt<std::string> bKernel("kernel", cl::desc("Bundled kernel to compile"),
-                                    cl::init("attention"), cl::sub(benchCompileCmd));
+                                    cl::init("attention"), cl::sub(benchCompileCmd),
+                                    cl::cat(benchCompileCategory));
 static cl::opt<std::string> bArch("arch", cl::desc("Target chip"), cl::init("sm_90a"),
-                                  cl::sub(benchCompileCmd));
+                                  cl::sub(benchCompileCmd), cl::cat(benchCompileCategory));
 static cl::opt<int> bRepeat("repeat", cl::desc("Timed repetitions of each step"), cl::init(10),
-                            cl::sub(benchCompileCmd));
+                            cl::sub(benchCompileCmd), cl::cat(benchCompileCategory));
 
 static cl::opt<std::string> kernelName("kernel", cl::desc("Bundled kernel (see `tilefuse list`)"),
-                                       cl::init("attention"), cl::sub(runCmd));
+                                       cl::init("attention"), cl::sub(runCmd),
+                                       cl::cat(runCategory));
 static cl::opt<std::string> kernelFile("file", cl::desc("A DSL file instead of a bundled kernel"),
-                                       cl::sub(runCmd));
+                                       cl::sub(runCmd), cl::cat(runCategory));
 static cl::opt<std::string> dtype("dtype", cl::desc("Storage type: bf16, f16 or f32"),
-                                  cl::init("bf16"), cl::sub(runCmd));
-static cl::opt<int64_t> optB("B", cl::desc("batch"), cl::init(2), cl::sub(runCmd));
-static cl::opt<int64_t> optH("H", cl::desc("query heads"), cl::init(8), cl::sub(runCmd));
+                                  cl::init("bf16"), cl::sub(runCmd), cl::cat(runCategory));
+static cl::opt<int64_t> optB("B", cl::desc("batch"), cl::init(2), cl::sub(runCmd),
+                             cl::cat(runCategory));
+static cl::opt<int64_t> optH("H", cl::desc("query heads"), cl::init(8), cl::sub(runCmd),
+                             cl::cat(runCategory));
 static cl::opt<int64_t> optHkv("Hkv", cl::desc("key/value heads (0: same as H)"), cl::init(0),
-                               cl::sub(runCmd));
-static cl::opt<int64_t> optM("M", cl::desc("query length"), cl::init(300), cl::sub(runCmd));
-static cl::opt<int64_t> optN("N", cl::desc("key length"), cl::init(300), cl::sub(runCmd));
-static cl::opt<int64_t> blockM("block-m", cl::desc("Br"), cl::init(64), cl::sub(runCmd));
-static cl::opt<int64_t> blockN("block-n", cl::desc("Bc"), cl::init(64), cl::sub(runCmd));
+                               cl::sub(runCmd), cl::cat(runCategory));
+static cl::opt<int64_t> optM("M", cl::desc("query length"), cl::init(300), cl::sub(runCmd),
+                             cl::cat(runCategory));
+static cl::opt<int64_t> optN("N", cl::desc("key length"), cl::init(300), cl::sub(runCmd),
+                             cl::cat(runCategory));
+static cl::opt<int64_t> blockM("block-m", cl::desc("Br"), cl::init(64), cl::sub(runCmd),
+                               cl::cat(runCategory));
+static cl::opt<int64_t> blockN("block-n", cl::desc("Bc"), cl::init(64), cl::sub(runCmd),
+                               cl::cat(runCategory));
 static cl::opt<std::string> device("device",
                                    cl::desc("auto (the GPU where one exists), gpu or cpu"),
-                                   cl::init("auto"), cl::sub(runCmd));
-static cl::opt<unsigned> seed("seed", cl::desc("random seed"), cl::init(1), cl::sub(runCmd));
+                                   cl::init("auto"), cl::sub(runCmd), cl::cat(runCategory));
+static cl::opt<unsigned> seed("seed", cl::desc("random seed"), cl::init(1), cl::sub(runCmd),
+                              cl::cat(runCategory));
 
 static double relError(const std::vector<double> &got, const std::vector<double> &want) {
   double num = 0, den = 0;
@@ -804,9 +823,22 @@ static void moveMlirOptionsTo(cl::SubCommand &sub) {
   }
 }
 
+/// Hides the options that LLVM's libraries register at the top level (hundreds: targets, passes,
+/// debugging aids) from --help, so it lists tilefuse's; --help-hidden still shows them.
+static void hideLlvmOptions() {
+  for (auto &entry : cl::getRegisteredOptions(cl::SubCommand::getTopLevel())) {
+    cl::Option *option = entry.second;
+    // --help, --version and the other generic options belong to every subcommand: keep them.
+    if (!option->Subs.contains(&cl::SubCommand::getAll()) &&
+        option->getOptionHiddenFlag() == cl::NotHidden)
+      option->setHiddenFlag(cl::Hidden);
+  }
+}
+
 int main(int argc, char **argv) {
   registerCompilerCLOptions();
   moveMlirOptionsTo(compileCmd);
+  hideLlvmOptions();
   cl::ParseCommandLineOptions(argc, argv, "tilefuse: attention kernels from the tile DSL\n");
   if (listCmd) {
     for (const auto &k : kernels::all())

@@ -537,8 +537,10 @@ private:
     Value lastRow = arith::SubIOp::create(b, loc, bound, idx(1));
 
     if (*role == Role::Fragments) {
-      if (rows != br || d % 16)
-        return o.emitOpError("tile-to-nvvm: the Q block must be Br x (multiple of 16)");
+      // Q lives in registers, d / 16 fragments per m-tile: past 256 they are more than a
+      // thread has (and the unrolled lowering grows without bound).
+      if (rows != br || d <= 0 || d % 16 || d > 256)
+        return o.emitOpError("tile-to-nvvm: the Q block must be Br x (multiple of 16 up to 256)");
       // A fragment regs of m-tile t, k-tile kt: (g, 16kt+2c), (g+8, 16kt+2c), (g, 16kt+8+2c),
       // (g+8, 16kt+8+2c), rows counted from the m-tile's first row.
       SmallVector<Value> regs;

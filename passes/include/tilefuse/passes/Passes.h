@@ -20,6 +20,10 @@ constexpr llvm::StringLiteral kSweepAttr = "tile.sweep";
 /// Marks every loop over key/value blocks (the sweeps, and the fused loop).
 constexpr llvm::StringLiteral kKVLoopAttr = "tile.kv_loop";
 
+/// The check of tile-check-written-form, for entries that parse a kernel without running a
+/// pipeline first (the runtime): emits a located error for each problem found under `root`.
+mlir::LogicalResult checkWrittenForm(mlir::Operation *root);
+
 /// Options of the front-end pipeline (levels 1-4): tile sizes and instrumentation.
 struct FrontEndOptions : public mlir::PassPipelineOptions<FrontEndOptions> {
   Option<int64_t> blockM{*this, "block-m", llvm::cl::desc("Br: rows of Q per program"),
@@ -55,7 +59,7 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
                                llvm::cl::init("registers")};
 };
 
-/// tile-tiling, tile-online-softmax, tile-block-pruning, then cleanup.
+/// tile-check-written-form, tile-tiling, tile-online-softmax, tile-block-pruning, then cleanup.
 void buildTileFrontEndPipeline(mlir::OpPassManager &pm, const FrontEndOptions &options);
 /// The front end, then the CPU reference lowering down to the LLVM dialect.
 void buildTileToCpuPipeline(mlir::OpPassManager &pm, const FrontEndOptions &options);

@@ -8,6 +8,17 @@
 
 include "mlir/Pass/PassBase.td"
 
+def TileCheckWrittenForm : Pass<"tile-check-written-form", "mlir::ModuleOp"> {
+  let summary = "Rejects written-form IR that verifies but that a pass or a folder cannot take";
+  let description = [{
+    The front door of every entry (the runtime parses with it, the pipelines start with it):
+    checks what the op verifiers accept but later passes, upstream folders and canonicalization
+    patterns assume, and reports each problem at its file:line:col, so that no input crashes the
+    compiler. Today: a constant dimension index of `memref.dim` / `tensor.dim` must name a
+    dimension of its operand (0 <= index < rank).
+  }];
+}
+
 def TileSpecialize : Pass<"tile-specialize", "mlir::ModuleOp"> {
   let summary = "Specializes written-form kernels to a head dimension and a storage type";
   let description = [{
