@@ -5,7 +5,13 @@
 #   tests      build-gpu/tilefuse-gpu-tests on every kernel in build-gpu/kernels, and the C API
 #              test build-gpu/tilefuse-capi-test
 #   sanitize   compute-sanitizer memcheck and racecheck on the small cases (TILEFUSE_GPU_SMALL=1)
-#   bench      tools/bench/bench.py: tilefuse vs SDPA flash / cuDNN / FlexAttention
+#   bench      tools/bench/bench.py: tilefuse vs SDPA flash / cuDNN / FlexAttention (and the
+#              column "tuned" when build-gpu/tuned/ holds the tune step's kernels)
+#   tune       build-gpu/tilefuse tune (the self-contained build): attention and causal at head
+#              dim 64 and 128 for the bench's sequence lengths, and a test-only variant, into the
+#              tuning database build-gpu/cache/tuning/ and build-gpu/tuned/ (PTX + JSON for
+#              bench); then a second process that must find every entry in the database.
+#              Not in the default steps: run `scripts/gpu-run.sh tune bench`.
 #
 #   scripts/gpu-run.sh                   all three steps
 #   scripts/gpu-run.sh tests sanitize    some of them (each step takes minutes; a device call may
@@ -63,12 +69,35 @@ for step in "${steps[@]}"; do
       unset TILEFUSE_GPU_SMALL
       ;;
     bench)
+      tuned=()
+      [ -d build-gpu/tuned ] && tuned=(--tuned-dir build-gpu/tuned)
       # shellcheck disable=SC2086 # BENCH_ARGS is a list of options
       run_step bench python3 tools/bench/bench.py --ptx-dir build-gpu/kernels \
-        --lib build-gpu/libtilefuse_cuda.so --out "$out/bench.json" ${BENCH_ARGS:-}
+        --lib build-gpu/libtilefuse_cuda.so --out "$out/bench.json" "${tuned[@]}" ${BENCH_ARGS:-}
+      ;;
+    tune)
+      export TILEFUSE_CACHE_DIR=$PWD/build-gpu/cache
+      seqs=${TUNE_SEQS:-1024,2048,4096,8192,16384}
+      for kernel in attention causal; do
+        for d in 64 128; do
+          run_step "tune-$kernel-d$d" build-gpu/tilefuse tune --kernel "$kernel" --head-dim "$d" \
+            --seq "$seqs" --force --emit-dir build-gpu/tuned
+        done
+      done
+      run_step tune-chunked_local build-gpu/tilefuse tune test/variants/chunked_local.mlir \
+        --seq 4096 --force
+      # A second process: every entry from the database, no tuning.
+      run_step tune-reuse build-gpu/tilefuse tune --kernel causal --head-dim 128 --seq "$seqs"
+      if grep -q "candidates," "$out/tune-reuse.log"; then
+        echo "gpu-run: the second process tuned again instead of using the database" >&2
+        status=1
+      fi
+      mkdir -p "$out/tuning" && cp build-gpu/cache/tuning/*.json "$out/tuning/" 2>/dev/null
+      cp -r build-gpu/tuned "$out/" 2>/dev/null
+      unset TILEFUSE_CACHE_DIR
       ;;
     *)
-      echo "gpu-run: unknown step '$step' (tests, sanitize, bench)" >&2
+      echo "gpu-run: unknown step '$step' (tests, sanitize, bench, tune)" >&2
       status=1
       ;;
   esac

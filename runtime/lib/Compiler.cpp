@@ -28,6 +28,9 @@ std::string CompiledKernel::metadataJson() const {
                        {"threads", threads},   {"head_dim", headDim}, {"dtype", dtype},
                        {"shared_bytes", sharedBytes},
                        {cuda::DeclaredSizes::jsonKey, declaredSizes.toJson()}};
+  // Informational for readers (bench, tools); launches do not need it.
+  if (!tiles.empty())
+    o["tile_config"] = tiles.print();
   std::string out;
   llvm::raw_string_ostream os(out);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(o)));
@@ -67,6 +70,12 @@ llvm::Expected<CompiledKernel> CompiledKernel::fromMetadataJson(llvm::StringRef 
   if (!declaredSizes)
     return fail(cuda::takeReport(declaredSizes.takeError()).message);
   k.declaredSizes = *declaredSizes;
+  if (std::optional<llvm::StringRef> text = o->getString("tile_config")) {
+    auto tiles = TileConfig::parse(*text);
+    if (!tiles)
+      return fail("tile_config: " + llvm::toString(tiles.takeError()));
+    k.tiles = *tiles;
+  }
   k.ptx = std::move(ptx);
   return k;
 }
@@ -95,45 +104,17 @@ static void dumpFile(llvm::StringRef dir, llvm::StringRef name, llvm::StringRef 
   os << text;
 }
 
-TileConfig tilefuse::runtime::defaultTileConfig(int64_t headDim, llvm::StringRef chip) {
-  // Measured on the H200 (docs/perf.md, 2026-11-29). sm_90a: one warpgroup (Br = 64) with
-  // wgmma; Bc = 128 at D <= 64, 64 at D = 128 (the best of 64/128 x 64/128 over N = 4k, 16k).
-  if (chip == "sm_90a") {
-    TileConfig c;
-    c.blockM = 64;
-    c.blockN = headDim <= 64 ? 128 : 64;
-    c.rowsPerWarp = 16;
-    c.mma = "wgmma";
-    return c;
-  }
-  // mma.sync: at D <= 64 two m16 tiles per warp (Br = 128 on 4 warps) reach FA2; at D = 128
-  // they spill (Q lives in registers), so one.
-  if (headDim <= 64)
-    return {/*blockM=*/128, /*blockN=*/64, /*rowsPerWarp=*/32};
-  return {/*blockM=*/64, /*blockN=*/64, /*rowsPerWarp=*/16};
-}
-
 llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
                                                                StringRef bufferName,
                                                                const PtxCompileOptions &options) {
   auto fail = [](const llvm::Twine &msg) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
   };
-  // 0 means "the tuned default for the kernel's head dimension" (defaultTileConfig).
-  if (options.rowsPerWarp != 0 && options.rowsPerWarp != 16 && options.rowsPerWarp != 32)
-    return fail("rows-per-warp must be 16 or 32 (or 0: tuned), got " +
-                llvm::Twine(options.rowsPerWarp));
-  if (!options.mma.empty() && options.mma != "sync" && options.mma != "wgmma")
-    return fail("mma must be sync or wgmma (or empty: tuned), got '" + options.mma + "'");
-  if (!options.qOperand.empty() && options.qOperand != "registers" &&
-      options.qOperand != "shared")
-    return fail("q-operand must be registers or shared (or empty: tuned), got '" +
-                options.qOperand + "'");
-  if (options.blockM < 0 || options.blockM % 16 || options.blockM > 256)
-    return fail("block-m must be a multiple of 16 up to 256 (16 rows per warp), got " +
-                llvm::Twine(options.blockM));
-  if (options.blockN < 0 || options.blockN % 16)
-    return fail("block-n must be a positive multiple of 16, got " + llvm::Twine(options.blockN));
+  // The settings one by one before anything is parsed; together once the head dim is known.
+  if (llvm::Error error = TileConfig{options.tiles.blockM, options.tiles.blockN,
+                                     options.tiles.rowsPerWarp}
+                              .verify())
+    return std::move(error);
   DialectRegistry registry;
   registerCompilerDialects(registry);
   // One kernel function per module: the context's thread pool would only cost its startup.
@@ -220,41 +201,25 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   k.name = kernel.getSymName().str();
   k.dtype = elt.isBF16() ? "bf16" : "f16";
   k.headDim = qTy.getDimSize(3);
-  // wgmma's constraints (warpgroups of 16-row warps, Q in registers) rule it out as the tuned
-  // choice when an explicit option contradicts them; an explicit --mma wgmma is checked as is.
-  bool syncOnly = options.mma == "sync" || options.rowsPerWarp == 32 ||
-                  options.qOperand == "shared" || (options.blockM && options.blockM % 64);
-  TileConfig tiles = defaultTileConfig(k.headDim, syncOnly ? llvm::StringRef("sm_80")
-                                                           : llvm::StringRef(options.chip));
-  if (options.blockM)
-    tiles.blockM = options.blockM;
-  if (options.blockN)
-    tiles.blockN = options.blockN;
-  if (!options.qOperand.empty())
-    tiles.qOperand = options.qOperand;
-  if (!options.mma.empty())
-    tiles.mma = options.mma;
-  if (options.rowsPerWarp)
-    tiles.rowsPerWarp = options.rowsPerWarp;
-  else if (tiles.blockM % tiles.rowsPerWarp)
-    tiles.rowsPerWarp = 16; // an explicit Br the tuned rows-per-warp does not divide
-  if (tiles.blockM % tiles.rowsPerWarp)
-    return fail("block-m (" + llvm::Twine(tiles.blockM) + ") must be a multiple of rows-per-warp (" +
-                llvm::Twine(tiles.rowsPerWarp) + ")");
-  k.blockM = tiles.blockM;
-  k.blockN = tiles.blockN;
-  k.threads = 32 * (tiles.blockM / tiles.rowsPerWarp); // one warp per rows-per-warp rows
+  auto resolved = resolveTileConfig(options.tiles, k.headDim, options.chip);
+  if (!resolved)
+    return resolved.takeError();
+  const TileConfig &tiles = *resolved;
+  k.tiles = tiles;
+  k.blockM = *tiles.blockM;
+  k.blockN = *tiles.blockN;
+  k.threads = tiles.threads();
 
   PassManager pm(&ctx, ModuleOp::getOperationName());
   tilefuse::GpuPipelineOptions gpo;
-  gpo.blockM = tiles.blockM;
-  gpo.blockN = tiles.blockN;
+  gpo.blockM = *tiles.blockM;
+  gpo.blockN = *tiles.blockN;
   gpo.chip = options.chip;
   gpo.features = options.features;
-  gpo.copyIssue = options.copyIssue;
-  gpo.rowsPerWarp = tiles.rowsPerWarp;
-  gpo.qOperand = tiles.qOperand;
-  gpo.mma = tiles.mma;
+  gpo.copyIssue = copyIssueName(*tiles.copyIssue).str();
+  gpo.rowsPerWarp = *tiles.rowsPerWarp;
+  gpo.qOperand = qOperandName(*tiles.qOperand).str();
+  gpo.mma = mmaKindName(*tiles.mma).str();
   tilefuse::buildTileToPTXPipeline(pm, gpo);
   instrument(pm, "2-tile-to-ptx");
   if (failed(pm.run(*module)))

@@ -70,32 +70,44 @@ llvm::StringRef tilefuse::runtime::cacheSourceName(CacheSource source) {
 
 KernelCache::KernelCache(CacheConfig config) : cfg(std::move(config)) {}
 
-std::string KernelCache::computeKey(llvm::StringRef source, const PtxCompileOptions &options) {
+/// The key text of every input but the tile configuration (the tuning database's kernel
+/// identity), or with it (the kernel cache's key).
+static std::string keyText(llvm::StringRef header, llvm::StringRef source,
+                           const PtxCompileOptions &options, const TileConfig *tiles) {
   // One "name=value" line per input; the source last, after its length, so no two different
   // inputs give the same text.
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << "tilefuse-kernel-key 1\n"
+  os << header << "\n"
      << "compiler=" << compilerVersion() << "\n"
      << "chip=" << options.chip << "\n"
-     << "features=" << options.features << "\n"
-     << "copy_issue=" << options.copyIssue << "\n"
-     << "rows_per_warp=" << options.rowsPerWarp << "\n"
-     << "q_operand=" << options.qOperand << "\n"
-     << "mma=" << options.mma << "\n";
+     << "features=" << options.features << "\n";
+  if (tiles)
+    os << "tiles=" << tiles->print() << "\n";
   for (const std::string &param : options.params)
     os << "param=" << param << "\n";
-  os
-     << "block_m=" << options.blockM << "\n"
-     << "block_n=" << options.blockN << "\n"
-     << "head_dim=" << options.headDim << "\n"
+  os << "head_dim=" << options.headDim << "\n"
      << "dtype=" << options.elementType << "\n"
      << "source_bytes=" << source.size() << "\n"
      << source;
+  return text;
+}
+
+static std::string sha256Hex(llvm::StringRef text) {
   llvm::SHA256 sha;
   sha.update(text);
   std::array<uint8_t, 32> digest = sha.final();
   return llvm::toHex(digest, /*LowerCase=*/true);
+}
+
+std::string KernelCache::computeKey(llvm::StringRef source, const PtxCompileOptions &options) {
+  // 2: the configuration is one TileConfig line (print() is canonical: unset fields left out).
+  return sha256Hex(keyText("tilefuse-kernel-key 2", source, options, &options.tiles));
+}
+
+std::string KernelCache::computeKernelIdentity(llvm::StringRef source,
+                                               const PtxCompileOptions &options) {
+  return sha256Hex(keyText("tilefuse-kernel-identity 1", source, options, nullptr));
 }
 
 std::string KernelCache::dumpDirectory(llvm::StringRef base, llvm::StringRef bufferName,

@@ -7,8 +7,12 @@
 #include "tilefuse/runtime/KernelCache.h"
 #include "tilefuse/runtime/cuda/CudaKernel.h"
 #include "tilefuse/runtime/cuda/Driver.h"
+#include "tilefuse/runtime/jit/Autotuner.h"
+#include "tilefuse/runtime/jit/TuningDatabase.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
 #include <mutex>
@@ -16,6 +20,7 @@
 using namespace tilefuse;
 namespace rt = tilefuse::runtime;
 namespace cu = tilefuse::runtime::cuda;
+namespace jit = tilefuse::runtime::jit;
 
 Status::Status(StatusCode code, std::string message) : statusCode(code), text(std::move(message)) {}
 
@@ -60,7 +65,7 @@ struct Kernel::Impl {
   /// is refused before the driver is needed.
   cu::KernelMetadata metadata;
   std::shared_ptr<Module> module;
-  std::string key, origin, arch;
+  std::string key, origin, arch, configSource;
 
   llvm::Expected<const cu::CudaKernel *> load() const {
     if (const cu::CudaKernel *k = module->loaded.load(std::memory_order_acquire))
@@ -109,6 +114,8 @@ const std::string &Kernel::ptx() const { return impl->compiled->ptx; }
 std::string Kernel::metadataJson() const { return impl->compiled->metadataJson(); }
 const std::string &Kernel::cacheKey() const { return impl->key; }
 const std::string &Kernel::origin() const { return impl->origin; }
+std::string Kernel::config() const { return impl->compiled->tiles.print(); }
+const std::string &Kernel::configSource() const { return impl->configSource; }
 
 //===----------------------------------------------------------------------===//
 // Runtime
@@ -120,6 +127,15 @@ RuntimeOptions RuntimeOptions::fromEnvironment() {
   options.cacheDirectory = config.directory;
   options.alwaysCompile = config.alwaysCompile;
   options.dumpIRDirectory = config.dumpIRDirectory;
+  if (std::optional<std::string> mode = llvm::sys::Process::GetEnv("TILEFUSE_AUTOTUNE")) {
+    if (*mode == "on")
+      options.autotune = AutotuneMode::On;
+    else if (*mode == "cached")
+      options.autotune = AutotuneMode::Cached;
+    else if (!mode->empty() && *mode != "off")
+      llvm::errs() << "tilefuse: TILEFUSE_AUTOTUNE must be off, cached or on, not '" << *mode
+                   << "'; autotuning is off\n";
+  }
   return options;
 }
 
@@ -131,6 +147,13 @@ struct Runtime::Impl {
   std::once_flag detectOnce;
   std::string detectedChip;
   Status detectStatus;
+  jit::TuningDatabase tuningDatabase;
+  /// Held while tuning: a tuning uses the whole GPU, and concurrent calls for one key wait for
+  /// one tuning.
+  std::mutex tuningMutex;
+  /// Tuned configurations by tuning key, so each is read from disk (or tuned) once.
+  llvm::StringMap<rt::TileConfig> tunedConfigs;
+  uint64_t tuningHits = 0, tunings = 0;
 
   static rt::CacheConfig cacheConfig(const RuntimeOptions &options) {
     rt::CacheConfig config;
@@ -139,7 +162,58 @@ struct Runtime::Impl {
     config.dumpIRDirectory = options.dumpIRDirectory;
     return config;
   }
-  explicit Impl(const RuntimeOptions &options) : options(options), cache(cacheConfig(options)) {}
+  explicit Impl(const RuntimeOptions &options)
+      : options(options), cache(cacheConfig(options)), tuningDatabase(options.cacheDirectory) {}
+
+  /// The tuned configuration for the kernel whose default configuration compiled to
+  /// `defaultKernel`, or none (no GPU, no entry in Cached mode, or a tuning that failed: the
+  /// default serves, and the reason goes to stderr once per key). `source` says where it came
+  /// from ("database" or "tuned").
+  std::optional<rt::TileConfig> tunedConfig(AutotuneMode mode, llvm::StringRef text,
+                                            llvm::StringRef bufferName,
+                                            const rt::PtxCompileOptions &options,
+                                            const rt::CompiledKernel &defaultKernel,
+                                            int64_t seqLen, std::string &source) {
+    auto gpu = jit::GpuIdentity::current();
+    if (!gpu) { // nothing to tune for
+      llvm::consumeError(gpu.takeError());
+      return std::nullopt;
+    }
+    jit::TuningKey key = jit::tuningKeyFor(text, options, defaultKernel, seqLen, *gpu);
+    std::string digest = key.digest();
+    std::lock_guard<std::mutex> lock(tuningMutex);
+    if (auto known = tunedConfigs.find(digest); known != tunedConfigs.end()) {
+      source = "database";
+      return known->second.empty() ? std::nullopt : std::optional(known->second);
+    }
+    if (std::optional<jit::TuningRecord> record = tuningDatabase.lookup(key)) {
+      ++tuningHits;
+      tunedConfigs[digest] = record->config;
+      source = "database";
+      return record->config;
+    }
+    if (mode != AutotuneMode::On)
+      return std::nullopt;
+    jit::TuningProblem problem;
+    problem.source = text.str();
+    problem.bufferName = bufferName.str();
+    problem.options = options;
+    problem.seqLength = seqLen;
+    auto report = jit::tune(problem, jit::TuningOptions());
+    ++tunings;
+    if (!report) {
+      // Remembered as "none", so a kernel that cannot be tuned is not retried on every call.
+      llvm::errs() << "tilefuse: autotuning " << bufferName << " failed, using the default "
+                   << "configuration: " << cu::takeReport(report.takeError()).message << "\n";
+      tunedConfigs[digest] = rt::TileConfig();
+      return std::nullopt;
+    }
+    if (llvm::Error error = tuningDatabase.store(report->key, report->record))
+      llvm::errs() << "tilefuse: " << llvm::toString(std::move(error)) << "\n";
+    tunedConfigs[digest] = report->record.config;
+    source = "tuned";
+    return report->record.config;
+  }
 
   /// The chip of the current GPU, or sm_90a without one.
   Status chip(std::string &out) {
@@ -191,6 +265,11 @@ RuntimeStats Runtime::stats() const {
   out.compiles = s.compiles;
   out.badEntries = s.badEntries;
   out.writeFailures = s.writeFailures;
+  jit::TuningDatabaseStats t = impl->tuningDatabase.stats();
+  out.tuningBadEntries = t.badEntries;
+  std::lock_guard<std::mutex> lock(impl->tuningMutex);
+  out.tuningHits = impl->tuningHits;
+  out.tunings = impl->tunings;
   return out;
 }
 
@@ -237,10 +316,18 @@ Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> 
   if (spec.blockN < 0 || spec.blockN % 16)
     return invalid("block_n must be a positive multiple of 16, not " +
                    std::to_string(spec.blockN));
+  auto tiles = rt::TileConfig::parse(spec.config);
+  if (!tiles)
+    return invalid("config: " + llvm::toString(tiles.takeError()));
+  if (spec.blockM)
+    tiles->blockM = spec.blockM;
+  if (spec.blockN)
+    tiles->blockN = spec.blockN;
+  if (spec.seqLen < 0)
+    return invalid("seq_len must be positive (or 0: 4096), not " + std::to_string(spec.seqLen));
 
   rt::PtxCompileOptions options;
-  options.blockM = spec.blockM;
-  options.blockN = spec.blockN;
+  options.tiles = *tiles;
   options.headDim = spec.headDim;
   options.elementType = spec.dtype;
   options.params = spec.params;
@@ -250,6 +337,24 @@ Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> 
     options.chip = spec.arch;
   } else if (Status s = impl->chip(options.chip); !s.ok()) {
     return s;
+  }
+
+  // The tuned configuration replaces the default only: an explicit one is the caller's choice.
+  std::string configSource = tiles->empty() ? "default" : "explicit";
+  AutotuneMode mode = spec.autotune.value_or(impl->options.autotune);
+  if (tiles->empty() && mode != AutotuneMode::Off) {
+    // The default configuration first: it resolves the dtype and head dim the key needs (and
+    // is what runs when there is no tuned one); a cache hit after the first call.
+    auto byDefault = impl->cache.getOrCompile(source, bufferName, options);
+    if (!byDefault)
+      return Status(StatusCode::Compile, llvm::toString(byDefault.takeError()));
+    std::string tunedSource;
+    if (std::optional<rt::TileConfig> tuned =
+            impl->tunedConfig(mode, source, bufferName, options, *byDefault->kernel,
+                              spec.seqLen ? spec.seqLen : 4096, tunedSource)) {
+      options.tiles = *tuned;
+      configSource = tunedSource;
+    }
   }
 
   auto found = impl->cache.getOrCompile(source, bufferName, options);
@@ -265,6 +370,7 @@ Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> 
   kernelImpl->key = found->key;
   kernelImpl->origin = rt::cacheSourceName(found->source).str();
   kernelImpl->arch = options.chip;
+  kernelImpl->configSource = configSource;
   {
     std::lock_guard<std::mutex> lock(impl->mutex);
     std::shared_ptr<Module> &module = impl->modules[found->key];

@@ -22,6 +22,7 @@ static_assert(int(StatusCode::Compile) == TILEFUSE_ERROR_COMPILE);
 struct tilefuse_attention {
   std::shared_ptr<const Kernel> kernel;
   std::string metadata;
+  std::string config;
 };
 
 namespace {
@@ -94,6 +95,27 @@ static int toKernelSpec(const tilefuse_spec *spec, const char *caller, KernelSpe
     for (llvm::StringRef p : parts)
       k.params.push_back(p.trim().str());
   }
+  // Added after 0.1.0; an older caller's struct ends before them, so they read as zero (s was
+  // initialized before the copy).
+  k.config = str(s.config);
+  if (s.autotune) {
+    llvm::StringRef mode(s.autotune);
+    if (mode == "off")
+      k.autotune = AutotuneMode::Off;
+    else if (mode == "cached")
+      k.autotune = AutotuneMode::Cached;
+    else if (mode == "on")
+      k.autotune = AutotuneMode::On;
+    else
+      return invalid((std::string(caller) + ": autotune must be off, cached or on, not '" +
+                      s.autotune + "'")
+                         .c_str(),
+                     err, errlen);
+  }
+  if (s.seq_len < 0)
+    return invalid((std::string(caller) + ": seq_len must not be negative").c_str(), err,
+                   errlen);
+  k.seqLen = s.seq_len;
   return TILEFUSE_OK;
 }
 
@@ -110,7 +132,7 @@ int tilefuse_attention_get(const tilefuse_spec *spec, tilefuse_attention **out, 
   Status status = Runtime::global().getKernel(k, kernel);
   if (!status.ok())
     return report(status, err, errlen);
-  *out = new tilefuse_attention{kernel, kernel->metadataJson()};
+  *out = new tilefuse_attention{kernel, kernel->metadataJson(), kernel->config()};
   return report(Status(), err, errlen);
 }
 
@@ -159,4 +181,12 @@ const char *tilefuse_attention_metadata(const tilefuse_attention *kernel) {
 }
 const char *tilefuse_attention_origin(const tilefuse_attention *kernel) {
   return kernel ? kernel->kernel->origin().c_str() : "";
+}
+
+const char *tilefuse_attention_config(const tilefuse_attention *kernel) {
+  return kernel ? kernel->config.c_str() : "";
+}
+
+const char *tilefuse_attention_config_source(const tilefuse_attention *kernel) {
+  return kernel ? kernel->kernel->configSource().c_str() : "";
 }

@@ -22,6 +22,16 @@ Kernels are recognised by their sidecar, whatever the file is called: "name" att
 
 Tile configurations side by side: --variant NAME=DIR (repeatable) adds a column "tf:NAME" timing
 the kernels of DIR (e.g. compiled with other --block-m/--rows-per-warp/--q-operand).
+
+The autotuner's winners: --tuned-dir DIR adds the column "tuned" beside "tilefuse" (the default
+configurations), timing the kernels `tilefuse tune --emit-dir DIR` wrote on this GPU. Their
+sidecars carry "seq_bucket": a row takes the kernel tuned for its bucket (the next power of two
+of N, 512 ... 65536), else one without a bucket. `tilefuse tune` needs the self-contained build
+(the GPU machine has no LLVM):
+
+  build-gpu/tilefuse tune --kernel attention --seq 1024,2048,4096,8192,16384 \
+      --emit-dir build-gpu/tuned                         # and causal, and --head-dim 128
+  python3 tools/bench/bench.py --tuned-dir build-gpu/tuned
 """
 
 import argparse
@@ -51,7 +61,8 @@ class Tilefuse:
     """libtilefuse_cuda.so and the attention / causal kernels of a directory."""
 
     def __init__(self, lib_path, ptx_dir):
-        self.kernels = {}  # (causal, head_dim, dtype) -> (kernel handle, sidecar path, scale)
+        # (causal, head_dim, dtype, seq bucket or None) -> (kernel handle, sidecar path, scale)
+        self.kernels = {}
         self.error = None
         self._err = ctypes.create_string_buffer(4096)
         try:
@@ -82,12 +93,13 @@ class Tilefuse:
             meta = json.loads(sidecar.read_text())
             name, head_dim, dtype = meta["name"], int(meta["head_dim"]), meta["dtype"]
             scale = float(meta.get("scale", 1 / math.sqrt(head_dim)))
+            bucket = int(meta["seq_bucket"]) if "seq_bucket" in meta else None
         except (OSError, ValueError, KeyError) as e:
             print(f"tilefuse: skipping {sidecar}: {e}", file=sys.stderr)
             return
         if name not in ("attention", "causal") or not ptx.exists():
             return
-        key = (name == "causal", head_dim, dtype)
+        key = (name == "causal", head_dim, dtype, bucket)
         if key in self.kernels:
             print(f"tilefuse: {sidecar} duplicates {self.kernels[key][1]}; keeping the first",
                   file=sys.stderr)
@@ -104,7 +116,9 @@ class Tilefuse:
             raise Unavailable(self.error)
         B, H, M, D = q.shape
         Hkv, N = k.shape[1], k.shape[2]
-        kernel = self.kernels.get((causal, D, "bf16" if q.dtype == torch.bfloat16 else "f16"))
+        dtype = "bf16" if q.dtype == torch.bfloat16 else "f16"
+        kernel = self.kernels.get((causal, D, dtype, seq_bucket(max(M, N)))) or \
+            self.kernels.get((causal, D, dtype, None))
         if kernel is None:
             raise Unavailable(f"no {'causal' if causal else 'attention'} kernel for D={D}")
         if abs(scale - kernel[2]) > 1e-9 * scale:
@@ -128,6 +142,14 @@ class Tilefuse:
             return buffers[0]
 
         return run
+
+
+def seq_bucket(n):
+    """The tuning database's sequence bucket (tilefuse::runtime::jit::sequenceBucket)."""
+    bucket = 512
+    while bucket < n and bucket < 65536:
+        bucket *= 2
+    return bucket
 
 
 # ---------------------------------------------------------------------------------------------
@@ -236,6 +258,8 @@ def main():
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=DIR",
                         help="also time the kernels of DIR as column tf:NAME (repeatable)")
+    parser.add_argument("--tuned-dir", default=None, metavar="DIR",
+                        help="column 'tuned': the kernels `tilefuse tune --emit-dir DIR` wrote")
     args = parser.parse_args()
     if args.reps < 20:
         parser.error("--reps must be at least 20")
@@ -249,6 +273,8 @@ def main():
         if not sep or not name or not path:
             parser.error(f"--variant takes NAME=DIR, not {item!r}")
         variants["tf:" + name] = path
+    if args.tuned_dir:
+        variants["tuned"] = args.tuned_dir
     impls += list(variants)
 
     try:
@@ -268,15 +294,22 @@ def main():
         preparers["tilefuse"] = tilefuse.prepare
         if tilefuse.error:
             print(f"tilefuse: n/a ({tilefuse.error})", file=sys.stderr)
-        for (causal, d, dtype), (_, path, _) in sorted(tilefuse.kernels.items()):
+        for (causal, d, dtype, _), (_, path, _) in sorted(tilefuse.kernels.items(),
+                                                           key=lambda item: str(item[0])):
             print(f"tilefuse: {path.name}: {'causal' if causal else 'attention'} D={d} {dtype}",
                   file=sys.stderr)
 
+    variant_kernels = {}  # impl -> its Tilefuse, for the report
     for impl, path in variants.items():
         variant = Tilefuse(args.lib, path)
+        variant_kernels[impl] = variant
         preparers[impl] = variant.prepare
         if variant.error:
             print(f"{impl}: n/a ({variant.error})", file=sys.stderr)
+        for (causal, d, dtype, bucket), (_, kpath, _) in sorted(variant.kernels.items(),
+                                                                 key=lambda item: str(item[0])):
+            print(f"{impl}: {kpath.name}: {'causal' if causal else 'attention'} D={d} {dtype}"
+                  f"{'' if bucket is None else f' N<={bucket}'}", file=sys.stderr)
 
     results, reasons = [], {}
     header = (f"{'config':<34}" + "".join(f"{i:>18}" for i in impls) + f"{'tilefuse err':>14}")
@@ -362,6 +395,10 @@ def main():
             "tilefuse_kernels": {str(path): json.loads(path.read_text())
                                  for _, path, _ in tilefuse.kernels.values()}
             if "tilefuse" in impls else {},
+            # the tuned (and other variant) columns' sidecars: configuration, bucket, tuned_ms
+            "variant_kernels": {impl: {str(path): json.loads(path.read_text())
+                                       for _, path, _ in v.kernels.values()}
+                                for impl, v in variant_kernels.items()},
             "results": results,
         }
         pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)

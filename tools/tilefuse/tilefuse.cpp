@@ -12,12 +12,17 @@
 //                    -o OUT
 //       Compiles ahead of time: PTX (with the launch metadata in OUT.json beside it), a cubin
 //       (through ptxas; OUT.json too) or a C header with the cubin and a launcher.
+//   tilefuse tune (--kernel NAME | FILE.mlir) [--head-dim --dtype --seq N,..] [--emit-dir DIR]
+//       Autotunes on this GPU into the tuning database (TuneCommand.cpp); `compile --tuned`
+//       compiles with its configuration.
 //   tilefuse bench-compile [--kernel NAME] [--arch] [--repeat N]
 //       Times a cold compile to PTX (and a driver load where there is a GPU) and cache hits.
 //   tilefuse list
 //       The bundled kernels.
 //
 //===----------------------------------------------------------------------===//
+#include "TuneCommand.h"
+
 #include "tilefuse/kernels/Registry.h"
 #include "tilefuse/runtime/AotHeader.h"
 #include "tilefuse/runtime/Compiler.h"
@@ -481,34 +486,33 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
   return checkAgainstReference(reference, in, ob, lseb, in.et == ElementType::BF16 ? 1e-2 : 3e-3);
 }
 
-/// Applies --config's KEY=VALUE list to the compile options.
+/// Applies --config's KEY=VALUE list to the compile options: D / head_dim and dtype specialize
+/// the kernel, the rest is a TileConfig (TileConfig::parse) over the options' configuration.
 static bool applyConfig(llvm::StringRef config, PtxCompileOptions &opts) {
-  llvm::SmallVector<llvm::StringRef> items;
+  llvm::SmallVector<llvm::StringRef> items, tileItems;
   config.split(items, ',', -1, /*KeepEmpty=*/false);
   for (llvm::StringRef item : items) {
     auto [key, value] = item.split('=');
     key = key.trim();
     value = value.trim();
-    int64_t *field = nullptr;
-    if (key == "Br" || key == "block_m" || key == "block-m")
-      field = &opts.blockM;
-    else if (key == "Bc" || key == "block_n" || key == "block-n")
-      field = &opts.blockN;
-    else if (key == "D" || key == "head_dim" || key == "head-dim")
-      field = &opts.headDim;
-    else if (key == "dtype") {
+    if (key == "dtype") {
       opts.elementType = value.str();
-      continue;
+    } else if (key == "D" || key == "head_dim" || key == "head-dim") {
+      if (value.getAsInteger(10, opts.headDim)) {
+        fmt::print(stderr, "error: --config: {} needs an integer, not '{}'\n", key.str(),
+                   value.str());
+        return false;
+      }
     } else {
-      fmt::print(stderr, "error: --config: unknown setting '{}' (Br, Bc, D, dtype)\n", key.str());
-      return false;
-    }
-    if (value.getAsInteger(10, *field)) {
-      fmt::print(stderr, "error: --config: {} needs an integer, not '{}'\n", key.str(),
-                 value.str());
-      return false;
+      tileItems.push_back(item);
     }
   }
+  auto tiles = TileConfig::parse(llvm::join(tileItems, ","));
+  if (!tiles) {
+    fmt::print(stderr, "error: --config: {}\n", llvm::toString(tiles.takeError()));
+    return false;
+  }
+  opts.tiles = opts.tiles.overriddenBy(*tiles);
   return true;
 }
 
@@ -590,17 +594,36 @@ static int compileMain() {
   PtxCompileOptions opts;
   opts.headDim = cHeadDim;
   opts.elementType = cDtype;
-  opts.blockM = cBlockM;
-  opts.blockN = cBlockN;
-  opts.copyIssue = cCopyIssue;
-  opts.rowsPerWarp = cRowsPerWarp;
-  opts.qOperand = cQOperand;
-  opts.mma = cMma;
   opts.params.assign(cParams.begin(), cParams.end());
   opts.chip = cArch;
   opts.features = cPtxVersion;
+  // The single options first, as a configuration text, so their values are checked and named
+  // like --config's.
+  llvm::SmallVector<std::string> single;
+  if (cBlockM)
+    single.push_back("Br=" + std::to_string(cBlockM));
+  if (cBlockN)
+    single.push_back("Bc=" + std::to_string(cBlockN));
+  if (cRowsPerWarp)
+    single.push_back("rows_per_warp=" + std::to_string(cRowsPerWarp));
+  if (!cMma.empty())
+    single.push_back("mma=" + cMma);
+  if (!cQOperand.empty())
+    single.push_back("q=" + cQOperand);
+  if (cCopyIssue != "eager")
+    single.push_back("copy_issue=" + cCopyIssue);
+  auto tiles = TileConfig::parse(llvm::join(single, ","));
+  if (!tiles) {
+    fmt::print(stderr, "error: {}\n", llvm::toString(tiles.takeError()));
+    return 2;
+  }
+  opts.tiles = *tiles;
   if (!applyConfig(cConfig, opts))
     return 2;
+  // --tuned: the tuning database's configuration for this kernel, GPU and sequence bucket
+  // (tools/tilefuse/TuneCommand.cpp); explicit settings above still win.
+  if (int rc = tools::applyTunedConfig(text, bufferName, opts))
+    return rc;
   // TILEFUSE_DUMP_IR=<dir>: the IR of every stage, as the runtime's cache dumps it.
   if (std::optional<std::string> dump = llvm::sys::Process::GetEnv("TILEFUSE_DUMP_IR");
       dump && !dump->empty())
@@ -689,8 +712,9 @@ static int benchCompileMain() {
     fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
     return 1;
   };
-  fmt::print("kernel {} ({}), {}, Br={} Bc={}; {}\n", bKernel.getValue(), bufferName, opts.chip,
-             opts.blockM, opts.blockN, compilerVersion().str());
+  fmt::print("kernel {} ({}), {}, tiles {}; {}\n", bKernel.getValue(), bufferName, opts.chip,
+             opts.tiles.empty() ? std::string("default") : opts.tiles.print(),
+             compilerVersion().str());
 
   // 1. Cold compiles: the process's first (one-time LLVM/MLIR set-up included), then fresh
   //    compiles of the same kernel (new MLIRContext each, nothing reused).
@@ -838,6 +862,7 @@ static void hideLlvmOptions() {
 int main(int argc, char **argv) {
   registerCompilerCLOptions();
   moveMlirOptionsTo(compileCmd);
+  tools::addTunedOptionsTo(compileCmd);
   hideLlvmOptions();
   cl::ParseCommandLineOptions(argc, argv, "tilefuse: attention kernels from the tile DSL\n");
   if (listCmd) {
@@ -851,7 +876,9 @@ int main(int argc, char **argv) {
     return compileMain();
   if (benchCompileCmd)
     return benchCompileMain();
-  fmt::print(stderr, "usage: tilefuse run|compile|bench-compile|list [options]   (tilefuse --help, "
+  if (tools::tuneCommand)
+    return tools::tuneMain();
+  fmt::print(stderr, "usage: tilefuse run|compile|tune|bench-compile|list [options]   (tilefuse --help, "
                      "tilefuse compile --help)\n");
   return 2;
 }

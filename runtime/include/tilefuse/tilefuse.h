@@ -51,6 +51,17 @@ typedef struct tilefuse_spec {
   const char *ptx_features; /* NVPTX features (PTX version); NULL: "+ptx80" */
   const char *params;       /* variant parameters, "NAME=VALUE,NAME=VALUE"; NULL: as written
                                (added in 0.1: callers built before read as NULL by `size`) */
+  /* Added after 0.1.0 (callers built before read as NULL / 0 by `size`): */
+  const char *config;       /* tile configuration, "Br=64,Bc=128,mma=wgmma,rows_per_warp=16,
+                               q=registers,copy_issue=eager" (any subset); block_m / block_n
+                               override its Br / Bc; NULL: default or tuned */
+  const char *autotune;     /* "off", "cached" (the tuning database's entry when there is one)
+                               or "on" (tune on a miss, ~15 s once per kernel, sequence bucket
+                               and GPU; written to the database); NULL: TILEFUSE_AUTOTUNE,
+                               default off. Only a spec without block_m, block_n and config is
+                               tuned. */
+  int64_t seq_len;          /* the sequence length it will mostly run at (picks the tuning
+                               bucket); 0: 4096 */
 } tilefuse_spec;
 
 /* A compiled kernel (a reference to one held by the process-wide runtime). */
@@ -112,6 +123,10 @@ const char *tilefuse_attention_ptx(const tilefuse_attention *kernel);
 const char *tilefuse_attention_metadata(const tilefuse_attention *kernel); /* JSON */
 /* Where it came from: "memory", "disk" or "compiled". */
 const char *tilefuse_attention_origin(const tilefuse_attention *kernel);
+/* Its complete tile configuration ("Br=64,Bc=128,rows_per_warp=16,mma=wgmma,...") and where that
+ * came from: "default", "explicit", "database" or "tuned". */
+const char *tilefuse_attention_config(const tilefuse_attention *kernel);
+const char *tilefuse_attention_config_source(const tilefuse_attention *kernel);
 
 #ifdef __cplusplus
 }

@@ -368,6 +368,7 @@ struct CudaKernel::Impl {
   CUfunction function = nullptr;
   std::string jitLog;
   int registers = 0;
+  int localBytes = 0;
 
   ~Impl() {
     if (!module)
@@ -392,6 +393,7 @@ CudaKernel::~CudaKernel() = default;
 const KernelMetadata &CudaKernel::metadata() const { return impl->metadata; }
 llvm::StringRef CudaKernel::jitLog() const { return impl->jitLog; }
 int CudaKernel::registersPerThread() const { return impl->registers; }
+int CudaKernel::localBytesPerThread() const { return impl->localBytes; }
 
 /// The text up to the first NUL of a log buffer the driver filled.
 static std::string takeLog(const std::string &buffer) {
@@ -452,6 +454,7 @@ llvm::Expected<std::unique_ptr<CudaKernel>> CudaKernel::load(llvm::StringRef ptx
       {&maxThreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block"},
       {&staticShared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "static shared memory"},
       {&impl->registers, CU_FUNC_ATTRIBUTE_NUM_REGS, "registers"},
+      {&impl->localBytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, "local memory"},
   };
   for (auto &a : attributes)
     if (llvm::Error error = check(cu.cuFuncGetAttribute(a.value, a.attribute, impl->function),

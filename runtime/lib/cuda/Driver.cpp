@@ -93,6 +93,14 @@ const EntryPoint entryPointTable[] = {
     TILEFUSE_ENTRY_POINT(cuStreamCreate, cuStreamCreate, 2000),
     TILEFUSE_ENTRY_POINT(cuStreamDestroy, cuStreamDestroy_v2, 4000),
     TILEFUSE_ENTRY_POINT(cuStreamSynchronize, cuStreamSynchronize, 2000),
+    TILEFUSE_ENTRY_POINT(cuMemsetD8Async, cuMemsetD8Async, 3020),
+    TILEFUSE_ENTRY_POINT(cuEventCreate, cuEventCreate, 2000),
+    TILEFUSE_ENTRY_POINT(cuEventRecord, cuEventRecord, 2000),
+    TILEFUSE_ENTRY_POINT(cuEventSynchronize, cuEventSynchronize, 2000),
+    // 2000: the variant every driver since CUDA 2.0 has (CUDA 12.8's _v2 differs only in how
+    // it reports events recorded with a disabled timer).
+    TILEFUSE_ENTRY_POINT(cuEventElapsedTime, cuEventElapsedTime, 2000),
+    TILEFUSE_ENTRY_POINT(cuEventDestroy, cuEventDestroy_v2, 4000),
 };
 
 #undef TILEFUSE_ENTRY_POINT
@@ -232,12 +240,18 @@ llvm::Expected<DeviceInfo> Driver::currentDevice() {
       {&info.computeMinor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "compute capability"},
       {&info.maxSharedBytesPerBlockOptin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
        "opt-in shared memory per block"},
+      {&info.multiprocessorCount, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "SM count"},
+      {&info.l2CacheBytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, "L2 cache size"},
   };
   for (auto &a : attributes)
     if (llvm::Error error = check(entryPoints.cuDeviceGetAttribute(a.value, a.attribute, device),
                                   llvm::Twine("cuDeviceGetAttribute(") + a.what + ")"))
       return std::move(error);
   return info;
+}
+
+llvm::Error Driver::setCurrentContext(CUctx_st *context) {
+  return check(entryPoints.cuCtxSetCurrent(context), "cuCtxSetCurrent");
 }
 
 llvm::Error Driver::synchronize() {
@@ -315,6 +329,13 @@ llvm::Error DeviceBuffer::download(void *host, size_t count, size_t offset) cons
                "cuMemcpyDtoH(" + llvm::Twine(count) + " bytes)");
 }
 
+llvm::Error DeviceBuffer::fillAsync(uint8_t value, const Stream &stream) {
+  if (bytes == 0)
+    return llvm::Error::success();
+  return check(entryPoints.cuMemsetD8Async(base, value, bytes, stream.handle()),
+               "cuMemsetD8Async(" + llvm::Twine(bytes) + " bytes)");
+}
+
 llvm::Error DeviceBuffer::fill(uint8_t value) {
   if (bytes == 0)
     return llvm::Error::success();
@@ -359,4 +380,55 @@ void Stream::release() {
 
 llvm::Error Stream::synchronize() const {
   return check(entryPoints.cuStreamSynchronize(stream), "cuStreamSynchronize");
+}
+
+//===----------------------------------------------------------------------===//
+// Event
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<Event> Event::create() {
+  auto driver = Driver::get();
+  if (!driver)
+    return driver.takeError();
+  if (auto context = driver->currentContext(); !context)
+    return context.takeError();
+  CUevent event = nullptr;
+  if (llvm::Error error = check(entryPoints.cuEventCreate(&event, CU_EVENT_DEFAULT),
+                                "cuEventCreate"))
+    return std::move(error);
+  return Event(event);
+}
+
+Event::Event(Event &&other) noexcept : event(std::exchange(other.event, nullptr)) {}
+
+Event &Event::operator=(Event &&other) noexcept {
+  if (this != &other) {
+    release();
+    event = std::exchange(other.event, nullptr);
+  }
+  return *this;
+}
+
+Event::~Event() { release(); }
+
+void Event::release() {
+  if (event)
+    (void)entryPoints.cuEventDestroy_v2(event);
+  event = nullptr;
+}
+
+llvm::Error Event::record(const Stream &stream) {
+  return check(entryPoints.cuEventRecord(event, stream.handle()), "cuEventRecord");
+}
+
+llvm::Error Event::synchronize() const {
+  return check(entryPoints.cuEventSynchronize(event), "cuEventSynchronize");
+}
+
+llvm::Expected<float> Event::elapsedMilliseconds(const Event &start, const Event &end) {
+  float ms = 0;
+  if (llvm::Error error =
+          check(entryPoints.cuEventElapsedTime(&ms, start.event, end.event), "cuEventElapsedTime"))
+    return std::move(error);
+  return ms;
 }

@@ -26,6 +26,7 @@ struct CUctx_st;
 struct CUmod_st;
 struct CUfunc_st;
 struct CUstream_st;
+struct CUevent_st;
 
 namespace tilefuse::runtime::cuda::detail {
 
@@ -36,6 +37,7 @@ using CUcontext = CUctx_st *;
 using CUmodule = CUmod_st *;
 using CUfunction = CUfunc_st *;
 using CUstream = CUstream_st *;
+using CUevent = CUevent_st *;
 using CUjit_option = int;
 using CUdevice_attribute = int;
 using CUfunction_attribute = int;
@@ -57,6 +59,8 @@ enum : int {
 enum : int {
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38,
   CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
 };
 
@@ -70,6 +74,10 @@ enum : int {
 
 enum : unsigned {
   CU_STREAM_NON_BLOCKING = 1,
+};
+
+enum : unsigned {
+  CU_EVENT_DEFAULT = 0,
 };
 
 enum : int {
@@ -117,10 +125,18 @@ struct DriverApi {
   CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr dst, const void *src, size_t bytes);
   CUresult (*cuMemcpyDtoH_v2)(void *dst, CUdeviceptr src, size_t bytes);
   CUresult (*cuMemsetD8_v2)(CUdeviceptr dst, unsigned char value, size_t count);
+  CUresult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char value, size_t count,
+                              CUstream stream);
 
   CUresult (*cuStreamCreate)(CUstream *stream, unsigned flags);
   CUresult (*cuStreamDestroy_v2)(CUstream stream);
   CUresult (*cuStreamSynchronize)(CUstream stream);
+
+  CUresult (*cuEventCreate)(CUevent *event, unsigned flags);
+  CUresult (*cuEventRecord)(CUevent event, CUstream stream);
+  CUresult (*cuEventSynchronize)(CUevent event);
+  CUresult (*cuEventElapsedTime)(float *milliseconds, CUevent start, CUevent end);
+  CUresult (*cuEventDestroy_v2)(CUevent event);
 };
 
 /// The entry points of the process's driver. Only valid after Driver::get() succeeded.

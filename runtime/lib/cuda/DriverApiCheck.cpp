@@ -16,6 +16,7 @@ static_assert(std::is_same_v<cu::CUcontext, ::CUcontext>);
 static_assert(std::is_same_v<cu::CUmodule, ::CUmodule>);
 static_assert(std::is_same_v<cu::CUfunction, ::CUfunction>);
 static_assert(std::is_same_v<cu::CUstream, ::CUstream>);
+static_assert(std::is_same_v<cu::CUevent, ::CUevent>);
 static_assert(std::is_same_v<cu::CUdeviceptr, ::CUdeviceptr>);
 static_assert(std::is_same_v<cu::CUdevice, ::CUdevice>);
 static_assert(sizeof(cu::CUresult) == sizeof(::CUresult));
@@ -32,6 +33,8 @@ TILEFUSE_SAME_VALUE(CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES);
 TILEFUSE_SAME_VALUE(CU_JIT_LOG_VERBOSE);
 TILEFUSE_SAME_VALUE(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
 TILEFUSE_SAME_VALUE(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+TILEFUSE_SAME_VALUE(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+TILEFUSE_SAME_VALUE(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
 TILEFUSE_SAME_VALUE(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
 TILEFUSE_SAME_VALUE(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
 TILEFUSE_SAME_VALUE(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
@@ -39,6 +42,7 @@ TILEFUSE_SAME_VALUE(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES);
 TILEFUSE_SAME_VALUE(CU_FUNC_ATTRIBUTE_NUM_REGS);
 TILEFUSE_SAME_VALUE(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
 TILEFUSE_SAME_VALUE(CU_STREAM_NON_BLOCKING);
+TILEFUSE_SAME_VALUE(CU_EVENT_DEFAULT);
 TILEFUSE_SAME_VALUE(CU_GET_PROC_ADDRESS_LEGACY_STREAM);
 TILEFUSE_SAME_VALUE(CU_GET_PROC_ADDRESS_SUCCESS);
 #undef TILEFUSE_SAME_VALUE
@@ -85,6 +89,15 @@ TILEFUSE_SAME_PROTOTYPE(cuMemsetD8_v2, cuMemsetD8, 3020);
 TILEFUSE_SAME_PROTOTYPE(cuStreamCreate, cuStreamCreate, 2000);
 TILEFUSE_SAME_PROTOTYPE(cuStreamDestroy_v2, cuStreamDestroy, 4000);
 TILEFUSE_SAME_PROTOTYPE(cuStreamSynchronize, cuStreamSynchronize, 2000);
+TILEFUSE_SAME_PROTOTYPE(cuMemsetD8Async, cuMemsetD8Async, 3020);
+TILEFUSE_SAME_PROTOTYPE(cuEventCreate, cuEventCreate, 2000);
+TILEFUSE_SAME_PROTOTYPE(cuEventRecord, cuEventRecord, 2000);
+TILEFUSE_SAME_PROTOTYPE(cuEventSynchronize, cuEventSynchronize, 2000);
+// cuda.h #defines cuEventElapsedTime as the CUDA 12.8 variant (_v2); the member is the 2000
+// variant, which libcuda exports under the plain name.
+#undef cuEventElapsedTime
+TILEFUSE_SAME_PROTOTYPE(cuEventElapsedTime, cuEventElapsedTime, 2000);
+TILEFUSE_SAME_PROTOTYPE(cuEventDestroy_v2, cuEventDestroy, 4000);
 static_assert(SameShape<cu::GetProcAddressFn, PFN_cuGetProcAddress_v12000>::value,
               "cuGetProcAddress_v2");
 #undef TILEFUSE_SAME_PROTOTYPE

@@ -3,8 +3,8 @@
 // compileToPTX behind two caches: a map in memory, then a directory shared by every process of
 // the user (TILEFUSE_CACHE_DIR, default $XDG_CACHE_HOME/tilefuse or ~/.cache/tilefuse).
 //
-// Key: SHA-256 of the DSL text, every compile option (block sizes, head dim, storage type), the
-// target chip, the PTX features and compilerVersion() (which changes whenever the compiler's
+// Key: SHA-256 of the DSL text, every compile option (the tile configuration as TileConfig::print
+// writes it, head dim, storage type, parameters), the target chip, the PTX features and compilerVersion() (which changes whenever the compiler's
 // libraries are rebuilt differently). The buffer name (used only in diagnostics) is not part of
 // it; the IR dump directory is not either.
 //
@@ -101,6 +101,10 @@ public:
 
   /// The key (64 hex digits) of `source` compiled with `options`.
   static std::string computeKey(llvm::StringRef source, const PtxCompileOptions &options);
+  /// The key without the tile configuration (64 hex digits): which kernel, specialized and
+  /// targeted how, whatever its configuration. The tuning database keys by it.
+  static std::string computeKernelIdentity(llvm::StringRef source,
+                                           const PtxCompileOptions &options);
   /// Where a kernel's IR dump goes under `base` (TILEFUSE_DUMP_IR):
   /// <base>/<stem of bufferName>-<first 12 digits of key>.
   static std::string dumpDirectory(llvm::StringRef base, llvm::StringRef bufferName,

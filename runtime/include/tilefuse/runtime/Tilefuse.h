@@ -31,6 +31,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,20 @@ private:
   std::string text;
 };
 
+/// Whether getKernel takes its tile configuration from the autotuner (RuntimeOptions::autotune,
+/// TILEFUSE_AUTOTUNE=off|cached|on):
+///   Off     the default configuration for the head dimension and chip (defaultTileConfig);
+///   Cached  the tuning database's configuration when it has one for this kernel, dtype, head
+///           dim, sequence bucket, GPU and tilefuse version (`tilefuse tune` writes it), else
+///           the default;
+///   On      as Cached, and on a miss the kernel is tuned there and then (up to ~15 s, once per
+///           key: concurrent calls wait for one tuning, and the winner goes into the database
+///           for every later process).
+/// The database lives in the cache directory (<cacheDirectory>/tuning/). Without a GPU there is
+/// nothing to tune for, and every mode gives the default. An explicit configuration in the spec
+/// (blockM, blockN or config) is never replaced by a tuned one.
+enum class AutotuneMode { Off, Cached, On };
+
 /// Which kernel, specialized and configured how. Every field takes part in the cache key.
 struct KernelSpec {
   /// A bundled kernel (attention, causal, sliding_window, alibi, softcap, prefix_lm, gqa, mqa),
@@ -81,6 +96,16 @@ struct KernelSpec {
   std::string arch;
   /// NVPTX features (the PTX version); empty: "+ptx80".
   std::string ptxFeatures;
+  /// The tile configuration as text, KEY=VALUE settings: Br, Bc, rows_per_warp (16 or 32), mma
+  /// (sync or wgmma), q (registers or shared), copy_issue (eager or at-barrier), e.g.
+  /// "Br=64,Bc=128,mma=wgmma"; settings left out take the default (or the tuned) value.
+  /// blockM / blockN, when not 0, override its Br / Bc.
+  std::string config;
+  /// Autotuning for this kernel; empty: the runtime's (RuntimeOptions::autotune).
+  std::optional<AutotuneMode> autotune;
+  /// The sequence length (the larger of M and N) the kernel will mostly run at: picks the
+  /// tuning database's bucket (the next power of two, 512 ... 65536). 0: 4096.
+  int64_t seqLen = 0;
 };
 
 /// Sizes: Q and O are B x H x M x D, K and V are B x Hkv x N x D, LSE is B x H x M.
@@ -124,6 +149,11 @@ public:
   const std::string &cacheKey() const;
   /// Where getKernel found it: "memory", "disk" or "compiled".
   const std::string &origin() const;
+  /// The complete tile configuration it was compiled with ("Br=64,Bc=128,rows_per_warp=16,...").
+  std::string config() const;
+  /// Where the configuration came from: "default", "explicit" (the spec's), "database" (the
+  /// tuning database's entry) or "tuned" (tuned by this call).
+  const std::string &configSource() const;
 
 private:
   std::unique_ptr<Impl> impl;
@@ -136,9 +166,14 @@ struct RuntimeOptions {
   bool alwaysCompile = false;
   /// When not empty, the IR of every stage of each kernel compiled goes under it.
   std::string dumpIRDirectory;
+  /// See AutotuneMode. The tuning database is <cacheDirectory>/tuning/ (none without a cache
+  /// directory: then Cached is Off and On tunes once per Runtime).
+  AutotuneMode autotune = AutotuneMode::Off;
 
   /// TILEFUSE_CACHE_DIR (default $XDG_CACHE_HOME/tilefuse or ~/.cache/tilefuse),
-  /// TILEFUSE_ALWAYS_COMPILE=1, TILEFUSE_DUMP_IR=<dir> (which implies always compiling).
+  /// TILEFUSE_ALWAYS_COMPILE=1, TILEFUSE_DUMP_IR=<dir> (which implies always compiling),
+  /// TILEFUSE_AUTOTUNE=off|cached|on (default off; anything else is off, with a warning on
+  /// stderr).
   static RuntimeOptions fromEnvironment();
 };
 
@@ -146,6 +181,8 @@ struct RuntimeStats {
   uint64_t memoryHits = 0, diskHits = 0, compiles = 0;
   uint64_t badEntries = 0;    ///< truncated or corrupt disk entries, deleted and rebuilt
   uint64_t writeFailures = 0; ///< disk entries that could not be written
+  /// The tuning database: entries used, kernels tuned, bad entries (deleted and tuned again).
+  uint64_t tuningHits = 0, tunings = 0, tuningBadEntries = 0;
 };
 
 class Runtime {

@@ -162,6 +162,9 @@ public:
   /// The JIT's info log (ptxas: registers, spills, shared memory).
   llvm::StringRef jitLog() const;
   int registersPerThread() const;
+  /// Local memory per thread (CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES): non-zero when registers
+  /// spilled (or the kernel keeps an array on its stack); the autotuner drops such kernels.
+  int localBytesPerThread() const;
 
 private:
   struct Impl;

@@ -24,6 +24,7 @@
 // Opaque driver handles, spelled as cuda.h spells them so both headers can be included together.
 struct CUctx_st;
 struct CUstream_st;
+struct CUevent_st;
 
 namespace tilefuse::runtime::cuda {
 
@@ -69,6 +70,8 @@ struct DeviceInfo {
   int computeMajor = 0, computeMinor = 0;
   /// Shared memory one block may opt in to (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES).
   int maxSharedBytesPerBlockOptin = 0;
+  int multiprocessorCount = 0;
+  int l2CacheBytes = 0;
 };
 
 /// The process's driver: opened, initialized and checked for a device once, then kept for the
@@ -88,6 +91,9 @@ public:
   /// retained for the life of the process and made current.
   llvm::Expected<CUctx_st *> currentContext();
   llvm::Expected<DeviceInfo> currentDevice();
+  /// Makes `context` current on the calling thread (e.g. a worker thread loading modules for a
+  /// context another thread uses).
+  llvm::Error setCurrentContext(CUctx_st *context);
   /// Waits for all work in the current context (cuCtxSynchronize); reports asynchronous errors
   /// of earlier launches.
   llvm::Error synchronize();
@@ -97,6 +103,8 @@ private:
   int driverVersion = 0;
   int devices = 0;
 };
+
+class Stream;
 
 /// Device memory, freed when this object goes. Allocated in (and freed while) the context
 /// current on the calling thread.
@@ -117,6 +125,8 @@ public:
   llvm::Error download(void *host, size_t count, size_t offset = 0) const;
   /// Sets every byte to `value` (e.g. 0xFF: NaN in bf16, f16 and f32, to poison outputs).
   llvm::Error fill(uint8_t value);
+  /// The same, enqueued on `stream` (e.g. to flush the L2 cache between timed launches).
+  llvm::Error fillAsync(uint8_t value, const Stream &stream);
 
 private:
   DeviceBuffer(DevicePtr base, size_t bytes) : base(base), bytes(bytes) {}
@@ -142,6 +152,30 @@ private:
   explicit Stream(CUstream_st *stream) : stream(stream) {}
   void release();
   CUstream_st *stream = nullptr;
+};
+
+/// A CUDA event of the current context (timing enabled), destroyed with this object: what the
+/// autotuner times launches with.
+class Event {
+public:
+  static llvm::Expected<Event> create();
+  Event(Event &&other) noexcept;
+  Event &operator=(Event &&other) noexcept;
+  Event(const Event &) = delete;
+  Event &operator=(const Event &) = delete;
+  ~Event();
+
+  /// Records the event on `stream` (cuEventRecord).
+  llvm::Error record(const Stream &stream);
+  /// Waits until the work before the recorded event finished.
+  llvm::Error synchronize() const;
+  /// Milliseconds between two recorded, completed events (cuEventElapsedTime).
+  static llvm::Expected<float> elapsedMilliseconds(const Event &start, const Event &end);
+
+private:
+  explicit Event(CUevent_st *event) : event(event) {}
+  void release();
+  CUevent_st *event = nullptr;
 };
 
 } // namespace tilefuse::runtime::cuda

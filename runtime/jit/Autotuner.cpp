@@ -1,0 +1,534 @@
+//===- Autotuner.cpp - the best configuration of a kernel on this GPU -----===//
+#include "tilefuse/runtime/jit/Autotuner.h"
+
+#include "tilefuse/runtime/KernelCache.h"
+#include "tilefuse/runtime/Reference.h"
+#include "tilefuse/runtime/cuda/CudaKernel.h"
+#include "tilefuse/runtime/cuda/Driver.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+#include <random>
+
+using namespace tilefuse;
+using namespace tilefuse::runtime;
+using namespace tilefuse::runtime::jit;
+namespace cu = tilefuse::runtime::cuda;
+
+using Clock = std::chrono::steady_clock;
+static double secondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+llvm::StringRef jit::candidateOutcomeName(CandidateOutcome outcome) {
+  switch (outcome) {
+  case CandidateOutcome::Pruned:
+    return "pruned";
+  case CandidateOutcome::CompileFailed:
+    return "compile failed";
+  case CandidateOutcome::LoadFailed:
+    return "load failed";
+  case CandidateOutcome::Spilled:
+    return "spills";
+  case CandidateOutcome::LaunchFailed:
+    return "launch failed";
+  case CandidateOutcome::WrongResult:
+    return "wrong result";
+  case CandidateOutcome::Slow:
+    return "slow";
+  case CandidateOutcome::Timed:
+    return "timed";
+  }
+  return "?";
+}
+
+TuningKey jit::tuningKeyFor(llvm::StringRef source, const PtxCompileOptions &options,
+                            const CompiledKernel &compiled, int64_t seqLength,
+                            const GpuIdentity &gpu) {
+  PtxCompileOptions identity = options;
+  identity.tiles = TileConfig();
+  identity.dumpIRDirectory.clear();
+  identity.elementType = compiled.dtype;
+  identity.headDim = compiled.headDim;
+  TuningKey key;
+  key.kernelIdentity = KernelCache::computeKernelIdentity(source, identity);
+  key.dtype = compiled.dtype;
+  key.headDim = compiled.headDim;
+  key.seqBucket = sequenceBucket(seqLength);
+  key.gpu = gpu;
+  key.version = compilerVersion().str();
+  return key;
+}
+
+/// Whether the driver's JIT report (ptxas -v style) shows spills.
+static bool jitLogShowsSpills(llvm::StringRef log) {
+  // "N bytes spill stores, M bytes spill loads" per function; any non-zero N or M spills.
+  size_t at = 0;
+  while ((at = log.find(" bytes spill ", at)) != llvm::StringRef::npos) {
+    llvm::StringRef before = log.take_front(at).rtrim();
+    size_t digits = before.size();
+    while (digits && std::isdigit(static_cast<unsigned char>(before[digits - 1])))
+      --digits;
+    unsigned long long n = 0;
+    if (!before.drop_front(digits).getAsInteger(10, n) && n)
+      return true;
+    at += 1;
+  }
+  return false;
+}
+
+namespace {
+
+/// One candidate on its way through the tuner.
+struct Slot {
+  CandidateReport report;
+  std::shared_ptr<const CompiledKernel> compiled;
+  std::unique_ptr<cu::CudaKernel> kernel;
+  std::vector<double> times;
+  bool alive() const { return kernel && report.outcome == CandidateOutcome::Timed; }
+};
+
+/// The device buffers of the timed problem: `rotations` input and output sets and the L2 flush.
+struct Workspace {
+  cu::AttentionShape shape;
+  std::vector<cu::DeviceBuffer> q, k, v, o, lse;
+  cu::DeviceBuffer flush;
+  size_t oBytes = 0;
+
+  cu::AttentionBuffers buffers(size_t set) const {
+    return {q[set].address(), k[set].address(), v[set].address(), o[set].address(),
+            lse[set].address()};
+  }
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+} // namespace
+
+/// M = N = bucket, B = 16k tokens / N, H = 2048 / D, unless the kernel's signature declares them.
+static cu::AttentionShape problemShape(const CompiledKernel &k, int64_t bucket) {
+  cu::AttentionShape s;
+  s.M = s.N = bucket;
+  s.D = k.headDim;
+  s.B = std::max<int64_t>(1, 16384 / bucket);
+  s.H = std::max<int64_t>(1, 2048 / k.headDim);
+  const auto &declared = k.declaredSizes.sizes;
+  auto fixed = [&](int tensor, int dim, int64_t &size) {
+    if (declared[tensor][dim] != cu::DeclaredSizes::dynamic)
+      size = declared[tensor][dim];
+  };
+  fixed(0, 0, s.B);
+  fixed(0, 1, s.H);
+  fixed(0, 2, s.M);
+  s.Hkv = s.H;
+  fixed(1, 1, s.Hkv);
+  fixed(1, 2, s.N);
+  return s;
+}
+
+static llvm::Expected<Workspace> allocateWorkspace(const CompiledKernel &k,
+                                                   const cu::AttentionShape &s, int rotations,
+                                                   int64_t l2Bytes) {
+  Workspace w;
+  w.shape = s;
+  ElementType et = k.dtype == "f16" ? ElementType::F16 : ElementType::BF16;
+  size_t qElems = s.B * s.H * s.M * s.D, kElems = s.B * s.Hkv * s.N * s.D;
+  w.oBytes = qElems * 2;
+  // One random host pattern, uploaded at a different offset per tensor and set: distinct inputs
+  // without drawing hundreds of millions of normals (or even copying them) per buffer.
+  constexpr size_t tableSize = 1 << 16, slack = 64;
+  std::mt19937 rng(2026);
+  std::vector<char> table(tableSize * 2);
+  (void)reference::storeAs(et, reference::randomNormal(tableSize, rng), table.data());
+  std::vector<char> pattern((std::max(qElems, kElems) + slack) * 2);
+  for (size_t i = 0; i < pattern.size() / 2; ++i)
+    std::memcpy(&pattern[2 * i], &table[2 * ((i * 7919) % tableSize)], 2);
+  auto filled = [&](size_t elements, size_t start) -> llvm::Expected<cu::DeviceBuffer> {
+    auto buffer = cu::DeviceBuffer::allocate(elements * 2);
+    if (!buffer)
+      return buffer.takeError();
+    if (llvm::Error e = buffer->upload(pattern.data() + 2 * (start % slack), elements * 2))
+      return std::move(e);
+    return std::move(*buffer);
+  };
+  for (int set = 0; set < rotations; ++set) {
+    auto q = filled(qElems, 3 * set + 1), kb = filled(kElems, 3 * set + 2),
+         v = filled(kElems, 3 * set + 3); // offsets below `slack`: every tensor differs
+    if (!q)
+      return q.takeError();
+    if (!kb)
+      return kb.takeError();
+    if (!v)
+      return v.takeError();
+    auto o = cu::DeviceBuffer::allocate(w.oBytes);
+    if (!o)
+      return o.takeError();
+    auto lse = cu::DeviceBuffer::allocate(s.B * s.H * s.M * sizeof(float));
+    if (!lse)
+      return lse.takeError();
+    w.q.push_back(std::move(*q));
+    w.k.push_back(std::move(*kb));
+    w.v.push_back(std::move(*v));
+    w.o.push_back(std::move(*o));
+    w.lse.push_back(std::move(*lse));
+  }
+  // Twice the L2 (at least 64 MiB): written before every timed launch, it evicts everything.
+  auto flush = cu::DeviceBuffer::allocate(std::max<int64_t>(2 * l2Bytes, 64 << 20));
+  if (!flush)
+    return flush.takeError();
+  w.flush = std::move(*flush);
+  return w;
+}
+
+/// A sample of O (its first and last 512 Ki elements) as doubles, after `kernel` ran on set 0.
+static llvm::Expected<std::vector<double>> runAndSample(const cu::CudaKernel &kernel,
+                                                        Workspace &w, const cu::Stream &stream,
+                                                        ElementType et) {
+  // NaN: an element it does not write fails the check. On the launch's stream: a plain memset
+  // runs on the legacy stream, which a non-blocking stream does not wait for.
+  if (llvm::Error e = w.o[0].fillAsync(0xFF, stream))
+    return std::move(e);
+  if (llvm::Error e = kernel.launch(stream.handle(), w.buffers(0), w.shape,
+                                    cu::AttentionStrides::contiguous(w.shape)))
+    return std::move(e);
+  if (llvm::Error e = stream.synchronize())
+    return std::move(e);
+  size_t elements = w.oBytes / 2, part = std::min<size_t>(elements, 1 << 19);
+  std::vector<char> bytes(2 * part * 2);
+  if (llvm::Error e = w.o[0].download(bytes.data(), part * 2))
+    return std::move(e);
+  if (llvm::Error e = w.o[0].download(bytes.data() + part * 2, part * 2, (elements - part) * 2))
+    return std::move(e);
+  return reference::loadAs(et, bytes.data(), 2 * part);
+}
+
+/// max |got - want| / max |want|, NaN anywhere: infinity.
+static double relativeDifference(const std::vector<double> &got, const std::vector<double> &want) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i]) != std::isnan(want[i]))
+      return INFINITY;
+    if (std::isnan(got[i]))
+      continue;
+    diff = std::max(diff, std::abs(got[i] - want[i]));
+    scale = std::max(scale, std::abs(want[i]));
+  }
+  return scale == 0 ? diff : diff / scale;
+}
+
+static std::string utcNow() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
+                                       const TuningOptions &options) {
+  auto t0 = Clock::now();
+  auto fail = [](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  auto progress = [&](llvm::StringRef phase, size_t done, size_t total) {
+    if (options.progress)
+      options.progress(TuningProgress{phase, done, total});
+  };
+  auto driver = cu::Driver::get();
+  if (!driver)
+    return driver.takeError();
+  auto context = driver->currentContext();
+  if (!context)
+    return context.takeError();
+  auto device = driver->currentDevice();
+  if (!device)
+    return device.takeError();
+  auto gpu = GpuIdentity::current();
+  if (!gpu)
+    return gpu.takeError();
+
+  // 1. The default configuration: the kernel's dtype and head dim, the baseline.
+  PtxCompileOptions base = problem.options;
+  base.tiles = TileConfig();
+  base.dumpIRDirectory.clear();
+  auto defaultKernel = compileToPTX(problem.source, problem.bufferName, base);
+  if (!defaultKernel)
+    return defaultKernel.takeError();
+  TuningReport report;
+  report.key = tuningKeyFor(problem.source, problem.options, *defaultKernel, problem.seqLength,
+                            *gpu);
+  int64_t headDim = defaultKernel->headDim;
+  ElementType et = defaultKernel->dtype == "f16" ? ElementType::F16 : ElementType::BF16;
+
+  // 2. The space, pruned by the resource model with the device's own shared-memory limit.
+  ChipLimits limits = ChipLimits::forChip(base.chip);
+  if (device->maxSharedBytesPerBlockOptin > 0)
+    limits.sharedBytesPerBlock = device->maxSharedBytesPerBlockOptin;
+  TuningAxes axes = options.axes ? *options.axes : TuningAxes::forChip(base.chip);
+  std::vector<Candidate> space = enumerateSpace(headDim, base.chip, limits, axes);
+  TileConfig defaultTiles = defaultKernel->tiles;
+  if (llvm::none_of(space, [&](const Candidate &c) { return c.config == defaultTiles; })) {
+    Candidate c;
+    c.config = defaultTiles;
+    c.estimate = estimateResources(defaultTiles, headDim);
+    space.push_back(c);
+  }
+  std::vector<Slot> slots(space.size());
+  for (auto [slot, candidate] : llvm::zip(slots, space)) {
+    slot.report.config = candidate.config;
+    slot.report.estimate = candidate.estimate;
+    slot.report.isDefault = candidate.config == defaultTiles;
+    slot.report.outcome = candidate.pruned ? CandidateOutcome::Pruned : CandidateOutcome::Timed;
+    slot.report.reason = candidate.reason;
+  }
+
+  // 3. Compile and load in parallel (compileToPTX has its own MLIRContext per call; the driver
+  //    is thread-safe); every worker uses the caller's context.
+  auto tCompile = Clock::now();
+  {
+    size_t total = llvm::count_if(slots, [](const Slot &s) {
+      return s.report.outcome != CandidateOutcome::Pruned;
+    });
+    size_t done = 0;
+    std::mutex mutex;
+    std::condition_variable finished;
+    llvm::DefaultThreadPool pool(llvm::hardware_concurrency(options.threads));
+    CUctx_st *ctx = *context;
+    for (Slot &slot : slots) {
+      if (slot.report.outcome == CandidateOutcome::Pruned)
+        continue;
+      pool.async([&, ctx] {
+        CandidateReport &r = slot.report;
+        auto drop = [&](CandidateOutcome outcome, std::string why) {
+          r.outcome = outcome;
+          r.reason = std::move(why);
+        };
+        PtxCompileOptions o = base;
+        o.tiles = r.config;
+        auto start = Clock::now();
+        auto compiled = r.isDefault ? llvm::Expected<CompiledKernel>(*defaultKernel)
+                                    : compileToPTX(problem.source, problem.bufferName, o);
+        r.compileMs = 1e3 * secondsSince(start);
+        if (!compiled) {
+          std::string why = llvm::toString(compiled.takeError());
+          drop(CandidateOutcome::CompileFailed, llvm::StringRef(why).split('\n').first.str());
+        } else {
+          r.sharedBytes = compiled->sharedBytes;
+          slot.compiled = std::make_shared<const CompiledKernel>(std::move(*compiled));
+          auto metadata =
+              cu::KernelMetadata::parse(slot.compiled->metadataJson(), problem.bufferName);
+          start = Clock::now();
+          llvm::Error current = driver->setCurrentContext(ctx);
+          if (!metadata || current) {
+            std::string why = metadata ? llvm::toString(std::move(current))
+                                       : llvm::toString(metadata.takeError());
+            llvm::consumeError(std::move(current));
+            drop(CandidateOutcome::LoadFailed, why);
+          } else if (slot.compiled->sharedBytes > limits.sharedBytesPerBlock) {
+            drop(CandidateOutcome::LoadFailed,
+                 "shared memory: compiled to " + std::to_string(slot.compiled->sharedBytes) +
+                     " bytes, the device allows " + std::to_string(limits.sharedBytesPerBlock));
+          } else if (auto kernel = cu::CudaKernel::load(slot.compiled->ptx, *metadata); !kernel) {
+            std::string why = cu::takeReport(kernel.takeError()).message;
+            drop(CandidateOutcome::LoadFailed, llvm::StringRef(why).split('\n').first.str());
+          } else {
+            r.loadMs = 1e3 * secondsSince(start);
+            r.registers = (*kernel)->registersPerThread();
+            if ((*kernel)->localBytesPerThread() > 0 || jitLogShowsSpills((*kernel)->jitLog()))
+              drop(CandidateOutcome::Spilled,
+                   "spills: " + std::to_string((*kernel)->localBytesPerThread()) +
+                       " bytes of local memory per thread (" + std::to_string(r.registers) +
+                       " registers)");
+            else
+              slot.kernel = std::move(*kernel);
+          }
+        }
+        std::lock_guard<std::mutex> lock(mutex);
+        ++done;
+        finished.notify_one();
+      });
+    }
+    // Progress from this thread only, as candidates finish.
+    for (size_t reported = 0; reported < total;) {
+      std::unique_lock<std::mutex> lock(mutex);
+      finished.wait(lock, [&] { return done > reported; });
+      reported = done;
+      lock.unlock();
+      progress("compile", reported, total);
+    }
+    pool.wait();
+  }
+  report.compileSeconds = secondsSince(tCompile);
+
+  Slot *defaultSlot = nullptr;
+  for (Slot &slot : slots)
+    if (slot.report.isDefault)
+      defaultSlot = &slot;
+  if (!defaultSlot || !defaultSlot->kernel)
+    return fail("the default configuration " + defaultTiles.print() +
+                " did not load: " + (defaultSlot ? defaultSlot->report.reason : "(missing)"));
+
+  // 4. Each survivor once, checked against the default's output.
+  auto tCheck = Clock::now();
+  cu::AttentionShape shape = problemShape(*defaultKernel, report.key.seqBucket);
+  int rotations = std::max(1, options.rotations);
+  auto workspace = allocateWorkspace(*defaultKernel, shape, rotations, device->l2CacheBytes);
+  if (!workspace)
+    return workspace.takeError();
+  auto stream = cu::Stream::create();
+  if (!stream)
+    return stream.takeError();
+  auto expected = runAndSample(*defaultSlot->kernel, *workspace, *stream, et);
+  if (!expected)
+    return fail("the default configuration failed to run: " +
+                llvm::toString(expected.takeError()));
+  double tolerance = et == ElementType::BF16 ? 2e-2 : 5e-3;
+  for (Slot &slot : slots) {
+    if (!slot.alive() || &slot == defaultSlot)
+      continue;
+    auto got = runAndSample(*slot.kernel, *workspace, *stream, et);
+    if (!got) {
+      std::string why = cu::takeReport(got.takeError()).message;
+      slot.report.outcome = CandidateOutcome::LaunchFailed;
+      slot.report.reason = llvm::StringRef(why).split('\n').first.str();
+      // A fault poisons the context for everything after it: find out now, and say which.
+      if (!runAndSample(*defaultSlot->kernel, *workspace, *stream, et))
+        return fail("candidate " + slot.report.config.print() +
+                    " left the CUDA context unusable: " + why);
+      continue;
+    }
+    double diff = relativeDifference(*got, *expected);
+    if (!(diff <= tolerance)) {
+      slot.report.outcome = CandidateOutcome::WrongResult;
+      slot.report.reason = llvm::formatv("output differs from the default configuration's by "
+                                         "{0:e2} (max relative; bound {1:e0})",
+                                         diff, tolerance)
+                               .str();
+    }
+  }
+  report.checkSeconds = secondsSince(tCheck);
+
+  // 5. Round-robin timing.
+  auto tTime = Clock::now();
+  std::vector<Slot *> alive;
+  for (Slot &slot : slots)
+    if (slot.alive())
+      alive.push_back(&slot);
+  int repetitions = std::max(3, options.repetitions), warmup = std::max(0, options.warmup);
+  cu::AttentionStrides strides = cu::AttentionStrides::contiguous(shape);
+  std::vector<cu::Event> starts, stops;
+  for (size_t i = 0; i < alive.size(); ++i) {
+    auto start = cu::Event::create(), stop = cu::Event::create();
+    if (!start)
+      return start.takeError();
+    if (!stop)
+      return stop.takeError();
+    starts.push_back(std::move(*start));
+    stops.push_back(std::move(*stop));
+  }
+  int totalRounds = warmup + repetitions;
+  for (int round = 0; round < totalRounds; ++round) {
+    size_t set = round % rotations;
+    std::vector<size_t> order;
+    for (size_t i = 0; i < alive.size(); ++i)
+      if (alive[i]->alive())
+        order.push_back(i);
+    if (order.empty())
+      break;
+    std::rotate(order.begin(), order.begin() + round % order.size(), order.end());
+    for (size_t i : order) {
+      Slot &slot = *alive[i];
+      if (llvm::Error e = workspace->flush.fillAsync(uint8_t(round), *stream))
+        return std::move(e);
+      if (llvm::Error e = starts[i].record(*stream))
+        return std::move(e);
+      if (llvm::Error e = slot.kernel->launch(stream->handle(), workspace->buffers(set), shape,
+                                              strides)) {
+        slot.report.outcome = CandidateOutcome::LaunchFailed;
+        slot.report.reason = cu::takeReport(std::move(e)).message;
+        continue;
+      }
+      if (llvm::Error e = stops[i].record(*stream))
+        return std::move(e);
+      // Reading each pair right away keeps one pair of events per candidate; the wait costs
+      // nothing the GPU would have spent otherwise (the next launch needs the flush first).
+      if (llvm::Error e = stops[i].synchronize())
+        return fail("while timing " + slot.report.config.print() + ": " +
+                    llvm::toString(std::move(e)));
+      auto ms = cu::Event::elapsedMilliseconds(starts[i], stops[i]);
+      if (!ms)
+        return ms.takeError();
+      if (round >= warmup)
+        slot.times.push_back(*ms);
+    }
+    if (round < warmup)
+      continue;
+    int timedRounds = round - warmup + 1;
+    report.rounds = timedRounds;
+    progress("time", timedRounds, repetitions);
+    if (timedRounds == 3) {
+      double best = INFINITY;
+      for (Slot *slot : alive)
+        if (slot->alive())
+          best = std::min(best, median(slot->times));
+      for (Slot *slot : alive)
+        if (slot->alive() && !slot->report.isDefault && median(slot->times) > 1.3 * best) {
+          slot->report.outcome = CandidateOutcome::Slow;
+          slot->report.reason = llvm::formatv("{0:f2}x the best after 3 rounds",
+                                              median(slot->times) / best)
+                                    .str();
+        }
+    }
+    if (timedRounds >= 3 && timedRounds < repetitions &&
+        secondsSince(t0) > options.budgetSeconds) {
+      report.budgetNote = llvm::formatv("the {0} s budget was spent after {1} of {2} rounds",
+                                        options.budgetSeconds, timedRounds, repetitions)
+                              .str();
+      break;
+    }
+  }
+  report.timingSeconds = secondsSince(tTime);
+
+  Slot *best = nullptr;
+  for (Slot &slot : slots) {
+    if (!slot.times.empty())
+      slot.report.medianMs = median(slot.times);
+    if (slot.alive() && !slot.times.empty() &&
+        (!best || slot.report.medianMs < best->report.medianMs))
+      best = &slot;
+  }
+  if (!best)
+    return fail("no configuration could be timed");
+  report.best = best->compiled;
+  TuningRecord &record = report.record;
+  record.config = best->report.config;
+  record.medianMs = best->report.medianMs;
+  record.defaultConfig = defaultTiles;
+  record.defaultMs = defaultSlot->report.medianMs;
+  record.candidates = slots.size();
+  record.timed = llvm::count_if(slots, [](const Slot &s) { return !s.times.empty(); });
+  record.B = shape.B;
+  record.H = shape.H;
+  record.Hkv = shape.Hkv;
+  record.M = shape.M;
+  record.N = shape.N;
+  record.created = utcNow();
+  report.totalSeconds = secondsSince(t0);
+  record.tuningSeconds = report.totalSeconds;
+  for (Slot &slot : slots)
+    report.candidates.push_back(slot.report);
+  return report;
+}

@@ -1,0 +1,94 @@
+//===- TuningSpace.cpp - the autotuner's configurations and resource model ===//
+#include "tilefuse/runtime/jit/TuningSpace.h"
+
+#include "llvm/Support/MathExtras.h"
+
+using namespace tilefuse::runtime;
+using namespace tilefuse::runtime::jit;
+
+ChipLimits ChipLimits::forChip(llvm::StringRef chip) {
+  ChipLimits limits;
+  // cudaDevAttrMaxSharedMemoryPerBlockOptin of the H100/H200 and of the A100.
+  limits.sharedBytesPerBlock = chip == "sm_90a" ? 232448 : 166912;
+  return limits;
+}
+
+ResourceEstimate jit::estimateResources(const TileConfig &config, int64_t headDim,
+                                        int64_t elementBytes) {
+  ResourceEstimate e;
+  int64_t br = config.blockM.value_or(0), bc = config.blockN.value_or(0);
+  int64_t rows = config.rowsPerWarp.value_or(16), d = headDim;
+  // tile-to-nvvm's buffers (placeInDynamicSharedMemory): each rounded up to 1 KiB.
+  auto buffer = [](int64_t bytes) { return int64_t(llvm::alignTo(bytes, 1024)); };
+  int64_t keyBlock = buffer(bc * d * elementBytes);
+  e.sharedBytes = 2 * keyBlock /* K, double-buffered */ + keyBlock /* V */;
+  if (config.qOperand == QOperand::Shared)
+    e.sharedBytes += buffer(br * d * elementBytes);
+  e.seedSharedBytes = 4 * br * d + 4 * bc * d + 2 * br * bc + 8 * br;
+  int64_t accumulator = rows * d / 32, scores = rows * bc / 32;
+  int64_t query = config.qOperand == QOperand::Shared ? 0 : rows * d / 64;
+  e.registersPerThread = accumulator + scores + query + 32;
+  e.threads = config.threads();
+  return e;
+}
+
+TuningAxes TuningAxes::forChip(llvm::StringRef chip) {
+  TuningAxes axes;
+  axes.blockM = {64, 128, 256};
+  axes.blockN = {32, 64, 128, 256};
+  axes.rowsPerWarp = {16, 32};
+  axes.mma = {MmaKind::Sync};
+  if (chip == "sm_90a")
+    axes.mma.push_back(MmaKind::Wgmma);
+  axes.qOperand = {QOperand::Registers, QOperand::Shared};
+  axes.copyIssue = {CopyIssue::Eager, CopyIssue::AtBarrier};
+  return axes;
+}
+
+/// Why `e` does not fit `limits`, or empty.
+static std::string pruneReason(const ResourceEstimate &e, const ChipLimits &limits) {
+  if (e.threads > limits.threadsPerBlock)
+    return "threads: " + std::to_string(e.threads) + " per block, the chip allows " +
+           std::to_string(limits.threadsPerBlock);
+  if (e.sharedBytes > limits.sharedBytesPerBlock)
+    return "shared memory: " + std::to_string(e.sharedBytes) + " bytes per block, the chip " +
+           "allows " + std::to_string(limits.sharedBytesPerBlock);
+  if (e.registersPerThread > limits.registersPerThread)
+    return "registers: ~" + std::to_string(e.registersPerThread) + " per thread estimated, " +
+           "over " + std::to_string(limits.registersPerThread) + " (it would spill)";
+  if (e.registersPerThread * e.threads > limits.registersPerBlock)
+    return "registers: ~" + std::to_string(e.registersPerThread) + " x " +
+           std::to_string(e.threads) + " threads per block estimated, over the SM's " +
+           std::to_string(limits.registersPerBlock);
+  return "";
+}
+
+std::vector<Candidate> jit::enumerateSpace(int64_t headDim, llvm::StringRef chip,
+                                           const ChipLimits &limits, const TuningAxes &axes,
+                                           int64_t elementBytes) {
+  std::vector<Candidate> space;
+  for (int64_t br : axes.blockM)
+    for (int64_t bc : axes.blockN)
+      for (MmaKind mma : axes.mma)
+        for (int64_t rows : axes.rowsPerWarp)
+          for (QOperand q : axes.qOperand)
+            for (CopyIssue copy : axes.copyIssue) {
+              Candidate c;
+              c.config.blockM = br;
+              c.config.blockN = bc;
+              c.config.rowsPerWarp = rows;
+              c.config.mma = mma;
+              c.config.qOperand = q;
+              c.config.copyIssue = copy;
+              // Not a configuration at all (the compiler would refuse it): not listed.
+              if (llvm::Error error = c.config.verify(chip)) {
+                llvm::consumeError(std::move(error));
+                continue;
+              }
+              c.estimate = estimateResources(c.config, headDim, elementBytes);
+              c.reason = pruneReason(c.estimate, limits);
+              c.pruned = !c.reason.empty();
+              space.push_back(std::move(c));
+            }
+  return space;
+}

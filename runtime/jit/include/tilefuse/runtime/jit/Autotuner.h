@@ -1,0 +1,117 @@
+//===- Autotuner.h - the best configuration of a kernel on this GPU -*- C++ -*-===//
+//
+// tune() times a kernel's configurations on the current GPU and returns the fastest:
+//
+//   1. the default configuration (defaultTileConfig) is compiled first: it resolves the kernel's
+//      dtype and head dim, is the baseline, and its output the one every candidate must match;
+//   2. the space (TuningSpace.h) is enumerated and pruned by the resource model, with reasons;
+//   3. the rest compile to PTX in parallel threads, in process (compileToPTX), and are loaded by
+//      the driver's JIT in the same threads; a candidate that fails to compile or load, or whose
+//      JIT report shows local memory (spills), is dropped with the reason;
+//   4. each survivor runs once and its output is compared with the default's (a configuration
+//      that computes something else is dropped, never chosen); a launch that fails is dropped;
+//   5. the survivors are timed with CUDA events, round-robin (the order rotated each round, so
+//      drift falls on all alike): warm-up rounds, then repetitions, each launch after a write of
+//      a buffer twice the L2 size (cold L2, as a model's layer sees it) and on the next of several
+//      input sets (rotated); after three rounds candidates over 1.3x the best median are dropped;
+//      the winner has the lowest median. Timing stops early (with at least three rounds) once the
+//      budget is spent.
+//
+// The problem timed: M = N = the sequence bucket (sequenceBucket), D the kernel's head dim,
+// B = max(1, 16384 / N), H = max(1, 2048 / D), Hkv = H, except where the kernel's signature
+// declares a size. Errors are values: no driver or GPU, a kernel that does not compile in its
+// default configuration, or a CUDA context left unusable by a faulting candidate; everything
+// else only drops candidates.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TILEFUSE_RUNTIME_JIT_AUTOTUNER_H
+#define TILEFUSE_RUNTIME_JIT_AUTOTUNER_H
+
+#include "tilefuse/runtime/Compiler.h"
+#include "tilefuse/runtime/jit/TuningDatabase.h"
+#include "tilefuse/runtime/jit/TuningSpace.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tilefuse::runtime::jit {
+
+struct TuningProblem {
+  std::string source;
+  std::string bufferName;
+  /// The specialization and target (head dim, dtype, parameters, chip, PTX features); its tile
+  /// configuration is ignored (the space's configurations replace it).
+  PtxCompileOptions options;
+  /// The sequence length the kernel will run at; picks the bucket (timed at M = N = bucket).
+  int64_t seqLength = 4096;
+};
+
+struct TuningProgress {
+  llvm::StringRef phase; ///< "compile" or "time"
+  size_t done = 0, total = 0;
+};
+
+struct TuningOptions {
+  unsigned threads = 0; ///< compile threads; 0: every core
+  int warmup = 2;       ///< untimed rounds
+  int repetitions = 10; ///< timed rounds (at least 3)
+  int rotations = 3;    ///< input sets launches cycle through
+  double budgetSeconds = 15;
+  /// The space; empty: TuningAxes::forChip.
+  std::optional<TuningAxes> axes;
+  /// Called from the tuning thread (never concurrently) as candidates compile and rounds run.
+  std::function<void(const TuningProgress &)> progress;
+};
+
+enum class CandidateOutcome {
+  Pruned,       ///< the resource model ruled it out; never compiled
+  CompileFailed,
+  LoadFailed,   ///< the driver's JIT refused it
+  Spilled,      ///< the JIT report shows local memory
+  LaunchFailed,
+  WrongResult,  ///< its output differs from the default configuration's
+  Slow,         ///< over 1.3x the best after three rounds
+  Timed,
+};
+llvm::StringRef candidateOutcomeName(CandidateOutcome outcome);
+
+struct CandidateReport {
+  TileConfig config;
+  ResourceEstimate estimate;
+  CandidateOutcome outcome = CandidateOutcome::Pruned;
+  std::string reason;     ///< why it was dropped
+  bool isDefault = false; ///< defaultTileConfig's configuration
+  double medianMs = 0;    ///< of the rounds it was timed in (Timed, Slow)
+  int registers = 0;      ///< per thread, from the driver (0: not loaded)
+  int64_t sharedBytes = 0; ///< as compiled (0: not compiled)
+  double compileMs = 0, loadMs = 0;
+};
+
+struct TuningReport {
+  TuningKey key;
+  TuningRecord record; ///< the winner, as the database stores it
+  std::vector<CandidateReport> candidates;
+  std::shared_ptr<const CompiledKernel> best; ///< the winner's PTX and metadata
+  double compileSeconds = 0, checkSeconds = 0, timingSeconds = 0, totalSeconds = 0;
+  int rounds = 0;            ///< timed rounds run
+  std::string budgetNote;    ///< set when the budget cut the timing short
+};
+
+/// The tuning database's key for a kernel: the kernel identity of `options` with the dtype and
+/// head dim `compiled` resolved (so "as written" and the written value key alike), the bucket of
+/// `seqLength`, the GPU and compilerVersion().
+TuningKey tuningKeyFor(llvm::StringRef source, const PtxCompileOptions &options,
+                       const CompiledKernel &compiled, int64_t seqLength, const GpuIdentity &gpu);
+
+/// Tunes `problem` on the current GPU (see the file comment). Does not touch the database.
+llvm::Expected<TuningReport> tune(const TuningProblem &problem, const TuningOptions &options);
+
+} // namespace tilefuse::runtime::jit
+
+#endif

@@ -1,0 +1,88 @@
+//===- TuningSpace.h - the autotuner's configurations and resource model -*- C++ -*-===//
+//
+// The configurations the autotuner considers for a kernel: every combination of the TileConfig
+// axes (block sizes, rows per warp, MMA kind, where Q lives, when copies issue), each checked
+// for consistency (TileConfig::verify) and against a resource model of the chip before anything
+// is compiled. A candidate that cannot fit is kept in the list, pruned, with the reason, so the
+// tuner's table says why it was never timed.
+//
+// The resource model:
+//   shared memory  what tile-to-nvvm allocates: K double-buffered, V, and Q when it lives in
+//                  shared memory, each buffer rounded up to 1 KiB (the wgmma swizzle atom); the
+//                  seed formula 4·Br·d + 4·Bc·d + 2·Br·Bc + 8·Br is reported beside it. Checked
+//                  against the compiled kernel's shared_bytes in TuningSpaceTest.
+//   registers      an estimate per thread: the O accumulator (rows_per_warp·d/32 f32), the
+//                  scores (rows_per_warp·Bc/32 f32), Q when in registers (rows_per_warp·d/64
+//                  packed pairs) and a fixed 32 for addresses, the running max and sum. Over 255
+//                  per thread (ptxas' limit) it would spill; over the SM's register file per
+//                  block it cannot launch. The driver's JIT report decides in the end: the tuner
+//                  drops kernels that spill anyway.
+//   threads        at most the chip's threads per block.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TILEFUSE_RUNTIME_JIT_TUNINGSPACE_H
+#define TILEFUSE_RUNTIME_JIT_TUNINGSPACE_H
+
+#include "tilefuse/runtime/TileConfig.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tilefuse::runtime::jit {
+
+/// What one block may use on a chip.
+struct ChipLimits {
+  int64_t sharedBytesPerBlock = 0; ///< opt-in dynamic shared memory per block
+  int64_t threadsPerBlock = 1024;
+  int64_t registersPerThread = 255;
+  int64_t registersPerBlock = 65536;
+
+  /// The limits of the chip's reference part: sm_90a (H100/H200: 227 KiB), sm_80 (A100:
+  /// 163 KiB). Prefer the device's own numbers where there is one (the tuner asks the driver).
+  static ChipLimits forChip(llvm::StringRef chip);
+};
+
+/// The model's numbers for one configuration.
+struct ResourceEstimate {
+  int64_t sharedBytes = 0;        ///< as tile-to-nvvm lays the buffers out
+  int64_t seedSharedBytes = 0;    ///< 4·Br·d + 4·Bc·d + 2·Br·Bc + 8·Br
+  int64_t registersPerThread = 0; ///< estimated (see the file comment)
+  int64_t threads = 0;
+};
+
+/// The model for a complete configuration, head dimension and element size (2: bf16 / f16).
+ResourceEstimate estimateResources(const TileConfig &config, int64_t headDim,
+                                   int64_t elementBytes = 2);
+
+/// The values each axis takes; the space is their product.
+struct TuningAxes {
+  std::vector<int64_t> blockM, blockN, rowsPerWarp;
+  std::vector<MmaKind> mma;
+  std::vector<QOperand> qOperand;
+  std::vector<CopyIssue> copyIssue;
+
+  /// Br 64/128/256, Bc 32/64/128/256, rows per warp 16/32, Q in registers or shared, both copy
+  /// issues; mma.sync, and wgmma on sm_90a.
+  static TuningAxes forChip(llvm::StringRef chip);
+};
+
+struct Candidate {
+  TileConfig config;
+  ResourceEstimate estimate;
+  bool pruned = false;
+  std::string reason; ///< why it was pruned
+};
+
+/// Every combination of `axes`, in a fixed order; inconsistent combinations (TileConfig::verify:
+/// wgmma with 32 rows per warp, Br not a multiple of rows per warp, ...) are left out, those the
+/// resource model rules out are pruned with the reason.
+std::vector<Candidate> enumerateSpace(int64_t headDim, llvm::StringRef chip,
+                                      const ChipLimits &limits, const TuningAxes &axes,
+                                      int64_t elementBytes = 2);
+
+} // namespace tilefuse::runtime::jit
+
+#endif

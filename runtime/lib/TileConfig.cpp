@@ -1,0 +1,196 @@
+//===- TileConfig.cpp - the typed kernel configuration --------------------===//
+#include "tilefuse/runtime/TileConfig.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace tilefuse::runtime;
+
+static llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::StringRef tilefuse::runtime::mmaKindName(MmaKind kind) {
+  return kind == MmaKind::Wgmma ? "wgmma" : "sync";
+}
+llvm::StringRef tilefuse::runtime::qOperandName(QOperand operand) {
+  return operand == QOperand::Shared ? "shared" : "registers";
+}
+llvm::StringRef tilefuse::runtime::copyIssueName(CopyIssue issue) {
+  return issue == CopyIssue::AtBarrier ? "at-barrier" : "eager";
+}
+
+bool TileConfig::isComplete() const {
+  return blockM && blockN && rowsPerWarp && mma && qOperand && copyIssue;
+}
+
+bool TileConfig::empty() const {
+  return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue;
+}
+
+bool TileConfig::operator==(const TileConfig &other) const {
+  return blockM == other.blockM && blockN == other.blockN && rowsPerWarp == other.rowsPerWarp &&
+         mma == other.mma && qOperand == other.qOperand && copyIssue == other.copyIssue;
+}
+
+std::string TileConfig::print() const {
+  llvm::SmallVector<std::string> items;
+  if (blockM)
+    items.push_back("Br=" + std::to_string(*blockM));
+  if (blockN)
+    items.push_back("Bc=" + std::to_string(*blockN));
+  if (rowsPerWarp)
+    items.push_back("rows_per_warp=" + std::to_string(*rowsPerWarp));
+  if (mma)
+    items.push_back(("mma=" + mmaKindName(*mma)).str());
+  if (qOperand)
+    items.push_back(("q=" + qOperandName(*qOperand)).str());
+  if (copyIssue)
+    items.push_back(("copy_issue=" + copyIssueName(*copyIssue)).str());
+  return llvm::join(items, ",");
+}
+
+llvm::Expected<TileConfig> TileConfig::parse(llvm::StringRef text) {
+  TileConfig config;
+  llvm::SmallVector<llvm::StringRef> items;
+  text.split(items, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef item : items) {
+    auto [key, value] = item.split('=');
+    key = key.trim();
+    value = value.trim();
+    if (!item.contains('='))
+      return fail("'" + item.trim() + "' is not KEY=VALUE");
+    auto integer = [&](std::optional<int64_t> &field) -> llvm::Error {
+      int64_t v = 0;
+      if (value.getAsInteger(10, v))
+        return fail(key + " needs an integer, not '" + value + "'");
+      field = v;
+      return llvm::Error::success();
+    };
+    auto choice = [&](auto &field, auto first, llvm::StringRef firstName, auto second,
+                      llvm::StringRef secondName) -> llvm::Error {
+      if (value == firstName)
+        field = first;
+      else if (value == secondName)
+        field = second;
+      else
+        return fail(key + " must be " + firstName + " or " + secondName + ", not '" + value +
+                    "'");
+      return llvm::Error::success();
+    };
+    llvm::Error error = llvm::Error::success();
+    if (key == "Br" || key == "block_m" || key == "block-m")
+      error = integer(config.blockM);
+    else if (key == "Bc" || key == "block_n" || key == "block-n")
+      error = integer(config.blockN);
+    else if (key == "rows_per_warp" || key == "rows-per-warp")
+      error = integer(config.rowsPerWarp);
+    else if (key == "mma")
+      error = choice(config.mma, MmaKind::Sync, "sync", MmaKind::Wgmma, "wgmma");
+    else if (key == "q" || key == "q_operand" || key == "q-operand")
+      error = choice(config.qOperand, QOperand::Registers, "registers", QOperand::Shared,
+                     "shared");
+    else if (key == "copy_issue" || key == "copy-issue")
+      error = choice(config.copyIssue, CopyIssue::Eager, "eager", CopyIssue::AtBarrier,
+                     "at-barrier");
+    else
+      error = fail("unknown setting '" + key + "' (Br, Bc, rows_per_warp, mma, q, copy_issue)");
+    if (error)
+      return std::move(error);
+  }
+  return config;
+}
+
+TileConfig TileConfig::overriddenBy(const TileConfig &other) const {
+  TileConfig out = *this;
+  if (other.blockM)
+    out.blockM = other.blockM;
+  if (other.blockN)
+    out.blockN = other.blockN;
+  if (other.rowsPerWarp)
+    out.rowsPerWarp = other.rowsPerWarp;
+  if (other.mma)
+    out.mma = other.mma;
+  if (other.qOperand)
+    out.qOperand = other.qOperand;
+  if (other.copyIssue)
+    out.copyIssue = other.copyIssue;
+  return out;
+}
+
+llvm::Error TileConfig::verify(llvm::StringRef chip) const {
+  if (blockM && (*blockM <= 0 || *blockM % 16 || *blockM > 256))
+    return fail("block-m must be a multiple of 16 up to 256 (16 rows per warp), got " +
+                llvm::Twine(*blockM));
+  if (blockN && (*blockN <= 0 || *blockN % 16))
+    return fail("block-n must be a positive multiple of 16, got " + llvm::Twine(*blockN));
+  if (rowsPerWarp && *rowsPerWarp != 16 && *rowsPerWarp != 32)
+    return fail("rows-per-warp must be 16 or 32, got " + llvm::Twine(*rowsPerWarp));
+  if (blockM && rowsPerWarp && *blockM % *rowsPerWarp)
+    return fail("block-m (" + llvm::Twine(*blockM) + ") must be a multiple of rows-per-warp (" +
+                llvm::Twine(*rowsPerWarp) + ")");
+  if (mma == MmaKind::Wgmma) {
+    // tile-to-nvvm's constraints for warpgroup MMAs (its message), checked here so the tuner
+    // never compiles a configuration the pass would refuse.
+    if ((!chip.empty() && chip != "sm_90a") || (blockM && *blockM % 64) ||
+        (rowsPerWarp && *rowsPerWarp != 16) || qOperand == QOperand::Shared)
+      return fail("mma=wgmma needs chip=sm_90a, rows-per-warp=16, q-operand=registers and "
+                  "block-m a multiple of 64");
+  }
+  return llvm::Error::success();
+}
+
+int64_t TileConfig::threads() const {
+  return blockM && rowsPerWarp ? 32 * (*blockM / *rowsPerWarp) : 0;
+}
+
+TileConfig tilefuse::runtime::defaultTileConfig(int64_t headDim, llvm::StringRef chip) {
+  TileConfig c;
+  c.qOperand = QOperand::Registers;
+  c.copyIssue = CopyIssue::Eager;
+  // Measured on the H200 (docs/perf.md, 2026-11-29). sm_90a: one warpgroup (Br = 64) with
+  // wgmma; Bc = 128 at D <= 64, 64 at D = 128 (the best of 64/128 x 64/128 over N = 4k, 16k).
+  if (chip == "sm_90a") {
+    c.blockM = 64;
+    c.blockN = headDim <= 64 ? 128 : 64;
+    c.rowsPerWarp = 16;
+    c.mma = MmaKind::Wgmma;
+    return c;
+  }
+  // mma.sync: at D <= 64 two m16 tiles per warp (Br = 128 on 4 warps) reach FA2; at D = 128
+  // they spill (Q lives in registers), so one.
+  c.mma = MmaKind::Sync;
+  c.blockN = 64;
+  c.blockM = headDim <= 64 ? 128 : 64;
+  c.rowsPerWarp = headDim <= 64 ? 32 : 16;
+  return c;
+}
+
+llvm::Expected<TileConfig> tilefuse::runtime::resolveTileConfig(const TileConfig &requested,
+                                                                int64_t headDim,
+                                                                llvm::StringRef chip) {
+  // The fields one by one first, so a bad value is named as such, not as a bad combination.
+  TileConfig alone;
+  alone.blockM = requested.blockM;
+  alone.blockN = requested.blockN;
+  alone.rowsPerWarp = requested.rowsPerWarp;
+  if (llvm::Error error = alone.verify())
+    return std::move(error);
+  // wgmma's constraints (warpgroups of 16-row warps, Q in registers) rule it out as the default
+  // when a set field contradicts them; an explicit mma=wgmma is checked as is.
+  bool syncOnly = requested.mma == MmaKind::Sync || requested.rowsPerWarp == 32 ||
+                  requested.qOperand == QOperand::Shared ||
+                  (requested.blockM && *requested.blockM % 64);
+  TileConfig tiles =
+      defaultTileConfig(headDim, syncOnly ? llvm::StringRef("sm_80") : chip)
+          .overriddenBy(requested);
+  if (!requested.rowsPerWarp && *tiles.blockM % *tiles.rowsPerWarp)
+    tiles.rowsPerWarp = 16; // an explicit Br the default rows-per-warp does not divide
+  // The chip is left to tile-to-nvvm, whose message names its own constraints.
+  if (llvm::Error error = tiles.verify())
+    return std::move(error);
+  return tiles;
+}

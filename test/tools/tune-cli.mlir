@@ -1,0 +1,35 @@
+// tilefuse tune and tilefuse compile --tuned, on a machine without a GPU: the errors say why,
+// --config's whole TileConfig reaches the sidecar, and the help lists the tune options.
+// RUN: rm -rf %t && mkdir -p %t
+
+// RUN: tilefuse tune --help | FileCheck %s --check-prefix=HELP
+// HELP: tilefuse tune options:
+// HELP-DAG: --seq=<long>
+// HELP-DAG: --emit-dir=<string>
+// HELP-DAG: --budget=<number>
+// RUN: tilefuse compile --help | FileCheck %s --check-prefix=COMPILE-HELP
+// COMPILE-HELP-DAG: --tuned
+// COMPILE-HELP-DAG: --tuned-gpu=<string>
+
+// RUN: env TILEFUSE_CACHE_DIR=%t/cache not tilefuse tune --kernel attention --arch sm_90a 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=NOGPU
+// NOGPU: error: {{no driver|no GPU}}
+
+// RUN: env TILEFUSE_CACHE_DIR=%t/cache not tilefuse compile --kernel causal --head-dim 128 \
+// RUN:   --tuned --tuned-gpu "NVIDIA H200|sms=132|cc=9.0|driver=13000" --seq 5000 -o %t/x.ptx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=NOENTRY
+// NOENTRY: error: --tuned: the tuning database ({{.*}}cache/tuning) has no entry for kernels/causal.mlir bf16 d128, seq bucket 8192, sm_90a, GPU NVIDIA H200|sms=132|cc=9.0|driver=13000, tilefuse {{.*}}; run `tilefuse tune` there first
+
+// RUN: not tilefuse compile --kernel causal --tuned --tuned-gpu "H200" -o %t/x.ptx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADGPU
+// BADGPU: error: --tuned: GPU 'H200': needs four fields
+
+// RUN: tilefuse compile --kernel causal --config Br=64,Bc=64,mma=sync,q=shared,copy_issue=at-barrier \
+// RUN:   --emit ptx -o %t/shared.ptx
+// RUN: FileCheck %s --check-prefix=CONFIG --input-file %t/shared.json
+// (mma.sync at D = 64 takes two m16 tiles per warp unless told otherwise.)
+// CONFIG: "tile_config": "Br=64,Bc=64,rows_per_warp=32,mma=sync,q=shared,copy_issue=at-barrier"
+
+// RUN: not tilefuse compile --kernel causal --config mma=tensor -o %t/x 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADMMA
+// BADMMA: error: --config: mma must be sync or wgmma, not 'tensor'

@@ -1,0 +1,125 @@
+//===- TileConfigTest.cpp - the typed kernel configuration ----------------===//
+#include "tilefuse/kernels/Registry.h"
+#include "tilefuse/runtime/Compiler.h"
+#include "tilefuse/runtime/TileConfig.h"
+
+#include <gtest/gtest.h>
+
+using namespace tilefuse;
+using namespace tilefuse::runtime;
+
+static TileConfig parsed(llvm::StringRef text) {
+  auto config = TileConfig::parse(text);
+  if (!config) {
+    ADD_FAILURE() << text.str() << ": " << llvm::toString(config.takeError());
+    return {};
+  }
+  return *config;
+}
+
+static std::string parseError(llvm::StringRef text) {
+  auto config = TileConfig::parse(text);
+  if (config) {
+    ADD_FAILURE() << text.str() << " parsed as " << config->print();
+    return "";
+  }
+  return llvm::toString(config.takeError());
+}
+
+TEST(TileConfig, PrintParseRoundTrip) {
+  TileConfig c;
+  EXPECT_EQ(c.print(), "");
+  EXPECT_TRUE(c.empty());
+  EXPECT_EQ(parsed(""), c);
+  c.blockM = 64;
+  c.blockN = 128;
+  c.rowsPerWarp = 16;
+  c.mma = MmaKind::Wgmma;
+  c.qOperand = QOperand::Registers;
+  c.copyIssue = CopyIssue::AtBarrier;
+  EXPECT_TRUE(c.isComplete());
+  EXPECT_EQ(c.print(), "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=at-barrier");
+  EXPECT_EQ(parsed(c.print()), c);
+  // Partial configurations print only what they set, and come back the same.
+  TileConfig partial;
+  partial.blockN = 32;
+  partial.qOperand = QOperand::Shared;
+  EXPECT_EQ(partial.print(), "Bc=32,q=shared");
+  EXPECT_EQ(parsed(partial.print()), partial);
+  EXPECT_FALSE(partial.isComplete());
+}
+
+TEST(TileConfig, ParseTakesOlderSpellingsAndSpaces) {
+  TileConfig c = parsed(" block_m=128 , block-n=64,rows-per-warp=32,q-operand=shared,"
+                        "copy-issue=eager,mma=sync");
+  EXPECT_EQ(c.print(), "Br=128,Bc=64,rows_per_warp=32,mma=sync,q=shared,copy_issue=eager");
+}
+
+TEST(TileConfig, ParseErrors) {
+  EXPECT_NE(parseError("Q=1").find("unknown setting 'Q'"), std::string::npos);
+  EXPECT_NE(parseError("Br=sixty").find("Br needs an integer, not 'sixty'"), std::string::npos);
+  EXPECT_NE(parseError("mma=tensor").find("mma must be sync or wgmma, not 'tensor'"),
+            std::string::npos);
+  EXPECT_NE(parseError("q=global").find("q must be registers or shared"), std::string::npos);
+  EXPECT_NE(parseError("copy_issue=late").find("eager or at-barrier"), std::string::npos);
+  EXPECT_NE(parseError("Br").find("'Br' is not KEY=VALUE"), std::string::npos);
+}
+
+TEST(TileConfig, VerifyChecksRangesAndCombinations) {
+  auto problem = [](llvm::StringRef text, llvm::StringRef chip = "") {
+    llvm::Error e = parsed(text).verify(chip);
+    return e ? llvm::toString(std::move(e)) : std::string();
+  };
+  EXPECT_EQ(problem("Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers", "sm_90a"), "");
+  EXPECT_NE(problem("Br=72").find("block-m must be a multiple of 16"), std::string::npos);
+  EXPECT_NE(problem("Br=512").find("up to 256"), std::string::npos);
+  EXPECT_NE(problem("Bc=0").find("block-n must be a positive multiple of 16"), std::string::npos);
+  EXPECT_NE(problem("rows_per_warp=8").find("rows-per-warp must be 16 or 32"), std::string::npos);
+  EXPECT_NE(problem("Br=48,rows_per_warp=32").find("multiple of rows-per-warp"),
+            std::string::npos);
+  for (const char *bad : {"mma=wgmma,rows_per_warp=32", "mma=wgmma,Br=32",
+                          "mma=wgmma,q=shared"})
+    EXPECT_NE(problem(bad).find("mma=wgmma needs chip=sm_90a"), std::string::npos) << bad;
+  EXPECT_NE(problem("mma=wgmma", "sm_80").find("mma=wgmma needs"), std::string::npos);
+}
+
+TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
+  auto resolved = [](llvm::StringRef text, int64_t d, llvm::StringRef chip) {
+    auto c = resolveTileConfig(parsed(text), d, chip);
+    if (!c) {
+      ADD_FAILURE() << llvm::toString(c.takeError());
+      return std::string();
+    }
+    EXPECT_TRUE(c->isComplete());
+    return c->print();
+  };
+  EXPECT_EQ(resolved("", 64, "sm_90a"),
+            "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager");
+  EXPECT_EQ(resolved("", 128, "sm_90a"),
+            "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager");
+  EXPECT_EQ(resolved("", 64, "sm_80"),
+            "Br=128,Bc=64,rows_per_warp=32,mma=sync,q=registers,copy_issue=eager");
+  // A setting wgmma cannot take selects the mma.sync table.
+  EXPECT_EQ(resolved("q=shared", 128, "sm_90a"),
+            "Br=64,Bc=64,rows_per_warp=16,mma=sync,q=shared,copy_issue=eager");
+  // An explicit Br the default rows per warp does not divide takes 16.
+  EXPECT_EQ(resolved("Br=48", 64, "sm_90a"),
+            "Br=48,Bc=64,rows_per_warp=16,mma=sync,q=registers,copy_issue=eager");
+  EXPECT_FALSE(bool(resolveTileConfig(parsed("Br=20"), 64, "sm_90a")))
+      << "checked before anything else";
+}
+
+TEST(TileConfig, CompiledKernelRecordsItsConfiguration) {
+  const kernels::KernelSource &causal = *kernels::find("causal");
+  PtxCompileOptions options;
+  options.tiles = parsed("Br=128,Bc=32,mma=sync");
+  auto k = compileToPTX(causal.text, causal.fileName, options);
+  ASSERT_TRUE(bool(k)) << llvm::toString(k.takeError());
+  EXPECT_EQ(k->tiles.print(), "Br=128,Bc=32,rows_per_warp=32,mma=sync,q=registers,"
+                              "copy_issue=eager");
+  EXPECT_EQ(k->blockM, 128);
+  EXPECT_EQ(k->threads, 128);
+  auto back = CompiledKernel::fromMetadataJson(k->metadataJson(), k->ptx);
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(back->tiles, k->tiles);
+}

@@ -1,0 +1,98 @@
+//===- TuningSpaceTest.cpp - the autotuner's space and resource model -----===//
+#include "tilefuse/kernels/Registry.h"
+#include "tilefuse/runtime/Compiler.h"
+#include "tilefuse/runtime/jit/TuningSpace.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+using namespace tilefuse;
+using namespace tilefuse::runtime;
+using namespace tilefuse::runtime::jit;
+
+TEST(TuningSpace, EveryCandidateIsCompleteConsistentAndDistinct) {
+  for (llvm::StringRef chip : {"sm_90a", "sm_80"}) {
+    std::vector<Candidate> space =
+        enumerateSpace(128, chip, ChipLimits::forChip(chip), TuningAxes::forChip(chip));
+    ASSERT_FALSE(space.empty());
+    std::set<std::string> seen;
+    bool anyWgmma = false;
+    for (const Candidate &c : space) {
+      EXPECT_TRUE(c.config.isComplete()) << c.config.print();
+      llvm::Error e = c.config.verify(chip);
+      EXPECT_FALSE(bool(e)) << c.config.print() << ": " << llvm::toString(std::move(e));
+      EXPECT_TRUE(seen.insert(c.config.print()).second) << "twice: " << c.config.print();
+      EXPECT_EQ(c.pruned, !c.reason.empty()) << c.config.print();
+      anyWgmma |= c.config.mma == MmaKind::Wgmma;
+    }
+    EXPECT_EQ(anyWgmma, chip == "sm_90a");
+    // The defaults are in the space, and fit.
+    TileConfig defaults = defaultTileConfig(128, chip);
+    auto it = llvm::find_if(space, [&](const Candidate &c) { return c.config == defaults; });
+    ASSERT_NE(it, space.end()) << defaults.print();
+    EXPECT_FALSE(it->pruned) << it->reason;
+  }
+}
+
+TEST(TuningSpace, ResourceModelPrunesWithReasons) {
+  TuningAxes axes;
+  axes.blockM = {64, 256};
+  axes.blockN = {64, 256};
+  axes.rowsPerWarp = {16, 32};
+  axes.mma = {MmaKind::Sync};
+  axes.qOperand = {QOperand::Registers};
+  axes.copyIssue = {CopyIssue::Eager};
+  // A small shared memory: Bc = 256 at d = 128 needs 3 x 64 KiB of K and V buffers.
+  ChipLimits limits = ChipLimits::forChip("sm_90a");
+  limits.sharedBytesPerBlock = 100 * 1024;
+  std::vector<Candidate> space = enumerateSpace(128, "sm_80", limits, axes);
+  auto find = [&](llvm::StringRef text) -> const Candidate & {
+    auto it = llvm::find_if(space, [&](const Candidate &c) { return c.config.print() == text; });
+    EXPECT_NE(it, space.end()) << text.str();
+    static Candidate none;
+    return it == space.end() ? none : *it;
+  };
+  const char *tail = ",mma=sync,q=registers,copy_issue=eager";
+  const Candidate &small = find(std::string("Br=64,Bc=64,rows_per_warp=16") + tail);
+  EXPECT_FALSE(small.pruned) << small.reason;
+  EXPECT_EQ(small.estimate.sharedBytes, 3 * 64 * 128 * 2);
+  EXPECT_EQ(small.estimate.seedSharedBytes, 4 * 64 * 128 + 4 * 64 * 128 + 2 * 64 * 64 + 8 * 64);
+  const Candidate &wide = find(std::string("Br=64,Bc=256,rows_per_warp=16") + tail);
+  EXPECT_TRUE(wide.pruned);
+  EXPECT_NE(wide.reason.find("shared memory: 196608 bytes per block, the chip allows 102400"),
+            std::string::npos)
+      << wide.reason;
+  // 32 rows per warp with Q in registers at d = 128: the spill the defaults avoid.
+  const Candidate &tall = find(std::string("Br=64,Bc=64,rows_per_warp=32") + tail);
+  EXPECT_TRUE(tall.pruned);
+  EXPECT_NE(tall.reason.find("registers: ~288 per thread estimated, over 255"),
+            std::string::npos)
+      << tall.reason;
+  // Register file per block: 16 warps x ~192 registers.
+  const Candidate &big = find(std::string("Br=256,Bc=64,rows_per_warp=16") + tail);
+  EXPECT_TRUE(big.pruned);
+  EXPECT_NE(big.reason.find("threads per block estimated, over the SM's 65536"),
+            std::string::npos)
+      << big.reason;
+}
+
+// The shared-memory model is what tile-to-nvvm allocates: checked against compiled kernels.
+TEST(TuningSpace, SharedMemoryModelMatchesCompiledKernels) {
+  const kernels::KernelSource &attention = *kernels::find("attention");
+  for (const char *text : {"Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager",
+                           "Br=128,Bc=32,rows_per_warp=32,mma=sync,q=registers,copy_issue=eager",
+                           "Br=64,Bc=64,rows_per_warp=16,mma=sync,q=shared,copy_issue=eager"}) {
+    auto config = TileConfig::parse(text);
+    ASSERT_TRUE(bool(config));
+    for (int64_t d : {64, 128}) {
+      PtxCompileOptions options;
+      options.tiles = *config;
+      options.headDim = d;
+      auto k = compileToPTX(attention.text, attention.fileName, options);
+      ASSERT_TRUE(bool(k)) << text << " d" << d << ": " << llvm::toString(k.takeError());
+      EXPECT_EQ(estimateResources(*config, d).sharedBytes, k->sharedBytes) << text << " d" << d;
+      EXPECT_EQ(estimateResources(*config, d).threads, k->threads) << text;
+    }
+  }
+}
