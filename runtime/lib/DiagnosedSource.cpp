@@ -5,6 +5,7 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "tilefuse/dialect/ParseKernel.h"
 #include "tilefuse/dialect/TileOps.h"
 #include "tilefuse/passes/Passes.h"
 
@@ -25,7 +26,7 @@ tilefuse::runtime::DiagnosedSource::DiagnosedSource(MLIRContext &ctx, llvm::Stri
 }
 
 OwningOpRef<ModuleOp> tilefuse::runtime::DiagnosedSource::parse() {
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  OwningOpRef<ModuleOp> module = parseKernel(sourceMgr, ParserConfig(&ctx));
   // The front door: no pass (tile-specialize comes before the pipelines) sees unchecked input.
   if (module && failed(checkWrittenForm(*module)))
     return nullptr;

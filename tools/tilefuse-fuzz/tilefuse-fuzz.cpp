@@ -27,6 +27,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "tilefuse/dialect/ParseKernel.h"
 #include "tilefuse/dialect/TileOps.h"
 #include "tilefuse/kernels/Registry.h"
 #include "tilefuse/passes/Passes.h"
@@ -437,8 +438,11 @@ public:
       return result;
     };
 
-    ParserConfig config(&ctx);
-    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, config, bufferName);
+    // As the runtime parses (DiagnosedSource): through parseKernel's checks.
+    llvm::SourceMgr sourceMgr;
+    sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, bufferName),
+                                 llvm::SMLoc());
+    OwningOpRef<ModuleOp> module = tilefuse::parseKernel(sourceMgr, ParserConfig(&ctx));
     if (!module)
       return reject("parse/verify");
     if (failed(tilefuse::checkWrittenForm(*module)))
