@@ -35,12 +35,13 @@ namespace cl = llvm::cl;
 
 cl::SubCommand tools::tuneCommand(
     "tune",
-    "Time a kernel's configurations on this GPU and store the fastest in the tuning database.\n"
+    "Time a kernel's configurations on this GPU and store the fastest in the tuning database");
+static cl::OptionCategory tuneCategory(
+    "tilefuse tune options",
     "  tilefuse tune (--kernel NAME | FILE.mlir) [--head-dim D] [--dtype bf16|f16] [--seq N,..]\n"
     "                [--emit-dir DIR] [--force]\n"
     "  The database is <cache dir>/tuning/ (TILEFUSE_CACHE_DIR, default ~/.cache/tilefuse);\n"
     "  the runtime uses it with TILEFUSE_AUTOTUNE=cached|on, `tilefuse compile --tuned` too.");
-static cl::OptionCategory tuneCategory("tilefuse tune options");
 
 static cl::opt<std::string> tInput(cl::Positional, cl::desc("[FILE.mlir]"), cl::init(""),
                                    cl::sub(tools::tuneCommand), cl::cat(tuneCategory));
@@ -95,18 +96,19 @@ static cl::opt<std::string> tName("name",
 
 // Options of `tilefuse compile`, attached by addTunedOptionsTo (registered at the top level
 // first, as tilefuse.cpp's subcommand cannot be named from here during static initialization).
+static cl::OptionCategory tunedCategory("tilefuse compile --tuned options");
 static cl::opt<bool> cTuned("tuned",
                             cl::desc("Compile with the tuning database's configuration for this "
                                      "kernel, the GPU and --seq's bucket (settings given "
                                      "explicitly win)"),
-                            cl::cat(tuneCategory));
+                            cl::cat(tunedCategory));
 static cl::opt<std::string> cTunedGpu(
     "tuned-gpu",
     cl::desc("--tuned: the GPU, as `tilefuse tune` prints it "
              "(\"NAME|sms=N|cc=M.m|driver=N\"; default: this machine's)"),
-    cl::init(""), cl::cat(tuneCategory));
+    cl::init(""), cl::cat(tunedCategory));
 static cl::opt<int64_t> cTunedSeq("seq", cl::desc("--tuned: the sequence length (bucket)"),
-                                  cl::init(4096), cl::cat(tuneCategory));
+                                  cl::init(4096), cl::cat(tunedCategory));
 
 void tools::addTunedOptionsTo(cl::SubCommand &compile) {
   for (cl::Option *option : {static_cast<cl::Option *>(&cTuned),

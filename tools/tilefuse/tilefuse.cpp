@@ -59,8 +59,8 @@ static cl::SubCommand
 static cl::SubCommand listCmd("list", "List the bundled kernels");
 static cl::SubCommand
     compileCmd("compile",
-               "Compile a kernel ahead of time to PTX, a cubin or a C header with an embedded "
-               "cubin");
+               "Compile a kernel ahead of time to PTX, a cubin, a C header with an embedded "
+               "cubin, or its float64 reference");
 static cl::SubCommand benchCompileCmd(
     "bench-compile",
     "Time a cold compile to PTX (and a driver load with a GPU), a disk-cache hit and a "
@@ -71,7 +71,8 @@ static cl::OptionCategory runCategory("tilefuse run options");
 static cl::OptionCategory compileCategory(
     "tilefuse compile options",
     "  tilefuse compile (--kernel NAME | FILE.mlir) [--arch sm_90a|sm_80] [--dtype ...]\n"
-    "                   [--head-dim ...] [--config Br=64,Bc=64] --emit ptx|cubin|header -o OUT\n"
+    "                   [--head-dim ...] [--config Br=64,Bc=64] --emit ptx|cubin|header|reference\n"
+    "                   -o OUT\n"
     "  ptx: OUT (PTX text) and OUT with .json (the launch metadata: name, block_m, block_n,\n"
     "       threads, head_dim, dtype, shared_bytes, declared_sizes) beside it, as the runtime\n"
     "       loads them.\n"
