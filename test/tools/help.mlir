@@ -7,9 +7,10 @@
 // RUN: %tilefuse --help | awk 'END { if (NR > 30) { print NR " lines"; exit 1 } }'
 // TOP: USAGE: tilefuse [subcommand] [options]
 // TOP-DAG: bench-compile - Time a cold compile to PTX
-// TOP-DAG: compile       - Compile a kernel ahead of time to PTX, a cubin or a C header
+// TOP-DAG: compile       - Compile a kernel ahead of time to PTX, a cubin, a C header
 // TOP-DAG: list          - List the bundled kernels
 // TOP-DAG: run           - Compile a kernel and run it on random inputs (on the GPU where there is one, else on the CPU reference backend)
+// TOP-DAG: tune          - Time a kernel's configurations on this GPU
 // TOP: Generic Options:
 // TOP: --help
 // TOP-NOT: {{[Aa][Mm][Dd][Gg][Pp][Uu]|[Pp]olly|[Ww]eb[Aa]ssembly|--color|--debug|--print-}}
