@@ -1,4 +1,4 @@
-//===- tilefuse-opt.cpp - mlir-opt with the tile dialect and passes -------===//
+//===- tilefuse-opt.cpp - mlir-opt with the tile and tgpu dialects and passes ===//
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -8,6 +8,7 @@
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "tilefuse/codegen/Passes.h"
+#include "tilefuse/dialect/TileGPUDialect.h"
 #include "tilefuse/passes/Passes.h"
 
 int main(int argc, char **argv) {
@@ -19,7 +20,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
-  registry.insert<tilefuse::tile::TileDialect>();
+  registry.insert<tilefuse::tile::TileDialect, tilefuse::tgpu::TGPUDialect>();
   mlir::registerAllToLLVMIRTranslations(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "tilefuse optimizer driver\n", registry));

@@ -1,0 +1,222 @@
+//===- TileGPUOps.td - tgpu dialect operations -------------*- tablegen -*-===//
+//
+// Only what upstream lacks. Reused from `nvgpu`: the cp.async token and its groups
+// (!nvgpu.device.async.token, nvgpu.device_async_create_group, nvgpu.device_async_wait),
+// mbarriers (!nvgpu.mbarrier.group, nvgpu.mbarrier.init / arrive.expect_tx /
+// try_wait.parity) and the TMA descriptor type (!nvgpu.tensormap.descriptor). nvgpu's own
+// copy, TMA-load and warpgroup-MMA ops take memrefs and descriptor pairs; the ops here take
+// !tgpu.buffer values (whose swizzle a memref cannot express) and register-A operands.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILEFUSE_DIALECT_TILEGPUOPS_TD
+#define TILEFUSE_DIALECT_TILEGPUOPS_TD
+
+include "tilefuse/dialect/TileGPUDialect.td"
+include "mlir/Dialect/NVGPU/IR/NVGPUTypes.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def TGPU_Buffer : Type<CPred<"::llvm::isa<::tilefuse::tgpu::BufferType>($_self)">,
+                       "shared buffer", "::tilefuse::tgpu::BufferType">;
+def TGPU_Ring : Type<CPred<"::llvm::isa<::tilefuse::tgpu::RingType>($_self)">,
+                     "ring of shared buffers", "::tilefuse::tgpu::RingType">;
+def TGPU_View : MemRefRankOf<[BF16, F16, F32], [3, 4]>;
+def TGPU_Block : 2DTensorOf<[BF16, F16, F32]>;
+
+//===----------------------------------------------------------------------===//
+// Shared buffers and rings
+//===----------------------------------------------------------------------===//
+
+def TGPU_AllocOp : TGPU_Op<"alloc"> {
+  let summary = "a shared buffer or ring of the CTA";
+  let description = [{
+    Its offset in shared memory is chosen by the shared-memory allocation pass, which also
+    records the CTA's shared bytes on the module.
+
+    ```mlir
+    %ring = tgpu.alloc : !tgpu.ring<2 x 64x128xbf16, #tgpu.shared<canonical_128b>>
+    ```
+  }];
+  let results = (outs Res<AnyTypeOf<[TGPU_Buffer, TGPU_Ring]>, "", [MemAlloc]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def TGPU_StageOp : TGPU_Op<"stage", [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "stage `index` of a ring";
+  let description = [{
+    A pipeline's producer and consumer select the stage `i % stages` of iteration `i`.
+    A constant index must be in range.
+
+    ```mlir
+    %buf = tgpu.stage %ring[%i] : !tgpu.ring<2 x 64x128xbf16, #tgpu.shared<canonical_128b>>
+    ```
+  }];
+  let arguments = (ins TGPU_Ring:$ring, Index:$index);
+  let results = (outs TGPU_Buffer:$result);
+  let assemblyFormat = "$ring `[` $index `]` attr-dict `:` type($ring)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Asynchronous copies
+//===----------------------------------------------------------------------===//
+
+def TGPU_AsyncCopyOp : TGPU_Op<"async_copy"> {
+  let summary = "cp.async of a block of rows from a global view into a shared buffer";
+  let description = [{
+    The CTA's threads copy the buffer's rows of `view` starting at row `indices[-1]` (the other
+    indices address the leading dimensions, as in `tile.block_load`), every column of the
+    view's last dimension, in 16-byte chunks. Rows at or past `bound` are not read and are
+    zero in the buffer. The copy is complete once a `nvgpu.device_async_wait` on a group
+    (`nvgpu.device_async_create_group`) holding the returned token has returned; the waiting
+    threads then see their own chunks, and the others' after a barrier.
+
+    ```mlir
+    %t = tgpu.async_copy %k[%b, %h, %n0] bound %n into %buf
+        : memref<?x?x?x128xbf16>, !tgpu.buffer<64x128xbf16, #tgpu.shared<chunk_xor>>
+    %g = nvgpu.device_async_create_group %t
+    nvgpu.device_async_wait %g {numGroups = 0 : i32}
+    ```
+  }];
+  let arguments = (ins Arg<TGPU_View, "source view", [MemRead]>:$view, Variadic<Index>:$indices,
+                       Index:$bound, Arg<TGPU_Buffer, "destination", [MemWrite]>:$buffer);
+  let results = (outs NVGPU_DeviceAsyncToken:$token);
+  let assemblyFormat = [{
+    $view `[` $indices `]` `bound` $bound `into` $buffer attr-dict `:` type($view) `,`
+    type($buffer)
+  }];
+  let hasVerifier = 1;
+}
+
+def TGPU_TmaLoadOp : TGPU_Op<"tma_load"> {
+  let summary = "a TMA load of a shared buffer, completing on an mbarrier";
+  let description = [{
+    Loads the buffer from the tensor map at `coordinates` (innermost first, as TMA counts
+    them) and signals the completion of its bytes on mbarrier `barrier_id` of `barriers`,
+    whose phase is armed with `nvgpu.mbarrier.arrive.expect_tx` for the buffer's size and
+    awaited with `nvgpu.mbarrier.try_wait.parity`.
+
+    The descriptor's box is one TMA transfer: for a buffer in `canonical_128b`, one 128-byte
+    panel (the hardware's SWIZZLE_128B spans 128 bytes), so the op stands for one transfer per
+    panel at column offsets of a panel's width; without a swizzle the box is the buffer. The
+    box's leading dimensions beyond the last two must be 1.
+
+    ```mlir
+    tgpu.tma_load %map[%c0, %row, %h, %b], %bars[%stage] into %buf
+        : !nvgpu.tensormap.descriptor<tensor = memref<1x1x64x64xbf16, 3>, swizzle = swizzle_128b,
+          l2promo = none, oob = zero, interleave = none>,
+          !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>,
+          !tgpu.buffer<64x128xbf16, #tgpu.shared<canonical_128b>>
+    ```
+  }];
+  let arguments = (ins NVGPU_TensorMapDescriptor:$descriptor, Variadic<Index>:$coordinates,
+                       NVGPU_MBarrierGroup:$barriers, Index:$barrier_id,
+                       Arg<TGPU_Buffer, "destination", [MemWrite]>:$buffer);
+  let assemblyFormat = [{
+    $descriptor `[` $coordinates `]` `,` $barriers `[` $barrier_id `]` `into` $buffer attr-dict
+    `:` type($descriptor) `,` type($barriers) `,` type($buffer)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Warpgroup MMA
+//===----------------------------------------------------------------------===//
+
+def TGPU_WgmmaOp : TGPU_Op<"wgmma"> {
+  let summary = "acc + A x B (or A x B^T) issued on the tensor cores, asynchronously";
+  let description = [{
+    One commit group of `wgmma.mma_async.m64nNk16` instructions, one per k-step of 16, each
+    warpgroup computing its 64 rows. `lhs` (A) is either in registers (`#tgpu.operand_a`
+    with 16 rows per warp) or a shared buffer; `rhs` (B) is a shared buffer in
+    `canonical_128b`, K x N, or N x K with `transpose_rhs` (the K tile of Q K^T). Without
+    `acc` the accumulators start at zero.
+
+    The result is in flight: it may be read only through `tgpu.wgmma_wait`, which must also
+    take a register `lhs`, since the tensor cores read it until the group completes.
+
+    ```mlir
+    %s = tgpu.wgmma %q, %k transpose_rhs
+        : tensor<64x128xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>,
+          !tgpu.buffer<64x128xbf16, #tgpu.shared<canonical_128b>>
+          -> tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+    %s1, %q1 = tgpu.wgmma_wait %s, %q pending 0
+        : tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>,
+          tensor<64x128xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[TGPU_Block, TGPU_Buffer]>:$lhs, TGPU_Buffer:$rhs,
+                       Optional<TGPU_Block>:$acc, UnitAttr:$transpose_rhs);
+  let results = (outs TGPU_Block:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`acc` $acc^)? (`transpose_rhs` $transpose_rhs^)? attr-dict `:` type($lhs)
+    `,` type($rhs) (`,` type($acc)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TGPU_WgmmaWaitOp : TGPU_Op<"wgmma_wait", [DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "waits until at most `pending` wgmma groups are in flight";
+  let description = [{
+    `wgmma.wait_group pending`. The operands (at least one accumulator) are the registers the
+    completed groups write (accumulators) or read (register A operands); the results are the
+    same registers, now safe to read and overwrite. Threading them through the wait keeps
+    every use after it, as upstream's NVGPU-to-NVVM lowering does with its accumulator
+    structs.
+  }];
+  let arguments = (ins Variadic<TGPU_Block>:$values, I32Attr:$pending);
+  let results = (outs Variadic<TGPU_Block>:$results);
+  let assemblyFormat = "$values `pending` $pending attr-dict `:` type($values)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Barriers and warp roles
+//===----------------------------------------------------------------------===//
+
+def TGPU_NamedBarrierOp : TGPU_Op<"named_barrier"> {
+  let summary = "bar.sync / bar.arrive on a named barrier for `threads` threads";
+  let description = [{
+    Hardware barrier `id` (1 to 15; 0 is the CTA-wide `gpu.barrier`) completes when
+    `threads` threads (whole warps) have arrived; `sync` also waits for it, `arrive` does not.
+    Static ids and counts (where `nvvm.barrier` takes SSA values) let the verifier and the
+    barrier-insertion pass reason about which partitions meet where.
+
+    ```mlir
+    tgpu.named_barrier sync id 1 threads 256
+    ```
+  }];
+  let arguments = (ins TGPU_BarrierKind:$kind, I32Attr:$id, I32Attr:$threads);
+  let assemblyFormat = "$kind `id` $id `threads` $threads attr-dict";
+  let hasVerifier = 1;
+}
+
+def TGPU_WarpSpecializeOp : TGPU_Op<"warp_specialize", [RecursiveMemoryEffects, NoTerminator]> {
+  let summary = "partitions of the CTA's warps, each running its own region";
+  let description = [{
+    Partition `i` runs its region on `partition_warps[i]` warps (consecutive warps, in
+    partition order) after `setmaxnreg` sets their registers per thread to
+    `partition_registers[i]`. setmaxnreg acts on whole warpgroups, so every partition is
+    a multiple of 4 warps; budgets are multiples of 8 in [24, 256], the CTA has at most 32
+    warps, and the budgets fit the SM's 64K registers. The regions may use values defined
+    above; partitions communicate through shared buffers, mbarriers and named barriers.
+
+    ```mlir
+    tgpu.warp_specialize
+      partition warps 4 registers 24 {
+        ...
+      }
+      partition warps 8 registers 240 {
+        ...
+      }
+    ```
+  }];
+  let arguments = (ins DenseI32ArrayAttr:$partition_warps,
+                       DenseI32ArrayAttr:$partition_registers);
+  let regions = (region VariadicRegion<SizedRegion<1>>:$partitions);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+}
+
+#endif // TILEFUSE_DIALECT_TILEGPUOPS_TD

@@ -1,0 +1,297 @@
+//===- TileGPUOps.cpp - tgpu dialect operations --------------------------===//
+//
+// Verifiers: each message names the operand and the sizes or layouts that disagree, and why
+// the hardware needs them to agree.
+//
+//===----------------------------------------------------------------------===//
+#include "tilefuse/dialect/TileGPUOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+using namespace tilefuse::tgpu;
+
+#define GET_OP_CLASSES
+#include "tilefuse/dialect/TileGPUOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Shared buffers and rings
+//===----------------------------------------------------------------------===//
+
+LogicalResult StageOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                        ValueRange operands, DictionaryAttr, OpaqueProperties,
+                                        RegionRange, SmallVectorImpl<Type> &inferred) {
+  auto ring = dyn_cast<RingType>(operands[0].getType());
+  if (!ring)
+    return failure();
+  inferred.push_back(ring.getBuffer());
+  return success();
+}
+
+LogicalResult StageOp::verify() {
+  APInt index;
+  int64_t stages = getRing().getType().getStages();
+  if (matchPattern(getIndex(), m_ConstantInt(&index)) &&
+      (index.getSExtValue() < 0 || index.getSExtValue() >= stages))
+    return emitOpError() << "stage " << index.getSExtValue() << " is out of range for a ring of "
+                         << stages << " stages";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Asynchronous copies
+//===----------------------------------------------------------------------===//
+
+LogicalResult AsyncCopyOp::verify() {
+  MemRefType view = getView().getType();
+  BufferType buffer = getBuffer().getType();
+  if ((int64_t)getIndices().size() != view.getRank() - 1)
+    return emitOpError() << "expects " << view.getRank() - 1 << " indices for a rank-"
+                         << view.getRank() << " view (the last is the first row), got "
+                         << getIndices().size();
+  if (view.getElementType() != buffer.getElementType())
+    return emitOpError() << "copies " << view.getElementType() << " into a buffer of "
+                         << buffer.getElementType() << " (cp.async does not convert)";
+  int64_t cols = view.getShape().back();
+  if (ShapedType::isDynamic(cols) || cols != buffer.getCols())
+    return emitOpError() << "copies whole rows: the view's last dimension ("
+                         << (ShapedType::isDynamic(cols) ? "?" : std::to_string(cols))
+                         << ") must be the buffer's " << buffer.getCols() << " columns";
+  if (buffer.getSharedTile().rowBytes() % 16)
+    return emitOpError() << "cp.async moves 16-byte chunks; a row of "
+                         << buffer.getSharedTile().rowBytes() << " bytes is not whole chunks";
+  return success();
+}
+
+LogicalResult TmaLoadOp::verify() {
+  auto descriptor = getDescriptor().getType();
+  MemRefType box = descriptor.getTensor();
+  BufferType buffer = getBuffer().getType();
+  int64_t rank = box.getRank();
+  if ((int64_t)getCoordinates().size() != rank)
+    return emitOpError() << "expects one coordinate per dimension of the descriptor's "
+                         << rank << "-D box, got " << getCoordinates().size();
+  if (rank < 2 || !box.hasStaticShape())
+    return emitOpError() << "expects a static box of rank 2 or more, got " << box;
+  if (llvm::any_of(box.getShape().drop_back(2), [](int64_t d) { return d != 1; }))
+    return emitOpError() << "loads a 2-D tile: the box's leading dimensions must be 1, got "
+                         << box;
+  if (box.getElementType() != buffer.getElementType())
+    return emitOpError() << "the box holds " << box.getElementType() << ", the buffer "
+                         << buffer.getElementType();
+  int64_t boxRows = box.getShape()[rank - 2], boxCols = box.getShape()[rank - 1];
+  if (boxRows != buffer.getRows())
+    return emitOpError() << "the box has " << boxRows << " rows, the buffer " << buffer.getRows();
+  int64_t elementBytes = buffer.getSharedTile().elementBytes;
+  auto swizzle = descriptor.getSwizzle();
+  switch (buffer.getLayout().getSwizzle()) {
+  case SharedSwizzle::Canonical128B:
+    if (swizzle != mlir::nvgpu::TensorMapSwizzleKind::SWIZZLE_128B)
+      return emitOpError() << "a canonical_128b buffer is written by a swizzle_128b tensor map, "
+                              "not "
+                           << mlir::nvgpu::stringifyTensorMapSwizzleKind(swizzle);
+    if (boxCols * elementBytes != 128)
+      return emitOpError() << "with swizzle_128b the box is one 128-byte panel ("
+                           << 128 / elementBytes << " columns), not " << boxCols << " columns";
+    break;
+  case SharedSwizzle::None:
+    if (swizzle != mlir::nvgpu::TensorMapSwizzleKind::SWIZZLE_NONE)
+      return emitOpError() << "an unswizzled buffer is written by a tensor map without swizzle, "
+                              "not "
+                           << mlir::nvgpu::stringifyTensorMapSwizzleKind(swizzle);
+    if (boxCols != buffer.getCols())
+      return emitOpError() << "without swizzle the box is the whole buffer: " << boxCols
+                           << " columns, the buffer " << buffer.getCols();
+    break;
+  case SharedSwizzle::ChunkXor:
+    return emitOpError("TMA cannot write the chunk_xor layout (no tensor-map swizzle "
+                       "matches it); use canonical_128b");
+  }
+  APInt id;
+  unsigned barriers = getBarriers().getType().getNumBarriers();
+  if (matchPattern(getBarrierId(), m_ConstantInt(&id)) &&
+      (id.getSExtValue() < 0 || id.getSExtValue() >= barriers))
+    return emitOpError() << "mbarrier " << id.getSExtValue() << " is out of range for a group of "
+                         << barriers;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Warpgroup MMA
+//===----------------------------------------------------------------------===//
+
+static bool is16BitFloat(Type t) { return t.isBF16() || t.isF16(); }
+
+LogicalResult WgmmaOp::verify() {
+  auto result = cast<RankedTensorType>(getResult().getType());
+  auto accLayout = dyn_cast_or_null<WgmmaAccumulatorLayoutAttr>(result.getEncoding());
+  if (!accLayout || !result.getElementType().isF32())
+    return emitOpError() << "the result must be an f32 block in #tgpu.wgmma_acc, got " << result;
+  if (getAcc() && getAcc().getType() != result)
+    return emitOpError() << "the accumulator's type " << getAcc().getType()
+                         << " differs from the result's " << result;
+  int64_t m = result.getDimSize(0), n = result.getDimSize(1);
+
+  BufferType rhs = getRhs().getType();
+  Type elt = rhs.getElementType();
+  if (!is16BitFloat(elt))
+    return emitOpError() << "multiplies bf16 or f16 operands, not " << elt;
+  if (rhs.getLayout().getSwizzle() != SharedSwizzle::Canonical128B)
+    return emitOpError() << "the rhs is read by a 128-byte-swizzle descriptor: its layout must "
+                            "be canonical_128b, not "
+                         << stringifySharedSwizzle(rhs.getLayout().getSwizzle());
+  int64_t k = getTransposeRhs() ? rhs.getCols() : rhs.getRows();
+  int64_t rhsN = getTransposeRhs() ? rhs.getRows() : rhs.getCols();
+  if (rhsN != n)
+    return emitOpError() << "the rhs has " << rhsN << " columns of the product ("
+                         << (getTransposeRhs() ? "rows, transposed" : "columns")
+                         << "), the result " << n;
+  // K is a multiple of 16 (k16 steps) by the lhs layouts: operand_a fragments are k16, and a
+  // canonical_128b lhs has 128-byte rows.
+
+  int64_t lhsRows, lhsK;
+  Type lhsElt;
+  if (auto shared = dyn_cast<BufferType>(getLhs().getType())) {
+    if (shared.getLayout().getSwizzle() != SharedSwizzle::Canonical128B)
+      return emitOpError() << "a shared lhs is read by a 128-byte-swizzle descriptor: its layout "
+                              "must be canonical_128b, not "
+                           << stringifySharedSwizzle(shared.getLayout().getSwizzle());
+    lhsRows = shared.getRows(), lhsK = shared.getCols(), lhsElt = shared.getElementType();
+  } else {
+    auto lhs = cast<RankedTensorType>(getLhs().getType());
+    auto aLayout = dyn_cast_or_null<OperandALayoutAttr>(lhs.getEncoding());
+    if (!aLayout || aLayout.getRowsPerWarp() != 16 ||
+        aLayout.getWarps() != 4 * accLayout.getWarpgroups())
+      return emitOpError() << "a register lhs must be in #tgpu.operand_a<warps = "
+                           << 4 * accLayout.getWarpgroups()
+                           << ", rows_per_warp = 16> (the warpgroups' fragments), got " << lhs;
+    lhsRows = lhs.getDimSize(0), lhsK = lhs.getDimSize(1), lhsElt = lhs.getElementType();
+  }
+  if (lhsElt != elt)
+    return emitOpError() << "the lhs holds " << lhsElt << ", the rhs " << elt;
+  if (lhsRows != m || lhsK != k)
+    return emitOpError() << "the lhs is " << lhsRows << "x" << lhsK << ", expected " << m << "x"
+                         << k << " for a " << m << "x" << n << " result and a contraction of "
+                         << k;
+
+  // In flight until a wait: only another wgmma of the chain (as its accumulator), a wait, or
+  // a terminator carrying it to the next iteration (a pipelined wait) may take it.
+  for (OpOperand &use : getResult().getUses()) {
+    Operation *user = use.getOwner();
+    if (isa<WgmmaWaitOp>(user) || user->hasTrait<OpTrait::IsTerminator>())
+      continue;
+    if (auto next = dyn_cast<WgmmaOp>(user); next && next.getAcc() == use.get() &&
+                                             use.getOperandNumber() == 2)
+      continue;
+    return emitOpError() << "the result is in flight until a tgpu.wgmma_wait, but '"
+                         << user->getName() << "' reads it";
+  }
+  return success();
+}
+
+LogicalResult WgmmaWaitOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                            ValueRange operands, DictionaryAttr,
+                                            OpaqueProperties, RegionRange,
+                                            SmallVectorImpl<Type> &inferred) {
+  llvm::append_range(inferred, operands.getTypes());
+  return success();
+}
+
+LogicalResult WgmmaWaitOp::verify() {
+  int64_t pending = getPendingAttr().getInt(); // signed: the getter reads it unsigned
+  if (pending < 0)
+    return emitOpError() << "pending groups must be 0 or more, not " << pending;
+  bool anyAccumulator = false;
+  for (auto [i, v] : llvm::enumerate(getValues())) {
+    Attribute layout = cast<RankedTensorType>(v.getType()).getEncoding();
+    anyAccumulator |= isa_and_nonnull<WgmmaAccumulatorLayoutAttr>(layout);
+    if (!isa_and_nonnull<WgmmaAccumulatorLayoutAttr, OperandALayoutAttr>(layout))
+      return emitOpError() << "guards wgmma accumulators (#tgpu.wgmma_acc) and register A "
+                              "operands (#tgpu.operand_a); operand #"
+                           << i << " is " << v.getType();
+  }
+  if (!anyAccumulator)
+    return emitOpError("guards at least one accumulator (#tgpu.wgmma_acc)");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Barriers and warp roles
+//===----------------------------------------------------------------------===//
+
+LogicalResult NamedBarrierOp::verify() {
+  if (getId() < 1 || getId() > 15)
+    return emitOpError() << "named barrier ids are 1 to 15 (0 is the CTA-wide barrier), not "
+                         << getId();
+  if (getThreads() < 32 || getThreads() > 1024 || getThreads() % 32)
+    return emitOpError() << "a named barrier counts whole warps: threads must be a multiple of "
+                            "32 in [32, 1024], not "
+                         << getThreads();
+  return success();
+}
+
+ParseResult WarpSpecializeOp::parse(OpAsmParser &parser, OperationState &result) {
+  SmallVector<int32_t> warps, registers;
+  while (succeeded(parser.parseOptionalKeyword("partition"))) {
+    int32_t w = 0, r = 0;
+    auto region = std::make_unique<Region>();
+    if (parser.parseKeyword("warps") || parser.parseInteger(w) ||
+        parser.parseKeyword("registers") || parser.parseInteger(r) ||
+        parser.parseRegion(*region, /*arguments=*/{}))
+      return failure();
+    if (region->empty())
+      region->emplaceBlock();
+    warps.push_back(w);
+    registers.push_back(r);
+    result.addRegion(std::move(region));
+  }
+  Builder b(parser.getContext());
+  result.addAttribute(getPartitionWarpsAttrName(result.name), b.getDenseI32ArrayAttr(warps));
+  result.addAttribute(getPartitionRegistersAttrName(result.name),
+                      b.getDenseI32ArrayAttr(registers));
+  return parser.parseOptionalAttrDict(result.attributes);
+}
+
+void WarpSpecializeOp::print(OpAsmPrinter &printer) {
+  ArrayRef<int32_t> warps = getPartitionWarps(), registers = getPartitionRegisters();
+  for (auto [i, region] : llvm::enumerate(getPartitions())) {
+    printer << " partition warps " << (i < warps.size() ? warps[i] : 0) << " registers "
+            << (i < registers.size() ? registers[i] : 0) << " ";
+    printer.printRegion(region, /*printEntryBlockArgs=*/false);
+  }
+  printer.printOptionalAttrDict((*this)->getAttrs(),
+                                {getPartitionWarpsAttrName(), getPartitionRegistersAttrName()});
+}
+
+LogicalResult WarpSpecializeOp::verify() {
+  ArrayRef<int32_t> warps = getPartitionWarps(), registers = getPartitionRegisters();
+  size_t partitions = getPartitions().size();
+  if (partitions == 0)
+    return emitOpError("needs at least one partition");
+  if (warps.size() != partitions || registers.size() != partitions)
+    return emitOpError() << "expects one warp count and one register budget per partition ("
+                         << partitions << " partitions, " << warps.size() << " warp counts, "
+                         << registers.size() << " budgets)";
+  int64_t totalWarps = 0, totalRegisters = 0;
+  for (size_t i = 0; i < partitions; ++i) {
+    if (warps[i] < 4 || warps[i] % 4)
+      return emitOpError() << "partition #" << i << " has " << warps[i]
+                           << " warps; setmaxnreg sets a whole warpgroup's registers, so a "
+                              "partition is a positive multiple of 4 warps";
+    if (registers[i] < 24 || registers[i] > 256 || registers[i] % 8)
+      return emitOpError() << "partition #" << i << "'s register budget " << registers[i]
+                           << " is not what setmaxnreg takes (a multiple of 8 in [24, 256])";
+    if (!getPartitions()[i].front().getArguments().empty())
+      return emitOpError() << "partition #" << i << " takes no arguments";
+    totalWarps += warps[i];
+    totalRegisters += int64_t(warps[i]) * 32 * registers[i];
+  }
+  if (totalWarps > 32)
+    return emitOpError() << "the partitions have " << totalWarps
+                         << " warps; a CTA has at most 32 (1024 threads)";
+  if (totalRegisters > 65536)
+    return emitOpError() << "the partitions' budgets need " << totalRegisters
+                         << " registers; an SM has 65536";
+  return success();
+}

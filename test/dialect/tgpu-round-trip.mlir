@@ -1,0 +1,155 @@
+// RUN: tilefuse-opt %s -split-input-file | tilefuse-opt -split-input-file | FileCheck %s
+// RUN: tilefuse-opt %s -split-input-file --mlir-print-op-generic | tilefuse-opt -split-input-file | FileCheck %s
+
+// Every attribute, type and op of the tgpu dialect prints in a form that parses back to the
+// same thing. The pipeline does not produce this dialect yet (issue 9): this is hand-written
+// IR of the shapes today's mma.sync and wgmma kernels use.
+
+// CHECK-LABEL: func.func @register_layouts
+// CHECK-SAME:    tensor<64x128xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
+// CHECK-SAME:    tensor<128x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 32>>
+// CHECK-SAME:    tensor<128x64xi1, #tgpu.mma_acc<warps = 4, rows_per_warp = 32>>
+// CHECK-SAME:    tensor<128x256xf32, #tgpu.wgmma_acc<warpgroups = 2>>
+// CHECK-SAME:    tensor<64x128xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+// CHECK-SAME:    tensor<128x64xf16, #tgpu.operand_a<warps = 4, rows_per_warp = 32>>
+// CHECK-SAME:    tensor<128xf32, #tgpu.acc_rows<#tgpu.mma_acc<warps = 4, rows_per_warp = 32>>>
+// CHECK-SAME:    tensor<128xf32, #tgpu.acc_rows<#tgpu.wgmma_acc<warpgroups = 2>>>
+func.func @register_layouts(
+    %a: tensor<64x128xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>,
+    %b: tensor<128x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 32>>,
+    %m: tensor<128x64xi1, #tgpu.mma_acc<warps = 4, rows_per_warp = 32>>,
+    %c: tensor<128x256xf32, #tgpu.wgmma_acc<warpgroups = 2>>,
+    %q: tensor<64x128xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>,
+    %p: tensor<128x64xf16, #tgpu.operand_a<warps = 4, rows_per_warp = 32>>,
+    %r: tensor<128xf32, #tgpu.acc_rows<#tgpu.mma_acc<warps = 4, rows_per_warp = 32>>>,
+    %s: tensor<128xf32, #tgpu.acc_rows<#tgpu.wgmma_acc<warpgroups = 2>>>) {
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @buffers_and_rings
+// CHECK:         tgpu.alloc : !tgpu.buffer<64x128xbf16, #tgpu.shared<chunk_xor>>
+// CHECK:         tgpu.alloc : !tgpu.buffer<16x24xf32, #tgpu.shared<none>>
+// CHECK:         %[[R:.+]] = tgpu.alloc : !tgpu.ring<3 x 64x128xbf16, #tgpu.shared<canonical_128b>>
+// CHECK:         tgpu.stage %[[R]][%{{.+}}] : <3 x 64x128xbf16, #tgpu.shared<canonical_128b>>
+func.func @buffers_and_rings(%i: index) -> !tgpu.buffer<64x128xbf16, #tgpu.shared<canonical_128b>> {
+  %b = tgpu.alloc : !tgpu.buffer<64x128xbf16, #tgpu.shared<chunk_xor>>
+  %u = tgpu.alloc : !tgpu.buffer<16x24xf32, #tgpu.shared<none>>
+  %ring = tgpu.alloc : !tgpu.ring<3 x 64x128xbf16, #tgpu.shared<canonical_128b>>
+  %c3 = arith.constant 3 : index
+  %s = arith.remui %i, %c3 : index
+  %buf = tgpu.stage %ring[%s] : !tgpu.ring<3 x 64x128xbf16, #tgpu.shared<canonical_128b>>
+  return %buf : !tgpu.buffer<64x128xbf16, #tgpu.shared<canonical_128b>>
+}
+
+// -----
+
+// cp.async of a key block into one stage of a ring, in a commit group, then waited for
+// (nvgpu's group and wait ops take the token).
+// CHECK-LABEL: func.func @async_copy
+// CHECK:         %[[T:.+]] = tgpu.async_copy %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}] bound %{{.+}} into %{{.+}} : memref<?x?x?x128xbf16>, <64x128xbf16, #tgpu.shared<chunk_xor>>
+// CHECK:         %[[G:.+]] = nvgpu.device_async_create_group %[[T]]
+// CHECK:         nvgpu.device_async_wait %[[G]] {numGroups = 0 : i32}
+func.func @async_copy(%k: memref<?x?x?x128xbf16>, %b: index, %h: index, %n0: index, %n: index,
+                      %i: index) {
+  %ring = tgpu.alloc : !tgpu.ring<2 x 64x128xbf16, #tgpu.shared<chunk_xor>>
+  %buf = tgpu.stage %ring[%i] : !tgpu.ring<2 x 64x128xbf16, #tgpu.shared<chunk_xor>>
+  %t = tgpu.async_copy %k[%b, %h, %n0] bound %n into %buf
+      : memref<?x?x?x128xbf16>, !tgpu.buffer<64x128xbf16, #tgpu.shared<chunk_xor>>
+  %g = nvgpu.device_async_create_group %t
+  nvgpu.device_async_wait %g {numGroups = 0 : i32}
+  return
+}
+
+// -----
+
+!map = !nvgpu.tensormap.descriptor<tensor = memref<1x1x64x64xbf16, 3>, swizzle = swizzle_128b,
+                                   l2promo = none, oob = zero, interleave = none>
+!bars = !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+!buf = !tgpu.buffer<64x128xbf16, #tgpu.shared<canonical_128b>>
+
+// A TMA load of a key block (two 128-byte panels) completing on mbarrier `stage`, with the
+// mbarrier protocol of upstream nvgpu: init, arrive.expect_tx with the bytes, try_wait.parity.
+// CHECK-LABEL: func.func @tma_load
+// CHECK:         nvgpu.mbarrier.init
+// CHECK:         nvgpu.mbarrier.arrive.expect_tx
+// CHECK:         tgpu.tma_load %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}], %{{.+}}[%{{.+}}] into %{{.+}} : <tensor = memref<1x1x64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>, <64x128xbf16, #tgpu.shared<canonical_128b>>
+// CHECK:         nvgpu.mbarrier.try_wait.parity
+func.func @tma_load(%map: !map, %row: index, %h: index, %b: index, %stage: index,
+                    %phase: i1) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %bytes = arith.constant 16384 : index
+  %ticks = arith.constant 10000000 : index
+  %bars = nvgpu.mbarrier.create -> !bars
+  nvgpu.mbarrier.init %bars[%stage], %c1 : !bars
+  %ring = tgpu.alloc : !tgpu.ring<2 x 64x128xbf16, #tgpu.shared<canonical_128b>>
+  %buf = tgpu.stage %ring[%stage] : !tgpu.ring<2 x 64x128xbf16, #tgpu.shared<canonical_128b>>
+  nvgpu.mbarrier.arrive.expect_tx %bars[%stage], %bytes : !bars
+  tgpu.tma_load %map[%c0, %row, %h, %b], %bars[%stage] into %buf : !map, !bars, !buf
+  nvgpu.mbarrier.try_wait.parity %bars[%stage], %phase, %ticks : !bars
+  return
+}
+
+// -----
+
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+!o = tensor<64x128xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+!q = tensor<64x128xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+!p = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+!k = !tgpu.buffer<64x128xbf16, #tgpu.shared<canonical_128b>>
+
+// S = Q K^T with Q in registers, then O += P V; each wgmma is waited for with the registers
+// it reads and writes threaded through the wait.
+// CHECK-LABEL: func.func @wgmma
+// CHECK:         %[[S:.+]] = tgpu.wgmma %{{.+}}, %{{.+}} transpose_rhs : tensor<64x128xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>, <64x128xbf16, #tgpu.shared<canonical_128b>> -> tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+// CHECK:         tgpu.wgmma_wait %[[S]], %{{.+}} pending 0 : tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>, tensor<64x128xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+// CHECK:         %[[O:.+]] = tgpu.wgmma %{{.+}}, %{{.+}} acc %{{.+}} : tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>, <64x128xbf16, #tgpu.shared<canonical_128b>>, tensor<64x128xf32, #tgpu.wgmma_acc<warpgroups = 1>> -> tensor<64x128xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+// CHECK:         tgpu.wgmma_wait %[[O]], %{{.+}} pending 1
+// CHECK:         tgpu.wgmma %{{.+}}, %{{.+}} : !tgpu.buffer<64x128xbf16, #tgpu.shared<canonical_128b>>, <128x128xbf16, #tgpu.shared<canonical_128b>> -> tensor<64x128xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+func.func @wgmma(%q: !q, %p: !p, %o: !o) -> (!acc, !o, !o) {
+  %k = tgpu.alloc : !k
+  %v = tgpu.alloc : !k
+  %s = tgpu.wgmma %q, %k transpose_rhs : !q, !k -> !acc
+  %s1, %q1 = tgpu.wgmma_wait %s, %q pending 0 : !acc, !q
+  %o1 = tgpu.wgmma %p, %v acc %o : !p, !k, !o -> !o
+  %o2, %p1 = tgpu.wgmma_wait %o1, %p pending 1 : !o, !p
+  // A shared lhs (64 x 128 against a 128 x 128 rhs).
+  %x = tgpu.alloc : !tgpu.buffer<128x128xbf16, #tgpu.shared<canonical_128b>>
+  %y = tgpu.wgmma %k, %x : !k, !tgpu.buffer<128x128xbf16, #tgpu.shared<canonical_128b>> -> !o
+  %y1 = tgpu.wgmma_wait %y pending 0 : !o
+  return %s1, %o2, %y1 : !acc, !o, !o
+}
+
+// -----
+
+// CHECK-LABEL: func.func @named_barriers
+// CHECK:         tgpu.named_barrier sync id 1 threads 256
+// CHECK:         tgpu.named_barrier arrive id 15 threads 128
+func.func @named_barriers() {
+  tgpu.named_barrier sync id 1 threads 256
+  tgpu.named_barrier arrive id 15 threads 128
+  return
+}
+
+// -----
+
+// A producer warpgroup with a small budget and two consumer warpgroups with large ones
+// (FA3's 24 / 240 split): 4 * 32 * 24 + 8 * 32 * 240 = 64512 registers.
+// CHECK-LABEL: func.func @warp_specialize
+// CHECK:         tgpu.warp_specialize partition warps 4 registers 24 {
+// CHECK:           tgpu.named_barrier arrive id 1 threads 384
+// CHECK:         } partition warps 8 registers 240 {
+// CHECK:           tgpu.named_barrier sync id 1 threads 384
+// CHECK:         }
+func.func @warp_specialize() {
+  tgpu.warp_specialize
+    partition warps 4 registers 24 {
+      tgpu.named_barrier arrive id 1 threads 384
+    }
+    partition warps 8 registers 240 {
+      tgpu.named_barrier sync id 1 threads 384
+    }
+  return
+}
