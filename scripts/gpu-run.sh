@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # The one script run on the GPU machine, from the repository root, after scripts/build-gpu.sh
-# built build-gpu/ on the development machine and build-gpu/ was carried over:
+# (and, for the runtime step, scripts/build-gpu-full.sh) built build-gpu/ on the development
+# machine and build-gpu/ was carried over:
 #
 #   tests      build-gpu/tilefuse-gpu-tests on every kernel in build-gpu/kernels, and the C API
 #              test build-gpu/tilefuse-capi-test
 #   sanitize   compute-sanitizer memcheck and racecheck on the small cases (TILEFUSE_GPU_SMALL=1)
 #   bench      tools/bench/bench.py: tilefuse vs SDPA flash / cuDNN / FlexAttention
+#   runtime    the self-contained build (scripts/build-gpu-full.sh, build-gpu/tilefuse-full.tar.xz,
+#              unpacked into build-gpu-unpacked/, which is not carried back to the device machine
+#              on the next trip): the compiler in process on this machine. `tilefuse
+#              run` (the README's main job) and `tilefuse run --file` on a test-only variant, the
+#              runtime API's GPU tests (DSL compiled in process, launched, checked against float64;
+#              one disk cache shared by two processes), and tools/embed-example built with this
+#              machine's cmake and g++ against the installed package, run twice (the second from
+#              the disk cache). A few minutes.
 #
-#   scripts/gpu-run.sh                   all three steps
+#   scripts/gpu-run.sh                   tests, sanitize and bench
 #   scripts/gpu-run.sh tests sanitize    some of them (each step takes minutes; a device call may
 #                                        be limited to 10)
 #   BENCH_ARGS="--seq 4096 --head-dims 128" scripts/gpu-run.sh bench
@@ -67,8 +76,38 @@ for step in "${steps[@]}"; do
       run_step bench python3 tools/bench/bench.py --ptx-dir build-gpu/kernels \
         --lib build-gpu/libtilefuse_cuda.so --out "$out/bench.json" ${BENCH_ARGS:-}
       ;;
+    runtime)
+      full=$PWD/build-gpu-unpacked # 190 MB: outside build-gpu/, which travels
+      if [ ! -f build-gpu/tilefuse-full.tar.xz ]; then
+        echo "gpu-run: no build-gpu/tilefuse-full.tar.xz (scripts/build-gpu-full.sh builds it)" |
+          tee "$out/runtime.log" >&2
+        status=1
+        continue
+      fi
+      rm -rf "$full" && mkdir -p "$full"
+      run_step unpack tar -C "$full" -xJf build-gpu/tilefuse-full.tar.xz
+      cli=$full/prefix/bin/tilefuse
+      # Fresh caches, so the first run of each compiles in process here.
+      export TILEFUSE_CACHE_DIR=$full/cache
+      run_step main-job "$cli" run
+      grep -q "result *PASS" "$out/main-job.log" || status=1
+      run_step user-variant "$cli" run --file test/variants/chunked_local.mlir
+      grep -q "result *PASS" "$out/user-variant.log" || status=1
+      run_step runtime-gpu-tests env LD_LIBRARY_PATH="$full/prefix/lib" \
+        "$full/tilefuse-runtime-gpu-tests"
+      # An application of this machine's compiler against the installed package. The CUDA
+      # toolkit here gives it the static CUDA runtime, so it launches and checks the kernel.
+      run_step embed-build bash -c "cmake -S tools/embed-example -B '$full/embed-build' -G Ninja \
+        -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH='$full/prefix' && \
+        cmake --build '$full/embed-build'"
+      export TILEFUSE_CACHE_DIR=$full/embed-cache
+      run_step embed-example "$full/embed-build/embed-example"
+      run_step embed-example-cached "$full/embed-build/embed-example"
+      grep -q "(disk," "$out/embed-example-cached.log" || status=1
+      unset TILEFUSE_CACHE_DIR
+      ;;
     *)
-      echo "gpu-run: unknown step '$step' (tests, sanitize, bench)" >&2
+      echo "gpu-run: unknown step '$step' (tests, sanitize, bench, runtime)" >&2
       status=1
       ;;
   esac
