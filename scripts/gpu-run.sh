@@ -87,14 +87,27 @@ for step in "${steps[@]}"; do
       rm -rf "$full" && mkdir -p "$full"
       run_step unpack tar -C "$full" -xJf build-gpu/tilefuse-full.tar.xz
       cli=$full/prefix/bin/tilefuse
+      # Where nvidia-smi sees a GPU, nothing may fall back to the CPU or skip: that would pass
+      # without having run on the GPU.
+      gpu_present=0
+      nvidia-smi -L >/dev/null 2>&1 && gpu_present=1
+      must_have_run_on_gpu() { # must_have_run_on_gpu LOG_NAME
+        if ((gpu_present)) && grep -qE "no GPU|built without the CUDA runtime" "$out/$1.log"; then
+          echo "gpu-run: $1 did not run on the GPU (above)" | tee -a "$out/$1.log" >&2
+          status=1
+        fi
+      }
       # Fresh caches, so the first run of each compiles in process here.
       export TILEFUSE_CACHE_DIR=$full/cache
       run_step main-job "$cli" run
       grep -q "result *PASS" "$out/main-job.log" || status=1
+      must_have_run_on_gpu main-job
       run_step user-variant "$cli" run --file test/variants/chunked_local.mlir
       grep -q "result *PASS" "$out/user-variant.log" || status=1
+      must_have_run_on_gpu user-variant
       run_step runtime-gpu-tests env LD_LIBRARY_PATH="$full/prefix/lib" \
         "$full/tilefuse-runtime-gpu-tests"
+      must_have_run_on_gpu runtime-gpu-tests
       # An application of this machine's compiler against the installed package. The CUDA
       # toolkit here gives it the static CUDA runtime, so it launches and checks the kernel.
       run_step embed-build bash -c "cmake -S tools/embed-example -B '$full/embed-build' -G Ninja \
@@ -102,6 +115,7 @@ for step in "${steps[@]}"; do
         cmake --build '$full/embed-build'"
       export TILEFUSE_CACHE_DIR=$full/embed-cache
       run_step embed-example "$full/embed-build/embed-example"
+      must_have_run_on_gpu embed-example
       run_step embed-example-cached "$full/embed-build/embed-example"
       grep -q "(disk," "$out/embed-example-cached.log" || status=1
       unset TILEFUSE_CACHE_DIR
