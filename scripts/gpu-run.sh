@@ -1,19 +1,28 @@
 #!/usr/bin/env bash
 # The one script run on the GPU machine, from the repository root, after scripts/build-gpu.sh
-# built build-gpu/ on the development machine and build-gpu/ was carried over:
+# (and, for the runtime step, scripts/build-gpu-full.sh) built build-gpu/ on the development
+# machine and build-gpu/ was carried over:
 #
 #   tests      build-gpu/tilefuse-gpu-tests on every kernel in build-gpu/kernels, and the C API
 #              test build-gpu/tilefuse-capi-test
 #   sanitize   compute-sanitizer memcheck and racecheck on the small cases (TILEFUSE_GPU_SMALL=1)
 #   bench      tools/bench/bench.py: tilefuse vs SDPA flash / cuDNN / FlexAttention (and the
 #              column "tuned" when build-gpu/tuned/ holds the tune step's kernels)
-#   tune       build-gpu/tilefuse tune (the self-contained build): attention and causal at head
-#              dim 64 and 128 for the bench's sequence lengths, and a test-only variant, into the
-#              tuning database build-gpu/cache/tuning/ and build-gpu/tuned/ (PTX + JSON for
-#              bench); then a second process that must find every entry in the database.
-#              Not in the default steps: run `scripts/gpu-run.sh tune bench`.
+#   runtime    the self-contained build (scripts/build-gpu-full.sh, build-gpu/tilefuse-full.tar.xz,
+#              unpacked into build-gpu-unpacked/, which is not carried back to the device machine
+#              on the next trip): the compiler in process on this machine. `tilefuse
+#              run` (the README's main job) and `tilefuse run --file` on a test-only variant, the
+#              runtime API's GPU tests (DSL compiled in process, launched, checked against float64;
+#              one disk cache shared by two processes), and tools/embed-example built with this
+#              machine's cmake and g++ against the installed package, run twice (the second from
+#              the disk cache). A few minutes.
+#   tune       `tilefuse tune` of the self-contained build: attention and causal at head dim 64
+#              and 128 for the bench's sequence lengths, and a test-only variant, into the tuning
+#              database build-gpu/cache/tuning/ and build-gpu/tuned/ (PTX + JSON for bench); then
+#              a second process that must find every entry in the database.
+#              Not in the default steps: run `scripts/gpu-run.sh runtime tune bench`.
 #
-#   scripts/gpu-run.sh                   all three steps
+#   scripts/gpu-run.sh                   tests, sanitize and bench
 #   scripts/gpu-run.sh tests sanitize    some of them (each step takes minutes; a device call may
 #                                        be limited to 10)
 #   BENCH_ARGS="--seq 4096 --head-dims 128" scripts/gpu-run.sh bench
@@ -50,6 +59,21 @@ run_step() { # run_step LOG_NAME COMMAND...: tees the output into $out/LOG_NAME.
   echo
 } | tee "$out/machine.log"
 
+# The self-contained build (scripts/build-gpu-full.sh), unpacked once per machine into
+# build-gpu-unpacked/ (190 MB: outside build-gpu/, which travels). False when it is missing.
+full=$PWD/build-gpu-unpacked
+unpack_full() {
+  [ -x "$full/prefix/bin/tilefuse" ] && return 0
+  if [ ! -f build-gpu/tilefuse-full.tar.xz ]; then
+    echo "gpu-run: no build-gpu/tilefuse-full.tar.xz (scripts/build-gpu-full.sh builds it)" >&2
+    return 1
+  fi
+  rm -rf "$full" && mkdir -p "$full"
+  run_step unpack tar -C "$full" -xJf build-gpu/tilefuse-full.tar.xz
+  [ -x "$full/prefix/bin/tilefuse" ]
+}
+cli=$full/prefix/bin/tilefuse
+
 for step in "${steps[@]}"; do
   case "$step" in
     tests)
@@ -76,18 +100,22 @@ for step in "${steps[@]}"; do
         --lib build-gpu/libtilefuse_cuda.so --out "$out/bench.json" "${tuned[@]}" ${BENCH_ARGS:-}
       ;;
     tune)
+      if ! unpack_full; then
+        status=1
+        continue
+      fi
       export TILEFUSE_CACHE_DIR=$PWD/build-gpu/cache
       seqs=${TUNE_SEQS:-1024,2048,4096,8192,16384}
       for kernel in attention causal; do
         for d in 64 128; do
-          run_step "tune-$kernel-d$d" build-gpu/tilefuse tune --kernel "$kernel" --head-dim "$d" \
+          run_step "tune-$kernel-d$d" "$cli" tune --kernel "$kernel" --head-dim "$d" \
             --seq "$seqs" --force --emit-dir build-gpu/tuned
         done
       done
-      run_step tune-chunked_local build-gpu/tilefuse tune test/variants/chunked_local.mlir \
+      run_step tune-chunked_local "$cli" tune test/variants/chunked_local.mlir \
         --seq 4096 --force
       # A second process: every entry from the database, no tuning.
-      run_step tune-reuse build-gpu/tilefuse tune --kernel causal --head-dim 128 --seq "$seqs"
+      run_step tune-reuse "$cli" tune --kernel causal --head-dim 128 --seq "$seqs"
       if grep -q "candidates," "$out/tune-reuse.log"; then
         echo "gpu-run: the second process tuned again instead of using the database" >&2
         status=1
@@ -96,8 +124,46 @@ for step in "${steps[@]}"; do
       cp -r build-gpu/tuned "$out/" 2>/dev/null
       unset TILEFUSE_CACHE_DIR
       ;;
+    runtime)
+      if ! unpack_full; then
+        status=1
+        continue
+      fi
+      # Where nvidia-smi sees a GPU, nothing may fall back to the CPU or skip: that would pass
+      # without having run on the GPU.
+      gpu_present=0
+      nvidia-smi -L >/dev/null 2>&1 && gpu_present=1
+      must_have_run_on_gpu() { # must_have_run_on_gpu LOG_NAME
+        if ((gpu_present)) && grep -qE "no GPU|built without the CUDA runtime" "$out/$1.log"; then
+          echo "gpu-run: $1 did not run on the GPU (above)" | tee -a "$out/$1.log" >&2
+          status=1
+        fi
+      }
+      # Fresh caches, so the first run of each compiles in process here.
+      export TILEFUSE_CACHE_DIR=$full/cache
+      run_step main-job "$cli" run
+      grep -q "result *PASS" "$out/main-job.log" || status=1
+      must_have_run_on_gpu main-job
+      run_step user-variant "$cli" run --file test/variants/chunked_local.mlir
+      grep -q "result *PASS" "$out/user-variant.log" || status=1
+      must_have_run_on_gpu user-variant
+      run_step runtime-gpu-tests env LD_LIBRARY_PATH="$full/prefix/lib" \
+        "$full/tilefuse-runtime-gpu-tests"
+      must_have_run_on_gpu runtime-gpu-tests
+      # An application of this machine's compiler against the installed package. The CUDA
+      # toolkit here gives it the static CUDA runtime, so it launches and checks the kernel.
+      run_step embed-build bash -c "cmake -S tools/embed-example -B '$full/embed-build' -G Ninja \
+        -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH='$full/prefix' && \
+        cmake --build '$full/embed-build'"
+      export TILEFUSE_CACHE_DIR=$full/embed-cache
+      run_step embed-example "$full/embed-build/embed-example"
+      must_have_run_on_gpu embed-example
+      run_step embed-example-cached "$full/embed-build/embed-example"
+      grep -q "(disk," "$out/embed-example-cached.log" || status=1
+      unset TILEFUSE_CACHE_DIR
+      ;;
     *)
-      echo "gpu-run: unknown step '$step' (tests, sanitize, bench, tune)" >&2
+      echo "gpu-run: unknown step '$step' (tests, sanitize, bench, runtime, tune)" >&2
       status=1
       ;;
   esac
