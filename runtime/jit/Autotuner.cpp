@@ -45,6 +45,8 @@ llvm::StringRef jit::candidateOutcomeName(CandidateOutcome outcome) {
     return "wrong result";
   case CandidateOutcome::Slow:
     return "slow";
+  case CandidateOutcome::OverBudget:
+    return "over budget";
   case CandidateOutcome::Timed:
     return "timed";
   }
@@ -307,15 +309,41 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
     std::condition_variable finished;
     llvm::DefaultThreadPool pool(llvm::hardware_concurrency(options.threads));
     CUctx_st *ctx = *context;
-    for (Slot &slot : slots) {
-      if (slot.report.outcome == CandidateOutcome::Pruned)
-        continue;
+    // Closest to the default first: the settings a candidate changes from it.
+    auto changes = [&](const TileConfig &c) {
+      const TileConfig &d = defaultTiles;
+      return int(c.blockM != d.blockM) + int(c.blockN != d.blockN) +
+             int(c.rowsPerWarp != d.rowsPerWarp) + int(c.mma != d.mma) +
+             int(c.qOperand != d.qOperand) + int(c.copyIssue != d.copyIssue);
+    };
+    std::vector<Slot *> order;
+    for (Slot &slot : slots)
+      if (slot.report.outcome != CandidateOutcome::Pruned)
+        order.push_back(&slot);
+    llvm::stable_sort(order, [&](const Slot *a, const Slot *b) {
+      return changes(a->report.config) < changes(b->report.config);
+    });
+    double compileBudget = options.budgetSeconds * options.compileBudgetShare;
+    for (Slot *next : order) {
+      Slot &slot = *next;
       pool.async([&, ctx] {
         CandidateReport &r = slot.report;
         auto drop = [&](CandidateOutcome outcome, std::string why) {
           r.outcome = outcome;
           r.reason = std::move(why);
         };
+        if (!r.isDefault && secondsSince(t0) > compileBudget) {
+          drop(CandidateOutcome::OverBudget,
+               llvm::formatv("not compiled: {0:f1} s of the {1} s budget went to compiling "
+                             "(closest to the default first); the driver's JIT cache makes the "
+                             "next tuning on this machine faster",
+                             secondsSince(t0), options.budgetSeconds)
+                   .str());
+          std::lock_guard<std::mutex> lock(mutex);
+          ++done;
+          finished.notify_one();
+          return;
+        }
         PtxCompileOptions o = base;
         o.tiles = r.config;
         auto start = Clock::now();

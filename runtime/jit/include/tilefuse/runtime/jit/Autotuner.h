@@ -63,6 +63,11 @@ struct TuningOptions {
   int repetitions = 10; ///< timed rounds (at least 3)
   int rotations = 3;    ///< input sets launches cycle through
   double budgetSeconds = 15;
+  /// The share of the budget compiling and loading may take. Candidates compile closest to the
+  /// default configuration first (fewest settings changed), so a cold machine (the driver's JIT
+  /// compiles each candidate's PTX once; its cache makes later tunings fast) still times the
+  /// default's neighbourhood within the budget.
+  double compileBudgetShare = 0.5;
   /// The space; empty: TuningAxes::forChip.
   std::optional<TuningAxes> axes;
   /// Called from the tuning thread (never concurrently) as candidates compile and rounds run.
@@ -77,6 +82,7 @@ enum class CandidateOutcome {
   LaunchFailed,
   WrongResult,  ///< its output differs from the default configuration's
   Slow,         ///< over 1.3x the best after three rounds
+  OverBudget,   ///< not compiled: the compile share of the time budget was spent
   Timed,
 };
 llvm::StringRef candidateOutcomeName(CandidateOutcome outcome);
