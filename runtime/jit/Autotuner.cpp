@@ -332,7 +332,9 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
           r.outcome = outcome;
           r.reason = std::move(why);
         };
-        if (!r.isDefault && secondsSince(t0) > compileBudget) {
+        auto overBudget = [&] {
+          if (r.isDefault || secondsSince(t0) <= compileBudget)
+            return false;
           drop(CandidateOutcome::OverBudget,
                llvm::formatv("not compiled: {0:f1} s of the {1} s budget went to compiling "
                              "(closest to the default first); the driver's JIT cache makes the "
@@ -342,14 +344,20 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
           std::lock_guard<std::mutex> lock(mutex);
           ++done;
           finished.notify_one();
+          return true;
+        };
+        if (overBudget())
           return;
-        }
         PtxCompileOptions o = base;
         o.tiles = r.config;
         auto start = Clock::now();
         auto compiled = r.isDefault ? llvm::Expected<CompiledKernel>(*defaultKernel)
                                     : compileToPTX(problem.source, problem.bufferName, o);
         r.compileMs = 1e3 * secondsSince(start);
+        // Checked again before the driver's JIT, which takes most of the time and runs one
+        // module at a time: a load started late would run past the budget.
+        if (compiled && overBudget())
+          return;
         if (!compiled) {
           std::string why = llvm::toString(compiled.takeError());
           drop(CandidateOutcome::CompileFailed, llvm::StringRef(why).split('\n').first.str());

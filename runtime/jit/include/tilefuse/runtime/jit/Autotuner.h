@@ -63,11 +63,12 @@ struct TuningOptions {
   int repetitions = 10; ///< timed rounds (at least 3)
   int rotations = 3;    ///< input sets launches cycle through
   double budgetSeconds = 15;
-  /// The share of the budget compiling and loading may take. Candidates compile closest to the
-  /// default configuration first (fewest settings changed), so a cold machine (the driver's JIT
-  /// compiles each candidate's PTX once; its cache makes later tunings fast) still times the
-  /// default's neighbourhood within the budget.
-  double compileBudgetShare = 0.5;
+  /// The share of the budget after which no candidate starts compiling or loading. Candidates
+  /// compile closest to the default configuration first (fewest settings changed), so a cold
+  /// machine (the driver's JIT compiles each candidate's PTX once, about 0.3 s each on an H200,
+  /// one module at a time; its cache makes later tunings fast) still times the default's
+  /// neighbourhood within the budget. Loads already waiting on the driver finish after it.
+  double compileBudgetShare = 0.35;
   /// The space; empty: TuningAxes::forChip.
   std::optional<TuningAxes> axes;
   /// Called from the tuning thread (never concurrently) as candidates compile and rounds run.
