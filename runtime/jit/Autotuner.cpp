@@ -25,6 +25,37 @@ using namespace tilefuse::runtime::jit;
 namespace cu = tilefuse::runtime::cuda;
 
 using Clock = std::chrono::steady_clock;
+namespace {
+/// At most `limit` driver loads at a time (C++17 has no counting semaphore).
+class LoadGate {
+public:
+  explicit LoadGate(int limit) : limit(limit) {}
+  /// Holds one of the gate's places for its lifetime.
+  class Pass {
+  public:
+    explicit Pass(LoadGate &gate) : gate(gate) {
+      std::unique_lock<std::mutex> lock(gate.mutex);
+      gate.free.wait(lock, [&] { return gate.running < gate.limit; });
+      ++gate.running;
+    }
+    ~Pass() {
+      std::lock_guard<std::mutex> lock(gate.mutex);
+      --gate.running;
+      gate.free.notify_one();
+    }
+
+  private:
+    LoadGate &gate;
+  };
+
+private:
+  std::mutex mutex;
+  std::condition_variable free;
+  int running = 0;
+  const int limit;
+};
+} // namespace
+
 static double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -324,6 +355,7 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
       return changes(a->report.config) < changes(b->report.config);
     });
     double compileBudget = options.budgetSeconds * options.compileBudgetShare;
+    LoadGate loadGate(/*limit=*/4);
     for (Slot *next : order) {
       Slot &slot = *next;
       pool.async([&, ctx] {
@@ -377,19 +409,27 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
             drop(CandidateOutcome::LoadFailed,
                  "shared memory: compiled to " + std::to_string(slot.compiled->sharedBytes) +
                      " bytes, the device allows " + std::to_string(limits.sharedBytesPerBlock));
-          } else if (auto kernel = cu::CudaKernel::load(slot.compiled->ptx, *metadata); !kernel) {
-            std::string why = cu::takeReport(kernel.takeError()).message;
-            drop(CandidateOutcome::LoadFailed, llvm::StringRef(why).split('\n').first.str());
           } else {
-            r.loadMs = 1e3 * secondsSince(start);
-            r.registers = (*kernel)->registersPerThread();
-            if ((*kernel)->localBytesPerThread() > 0 || jitLogShowsSpills((*kernel)->jitLog()))
-              drop(CandidateOutcome::Spilled,
-                   "spills: " + std::to_string((*kernel)->localBytesPerThread()) +
-                       " bytes of local memory per thread (" + std::to_string(r.registers) +
-                       " registers)");
-            else
-              slot.kernel = std::move(*kernel);
+            // A few loads at a time: the driver's JIT runs one module at a time, so more waiting
+            // loads would only run past the budget; the budget is checked once a load may start.
+            LoadGate::Pass pass(loadGate);
+            if (overBudget())
+              return;
+            auto kernel = cu::CudaKernel::load(slot.compiled->ptx, *metadata);
+            if (!kernel) {
+              std::string why = cu::takeReport(kernel.takeError()).message;
+              drop(CandidateOutcome::LoadFailed, llvm::StringRef(why).split('\n').first.str());
+            } else {
+              r.loadMs = 1e3 * secondsSince(start);
+              r.registers = (*kernel)->registersPerThread();
+              if ((*kernel)->localBytesPerThread() > 0 || jitLogShowsSpills((*kernel)->jitLog()))
+                drop(CandidateOutcome::Spilled,
+                     "spills: " + std::to_string((*kernel)->localBytesPerThread()) +
+                         " bytes of local memory per thread (" + std::to_string(r.registers) +
+                         " registers)");
+              else
+                slot.kernel = std::move(*kernel);
+            }
           }
         }
         std::lock_guard<std::mutex> lock(mutex);

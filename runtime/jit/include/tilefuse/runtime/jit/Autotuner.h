@@ -67,8 +67,9 @@ struct TuningOptions {
   /// compile closest to the default configuration first (fewest settings changed), so a cold
   /// machine (the driver's JIT compiles each candidate's PTX once, about 0.3 s each on an H200,
   /// one module at a time; its cache makes later tunings fast) still times the default's
-  /// neighbourhood within the budget. Loads already waiting on the driver finish after it.
-  double compileBudgetShare = 0.35;
+  /// neighbourhood within the budget. At most four loads wait on the driver at a time, so the
+  /// loads under way at that point add about a second.
+  double compileBudgetShare = 0.5;
   /// The space; empty: TuningAxes::forChip.
   std::optional<TuningAxes> axes;
   /// Called from the tuning thread (never concurrently) as candidates compile and rounds run.
