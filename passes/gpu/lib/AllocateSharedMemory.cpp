@@ -171,9 +171,8 @@ int64_t place(MutableArrayRef<Buffer> buffers) {
       candidates.push_back(llvm::alignTo(p->end(), b->alignment));
     llvm::sort(candidates);
     for (int64_t offset : candidates) {
-      bool fits = llvm::none_of(conflicts, [&](Buffer *p) {
-        return offset < p->end() && p->offset < offset + b->size;
-      });
+      bool fits = llvm::none_of(
+          conflicts, [&](Buffer *p) { return offset < p->end() && p->offset < offset + b->size; });
       if (fits) {
         b->offset = offset;
         break;
@@ -237,8 +236,8 @@ struct AllocateSharedMemory
       for (auto ws = alloc->getParentOfType<WarpSpecializeOp>(); ws;
            ws = ws->getParentOfType<WarpSpecializeOp>())
         cover(numbering.span(ws));
-      buffers.push_back({alloc, (int64_t)buffers.size(), alloc.getSizeInBytes(),
-                         alloc.getAlignment(), lifetime});
+      buffers.push_back(
+          {alloc, (int64_t)buffers.size(), alloc.getSizeInBytes(), alloc.getAlignment(), lifetime});
       return WalkResult::advance();
     });
     if (walk.wasInterrupted())
@@ -246,8 +245,8 @@ struct AllocateSharedMemory
 
     int64_t total = place(buffers);
     if (total > maxSharedBytes.getValue()) {
-      kernel.emitOpError() << "needs " << total << " bytes of shared memory for "
-                           << buffers.size() << " buffers, over the chip's " << maxSharedBytes.getValue()
+      kernel.emitOpError() << "needs " << total << " bytes of shared memory for " << buffers.size()
+                           << " buffers, over the chip's " << maxSharedBytes.getValue()
                            << " (max-shared-bytes)";
       return failure();
     }

@@ -2,8 +2,10 @@
 #ifndef TILEFUSE_PASSES_GPU_PASSES_H
 #define TILEFUSE_PASSES_GPU_PASSES_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+#include "tilefuse/dialect/TileGPUDialect.h"
 
 namespace tilefuse::tgpu {
 

@@ -10,6 +10,45 @@
 
 include "mlir/Pass/PassBase.td"
 
+def TGPUAssignLayouts : Pass<"tgpu-assign-layouts", "mlir::func::FuncOp"> {
+  let summary = "Gives every block tensor of tiled tile IR its tgpu layout encoding";
+  let description = [{
+    On tiled `tile` IR (the output of `--tile-front-end --tile-pipeline`), writes where each
+    block lives into its type, decided from the roles the IR gives it, once, so that no later
+    lowering infers it by following uses (tile-to-nvvm's `roleOf` does today):
+
+    * `tile.block_dot` result and accumulator, `tile.reduce` operand, `tile.broadcast`
+      result: the accumulator, `#tgpu.mma_acc<warps = Br / rows-per-warp, rows_per_warp>`
+      (`mma=sync`) or `#tgpu.wgmma_acc<warpgroups = Br / 64>` (`mma=wgmma`);
+    * `tile.reduce` result, `tile.broadcast` operand (the running max and sum, the
+      reductions): `#tgpu.acc_rows<accumulator>`;
+    * a 16-bit `tile.block_dot` lhs (Q): `#tgpu.operand_a` fragments in registers, or a shared
+      tile with `q-operand=shared`; an f32 lhs (P) stays in the accumulator layout, which the
+      dot turns into A fragments in place;
+    * the `tile.block_dot` rhs (K, V): a shared tile, `#tgpu.shared<chunk_xor>` for mma.sync
+      (ldmatrix) or `#tgpu.shared<canonical_128b>` for wgmma (descriptors).
+
+    Every other op with blocks must work element by element (arith, math, `tile.block_mask`,
+    `tile.block_score_mod`) and gives its blocks one layout; `scf.for`, `scf.if` and
+    `scf.while` give a carried block, its init, yields and result one layout. A block whose
+    class of values gets two different layouts, or none, or a layout the dialect's verifier
+    rejects for its shape (e.g. a shared tile whose rows are not a multiple of 128 bytes), is
+    a located error, as is a shared tile that an element-wise op would compute on.
+
+    Not used by the GPU lowering yet: tile-to-ptx still runs tile-to-nvvm on unannotated IR.
+  }];
+  let options = [
+    Option<"mma", "mma", "std::string", "\"sync\"",
+           "Matrix instruction the layouts are for: `sync` (mma.sync m16n8k16, sm_80+) or "
+           "`wgmma` (wgmma.mma_async m64nNk16, sm_90a; Br a multiple of 64)">,
+    Option<"rowsPerWarp", "rows-per-warp", "int64_t", "16",
+           "Rows of the program each warp owns with mma=sync: 16 or 32 (wgmma: 16)">,
+    Option<"qOperand", "q-operand", "std::string", "\"registers\"",
+           "Where a 16-bit dot lhs (Q) lives: `registers` (A fragments) or `shared`">
+  ];
+  let dependentDialects = ["tilefuse::tgpu::TGPUDialect"];
+}
+
 def TGPUAllocateSharedMemory : Pass<"tgpu-allocate-shared-memory", "mlir::ModuleOp"> {
   let summary = "Places each tgpu.alloc in the kernel's dynamic shared memory; records the "
                 "CTA's shared bytes and threads on the module";
