@@ -5,6 +5,7 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "tilefuse/dialect/TileGPUOps.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace tilefuse::tgpu;
@@ -240,6 +241,12 @@ void RingType::print(AsmPrinter &printer) const {
   printBufferBody(printer, getBuffer());
   printer << ">";
 }
+
+int64_t RingType::getStageStrideInBytes() const {
+  return llvm::alignTo(getBuffer().getSizeInBytes(), getBuffer().getAlignment());
+}
+
+int64_t RingType::getSizeInBytes() const { return getStages() * getStageStrideInBytes(); }
 
 LogicalResult RingType::verify(function_ref<InFlightDiagnostic()> emitError, int64_t stages,
                                BufferType buffer) {

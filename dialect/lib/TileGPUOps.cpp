@@ -19,6 +19,26 @@ using namespace tilefuse::tgpu;
 // Shared buffers and rings
 //===----------------------------------------------------------------------===//
 
+int64_t AllocOp::getSizeInBytes() {
+  if (auto ring = dyn_cast<RingType>(getType()))
+    return ring.getSizeInBytes();
+  return cast<BufferType>(getType()).getSizeInBytes();
+}
+
+int64_t AllocOp::getAlignment() {
+  if (auto ring = dyn_cast<RingType>(getType()))
+    return ring.getAlignment();
+  return cast<BufferType>(getType()).getAlignment();
+}
+
+LogicalResult AllocOp::verify() {
+  std::optional<int64_t> offset = getOffset();
+  if (offset && (*offset < 0 || *offset % getAlignment()))
+    return emitOpError() << "offset " << *offset << " is not a non-negative multiple of "
+                         << getAlignment() << " bytes, the alignment its swizzle needs";
+  return success();
+}
+
 LogicalResult StageOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
                                         ValueRange operands, DictionaryAttr, OpaqueProperties,
                                         RegionRange, SmallVectorImpl<Type> &inferred) {

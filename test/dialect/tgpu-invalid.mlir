@@ -572,3 +572,11 @@ func.func @register_file() {
     }
   return
 }
+
+// -----
+
+func.func @alloc_misaligned() {
+  // expected-error @below {{'tgpu.alloc' op offset 512 is not a non-negative multiple of 1024 bytes, the alignment its swizzle needs}}
+  %b = tgpu.alloc {offset = 512 : i64} : !tgpu.buffer<8x64xbf16, #tgpu.shared<canonical_128b>>
+  return
+}

@@ -10,10 +10,12 @@
 #include "tilefuse/codegen/Passes.h"
 #include "tilefuse/dialect/TileGPUDialect.h"
 #include "tilefuse/passes/Passes.h"
+#include "tilefuse/passes/gpu/Passes.h"
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   tilefuse::registerTilePasses();
+  tilefuse::tgpu::registerTGPUPasses();
   tilefuse::registerCodegenPasses();
   tilefuse::registerTilePipelines();
 

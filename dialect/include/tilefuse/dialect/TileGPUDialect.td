@@ -224,6 +224,14 @@ def TGPU_RingType : TGPU_Type<"Ring", "ring"> {
   let parameters = (ins "int64_t":$stages, "::tilefuse::tgpu::BufferType":$buffer);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Bytes from one stage's start to the next's: the buffer's size rounded up to its
+    /// alignment, so that every stage starts aligned.
+    int64_t getStageStrideInBytes() const;
+    /// Bytes the whole ring occupies (stages x stride), and the alignment of its first stage.
+    int64_t getSizeInBytes() const;
+    int64_t getAlignment() const { return getBuffer().getAlignment(); }
+  }];
 }
 
 #endif // TILEFUSE_DIALECT_TILEGPUDIALECT_TD

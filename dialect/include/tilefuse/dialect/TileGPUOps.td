@@ -31,15 +31,25 @@ def TGPU_Block : 2DTensorOf<[BF16, F16, F32]>;
 def TGPU_AllocOp : TGPU_Op<"alloc"> {
   let summary = "a shared buffer or ring of the CTA";
   let description = [{
-    Its offset in shared memory is chosen by the shared-memory allocation pass, which also
-    records the CTA's shared bytes on the module.
+    Its byte `offset` in the kernel's dynamic shared memory is chosen by the shared-memory
+    allocation pass (tgpu-allocate-shared-memory), which also records the CTA's shared bytes
+    and threads on the module; before that pass the op has no offset. An offset is a
+    multiple of the buffer's alignment (1024 bytes for `canonical_128b`). A ring's stage `i`
+    starts at `offset + i * stride` (`RingType::getStageStrideInBytes`).
 
     ```mlir
-    %ring = tgpu.alloc : !tgpu.ring<2 x 64x128xbf16, #tgpu.shared<canonical_128b>>
+    %ring = tgpu.alloc {offset = 0 : i64} : !tgpu.ring<2 x 64x128xbf16, #tgpu.shared<canonical_128b>>
     ```
   }];
+  let arguments = (ins OptionalAttr<I64Attr>:$offset);
   let results = (outs Res<AnyTypeOf<[TGPU_Buffer, TGPU_Ring]>, "", [MemAlloc]>:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Bytes the buffer or ring occupies, and the alignment of its start.
+    int64_t getSizeInBytes();
+    int64_t getAlignment();
+  }];
 }
 
 def TGPU_StageOp : TGPU_Op<"stage", [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
