@@ -254,35 +254,22 @@ llvm::Error TuningDatabase::store(const TuningKey &key, const TuningRecord &reco
   std::string path = entryPath(key);
   if (path.empty())
     return llvm::Error::success();
-  auto failed = [&](const llvm::Twine &what, std::error_code ec) {
-    std::string why = ("cannot write " + path + ": " + what + ": " + ec.message()).str();
+  auto failed = [&](const llvm::Twine &why) {
+    std::string message = ("cannot write " + path + ": " + why).str();
     std::lock_guard<std::mutex> lock(mutex);
     ++statistics.writeFailures;
-    statistics.lastProblem = why;
-    return llvm::createStringError(ec, why);
+    statistics.lastProblem = message;
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
   };
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
-    return failed("creating the directory", ec);
-  int fd = -1;
-  llvm::SmallString<256> temporary;
-  if (std::error_code ec =
-          llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%%%%%%%", fd, temporary))
-    return failed("creating a temporary file", ec);
-  {
-    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os << serializeEntry(key, record);
-    os.close();
-    if (os.has_error()) {
-      std::error_code ec = os.error();
-      os.clear_error();
-      (void)llvm::sys::fs::remove(temporary);
-      return failed("writing " + temporary, ec);
-    }
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(temporary, path)) {
-    (void)llvm::sys::fs::remove(temporary);
-    return failed("renaming " + temporary, ec);
-  }
+    return failed("creating the directory: " + ec.message());
+  // A temporary file beside the entry, renamed over it once complete (LLVM's writeToOutput):
+  // readers and other writers never see a partial entry.
+  if (llvm::Error e = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
+        os << serializeEntry(key, record);
+        return llvm::Error::success();
+      }))
+    return failed(llvm::toString(std::move(e)));
   std::lock_guard<std::mutex> lock(mutex);
   ++statistics.writes;
   return llvm::Error::success();

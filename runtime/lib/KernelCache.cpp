@@ -218,33 +218,18 @@ void KernelCache::writeEntry(llvm::StringRef key, const CompiledKernel &kernel) 
   std::string path = entryPath(key);
   if (path.empty())
     return;
-  auto failed = [&](const llvm::Twine &what, std::error_code ec) {
-    noteWriteFailure(("cannot write " + path + ": " + what + ": " + ec.message()).str());
+  auto failed = [&](const llvm::Twine &why) {
+    noteWriteFailure(("cannot write " + path + ": " + why).str());
   };
   if (std::error_code ec = llvm::sys::fs::create_directories(cfg.directory))
-    return failed("creating the directory", ec);
-  // A unique temporary file beside the entry, renamed over it once complete: readers and other
-  // writers never see a partial entry.
-  int fd = -1;
-  llvm::SmallString<256> temporary;
-  if (std::error_code ec =
-          llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%%%%%%%", fd, temporary))
-    return failed("creating a temporary file", ec);
-  {
-    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os << serializeEntry(key, kernel);
-    os.close();
-    if (os.has_error()) {
-      std::error_code ec = os.error();
-      os.clear_error();
-      (void)llvm::sys::fs::remove(temporary);
-      return failed("writing " + temporary, ec);
-    }
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(temporary, path)) {
-    (void)llvm::sys::fs::remove(temporary);
-    return failed("renaming " + temporary, ec);
-  }
+    return failed("creating the directory: " + ec.message());
+  // A temporary file beside the entry, renamed over it once complete (LLVM's writeToOutput):
+  // readers and other writers never see a partial entry.
+  if (llvm::Error e = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
+        os << serializeEntry(key, kernel);
+        return llvm::Error::success();
+      }))
+    return failed(llvm::toString(std::move(e)));
 }
 
 llvm::Expected<CacheResult> KernelCache::getOrCompile(llvm::StringRef source,

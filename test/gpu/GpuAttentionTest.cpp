@@ -26,6 +26,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/xxhash.h"
 
+#include "GpuTestSupport.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -44,68 +46,10 @@ using namespace tilefuse::runtime;
 using namespace tilefuse::runtime::cuda;
 namespace ref = tilefuse::runtime::reference;
 
-#define TF_CONCAT_INNER(a, b) a##b
-#define TF_CONCAT(a, b) TF_CONCAT_INNER(a, b)
-
-/// Fails the current test with the error's message unless `expr` (an llvm::Error) is success.
-#define TF_ASSERT_OK(expr)                                                                         \
-  do {                                                                                             \
-    if (llvm::Error tfError = (expr))                                                              \
-      FAIL() << takeReport(std::move(tfError)).message;                                            \
-  } while (0)
-
-/// `lhs = *expr` for an llvm::Expected `expr`; fails the current test with its error otherwise.
-#define TF_ASSERT_OK_AND_ASSIGN(lhs, expr)                                                         \
-  auto TF_CONCAT(tfExpected, __LINE__) = (expr);                                                   \
-  if (!TF_CONCAT(tfExpected, __LINE__))                                                            \
-    FAIL() << takeReport(TF_CONCAT(tfExpected, __LINE__).takeError()).message;                     \
-  lhs = std::move(*TF_CONCAT(tfExpected, __LINE__))
-
 namespace {
 
-//===----------------------------------------------------------------------===//
-// Is there a GPU?
-//===----------------------------------------------------------------------===//
-
-struct GpuStatus {
-  bool usable = false;
-  /// No driver or no GPU: GPU tests skip. Any other failure fails them.
-  bool unavailable = false;
-  std::string message;
-};
-
-const GpuStatus &gpuStatus() {
-  static const GpuStatus status = [] {
-    GpuStatus s;
-    auto driver = Driver::get();
-    if (driver) {
-      s.usable = true;
-      return s;
-    }
-    ErrorReport report = takeReport(driver.takeError());
-    s.unavailable = report.kind == ErrorKind::NoDriver || report.kind == ErrorKind::NoDevice;
-    s.message = report.message;
-    return s;
-  }();
-  return status;
-}
-
-/// "skipped: no GPU (<reason>)", the line a log reader looks for.
-std::string skipMessage() {
-  llvm::StringRef reason = gpuStatus().message;
-  if (reason.starts_with("no GPU (")) // the driver's own message already says it
-    return "skipped: " + reason.str();
-  return "skipped: no GPU (" + reason.str() + ")";
-}
-
-/// In a test body: skips where there is no GPU, fails where the driver is broken.
-#define TF_REQUIRE_GPU()                                                                           \
-  do {                                                                                             \
-    if (gpuStatus().unavailable)                                                                   \
-      GTEST_SKIP() << skipMessage();                                                               \
-    if (!gpuStatus().usable)                                                                       \
-      FAIL() << "the CUDA driver failed to initialize: " << gpuStatus().message;                   \
-  } while (0)
+using tilefuse::test::gpuStatus;
+using tilefuse::test::skipMessage;
 
 //===----------------------------------------------------------------------===//
 // Host-side tensors in device layouts

@@ -27,6 +27,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
 
+#include "GpuTestSupport.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -41,58 +43,10 @@ using namespace tilefuse::runtime::cuda;
 using tilefuse::runtime::ElementType;
 namespace ref = tilefuse::runtime::reference;
 
-/// Fails the current test with the error's message unless `expr` (an llvm::Error) is success.
-#define TF_ASSERT_OK(expr)                                                                         \
-  do {                                                                                             \
-    if (llvm::Error tfError = (expr))                                                              \
-      FAIL() << takeReport(std::move(tfError)).message;                                            \
-  } while (0)
-
 namespace {
 
-//===----------------------------------------------------------------------===//
-// Is there a GPU?
-//===----------------------------------------------------------------------===//
-
-struct GpuStatus {
-  bool usable = false;
-  /// No driver or no GPU: GPU tests skip. Any other failure fails them.
-  bool unavailable = false;
-  std::string message;
-};
-
-const GpuStatus &gpuStatus() {
-  static const GpuStatus status = [] {
-    GpuStatus s;
-    auto driver = Driver::get();
-    if (driver) {
-      s.usable = true;
-      return s;
-    }
-    ErrorReport report = takeReport(driver.takeError());
-    s.unavailable = report.kind == ErrorKind::NoDriver || report.kind == ErrorKind::NoDevice;
-    s.message = report.message;
-    return s;
-  }();
-  return status;
-}
-
-/// "skipped: no GPU (<reason>)", the line a log reader (and ctest) looks for.
-std::string skipMessage() {
-  llvm::StringRef reason = gpuStatus().message;
-  if (reason.starts_with("no GPU (")) // the driver's own message already says it
-    return "skipped: " + reason.str();
-  return "skipped: no GPU (" + reason.str() + ")";
-}
-
-/// In a test body: skips where there is no GPU, fails where the driver is broken.
-#define TF_REQUIRE_GPU()                                                                           \
-  do {                                                                                             \
-    if (gpuStatus().unavailable)                                                                   \
-      GTEST_SKIP() << skipMessage();                                                               \
-    if (!gpuStatus().usable)                                                                       \
-      FAIL() << "the CUDA driver failed to initialize: " << gpuStatus().message;                   \
-  } while (0)
+using tilefuse::test::gpuStatus;
+using tilefuse::test::skipMessage;
 
 //===----------------------------------------------------------------------===//
 // One kernel on the GPU against its float64 reference
