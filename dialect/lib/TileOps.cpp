@@ -20,9 +20,11 @@ bool sizesAgree(int64_t a, int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
 }
 
-/// Checks the block of a score/mask region: the argument types and a single yielded value.
+/// Checks the block of a score/mask region: the argument types and `numYielded` values of
+/// `yieldedType`.
 LogicalResult verifyIndexRegion(Operation *op, Region &body, bool hasScoreArg,
-                                Type yieldedType, StringRef yieldedName) {
+                                Type yieldedType, StringRef yieldedName,
+                                unsigned numYielded = 1) {
   if (body.empty())
     return op->emitOpError("needs a body");
   Block &block = body.front();
@@ -46,9 +48,10 @@ LogicalResult verifyIndexRegion(Operation *op, Region &body, bool hasScoreArg,
   auto yield = dyn_cast<YieldOp>(block.getTerminator());
   if (!yield)
     return op->emitOpError("body must end with tile.yield");
-  if (yield.getValues().size() != 1 || yield.getValues()[0].getType() != yieldedType)
-    return yield.emitOpError() << "must yield exactly one " << yieldedType << " (" << yieldedName
-                               << ")";
+  if (yield.getValues().size() != numYielded ||
+      llvm::any_of(yield.getValues(), [&](Value v) { return v.getType() != yieldedType; }))
+    return yield.emitOpError() << "must yield exactly " << (numYielded == 1 ? "one" : "two")
+                               << " " << yieldedType << " (" << yieldedName << ")";
   return success();
 }
 } // namespace
@@ -119,6 +122,13 @@ LogicalResult ScaleOp::verify() {
 LogicalResult ScoreModOp::verifyRegions() {
   return verifyIndexRegion(*this, getBody(), /*hasScoreArg=*/true,
                            Float32Type::get(getContext()), "the new score");
+}
+
+LogicalResult ScoreModGradOp::verifyRegions() {
+  return verifyIndexRegion(*this, getBody(), /*hasScoreArg=*/true,
+                           Float32Type::get(getContext()),
+                           "the new score and its derivative with respect to the score",
+                           /*numYielded=*/2);
 }
 
 LogicalResult MaskOp::verifyRegions() {

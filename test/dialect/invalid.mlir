@@ -202,6 +202,17 @@ func.func @score_mod_yield_type(%s: tensor<?x?x?x?xf32>) {
 
 // -----
 
+func.func @score_mod_grad_yield_one(%s: tensor<?x?x?x?xf32>) {
+  %t, %dt = tile.score_mod_grad %s : tensor<?x?x?x?xf32> {
+  ^bb0(%score: f32, %b: index, %h: index, %qi: index, %kv: index):
+    // expected-error @+1 {{'tile.yield' op must yield exactly two 'f32' (the new score and its derivative with respect to the score)}}
+    tile.yield %score : f32
+  }
+  return
+}
+
+// -----
+
 func.func @score_mod_yield_none(%s: tensor<?x?x?x?xf32>) {
   %t = tile.score_mod %s : tensor<?x?x?x?xf32> {
   ^bb0(%score: f32, %b: index, %h: index, %qi: index, %kv: index):

@@ -71,6 +71,26 @@ func.func @score_mod(%s: tensor<?x?x?x?xf32>) -> tensor<?x?x?x?xf32> {
 
 // -----
 
+// CHECK-LABEL: func.func @score_mod_grad
+// CHECK:         %[[V:[^,]+]], %[[D:.+]] = tile.score_mod_grad %{{.+}} : tensor<?x?x?x?xf32> {
+// CHECK-NEXT:    ^bb0(%[[S:.+]]: f32, %{{.+}}: index, %{{.+}}: index, %{{.+}}: index, %{{.+}}: index):
+// CHECK-NEXT:      %[[TWO:.+]] = arith.constant 2.000000e+00 : f32
+// CHECK-NEXT:      %[[R:.+]] = arith.mulf %[[S]], %[[TWO]] : f32
+// CHECK-NEXT:      tile.yield %[[R]], %[[TWO]] : f32, f32
+// CHECK-NEXT:    }
+// CHECK-NEXT:    return %[[V]], %[[D]]
+func.func @score_mod_grad(%s: tensor<?x?x?x?xf32>) -> (tensor<?x?x?x?xf32>, tensor<?x?x?x?xf32>) {
+  %u, %du = tile.score_mod_grad %s : tensor<?x?x?x?xf32> {
+  ^bb0(%score: f32, %b: index, %h: index, %qi: index, %kv: index):
+    %two = arith.constant 2.0 : f32
+    %r = arith.mulf %score, %two : f32
+    tile.yield %r, %two : f32, f32
+  }
+  return %u, %du : tensor<?x?x?x?xf32>, tensor<?x?x?x?xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @mask
 // CHECK:         tile.mask %{{.+}} : tensor<?x?x?x?xf32> {
 // CHECK-NEXT:    ^bb0(%{{.+}}: index, %{{.+}}: index, %[[QI:.+]]: index, %[[KV:.+]]: index):

@@ -80,6 +80,23 @@ def Tile_ScoreModOp : Tile_Op<"score_mod", [RecursiveMemoryEffects, SameOperands
   let hasRegionVerifier = 1;
 }
 
+def Tile_ScoreModGradOp : Tile_Op<"score_mod_grad", [RecursiveMemoryEffects,
+                                                    SameOperandsAndResultType, SingleBlock]> {
+  let summary = "a score_mod together with its derivative with respect to the score";
+  let description = [{
+    The form in which a derived (backward) kernel carries a score modifier f(s, b, h, q_idx,
+    kv_idx): the body takes score_mod's arguments and yields f and df/ds, and the op gives both
+    for every score. It is built from a `tile.score_mod` by the compiler (see
+    tile-score-mod-derivative), never written by hand; the backward kernel recomputes the forward
+    scores from `value` and scales dS by `derivative`, element by element.
+  }];
+  let arguments = (ins Tile_F32Tensor:$input);
+  let results = (outs Tile_F32Tensor:$value, Tile_F32Tensor:$derivative);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$input attr-dict `:` type($input) $body";
+  let hasRegionVerifier = 1;
+}
+
 def Tile_MaskOp : Tile_Op<"mask", [RecursiveMemoryEffects, SameOperandsAndResultType,
                                    SingleBlock]> {
   let summary = "keeps the scores where a predicate of (b, h, q_idx, kv_idx) holds, -inf elsewhere";
@@ -102,7 +119,7 @@ def Tile_SoftmaxOp : Tile_Op<"softmax", [Pure]> {
 }
 
 def Tile_YieldOp : Tile_Op<"yield", [Pure, Terminator, ReturnLike,
-    ParentOneOf<["ScoreModOp", "MaskOp", "BlockScoreModOp", "BlockMaskOp"]>]> {
+    ParentOneOf<["ScoreModOp", "ScoreModGradOp", "MaskOp", "BlockScoreModOp", "BlockMaskOp"]>]> {
   let summary = "yields the value of a score or mask region";
   let arguments = (ins Variadic<AnyType>:$values);
   let assemblyFormat = "($values^ `:` type($values))? attr-dict";
