@@ -111,4 +111,33 @@ def TilePipeline : Pass<"tile-pipeline", "mlir::func::FuncOp"> {
   }];
 }
 
+def TileScoreModDerivative : Pass<"tile-score-mod-derivative", "mlir::func::FuncOp"> {
+  let summary = "Replaces every score_mod by a score_mod_grad that also yields df/ds";
+  let description = [{
+    The first piece of the derived backward pass: the derivative of a kernel's score modifier
+    f(s, b, h, q_idx, kv_idx) with respect to the score s, taken by the compiler from the
+    forward text. Each `tile.score_mod` becomes a `tile.score_mod_grad` over the same scores whose
+    body is a copy of f's ops followed, op by op, by their forward-mode tangents, and which
+    yields (f, df/ds) per element; uses of the score_mod take its `value`. (The backward pass
+    calls buildScoreModGrad itself; the pass exposes the step to lit tests and tilefuse-opt.)
+
+    Why this form: the backward kernel needs, per score, f (to recompute P from the logsumexp)
+    and f' (dS = P o (dP - D) o f'); one op giving both from one region evaluates f's ops once
+    for both, stays a whole-tensor op of the written form, so that tiling turns it into a block
+    op the way it does score_mod, and leaves the mask and its block pruning untouched (they are
+    separate ops on the scores). Forward mode suits a region with one differentiated input and
+    one output: one sweep, no tape.
+
+    Rules (a value that does not depend on s, or that is an integer or i1, has derivative 0 and
+    emits nothing): add, sub, mul, div, neg, fma; extf / truncf of the tangent; tanh, exp, exp2,
+    expm1, log, log2, log1p; sqrt (+inf at 0), rsqrt; absf (sign(x), 0 at x = 0); powf of a score
+    base with an exponent independent of s; select of the two tangents on the same condition;
+    maximum / minimum / maxnum / minnum take the tangent of the operand the result equals, half of
+    each on a tie (PyTorch's rule); cmpf, fptosi, fptoui and isnan / isinf / isfinite carry no
+    gradient. Any other op that reads the score, an op with regions among them, is an error at
+    the op ("'<op>' op cannot be differentiated ...", at its file:line:col); no IR changes then.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect"];
+}
+
 #endif // TILEFUSE_PASSES_TD
