@@ -80,6 +80,19 @@ llvm::Expected<CompiledKernel> CompiledKernel::fromMetadataJson(llvm::StringRef 
   return k;
 }
 
+llvm::Expected<std::string>
+tilefuse::runtime::chipForComputeCapability(int major, int minor, llvm::StringRef deviceName) {
+  if (major == 9 && minor == 0)
+    return std::string("sm_90a");
+  if (major == 8)
+    return std::string("sm_80");
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "no tilefuse target for " + deviceName +
+                                     " (compute capability " + llvm::Twine(major) + "." +
+                                     llvm::Twine(minor) +
+                                     "); tilefuse targets sm_90a (9.0) and sm_80 (8.x)");
+}
+
 void tilefuse::runtime::registerCompilerCLOptions() {
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();

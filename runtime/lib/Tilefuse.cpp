@@ -94,9 +94,12 @@ Status Kernel::launch(void *stream, const void *q, const void *k, const void *v,
   cu::AttentionBuffers buffers{address(q), address(k), address(v), address(o), address(lse)};
   cu::AttentionStrides layout =
       strides ? cu::AttentionStrides::fromArray(strides) : cu::AttentionStrides::contiguous(s);
-  // Arguments first: a bad launch is InvalidArgument with or without a GPU.
-  if (llvm::Error error = cu::validateLaunch(impl->metadata, buffers, s, layout))
-    return statusOf(std::move(error));
+  // Before the module is loaded, the arguments are checked here, so a bad launch is
+  // InvalidArgument with or without a GPU; once it is, CudaKernel::launch checks them (once per
+  // launch).
+  if (!impl->module->loaded.load(std::memory_order_acquire))
+    if (llvm::Error error = cu::validateLaunch(impl->metadata, buffers, s, layout))
+      return statusOf(std::move(error));
   auto loaded = impl->load();
   if (!loaded)
     return statusOf(loaded.takeError());
@@ -229,16 +232,13 @@ struct Runtime::Impl {
         detectStatus = statusOf(device.takeError());
         return;
       }
-      if (device->computeMajor == 9 && device->computeMinor == 0)
-        detectedChip = "sm_90a";
-      else if (device->computeMajor == 8)
-        detectedChip = "sm_80";
+      auto chip = rt::chipForComputeCapability(device->computeMajor, device->computeMinor,
+                                               device->name);
+      if (chip)
+        detectedChip = *chip;
       else
-        detectStatus = Status(StatusCode::InvalidArgument,
-                              "no tilefuse target for " + device->name + " (compute capability " +
-                                  std::to_string(device->computeMajor) + "." +
-                                  std::to_string(device->computeMinor) +
-                                  "); tilefuse targets sm_90a (9.0) and sm_80 (8.x)");
+        detectStatus =
+            Status(StatusCode::InvalidArgument, llvm::toString(chip.takeError()));
     });
     out = detectedChip;
     return detectStatus;

@@ -7,6 +7,8 @@
 // even), JIT-compiled for the baseline CPU through the CPU backend's own lowering.
 //
 //===----------------------------------------------------------------------===//
+#include "DiagnosedSource.h"
+#include "cpu/HostCompile.h"
 #include "tilefuse/codegen/Passes.h"
 #include "tilefuse/passes/Passes.h"
 
@@ -14,16 +16,9 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Target/LLVMIR/Dialect/All.h"
-#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
-#include "llvm/Support/TargetSelect.h"
-#include "llvm/TargetParser/Host.h"
 
 #include <gtest/gtest.h>
 
@@ -75,12 +70,8 @@ template <typename T> Descriptor1D<T> describe(std::vector<T> &v) {
 class ExpandF16Conversions : public testing::Test {
 protected:
   void SetUp() override {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
     DialectRegistry registry;
-    registerAllDialects(registry);
-    registerAllExtensions(registry);
-    registerAllToLLVMIRTranslations(registry);
+    tilefuse::runtime::registerCompilerDialects(registry);
     context = std::make_unique<MLIRContext>(registry);
     module = parseSourceString<ModuleOp>(kConversions, context.get());
     ASSERT_TRUE(module);
@@ -88,13 +79,7 @@ protected:
     tilefuse::buildCpuLoopsToLLVMPipeline(pm); // the expansion is part of it
     ASSERT_TRUE(succeeded(pm.run(*module)));
     // The baseline CPU: no F16C, so nothing but the expansion could convert.
-    auto builder = llvm::orc::JITTargetMachineBuilder(llvm::Triple(llvm::sys::getProcessTriple()));
-    builder.setCPU(builder.getTargetTriple().isX86() ? "x86-64" : "generic");
-    auto machine = builder.createTargetMachine();
-    ASSERT_TRUE(static_cast<bool>(machine)) << llvm::toString(machine.takeError());
-    ExecutionEngineOptions options;
-    options.transformer = makeOptimizingTransformer(2, 0, machine->get());
-    auto created = ExecutionEngine::create(*module, options, std::move(*machine));
+    auto created = tilefuse::runtime::cpu::createHostJit(*module, "baseline");
     ASSERT_TRUE(static_cast<bool>(created)) << llvm::toString(created.takeError());
     engine = std::move(*created);
   }

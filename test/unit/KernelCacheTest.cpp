@@ -17,6 +17,8 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "FileTestUtil.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -32,16 +34,15 @@ using namespace tilefuse::runtime;
 
 namespace {
 
+using test::listDir;
+using test::readFile;
+using test::writeFile;
+
 /// A fresh directory, removed with the object.
-struct TempDir {
-  llvm::SmallString<128> path;
-  TempDir() {
-    std::error_code ec = llvm::sys::fs::createUniqueDirectory("tilefuse-cache-test", path);
-    EXPECT_FALSE(ec) << ec.message();
-  }
-  ~TempDir() { llvm::sys::fs::remove_directories(path); }
-  std::string str() const { return std::string(path); }
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("tilefuse-cache-test") {}
 };
+
 
 const kernels::KernelSource &causal() { return *kernels::find("causal"); }
 
@@ -49,28 +50,6 @@ CacheConfig configFor(const TempDir &dir) {
   CacheConfig config;
   config.directory = dir.str();
   return config;
-}
-
-std::string readFile(const std::string &path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  return buffer ? (*buffer)->getBuffer().str() : std::string();
-}
-
-void writeFile(const std::string &path, llvm::StringRef bytes) {
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  ASSERT_FALSE(ec) << ec.message();
-  os << bytes;
-}
-
-/// Files in `dir`, by name.
-std::set<std::string> listDir(const std::string &dir) {
-  std::set<std::string> names;
-  std::error_code ec;
-  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec))
-    names.insert(llvm::sys::path::filename(it->path()).str());
-  return names;
 }
 
 CacheResult getOrCompile(KernelCache &cache, const PtxCompileOptions &options = {}) {

@@ -16,6 +16,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "FileTestUtil.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,12 +28,15 @@ using namespace tilefuse;
 
 namespace {
 
-struct TempDir {
-  llvm::SmallString<128> path;
-  TempDir() { EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory("tilefuse-api-test", path)); }
-  ~TempDir() { llvm::sys::fs::remove_directories(path); }
-  std::string str() const { return std::string(path); }
+using test::listDir;
+using test::readFile;
+using test::writeFile;
+
+/// A fresh directory, removed with the object.
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("tilefuse-api-test") {}
 };
+
 
 RuntimeOptions optionsFor(const TempDir &dir) {
   RuntimeOptions o;

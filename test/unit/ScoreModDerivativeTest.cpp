@@ -25,6 +25,8 @@
 // A captured value that is not a constant (alibi's H = memref.dim) is an index argument.
 //
 //===----------------------------------------------------------------------===//
+#include "DiagnosedSource.h"
+#include "cpu/HostCompile.h"
 #include "tilefuse/codegen/Passes.h"
 #include "tilefuse/dialect/TileDialect.h"
 #include "tilefuse/dialect/TileOps.h"
@@ -37,14 +39,10 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/TargetSelect.h"
 
 #include <gtest/gtest.h>
 
@@ -129,13 +127,8 @@ struct CompiledRegion {
 class ScoreModDerivative : public testing::Test {
 protected:
   void SetUp() override {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
     DialectRegistry registry;
-    registerAllDialects(registry);
-    registerAllExtensions(registry);
-    registerAllToLLVMIRTranslations(registry);
-    registry.insert<tile::TileDialect>();
+    tilefuse::runtime::registerCompilerDialects(registry);
     context = std::make_unique<MLIRContext>(registry);
     context->loadAllAvailableDialects();
   }
@@ -230,7 +223,7 @@ protected:
     PassManager pm(context.get());
     buildCpuLoopsToLLVMPipeline(pm);
     ASSERT_TRUE(succeeded(pm.run(*jit)));
-    auto created = ExecutionEngine::create(*jit);
+    auto created = tilefuse::runtime::cpu::createHostJit(*jit, "host");
     ASSERT_TRUE(static_cast<bool>(created)) << llvm::toString(created.takeError());
     compiled.engine = std::move(*created);
     auto lookup = [&](StringRef name) -> void * {

@@ -13,6 +13,8 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "FileTestUtil.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -27,36 +29,15 @@ using namespace tilefuse::runtime::jit;
 
 namespace {
 
-struct TempDir {
-  llvm::SmallString<128> path;
-  TempDir() {
-    std::error_code ec = llvm::sys::fs::createUniqueDirectory("tilefuse-tuning-test", path);
-    EXPECT_FALSE(ec) << ec.message();
-  }
-  ~TempDir() { llvm::sys::fs::remove_directories(path); }
-  std::string str() const { return std::string(path); }
+using test::listDir;
+using test::readFile;
+using test::writeFile;
+
+/// A fresh directory, removed with the object.
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("tilefuse-tuning-test") {}
 };
 
-std::string readFile(const std::string &path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  return buffer ? (*buffer)->getBuffer().str() : std::string();
-}
-
-void writeFile(const std::string &path, llvm::StringRef bytes) {
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  ASSERT_FALSE(ec) << ec.message();
-  os << bytes;
-}
-
-std::set<std::string> listDir(const std::string &dir) {
-  std::set<std::string> names;
-  std::error_code ec;
-  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec))
-    names.insert(llvm::sys::path::filename(it->path()).str());
-  return names;
-}
 
 TuningKey sampleKey() {
   TuningKey key;
@@ -384,8 +365,9 @@ TEST(AutotunerGpu, TunesCausalAndTheRuntimeReusesTheDatabase) {
   EXPECT_LT(report->totalSeconds, 15);
   int timed = 0;
   for (const CandidateReport &c : report->candidates) {
-    if (c.outcome != CandidateOutcome::Timed && c.outcome != CandidateOutcome::Slow)
+    if (c.outcome != CandidateOutcome::Timed && c.outcome != CandidateOutcome::Slow) {
       EXPECT_FALSE(c.reason.empty()) << c.config.print();
+    }
     timed += c.medianMs > 0;
   }
   EXPECT_GE(timed, 2);

@@ -154,12 +154,7 @@ static llvm::Expected<std::string> currentChip() {
   auto device = driver->currentDevice();
   if (!device)
     return device.takeError();
-  if (device->computeMajor == 9 && device->computeMinor == 0)
-    return std::string("sm_90a");
-  if (device->computeMajor == 8)
-    return std::string("sm_80");
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "no tilefuse target for " + device->name);
+  return chipForComputeCapability(device->computeMajor, device->computeMinor, device->name);
 }
 
 /// A progress bar on a terminal; plain lines (each quarter) otherwise.

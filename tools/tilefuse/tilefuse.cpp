@@ -411,8 +411,10 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
     return fail(dev.takeError());
   PtxCompileOptions opts; // block sizes: the tuned defaults for the kernel's head dimension
   opts.elementType = dtype;
-  opts.chip = "sm_" + std::to_string(dev->computeMajor) + std::to_string(dev->computeMinor) +
-              (dev->computeMajor == 9 ? "a" : "");
+  auto chip = chipForComputeCapability(dev->computeMajor, dev->computeMinor, dev->name);
+  if (!chip)
+    return fail(chip.takeError());
+  opts.chip = *chip;
   auto t0 = std::chrono::steady_clock::now();
   auto compiled = compileToPTX(text, bufferName, opts);
   if (!compiled) {

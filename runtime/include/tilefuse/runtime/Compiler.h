@@ -64,6 +64,11 @@ llvm::Expected<CompiledKernel> compileToPTX(llvm::StringRef source, llvm::String
 /// compile through compileToPTX. Call before cl::ParseCommandLineOptions.
 void registerCompilerCLOptions();
 
+/// The chip tilefuse compiles for on a GPU of compute capability major.minor: sm_90a on 9.0,
+/// sm_80 on 8.x; an error naming `deviceName` otherwise.
+llvm::Expected<std::string> chipForComputeCapability(int major, int minor,
+                                                     llvm::StringRef deviceName);
+
 /// What produced a kernel: the project version, a build id (a hash of the compiler's own
 /// libraries, so a rebuilt compiler never reuses an old one's output) and the LLVM version.
 /// Part of every kernel cache key.
