@@ -237,6 +237,93 @@ LogicalResult WgmmaWaitOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// mma.sync and register operands
+//===----------------------------------------------------------------------===//
+
+LogicalResult MmaOp::verify() {
+  auto result = cast<RankedTensorType>(getResult().getType());
+  auto accLayout = dyn_cast_or_null<MmaAccumulatorLayoutAttr>(result.getEncoding());
+  if (!accLayout || !result.getElementType().isF32())
+    return emitOpError() << "the result must be an f32 block in #tgpu.mma_acc, got " << result;
+  if (getAcc() && getAcc().getType() != result)
+    return emitOpError() << "the accumulator's type " << getAcc().getType()
+                         << " differs from the result's " << result;
+  int64_t m = result.getDimSize(0), n = result.getDimSize(1);
+  if (n % 16)
+    return emitOpError() << "the result has " << n
+                         << " columns; ldmatrix.x4 reads B two n8 tiles at a time, so they must "
+                            "be a multiple of 16";
+
+  BufferType rhs = getRhs().getType();
+  Type elt = rhs.getElementType();
+  if (!is16BitFloat(elt))
+    return emitOpError() << "multiplies bf16 or f16 operands, not " << elt;
+  if (rhs.getLayout().getSwizzle() != SharedSwizzle::ChunkXor)
+    return emitOpError() << "the rhs is read by ldmatrix from a chunk_xor tile, not "
+                         << stringifySharedSwizzle(rhs.getLayout().getSwizzle());
+  int64_t k = getTransposeRhs() ? rhs.getCols() : rhs.getRows();
+  int64_t rhsN = getTransposeRhs() ? rhs.getRows() : rhs.getCols();
+  if (rhsN != n)
+    return emitOpError() << "the rhs has " << rhsN << " columns of the product ("
+                         << (getTransposeRhs() ? "rows, transposed" : "columns")
+                         << "), the result " << n;
+  if (k % 16)
+    return emitOpError() << "the contraction (" << k << ") must be a multiple of 16 (k16 steps)";
+
+  int64_t lhsRows, lhsK;
+  Type lhsElt;
+  if (auto shared = dyn_cast<BufferType>(getLhs().getType())) {
+    if (shared.getLayout().getSwizzle() != SharedSwizzle::ChunkXor)
+      return emitOpError() << "a shared lhs is read by ldmatrix from a chunk_xor tile, not "
+                           << stringifySharedSwizzle(shared.getLayout().getSwizzle());
+    lhsRows = shared.getRows(), lhsK = shared.getCols(), lhsElt = shared.getElementType();
+  } else {
+    auto lhs = cast<RankedTensorType>(getLhs().getType());
+    auto aLayout = dyn_cast_or_null<OperandALayoutAttr>(lhs.getEncoding());
+    if (!aLayout || aLayout.getWarps() != accLayout.getWarps() ||
+        aLayout.getRowsPerWarp() != accLayout.getRowsPerWarp())
+      return emitOpError() << "a register lhs must be in #tgpu.operand_a<warps = "
+                           << accLayout.getWarps()
+                           << ", rows_per_warp = " << accLayout.getRowsPerWarp()
+                           << "> (the result's warps), got " << lhs;
+    lhsRows = lhs.getDimSize(0), lhsK = lhs.getDimSize(1), lhsElt = lhs.getElementType();
+  }
+  if (lhsElt != elt)
+    return emitOpError() << "the lhs holds " << lhsElt << ", the rhs " << elt;
+  if (lhsRows != m || lhsK != k)
+    return emitOpError() << "the lhs is " << lhsRows << "x" << lhsK << ", expected " << m << "x"
+                         << k << " for a " << m << "x" << n << " result and a contraction of "
+                         << k;
+  return success();
+}
+
+LogicalResult PackOperandAOp::verify() {
+  auto input = cast<RankedTensorType>(getInput().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  int64_t warps, rowsPerWarp;
+  if (auto acc = dyn_cast_or_null<MmaAccumulatorLayoutAttr>(input.getEncoding())) {
+    warps = acc.getWarps(), rowsPerWarp = acc.getRowsPerWarp();
+  } else if (auto acc = dyn_cast_or_null<WgmmaAccumulatorLayoutAttr>(input.getEncoding())) {
+    warps = 4 * acc.getWarpgroups(), rowsPerWarp = 16;
+  } else {
+    return emitOpError() << "packs an accumulator (#tgpu.mma_acc or #tgpu.wgmma_acc), got "
+                         << input;
+  }
+  if (!input.getElementType().isF32())
+    return emitOpError() << "packs f32 values, not " << input.getElementType();
+  auto aLayout = dyn_cast_or_null<OperandALayoutAttr>(result.getEncoding());
+  if (!aLayout || aLayout.getWarps() != warps || aLayout.getRowsPerWarp() != rowsPerWarp)
+    return emitOpError() << "the result must be in #tgpu.operand_a<warps = " << warps
+                         << ", rows_per_warp = " << rowsPerWarp
+                         << ">, whose value slots are the input's, got " << result;
+  if (!is16BitFloat(result.getElementType()))
+    return emitOpError() << "the result holds bf16 or f16, not " << result.getElementType();
+  if (result.getShape() != input.getShape())
+    return emitOpError() << "the result's shape differs from the input's";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Barriers and warp roles
 //===----------------------------------------------------------------------===//
 

@@ -580,3 +580,59 @@ func.func @alloc_misaligned() {
   %b = tgpu.alloc {offset = 512 : i64} : !tgpu.buffer<8x64xbf16, #tgpu.shared<canonical_128b>>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// mma.sync and register operands
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @mma_rhs_swizzle(%q: tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>,
+                           %k: !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>) {
+  // expected-error @+1 {{the rhs is read by ldmatrix from a chunk_xor tile, not canonical_128b}}
+  %s = tgpu.mma %q, %k transpose_rhs : tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>, !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>> -> tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
+  return
+}
+
+// -----
+
+func.func @mma_lhs_warps(%q: tensor<64x64xbf16, #tgpu.operand_a<warps = 2, rows_per_warp = 32>>,
+                         %k: !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>) {
+  // expected-error @+1 {{a register lhs must be in #tgpu.operand_a<warps = 4, rows_per_warp = 16> (the result's warps)}}
+  %s = tgpu.mma %q, %k transpose_rhs : tensor<64x64xbf16, #tgpu.operand_a<warps = 2, rows_per_warp = 32>>, !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>> -> tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
+  return
+}
+
+// -----
+
+func.func @mma_shape(%q: tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>,
+                     %k: !tgpu.buffer<32x64xbf16, #tgpu.shared<chunk_xor>>) {
+  // expected-error @+1 {{the rhs has 32 columns of the product (rows, transposed), the result 64}}
+  %s = tgpu.mma %q, %k transpose_rhs : tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>, !tgpu.buffer<32x64xbf16, #tgpu.shared<chunk_xor>> -> tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
+  return
+}
+
+// -----
+
+func.func @mma_result(%q: tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>,
+                      %k: !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>) {
+  // expected-error @+1 {{the result must be an f32 block in #tgpu.mma_acc}}
+  %s = tgpu.mma %q, %k transpose_rhs : tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>, !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>> -> tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+  return
+}
+
+// -----
+
+func.func @pack_layout(%p: tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>) {
+  // expected-error @+1 {{the result must be in #tgpu.operand_a<warps = 4, rows_per_warp = 16>, whose value slots are the input's}}
+  %a = tgpu.pack_operand_a %p : tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>> -> tensor<64x64xbf16, #tgpu.operand_a<warps = 2, rows_per_warp = 32>>
+  return
+}
+
+// -----
+
+func.func @pack_input(%p: tensor<64x64xf32>) {
+  // expected-error @+1 {{packs an accumulator (#tgpu.mma_acc or #tgpu.wgmma_acc)}}
+  %a = tgpu.pack_operand_a %p : tensor<64x64xf32> -> tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+  return
+}

@@ -153,3 +153,34 @@ func.func @warp_specialize() {
     }
   return
 }
+
+// -----
+
+// mma.sync chains: Q from registers or a shared tile, P packed in place from the accumulator.
+!accm = tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
+!qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+!tile = !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>
+// CHECK-LABEL: func.func @mma_sync
+// CHECK:         %[[S:.+]] = tgpu.mma %{{.+}}, %{{.+}} transpose_rhs : tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>, <64x64xbf16, #tgpu.shared<chunk_xor>> -> tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
+// CHECK:         %[[P:.+]] = tgpu.pack_operand_a %[[S]] : tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>> -> tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+// CHECK:         tgpu.mma %[[P]], %{{.+}} acc %{{.+}} : {{.+}} -> tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
+// CHECK:         tgpu.mma %{{.+}}, %{{.+}} transpose_rhs : !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>, <64x64xbf16, #tgpu.shared<chunk_xor>>
+func.func @mma_sync(%q: !qa, %qs: !tile, %k: !tile, %v: !tile, %acc: !accm) -> (!accm, !accm) {
+  %s = tgpu.mma %q, %k transpose_rhs : !qa, !tile -> !accm
+  %p = tgpu.pack_operand_a %s : !accm -> !qa
+  %o = tgpu.mma %p, %v acc %acc : !qa, !tile, !accm -> !accm
+  %s2 = tgpu.mma %qs, %k transpose_rhs : !tile, !tile -> !accm
+  return %o, %s2 : !accm, !accm
+}
+
+// -----
+
+// A wgmma accumulator packs into the fragments of its warpgroup's four warps.
+// CHECK-LABEL: func.func @pack_wgmma
+// CHECK:         tgpu.pack_operand_a %{{.+}} : tensor<128x64xf32, #tgpu.wgmma_acc<warpgroups = 2>> -> tensor<128x64xf16, #tgpu.operand_a<warps = 8, rows_per_warp = 16>>
+func.func @pack_wgmma(%p: tensor<128x64xf32, #tgpu.wgmma_acc<warpgroups = 2>>)
+    -> tensor<128x64xf16, #tgpu.operand_a<warps = 8, rows_per_warp = 16>> {
+  %a = tgpu.pack_operand_a %p : tensor<128x64xf32, #tgpu.wgmma_acc<warpgroups = 2>>
+      -> tensor<128x64xf16, #tgpu.operand_a<warps = 8, rows_per_warp = 16>>
+  return %a : tensor<128x64xf16, #tgpu.operand_a<warps = 8, rows_per_warp = 16>>
+}

@@ -182,6 +182,58 @@ def TGPU_WgmmaWaitOp : TGPU_Op<"wgmma_wait", [DeclareOpInterfaceMethods<InferTyp
 }
 
 //===----------------------------------------------------------------------===//
+// mma.sync and register operands
+//===----------------------------------------------------------------------===//
+
+def TGPU_MmaOp : TGPU_Op<"mma"> {
+  let summary = "acc + A x B (or A x B^T) with mma.sync m16n8k16, B read by ldmatrix";
+  let description = [{
+    A chain of `mma.sync.aligned.m16n8k16` instructions, synchronous: the result may be read
+    at once. Each warp computes its rows of the `#tgpu.mma_acc` result. `lhs` (A) is either
+    in registers (`#tgpu.operand_a` of the result's warps and rows per warp) or a shared
+    buffer in `chunk_xor` (read with `ldmatrix`, one k-step at a time). `rhs` (B) is a shared
+    buffer in `chunk_xor`, K x N, or N x K with `transpose_rhs` (the K tile of Q K^T), read
+    with `ldmatrix` (`.trans` for K x N). Without `acc` the accumulators start at zero.
+
+    ```mlir
+    %s = tgpu.mma %q, %k transpose_rhs
+        : tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>,
+          !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>
+          -> tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
+    ```
+  }];
+  let arguments = (ins Arg<AnyTypeOf<[TGPU_Block, TGPU_Buffer]>, "", [MemRead]>:$lhs,
+                       Arg<TGPU_Buffer, "", [MemRead]>:$rhs, Optional<TGPU_Block>:$acc,
+                       UnitAttr:$transpose_rhs);
+  let results = (outs TGPU_Block:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`acc` $acc^)? (`transpose_rhs` $transpose_rhs^)? attr-dict `:` type($lhs)
+    `,` type($rhs) (`,` type($acc)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TGPU_PackOperandAOp : TGPU_Op<"pack_operand_a", [Pure]> {
+  let summary = "an f32 accumulator block as 16-bit A-operand fragments, in place";
+  let description = [{
+    Rounds each value of an f32 block in `#tgpu.mma_acc` or `#tgpu.wgmma_acc` to the
+    result's 16-bit type and packs it as `#tgpu.operand_a` fragments of the same warps and
+    rows per warp (a wgmma accumulator of `g` warpgroups: `4g` warps of 16 rows). The two
+    layouts put every element in the same thread and value slot, so no data moves between
+    threads: this is how P becomes the A operand of P x V.
+
+    ```mlir
+    %pa = tgpu.pack_operand_a %p : tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+        -> tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+    ```
+  }];
+  let arguments = (ins TGPU_Block:$input);
+  let results = (outs TGPU_Block:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Barriers and warp roles
 //===----------------------------------------------------------------------===//
 
