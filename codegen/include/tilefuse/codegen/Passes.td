@@ -88,4 +88,27 @@ def TileToNVVM : Pass<"tile-to-nvvm", "mlir::ModuleOp"> {
                            "mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
 }
 
+def ConvertTGPUToNVVM : Pass<"convert-tgpu-to-nvvm", "mlir::ModuleOp"> {
+  let summary = "tgpu kernels (level 5) to a gpu.module of NVVM kernels, by conversion patterns";
+  let description = [{
+    Input: kernels whose blocks carry their register layouts (tgpu-assign-layouts), whose
+    shared tiles are tgpu buffers filled by tgpu.async_copy (tile-to-tgpu) with waits and
+    barriers placed (tgpu-insert-barriers) and offsets given (tgpu-allocate-shared-memory,
+    which also recorded `tilefuse.threads` and `tilefuse.shared_bytes` on the module).
+
+    Each kernel function becomes a gpu.func with the launch ABI in
+    `gpu.module @tilefuse_kernels` carrying an #nvvm.target, and every op is converted by the
+    patterns of its family, one file each under codegen/lib/nvvm (TGPUToNVVMPatterns.h lists
+    them): a block becomes the values one thread holds in its layout, a buffer its shared
+    address. exp2/log/tanh use the approximate NVVM intrinsics, never libdevice.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", "\"sm_90a\"", "Target chip (sm_80, sm_90a, ...)">,
+    Option<"features", "features", "std::string", "\"+ptx80\"", "NVPTX features (PTX version)">
+  ];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::NVVM::NVVMDialect",
+                           "mlir::LLVM::LLVMDialect", "mlir::vector::VectorDialect",
+                           "mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
+}
+
 #endif

@@ -1,0 +1,130 @@
+//===- AsyncCopyToNVVM.cpp - cp.async copies, their groups and waits ------===//
+//
+// tgpu.async_copy: the CTA's threads copy the block's rows in 16-byte chunks with
+// cp.async.cg (global -> shared, bypassing L1), chunk i of the block by thread i % threads,
+// each to its swizzled place in the buffer; rows at or past the bound copy 0 bytes (the
+// hardware zero-fills them). nvgpu.device_async_create_group is cp.async.commit_group and
+// nvgpu.device_async_wait cp.async.wait_group N: groups are counted, so a token is a
+// placeholder i32 once converted.
+//
+//===----------------------------------------------------------------------===//
+#include "TGPUToNVVMPatterns.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "tilefuse/dialect/TileGPUOps.h"
+
+using namespace mlir;
+using namespace tilefuse;
+using namespace tilefuse::nvvm;
+
+namespace {
+
+struct AsyncCopyToCpAsync : OpConversionPattern<tgpu::AsyncCopyOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tgpu::AsyncCopyOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    tgpu::SharedTile tile = op.getBuffer().getType().getSharedTile();
+    if (tile.rowBytes() % 16)
+      return op.emitOpError("copies 16-byte chunks: rows must be a multiple of 16 bytes");
+    auto kernel = op->getParentOfType<gpu::GPUFuncOp>();
+    std::optional<ArrayRef<int32_t>> block = kernel.getKnownBlockSize();
+    if (!block)
+      return op.emitOpError("the kernel's thread count is unknown");
+    int64_t threads = (*block)[0];
+    auto viewType = cast<MemRefType>(op.getView().getType());
+    KernelView view = KernelView::unpack(b, loc, adaptor.getView(), viewType);
+    SmallVector<Value> lead(adaptor.getIndices());
+    Value row0 = lead.pop_back_val();
+    Value bound = adaptor.getBound();
+    Value lastRow = arith::SubIOp::create(b, loc, bound, indexConstant(b, loc, 1));
+    ThreadCoordinates t = threadCoordinates(b, op);
+    Value dst = rematerializedPerIteration(b, loc, adaptor.getBuffer(), op);
+
+    int64_t chunksPerRow = tile.rowBytes() / 16, chunks = tile.rows * chunksPerRow;
+    int64_t elementsPerChunk = 16 / tile.elementBytes;
+    // When a round of copies covers a multiple of 8 rows, every round has the thread's first
+    // chunk and swizzle: its shared offset is the first round's plus a constant.
+    int64_t rowsPerRound = threads / chunksPerRow;
+    bool sameSwizzle = threads % chunksPerRow == 0 && rowsPerRound % 8 == 0;
+    Value r0 = arith::DivUIOp::create(b, loc, t.tid, indexConstant(b, loc, chunksPerRow));
+    Value ch0 = arith::RemUIOp::create(b, loc, t.tid, indexConstant(b, loc, chunksPerRow));
+    Value firstOffset = sharedChunkOffset(b, loc, tile, r0, ch0);
+    for (int64_t i = 0; i * threads < chunks; ++i) {
+      Value chunkIdx = addIndex(b, loc, t.tid, indexConstant(b, loc, i * threads));
+      Value r = sameSwizzle
+                    ? addIndex(b, loc, r0, indexConstant(b, loc, i * rowsPerRound))
+                    : arith::DivUIOp::create(b, loc, chunkIdx, indexConstant(b, loc, chunksPerRow))
+                          .getResult();
+      Value ch = sameSwizzle ? ch0
+                             : arith::RemUIOp::create(b, loc, chunkIdx,
+                                                      indexConstant(b, loc, chunksPerRow))
+                                   .getResult();
+      Value offset =
+          sameSwizzle
+              ? addIndex(b, loc, firstOffset,
+                         indexConstant(b, loc, i * rowsPerRound * sharedRowPitch(tile)))
+              : sharedChunkOffset(b, loc, tile, r, ch);
+      Value gRow = addIndex(b, loc, row0, r);
+      SmallVector<Value> at(lead);
+      at.push_back(b.createOrFold<arith::MinUIOp>(loc, gRow, lastRow));
+      at.push_back(mulIndex(b, loc, ch, indexConstant(b, loc, elementsPerChunk)));
+      Value inBounds = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, gRow, bound);
+      Value bytes = arith::SelectOp::create(b, loc, inBounds, i32Constant(b, loc, 16),
+                                            i32Constant(b, loc, 0));
+      auto copy = [&] {
+        NVVM::CpAsyncOp::create(b, loc, sharedAddress(b, loc, dst, offset),
+                                view.address(b, loc, at), b.getI32IntegerAttr(16),
+                                NVVM::LoadCacheModifierKindAttr::get(
+                                    b.getContext(), NVVM::LoadCacheModifierKind::CG),
+                                bytes);
+      };
+      if ((i + 1) * threads <= chunks) {
+        copy();
+      } else { // the last round has fewer chunks than threads
+        auto guard = scf::IfOp::create(
+            b, loc,
+            b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, chunkIdx,
+                                          indexConstant(b, loc, chunks)),
+            /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(guard.thenBlock());
+        copy();
+      }
+    }
+    // The token only orders the group after the copy; cp.async counts groups.
+    rewriter.replaceOp(op, i32Constant(b, loc, 0));
+    return success();
+  }
+};
+
+struct CreateGroupToCommit : OpConversionPattern<nvgpu::DeviceAsyncCreateGroupOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(nvgpu::DeviceAsyncCreateGroupOp op, OpAdaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    NVVM::CpAsyncCommitGroupOp::create(rewriter, op.getLoc());
+    rewriter.replaceOp(op, i32Constant(rewriter, op.getLoc(), 0));
+    return success();
+  }
+};
+
+struct WaitToWaitGroup : OpConversionPattern<nvgpu::DeviceAsyncWaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(nvgpu::DeviceAsyncWaitOp op, OpAdaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    int32_t newer = op.getNumGroups().value_or(0);
+    rewriter.replaceOpWithNewOp<NVVM::CpAsyncWaitGroupOp>(op, rewriter.getI32IntegerAttr(newer));
+    return success();
+  }
+};
+
+} // namespace
+
+void tilefuse::nvvm::populateAsyncCopyToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
+                                                     RewritePatternSet &patterns) {
+  patterns.add<AsyncCopyToCpAsync, CreateGroupToCommit, WaitToWaitGroup>(converter,
+                                                                        patterns.getContext());
+}

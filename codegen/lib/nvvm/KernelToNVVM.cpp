@@ -1,0 +1,128 @@
+//===- KernelToNVVM.cpp - kernel functions and the grid to NVVM -----------===//
+//
+// A kernel function (Q, K, V, O, LSE) becomes a gpu.func with the launch ABI's parameters:
+// the five base pointers, the sizes B, H, Hkv, M, N and the fourteen strides (in elements,
+// innermost stride 1 implied), all 64-bit as the runtime and the AOT launcher pass them. Each
+// view is rebuilt from them as the KernelView struct its converted type is. The program grid,
+// scf.forall (batch, head, row block), maps to (blockIdx.z, blockIdx.y, blockIdx.x).
+//
+//===----------------------------------------------------------------------===//
+#include "TGPUToNVVMPatterns.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace tilefuse;
+using namespace tilefuse::nvvm;
+
+namespace {
+
+/// The launch ABI: which size parameter is each dimension of each view, and where its strides
+/// start among the stride parameters (the innermost stride is 1 and not passed).
+enum SizeParameter { kB = 0, kH = 1, kHkv = 2, kM = 3, kN = 4 };
+constexpr int kViewCount = 5, kSizeCount = 5, kStrideCount = 14;
+struct AbiView {
+  SmallVector<int, 4> sizes; ///< per leading dimension; the head dimension is the type's
+  int firstStride;
+};
+const AbiView kAbiViews[kViewCount] = {
+    {{kB, kH, kM}, 0},    // Q: B x H x M x D
+    {{kB, kHkv, kN}, 3},  // K: B x Hkv x N x D
+    {{kB, kHkv, kN}, 6},  // V
+    {{kB, kH, kM}, 9},    // O: B x H x M x D
+    {{kB, kH, kM}, 12},   // LSE: B x H x M (innermost is M)
+};
+
+struct ForallToBlockIds : OpConversionPattern<scf::ForallOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(scf::ForallOp op, OpAdaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    if (op.getRank() != 3 || !op.getOutputs().empty())
+      return op.emitOpError("the GPU grid is (batch, head, row block): a rank-3 scf.forall "
+                            "without outputs");
+    Location loc = op.getLoc();
+    SmallVector<Value> ids = {gpu::BlockIdOp::create(rewriter, loc, gpu::Dimension::z),
+                              gpu::BlockIdOp::create(rewriter, loc, gpu::Dimension::y),
+                              gpu::BlockIdOp::create(rewriter, loc, gpu::Dimension::x)};
+    Block *body = op.getBody();
+    Operation *terminator = body->getTerminator();
+    rewriter.eraseOp(terminator);
+    rewriter.inlineBlockBefore(body, op, ids);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
+FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
+                                                               gpu::GPUModuleOp gpuModule,
+                                                               int64_t threads) {
+  MLIRContext *ctx = fn.getContext();
+  if (fn.getNumArguments() != kViewCount || !fn.getResultTypes().empty() ||
+      !llvm::all_of(fn.getArgumentTypes(), [](Type t) { return isa<MemRefType>(t); }))
+    return fn.emitError("a GPU kernel takes the views (Q, K, V, O, LSE) and returns nothing");
+  for (auto [i, t] : llvm::enumerate(fn.getArgumentTypes())) {
+    auto m = cast<MemRefType>(t);
+    if (m.getRank() != (int64_t)kAbiViews[i].sizes.size() + (i == 4 ? 0 : 1))
+      return fn.emitError() << "view #" << i << " has rank " << m.getRank()
+                            << ", the launch ABI expects "
+                            << kAbiViews[i].sizes.size() + (i == 4 ? 0 : 1);
+  }
+  OpBuilder b = OpBuilder::atBlockEnd(gpuModule.getBody());
+  Location loc = fn.getLoc();
+  auto global = LLVM::LLVMPointerType::get(ctx, 1);
+  SmallVector<Type> params(kViewCount, global);
+  params.append(kSizeCount + kStrideCount, b.getI64Type());
+  auto kernel = gpu::GPUFuncOp::create(b, loc, fn.getSymName(), b.getFunctionType(params, {}));
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
+  // setmaxnreg and the register budget need both (shared/DESIGN.md, toolchain facts).
+  kernel->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
+  kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+
+  Block &entry = kernel.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  auto size = [&](int p) { return entry.getArgument(kViewCount + p); };
+  auto stride = [&](int s) { return entry.getArgument(kViewCount + kSizeCount + s); };
+  TGPUToNVVMTypeConverter converter(ctx);
+  SmallVector<Value> views;
+  for (auto [i, t] : llvm::enumerate(fn.getArgumentTypes())) {
+    auto type = cast<MemRefType>(t);
+    Type structType = converter.convertType(type);
+    Value v = LLVM::PoisonOp::create(b, loc, structType);
+    v = LLVM::InsertValueOp::create(b, loc, v, entry.getArgument(i), ArrayRef<int64_t>{0});
+    const AbiView &abi = kAbiViews[i];
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      bool leading = d < (int64_t)abi.sizes.size();
+      Value extent = leading ? size(abi.sizes[d])
+                             : LLVM::ConstantOp::create(b, loc, b.getI64Type(),
+                                                        type.getDimSize(d)).getResult();
+      // The innermost dimension is contiguous; the others take their stride parameters.
+      Value step = d + 1 < type.getRank()
+                       ? stride(abi.firstStride + d)
+                       : LLVM::ConstantOp::create(b, loc, b.getI64Type(), 1).getResult();
+      v = LLVM::InsertValueOp::create(b, loc, v, extent, ArrayRef<int64_t>{1, d});
+      v = LLVM::InsertValueOp::create(b, loc, v, step, ArrayRef<int64_t>{2, d});
+    }
+    views.push_back(UnrealizedConversionCastOp::create(b, loc, type, v).getResult(0));
+  }
+
+  // Move the body: the function's entry block takes the rebuilt views as its arguments.
+  Block &body = fn.getBody().front();
+  if (!fn.getBody().hasOneBlock())
+    return fn.emitError("a GPU kernel's body is one block (structured control flow)");
+  for (auto [arg, view] : llvm::zip(body.getArguments(), views))
+    arg.replaceAllUsesWith(view);
+  Operation *ret = body.getTerminator();
+  entry.getOperations().splice(entry.end(), body.getOperations(), body.begin(),
+                               std::prev(body.end()));
+  b.setInsertionPointToEnd(&entry);
+  gpu::ReturnOp::create(b, ret->getLoc());
+  return kernel;
+}
+
+void tilefuse::nvvm::populateKernelToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
+                                                  RewritePatternSet &patterns) {
+  patterns.add<ForallToBlockIds>(converter, patterns.getContext());
+}

@@ -1,0 +1,157 @@
+//===- LoadStoreToNVVM.cpp - global loads and stores of blocks ------------===//
+//
+// tile.block_load of a block in registers (#tgpu.operand_a: Q's fragments, loaded once):
+// each thread loads its 32-bit pairs straight from global memory; rows at or past the bound
+// read a valid row and are replaced by zeros. tile.block_store of an accumulator
+// (#tgpu.mma_acc, #tgpu.wgmma_acc) or of its rows (#tgpu.acc_rows: the logsumexp): each
+// thread stores its pairs (rounded to the view's type), guarded by the bound; a row vector is
+// written by lane c == 0 of each quad. memref.dim reads a view's size.
+//
+//===----------------------------------------------------------------------===//
+#include "TGPUToNVVMPatterns.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "tilefuse/dialect/TileOps.h"
+
+using namespace mlir;
+using namespace tilefuse;
+using namespace tilefuse::nvvm;
+
+namespace {
+
+int64_t rowsPerWarpOf(const tgpu::RegisterLayout &layout) {
+  return layout.getRows() * 32 / layout.getThreads();
+}
+
+struct BlockLoadToRegisters : OpConversionPattern<tile::BlockLoadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tile::BlockLoadOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    std::optional<tgpu::RegisterLayout> layout = registerLayoutOf(op.getType());
+    if (!layout || layout->getKind() != tgpu::RegisterLayout::Kind::OperandA)
+      return rewriter.notifyMatchFailure(op, "loads into registers only A fragments");
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    auto viewType = cast<MemRefType>(op.getView().getType());
+    KernelView view = KernelView::unpack(b, loc, adaptor.getView(), viewType);
+    SmallVector<Value> lead(adaptor.getIndices());
+    Value row0 = lead.pop_back_val();
+    Value bound = adaptor.getBound();
+    Value lastRow = arith::SubIOp::create(b, loc, bound, indexConstant(b, loc, 1));
+    ThreadCoordinates t = threadCoordinates(b, op);
+    int64_t rowsPerWarp = rowsPerWarpOf(*layout), cols = op.getType().getDimSize(1);
+    Value rowBase = addIndex(b, loc, mulIndex(b, loc, t.warp, indexConstant(b, loc, rowsPerWarp)),
+                             t.g);
+    Value c2 = mulIndex(b, loc, t.c, indexConstant(b, loc, 2));
+    Value zero = i32Constant(b, loc, 0);
+    // Fragment regs of m-tile mt, k-tile kt: (g, 16kt+2c), (g+8, 16kt+2c), (g, 16kt+8+2c),
+    // (g+8, 16kt+8+2c), rows counted from the m-tile's first row (#tgpu.operand_a).
+    SmallVector<Value> regs;
+    for (int64_t mt = 0; mt < rowsPerWarp / 16; ++mt) {
+      Value rowOk[2], rowAt[2];
+      for (int h = 0; h < 2; ++h) {
+        Value r = addIndex(b, loc, row0,
+                           addIndex(b, loc, rowBase, indexConstant(b, loc, 16 * mt + 8 * h)));
+        rowOk[h] = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, r, bound);
+        rowAt[h] = b.createOrFold<arith::MinUIOp>(loc, r, lastRow); // discarded when not ok
+      }
+      for (int64_t kt = 0; kt < cols / 16; ++kt)
+        for (int reg = 0; reg < 4; ++reg) {
+          int h = reg % 2;
+          SmallVector<Value> at(lead);
+          at.push_back(rowAt[h]);
+          at.push_back(addIndex(b, loc, c2, indexConstant(b, loc, 16 * kt + 8 * (reg / 2))));
+          Value v = LLVM::LoadOp::create(b, loc, b.getI32Type(), view.address(b, loc, at), 4);
+          regs.push_back(arith::SelectOp::create(b, loc, rowOk[h], v, zero));
+        }
+    }
+    rewriter.replaceOp(op, fromValues(b, loc, b.getI32Type(), regs));
+    return success();
+  }
+};
+
+struct BlockStoreFromRegisters : OpConversionPattern<tile::BlockStoreOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tile::BlockStoreOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    std::optional<tgpu::RegisterLayout> layout = registerLayoutOf(op.getValue().getType());
+    using Kind = tgpu::RegisterLayout::Kind;
+    if (!layout || layout->getKind() == Kind::OperandA)
+      return rewriter.notifyMatchFailure(op, "stores accumulators and their rows");
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    auto viewType = cast<MemRefType>(op.getView().getType());
+    KernelView view = KernelView::unpack(b, loc, adaptor.getView(), viewType);
+    SmallVector<Value> lead(adaptor.getIndices());
+    Value row0 = lead.pop_back_val();
+    Value bound = adaptor.getBound();
+    Value val = adaptor.getValue();
+    ThreadCoordinates t = threadCoordinates(b, op);
+    int64_t rowsPerWarp = rowsPerWarpOf(*layout);
+    Value rowBase = addIndex(b, loc, mulIndex(b, loc, t.warp, indexConstant(b, loc, rowsPerWarp)),
+                             t.g);
+    bool rowVector = layout->getKind() == Kind::AccumulatorRows;
+    int64_t nTiles = rowVector ? 0 : layout->getCols() / 8;
+    // Slot = (m-tile, half): rows g and g + 8 of each m-tile.
+    for (int64_t slot = 0; slot < 2 * (rowsPerWarp / 16); ++slot) {
+      int64_t mt = slot / 2, h = slot % 2;
+      Value row = addIndex(b, loc, row0,
+                           addIndex(b, loc, rowBase, indexConstant(b, loc, 16 * mt + 8 * h)));
+      Value ok = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, row, bound);
+      if (rowVector) // the four lanes of a quad hold the row; one writes it
+        ok = arith::AndIOp::create(b, loc, ok,
+                                   arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t.c,
+                                                         indexConstant(b, loc, 0)));
+      auto guard = scf::IfOp::create(b, loc, ok, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(guard.thenBlock());
+      if (rowVector) {
+        SmallVector<Value> at(lead);
+        at.push_back(row);
+        Value x = extractValue(b, loc, val, slot);
+        if (view.elementType != x.getType())
+          x = arith::TruncFOp::create(b, loc, view.elementType, x);
+        LLVM::StoreOp::create(b, loc, x, view.address(b, loc, at), 4);
+        continue;
+      }
+      for (int64_t j = 0; j < nTiles; ++j) {
+        SmallVector<Value> at(lead);
+        at.push_back(row);
+        at.push_back(addIndex(b, loc, mulIndex(b, loc, t.c, indexConstant(b, loc, 2)),
+                              indexConstant(b, loc, 8 * j)));
+        int64_t e = 4 * (mt * nTiles + j) + 2 * h;
+        Value x = extractValue(b, loc, val, e), y = extractValue(b, loc, val, e + 1);
+        Value addr = view.address(b, loc, at);
+        if (view.elementType.isF32())
+          LLVM::StoreOp::create(b, loc, fromValues(b, loc, b.getF32Type(), {x, y}), addr, 8);
+        else
+          LLVM::StoreOp::create(b, loc, packPair(b, loc, x, y, view.elementType), addr, 4);
+      }
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct DimOfView : OpConversionPattern<memref::DimOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(memref::DimOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto type = dyn_cast<MemRefType>(op.getSource().getType());
+    std::optional<int64_t> d = op.getConstantIndex();
+    if (!type || !d)
+      return op.emitOpError("only constant dimensions of kernel views have a GPU form");
+    KernelView view = KernelView::unpack(rewriter, op.getLoc(), adaptor.getSource(), type);
+    rewriter.replaceOp(op, view.sizes[*d]);
+    return success();
+  }
+};
+
+} // namespace
+
+void tilefuse::nvvm::populateLoadStoreToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
+                                                     RewritePatternSet &patterns) {
+  patterns.add<BlockLoadToRegisters, BlockStoreFromRegisters, DimOfView>(converter,
+                                                                         patterns.getContext());
+}

@@ -1,0 +1,181 @@
+//===- WgmmaToNVVM.cpp - tgpu.wgmma and tgpu.wgmma_wait to wgmma PTX ------===//
+//
+// tgpu.wgmma: wgmma.fence, one wgmma.mma_async.m64nNk16 per k-step (f32 accumulators, A from
+// registers, B by a 128-byte-swizzle matrix descriptor), wgmma.commit_group. tgpu.wgmma_wait:
+// wgmma.wait_group N. MLIR's nvvm.wgmma.mma_async takes A only by descriptor, so the
+// register-A form is inline PTX here, in this one file (shared/DESIGN.md).
+//
+// The fence and the wait take every accumulator and A register as read-write operands
+// ("pinning" them): no read or write of those registers moves across them, which is what
+// makes the asynchronous tensor-core reads and writes safe.
+//
+//===----------------------------------------------------------------------===//
+#include "TGPUToNVVMPatterns.h"
+
+#include "tilefuse/dialect/TileGPUOps.h"
+
+using namespace mlir;
+using namespace tilefuse;
+using namespace tilefuse::nvvm;
+
+namespace {
+
+/// Runs `text` with every value of `regs` as a read-write operand; returns the new values.
+SmallVector<Value> pinRegisters(OpBuilder &b, Location loc, StringRef text,
+                                ArrayRef<Value> regs) {
+  if (regs.empty()) {
+    inlinePtx(b, loc, {}, {}, text, "");
+    return {};
+  }
+  SmallVector<Type> types;
+  std::string constraints;
+  for (Value r : regs) {
+    types.push_back(r.getType());
+    constraints += r.getType().isF32() ? "=f," : "=r,";
+  }
+  for (size_t i = 0; i < regs.size(); ++i)
+    constraints += std::to_string(i) + (i + 1 < regs.size() ? "," : "");
+  return inlinePtx(b, loc, types, regs, text, constraints);
+}
+
+/// The 64-bit wgmma matrix descriptor of the 128-byte-swizzled tile at `base`: start
+/// address / 16 (bits 0-13), leading byte offset / 16 (16-29), stride byte offset / 16
+/// (32-45), swizzle mode 1 = 128 bytes (62-63). A k-step's descriptor is this one plus its
+/// byte offset / 16: shared addresses stay below 2^18, so the start field never carries.
+Value descriptor(OpBuilder &b, Location loc, Value base, int64_t leadingBytes,
+                 int64_t strideBytes) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  Value addr = LLVM::PtrToIntOp::create(b, loc, i32, base);
+  Value start = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, addr, i32Constant(b, loc, 4)),
+      i32Constant(b, loc, 0x3FFF));
+  uint64_t fixed = (uint64_t(leadingBytes >> 4) & 0x3FFF) << 16 |
+                   (uint64_t(strideBytes >> 4) & 0x3FFF) << 32 | uint64_t(1) << 62;
+  Value fixedV = arith::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(int64_t(fixed)));
+  return arith::OrIOp::create(b, loc, arith::ExtUIOp::create(b, loc, i64, start), fixedV);
+}
+
+/// One wgmma.mma_async.m64nNk16: `acc` (N/2 values) in, the new accumulators out; without
+/// `acc` the accumulator input is disabled (scale-d = 0).
+SmallVector<Value> wgmmaAsync(OpBuilder &b, Location loc, ArrayRef<Value> acc, int64_t n,
+                              ArrayRef<Value> a, Value desc, bool transB, Type elt) {
+  int64_t outs = n / 2;
+  bool tied = !acc.empty();
+  std::string constraints, text;
+  llvm::raw_string_ostream os(text);
+  for (int64_t i = 0; i < outs; ++i)
+    constraints += "=f,";
+  SmallVector<Value> operands;
+  if (tied)
+    for (int64_t i = 0; i < outs; ++i) {
+      constraints += std::to_string(i) + ",";
+      operands.push_back(acc[i]);
+    }
+  constraints += "r,r,r,r,l,n";
+  operands.append(a.begin(), a.end());
+  operands.push_back(desc);
+  operands.push_back(i32Constant(b, loc, tied ? 1 : 0));
+  int64_t first = tied ? 2 * outs : outs;
+  StringRef ty = elt.isBF16() ? "bf16" : "f16";
+  os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << first + 5 << ", 0;\n"
+     << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << ty << "." << ty << " {";
+  for (int64_t i = 0; i < outs; ++i)
+    os << (i ? ", " : "") << "$" << i;
+  os << "}, {$" << first << ", $" << first + 1 << ", $" << first + 2 << ", $" << first + 3
+     << "}, $" << first + 4 << ", p, 1, 1, " << (transB ? 1 : 0) << ";\n}";
+  return inlinePtx(b, loc, SmallVector<Type>(outs, b.getF32Type()), operands, text,
+                   constraints);
+}
+
+SmallVector<Value> elementsOf(OpBuilder &b, Location loc, Value vector) {
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < cast<VectorType>(vector.getType()).getNumElements(); ++i)
+    out.push_back(extractValue(b, loc, vector, i));
+  return out;
+}
+
+struct WgmmaToPtx : OpConversionPattern<tgpu::WgmmaOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tgpu::WgmmaOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    if (isa<tgpu::BufferType>(op.getLhs().getType()))
+      return op.emitOpError("an A operand in shared memory has no lowering yet (the kernels "
+                            "hold Q and P in registers)");
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    auto resultType = cast<RankedTensorType>(op.getType());
+    int64_t cols = resultType.getDimSize(1);
+    tgpu::BufferType rhsType = op.getRhs().getType();
+    Type elt = rhsType.getElementType();
+    int64_t rows = rhsType.getRows();
+    bool transposed = op.getTransposeRhs(); // Q K^T: B is K-major
+    int64_t k = transposed ? rhsType.getCols() : rhsType.getRows();
+    int64_t kTiles = k / 16;
+    Value base = rematerializedPerIteration(b, loc, adaptor.getRhs(), op);
+
+    SmallVector<Value> acc;
+    if (adaptor.getAcc())
+      acc = elementsOf(b, loc, adaptor.getAcc());
+    SmallVector<Value> aRegs = elementsOf(b, loc, adaptor.getLhs());
+    // Fence: everything that wrote the accumulators and A registers is ordered before the MMAs.
+    SmallVector<Value> pinned(acc);
+    pinned.append(aRegs);
+    pinned = pinRegisters(b, loc, "wgmma.fence.sync.aligned;", pinned);
+    acc.assign(pinned.begin(), pinned.begin() + acc.size());
+    aRegs.assign(pinned.begin() + acc.size(), pinned.end());
+
+    // K (Q K^T) is read K-major: the panel and a 32-byte step give a k-step's start. V (P V) is
+    // read transposed (MN-major): k-steps of 16 rows, panels `rows * 128` bytes apart.
+    Value tileDesc = transposed ? descriptor(b, loc, base, /*leadingBytes=*/16,
+                                             /*strideBytes=*/1024)
+                                : descriptor(b, loc, base, /*leadingBytes=*/rows * 128,
+                                             /*strideBytes=*/1024);
+    for (int64_t kt = 0; kt < kTiles; ++kt) {
+      int64_t offset = transposed ? (kt / 4) * rows * 128 + (kt % 4) * 32 : kt * 16 * 128;
+      Value desc = tileDesc;
+      if (offset)
+        desc = arith::AddIOp::create(
+            b, loc, tileDesc,
+            arith::ConstantOp::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(offset >> 4)));
+      acc = wgmmaAsync(b, loc, acc, cols, ArrayRef<Value>(aRegs).slice(4 * kt, 4), desc,
+                       /*transB=*/!transposed, elt);
+    }
+    inlinePtx(b, loc, {}, {}, "wgmma.commit_group.sync.aligned;", "");
+    rewriter.replaceOp(op, fromValues(b, loc, b.getF32Type(), acc));
+    return success();
+  }
+};
+
+struct WgmmaWaitToPtx : OpConversionPattern<tgpu::WgmmaWaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tgpu::WgmmaWaitOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<Value> regs;
+    SmallVector<int64_t> counts;
+    for (Value v : adaptor.getValues()) {
+      auto values = elementsOf(rewriter, loc, v);
+      counts.push_back(values.size());
+      regs.append(values);
+    }
+    std::string text =
+        "wgmma.wait_group.sync.aligned " + std::to_string(op.getPendingAttr().getInt()) + ";";
+    SmallVector<Value> pinned = pinRegisters(rewriter, loc, text, regs);
+    SmallVector<Value> results;
+    size_t at = 0;
+    for (auto [v, n] : llvm::zip(adaptor.getValues(), counts)) {
+      Type elt = cast<VectorType>(v.getType()).getElementType();
+      results.push_back(fromValues(rewriter, loc, elt, ArrayRef<Value>(pinned).slice(at, n)));
+      at += n;
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+} // namespace
+
+void tilefuse::nvvm::populateWgmmaToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
+                                                 RewritePatternSet &patterns) {
+  patterns.add<WgmmaToPtx, WgmmaWaitToPtx>(converter, patterns.getContext());
+}
