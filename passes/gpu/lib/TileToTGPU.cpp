@@ -170,7 +170,8 @@ struct TileToTGPU : public tilefuse::tgpu::impl::TileToTGPUBase<TileToTGPU> {
   /// Every block has a layout; a shared one comes from a load or a loop / branch carrying
   /// it, and is read only by dots (carried by scf.for and scf.if on the way).
   LogicalResult checkInput(func::FuncOp kernel) {
-    WalkResult walk = kernel.walk([&](Operation *op) -> WalkResult {
+    // Outer ops first: a loop that may not carry a shared block is the error, not its body.
+    WalkResult walk = kernel.walk<WalkOrder::PreOrder>([&](Operation *op) -> WalkResult {
       for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults())) {
         auto tensor = dyn_cast<RankedTensorType>(v.getType());
         if (tensor && !tensor.getEncoding())
@@ -211,6 +212,20 @@ struct TileToTGPU : public tilefuse::tgpu::impl::TileToTGPUBase<TileToTGPU> {
     return allocs;
   }
 
+  /// A ring's rows per stage and stage count as index constants, defined once after its
+  /// alloc: every load into the ring computes its stage from them.
+  std::pair<Value, Value> ringConstants(Value ring) {
+    auto [it, inserted] = ringSizes.try_emplace(ring);
+    if (inserted) {
+      auto type = cast<RingType>(ring.getType());
+      OpBuilder b(ring.getContext());
+      b.setInsertionPointAfterValue(ring);
+      it->second = {arith::ConstantIndexOp::create(b, ring.getLoc(), type.getBuffer().getRows()),
+                    arith::ConstantIndexOp::create(b, ring.getLoc(), type.getStages())};
+    }
+    return it->second;
+  }
+
   /// Each shared load's copy, at the load (which stays until its uses are rewritten).
   void issueCopies(func::FuncOp kernel, const BufferPlan &plan, ArrayRef<Value> allocs) {
     Type tokenType = nvgpu::DeviceAsyncTokenType::get(kernel.getContext());
@@ -224,9 +239,8 @@ struct TileToTGPU : public tilefuse::tgpu::impl::TileToTGPUBase<TileToTGPU> {
       if (auto ring = dyn_cast<RingType>(buffer.getType())) {
         // Block i of the view (its first row / rows) goes to stage i % stages: consecutive
         // blocks alternate, whatever block the loop starts at.
+        auto [rows, stages] = ringConstants(buffer);
         Value row0 = load.getIndices().back();
-        Value rows = arith::ConstantIndexOp::create(b, loc, ring.getBuffer().getRows());
-        Value stages = arith::ConstantIndexOp::create(b, loc, ring.getStages());
         Value block = arith::DivUIOp::create(b, loc, row0, rows);
         Value stage = arith::RemUIOp::create(b, loc, block, stages);
         buffer = StageOp::create(b, loc, buffer, stage);
@@ -466,6 +480,7 @@ struct TileToTGPU : public tilefuse::tgpu::impl::TileToTGPUBase<TileToTGPU> {
   llvm::MapVector<Value, Fill> fills;
   /// The copy group holding the copy that filled each shared block value.
   DenseMap<Value, Value> groupOf;
+  DenseMap<Value, std::pair<Value, Value>> ringSizes;
 };
 
 } // namespace
