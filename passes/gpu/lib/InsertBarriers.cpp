@@ -129,6 +129,10 @@ private:
     for (Value operand : op->getOperands())
       if (isa<BufferType>(operand.getType()))
         noteRead(state, operand);
+    // A wgmma accumulating onto another's result is one chain, completed by the same wait.
+    if (auto mma = dyn_cast<WgmmaOp>(op))
+      if (auto previous = mma.getAcc() ? mma.getAcc().getDefiningOp<WgmmaOp>() : WgmmaOp())
+        noteReads(state, previous);
   }
 
   Operation *barrier(OpBuilder &b, Location loc, CopyState &state) {
@@ -271,6 +275,9 @@ private:
         for (Region &region : op.getRegions())
           if (!region.empty()) {
             CopyState inRegion = state;
+            // Each region of a while loop also runs after the other one.
+            if (isa<scf::WhileOp>(op))
+              inRegion.everyBufferRead();
             if (failed(walkBlock(region.front(), inRegion)))
               return failure();
           }

@@ -147,8 +147,10 @@ def TGPUInsertBarriers : Pass<"tgpu-insert-barriers", "mlir::func::FuncOp"> {
       the buffers the chain read have readers;
     * `scf.for`: at the top of the body each carried token replaces its init in the list (it
       is the newest group); after the loop the loop's token result stands where the init
-      stood. `scf.if`, `scf.while`: every region starts from the state before the op.
-      After any of them, and at the top of a loop body, every buffer may have readers;
+      stood. `scf.if`, `scf.while`: every region starts from the groups in flight before
+      the op (and, in a while loop, with every buffer read: each region also runs after the
+      other). After any of them, and at the top of a loop body, every buffer may have
+      readers; a token an `scf.if` yields is in flight after it;
     * before a block's terminator, each group issued in the block and not yielded gets a
       wait (with barrier, and the fence when the kernel has wgmma readers), and the carried
       group of a loop body (its token argument: normally waited for already, but a skipped
