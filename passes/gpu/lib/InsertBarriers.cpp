@@ -264,6 +264,11 @@ private:
         continue;
       }
 
+      if (isa<gpu::BarrierOp>(op)) { // one already there orders the reads before it as well
+        state.clearReaders();
+        continue;
+      }
+
       if (isa<scf::ForOp, scf::IfOp, scf::WhileOp, scf::ForallOp>(op))
         barrierAndIssue(&op, state, deferred); // requested copies do not enter regions
       if (auto loop = dyn_cast<scf::ForOp>(op)) {

@@ -195,6 +195,38 @@ func.func @skipped_block(%k: !view, %v: !view, %qa: !qa, %b: index, %n: index, %
 // -----
 
 !view = memref<?x?x?x64xbf16>
+!acc = tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
+!qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>
+
+// A barrier already between a read and the overwrite orders them: no second one. A wait for a
+// group that an earlier wait completed goes.
+// CHECK-LABEL:   func.func @barrier_in_input
+// CHECK:           tgpu.mma %
+// CHECK-NEXT:      gpu.barrier
+// CHECK-NEXT:      %[[T:.+]] = tgpu.async_copy
+// CHECK-NEXT:      %[[G:.+]] = nvgpu.device_async_create_group %[[T]]
+// CHECK-NEXT:      nvgpu.device_async_wait %[[G]] {numGroups = 0 : i32}
+// CHECK-NEXT:      gpu.barrier
+// CHECK-NEXT:      tgpu.mma %
+// CHECK-NEXT:      tgpu.mma %
+// CHECK-NEXT:      return
+func.func @barrier_in_input(%k: !view, %qa: !qa, %b: index, %n: index) -> !acc {
+  %kbuf = tgpu.alloc : !buf
+  %s = tgpu.mma %qa, %kbuf transpose_rhs : !qa, !buf -> !acc
+  gpu.barrier
+  %t = tgpu.async_copy %k[%b, %b, %b] bound %n into %kbuf : !view, !buf
+  %g = nvgpu.device_async_create_group %t
+  nvgpu.device_async_wait %g
+  %s1 = tgpu.mma %qa, %kbuf acc %s transpose_rhs : !qa, !buf, !acc -> !acc
+  nvgpu.device_async_wait %g
+  %s2 = tgpu.mma %qa, %kbuf acc %s1 transpose_rhs : !qa, !buf, !acc -> !acc
+  return %s2 : !acc
+}
+
+// -----
+
+!view = memref<?x?x?x64xbf16>
 !buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>
 
 // Copies inside a region this pass cannot order are an error at the region's op.
