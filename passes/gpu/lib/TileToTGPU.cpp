@@ -70,10 +70,12 @@ BufferType bufferTypeOf(Type sharedBlock) {
 /// stages. Every other load has a buffer per (source view, block type): it is waited for and
 /// read before the next load of the same view is issued (tgpu-insert-barriers orders the
 /// overwrite after the reads), so e.g. the value blocks of the full and partial branches of
-/// the causal kernel share one buffer, as tile-to-nvvm's tilefuse_smem_v did.
+/// the causal kernel share one buffer, as tile-to-nvvm's tilefuse_smem_v did. A second load
+/// into the buffer while the first block still has readers ahead would overwrite it: an error
+/// (tile-pipeline never produces it; a kernel that does needs a ring or a second buffer).
 class BufferPlan {
 public:
-  void build(func::FuncOp kernel) {
+  LogicalResult build(func::FuncOp kernel) {
     // Values joined by the loops and branches that carry them.
     kernel.walk([&](Operation *op) {
       if (auto loop = dyn_cast<scf::ForOp>(op)) {
@@ -119,7 +121,9 @@ public:
       if (inserted)
         allocTypes.push_back(bufferType);
       allocOf[load] = it->second;
+      loadsInto[it->second].push_back(load);
     });
+    return checkOverwrites();
   }
 
   /// The buffers and rings to allocate, and the one each shared load fills.
@@ -127,6 +131,31 @@ public:
   DenseMap<Operation *, unsigned> allocOf;
 
 private:
+  /// Two loads into one buffer in a block: every reader of the first must come before the
+  /// second (walk order is program order within a block).
+  LogicalResult checkOverwrites() {
+    for (auto &[buffer, loads] : loadsInto)
+      for (auto [i, first] : llvm::enumerate(loads))
+        for (tile::BlockLoadOp second : llvm::drop_begin(loads, i + 1)) {
+          Block *block = first->getBlock();
+          if (second->getBlock() != block)
+            continue;
+          for (Operation *reader : first->getUsers()) {
+            Operation *inBlock = block->findAncestorOpInBlock(*reader);
+            if (inBlock && second->isBeforeInBlock(inBlock)) {
+              InFlightDiagnostic diag =
+                  second.emitOpError()
+                  << "fills the shared buffer of an earlier load of the same view, whose block "
+                     "is still read afterwards: it would be overwritten";
+              diag.attachNote(first.getLoc()) << "the earlier load";
+              diag.attachNote(reader->getLoc()) << "read here";
+              return failure();
+            }
+          }
+        }
+    return success();
+  }
+
   Value find(Value v) {
     auto it = parent.find(v);
     if (it == parent.end() || it->second == v)
@@ -143,6 +172,8 @@ private:
 
   DenseMap<Value, Value> parent;
   SmallVector<Value> carriedRoots;
+  /// The loads of each buffer that is not a ring, in program order.
+  llvm::MapVector<unsigned, SmallVector<tile::BlockLoadOp>> loadsInto;
 };
 
 struct TileToTGPU : public tilefuse::tgpu::impl::TileToTGPUBase<TileToTGPU> {
@@ -155,7 +186,8 @@ struct TileToTGPU : public tilefuse::tgpu::impl::TileToTGPUBase<TileToTGPU> {
     if (failed(checkInput(kernel)))
       return signalPassFailure();
     BufferPlan plan;
-    plan.build(kernel);
+    if (failed(plan.build(kernel)))
+      return signalPassFailure();
     SmallVector<Value> allocs = allocate(kernel, plan);
     issueCopies(kernel, plan, allocs);
     if (failed(carryGroups(kernel.getBody().front())))

@@ -218,6 +218,26 @@ func.func @while_carried(%k: !view, %b: index, %n: index, %go: i1) {
   return
 }
 
+// -----
+
+!view = memref<?x?x?x64xbf16>
+!acc = tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
+!qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+!tile = tensor<64x64xbf16, #tgpu.shared<chunk_xor>>
+
+// Blocks of one view share a buffer: one loaded while an earlier one is still to be read would
+// overwrite it.
+func.func @overwritten_before_read(%k: !view, %qa: !qa, %b: index, %n: index, %n1: index) -> !acc {
+  // expected-note @below {{the earlier load}}
+  %k0 = tile.block_load %k[%b, %b, %b] bound %n : !view -> !tile
+  // expected-error @below {{'tile.block_load' op fills the shared buffer of an earlier load of the same view, whose block is still read afterwards: it would be overwritten}}
+  %k1 = tile.block_load %k[%b, %b, %n1] bound %n : !view -> !tile
+  // expected-note @below {{read here}}
+  %s0 = tile.block_dot %qa, %k0 transpose_rhs : !qa, !tile -> !acc
+  %s1 = tile.block_dot %qa, %k1 acc %s0 transpose_rhs : !qa, !tile, !acc -> !acc
+  return %s1 : !acc
+}
+
 // The bundled causal kernel (wgmma): one ring for the key blocks (the prefetch), one buffer for
 // the value blocks of both branches; the loop carries the key group; each branch waits for
 // the key group, then for its value group.

@@ -120,7 +120,9 @@ def TileToTGPU : Pass<"tile-to-tgpu", "mlir::func::FuncOp"> {
     Everything else (register loads, stores, reductions, broadcasts, masks, score regions,
     arith/math, scf) is left as it is. A block without a layout (tgpu-assign-layouts not run)
     and a shared block used by anything but a dot, an `scf.for` or the `scf.yield` of an
-    `scf.for` / `scf.if` are located errors.
+    `scf.for` / `scf.if` are located errors, as is a load into a (view, type) buffer while a
+    block loaded into it earlier in the same block still has readers after it (it would be
+    overwritten; tile-pipeline never produces this).
   }];
   let dependentDialects = ["tilefuse::tgpu::TGPUDialect", "mlir::nvgpu::NVGPUDialect",
                            "mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
