@@ -86,4 +86,93 @@ def TGPUAllocateSharedMemory : Pass<"tgpu-allocate-shared-memory", "mlir::Module
   ];
 }
 
+def TileToTGPU : Pass<"tile-to-tgpu", "mlir::func::FuncOp"> {
+  let summary = "Layout-annotated tiled tile IR to tgpu IR: shared blocks become buffers "
+                "filled by cp.async groups, dots become tgpu.wgmma / tgpu.mma";
+  let description = [{
+    Starts from the output of `tgpu-assign-layouts` and reads every decision from the types
+    (the layout encodings), never from a block's uses:
+
+    * a `tile.block_load` of a `#tgpu.shared<S>` block becomes, at the load,
+      `tgpu.async_copy %view[%indices] bound %bound into %buf` and
+      `nvgpu.device_async_create_group` on its token; the block's value is replaced by the
+      buffer `!tgpu.buffer<RxCxT, #tgpu.shared<S>>`, and the `scf.for` iter_args, yields and
+      results and the `scf.if` results carrying it take the buffer type;
+    * buffers are `tgpu.alloc` ops at the top of the function. A block carried by an `scf.for`
+      (tile-pipeline's key prefetch: the init loaded before the loop, the next block loaded in
+      the body and yielded) gets a ring `!tgpu.ring<2 x ...>`, each of its loads copying into
+      `tgpu.stage %ring[(row0 / R) % 2]` (row0 the load's last index, R the block's rows), so
+      consecutive blocks alternate stages. Every other shared load gets one buffer per
+      (source view, block type): the value blocks of both branches of the causal kernel share
+      one;
+    * the copy group's token (`!nvgpu.device.async.token`) is carried next to each carried
+      buffer (an extra iter_arg, yield and result), so every reader names the group that
+      filled what it reads;
+    * before each reader of a buffer (the rhs of a dot, then a shared lhs) goes
+      `nvgpu.device_async_wait %group`, without `numGroups`: `tgpu-insert-barriers` decides
+      how many groups may stay in flight and which barriers and fences make the copy visible;
+    * `tile.block_dot` with a `#tgpu.wgmma_acc` result becomes `tgpu.wgmma` and a
+      `tgpu.wgmma_wait ... pending 0` that guards the result and a register lhs (the dot's
+      uses take the wait's result); with `#tgpu.mma_acc`, `tgpu.mma`. An f32 lhs (P) is packed
+      into `#tgpu.operand_a` fragments of the rhs's element type first
+      (`tgpu.pack_operand_a`).
+
+    Everything else (register loads, stores, reductions, broadcasts, masks, score regions,
+    arith/math, scf) is left as it is. A block without a layout (tgpu-assign-layouts not run)
+    and a shared block used by anything but a dot, an `scf.for` or the `scf.yield` of an
+    `scf.for` / `scf.if` are located errors, as is a load into a (view, type) buffer while a
+    block loaded into it earlier in the same block still has readers after it (it would be
+    overwritten; tile-pipeline never produces this).
+  }];
+  let dependentDialects = ["tilefuse::tgpu::TGPUDialect", "mlir::nvgpu::NVGPUDialect",
+                           "mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
+}
+
+def TGPUInsertBarriers : Pass<"tgpu-insert-barriers", "mlir::func::FuncOp"> {
+  let summary = "Completes the cp.async waits (numGroups) and inserts the barriers and proxy "
+                "fences the shared buffers need";
+  let description = [{
+    The copy schedule of tile-to-nvvm's emitter (its pendingTiles / dirtyBuffers state
+    machine), made explicit on tgpu IR. Each block is walked in program order with the copy
+    groups in flight (oldest first) and the buffers (`tgpu.alloc` values; a ring counts as
+    one) read since the last barrier:
+
+    * a `tgpu.async_copy` into a buffer with readers since the last barrier would overwrite
+      what some warp may still read: a `gpu.barrier` goes before it (`copy-issue=eager`);
+    * `nvgpu.device_async_wait %g`: if %g is no longer in flight, the wait is erased (an
+      earlier wait completed it); else its `numGroups` is set to the groups issued after %g,
+      which stay in flight, and it is followed by `nvvm.fence.proxy` (kind async.shared,
+      space cta) when it guards a `tgpu.wgmma` (the tensor cores read through the async
+      proxy what cp.async wrote through the generic one) and by a `gpu.barrier` (the copy
+      of each thread becomes visible to all). Every read before it is done then;
+    * after a `tgpu.wgmma_wait` (for the wgmma chains it completes) and after a `tgpu.mma`,
+      the buffers the chain read have readers;
+    * `scf.for`: at the top of the body each carried token replaces its init in the list (it
+      is the newest group); after the loop the loop's token result stands where the init
+      stood. `scf.if`, `scf.while`: every region starts from the groups in flight before
+      the op (and, in a while loop, with every buffer read: each region also runs after the
+      other). After any of them, and at the top of a loop body, every buffer may have
+      readers; a token an `scf.if` yields is in flight after it;
+    * before a block's terminator, each group issued in the block and not yielded gets a
+      wait (with barrier, and the fence when the kernel has wgmma readers), and the carried
+      group of a loop body (its token argument: normally waited for already, but a skipped
+      key block leaves it in flight while the next iteration refills its stage) a wait
+      without barrier.
+
+    With `copy-issue=at-barrier`, a copy into a buffer with readers is not preceded by a
+    barrier of its own: it moves to right after the next barrier this pass inserts in the same
+    block (copies that are not yielded first, so that waiting for them leaves the carried one
+    in flight). If the block reaches a region op or its terminator first, a barrier is
+    inserted there and the copies follow it. (tile-to-nvvm cloned such copies into both
+    branches of an `scf.if`, to issue them at each branch's first barrier; this pass does not
+    move copies into regions.)
+  }];
+  let options = [
+    Option<"copyIssue", "copy-issue", "std::string", "\"eager\"",
+           "Where a copy into a buffer that warps may still read is issued: `eager` (at its "
+           "place, after a barrier of its own) or `at-barrier` (after the next barrier)">
+  ];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::NVVM::NVVMDialect"];
+}
+
 #endif
