@@ -118,6 +118,11 @@ std::string tilefuse::tgpu::registerLayoutError(RegisterLayout::Kind kind, int64
       return llvm::formatv("m16k16 A fragments hold 16-bit values, not {0}-bit", elementBits);
     if (cols % 16)
       return llvm::formatv("m16k16 A fragments need a multiple of 16 columns, not {0}", cols);
+    // Each thread holds cols / 16 fragments of 4 registers per m-tile: past 256 columns that is
+    // more than a thread has (and a lowering unrolled over them grows without bound).
+    if (cols > 256)
+      return llvm::formatv("m16k16 A fragments in registers cover at most 256 columns, not {0}",
+                           cols);
     break;
   case Kind::AccumulatorRows:
     break;

@@ -15,6 +15,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "tilefuse/codegen/Passes.h"
+#include "tilefuse/passes/gpu/Passes.h"
 
 using namespace mlir;
 
@@ -48,6 +49,27 @@ void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOption
   fe.blockN = options.blockN;
   buildTileFrontEndPipeline(pm, fe);
   pm.addNestedPass<func::FuncOp>(createTilePipeline());
+  if (options.lowering == "tgpu") {
+    tgpu::TGPUAssignLayoutsOptions layouts;
+    layouts.mma = options.mma;
+    layouts.rowsPerWarp = options.rowsPerWarp;
+    layouts.qOperand = options.qOperand;
+    pm.addNestedPass<func::FuncOp>(tgpu::createTGPUAssignLayouts(layouts));
+    pm.addNestedPass<func::FuncOp>(tgpu::createTileToTGPU());
+    tgpu::TGPUInsertBarriersOptions barriers;
+    barriers.copyIssue = options.copyIssue;
+    pm.addNestedPass<func::FuncOp>(tgpu::createTGPUInsertBarriers(barriers));
+    tgpu::TGPUAllocateSharedMemoryOptions shared;
+    // The opt-in dynamic shared memory per CTA: 227 KiB on sm_90, 163 KiB on sm_80.
+    shared.maxSharedBytes = StringRef(options.chip).starts_with("sm_9") ? 232448 : 166912;
+    pm.addPass(tgpu::createTGPUAllocateSharedMemory(shared));
+    ConvertTGPUToNVVMOptions nvvm;
+    nvvm.chip = options.chip;
+    nvvm.features = options.features;
+    pm.addPass(createConvertTGPUToNVVM(nvvm));
+    buildNVVMToPTXPipeline(pm);
+    return;
+  }
   TileToNVVMOptions nvvm;
   nvvm.chip = options.chip;
   nvvm.features = options.features;

@@ -65,7 +65,7 @@
 // RUN: tilefuse compile --kernel attention -o /dev/null --mlir-print-ir-after-all 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=IR
 // IR: IR Dump After TileTiling (tile-tiling)
-// IR: IR Dump After TileToNVVM (tile-to-nvvm)
+// IR: IR Dump After ConvertTGPUToNVVM (convert-tgpu-to-nvvm)
 
 // RUN: env TILEFUSE_DUMP_IR=%t/dump tilefuse compile --kernel causal --head-dim 128 -o /dev/null
 // RUN: ls %t/dump/causal-* | FileCheck %s --check-prefix=DUMP

@@ -14,7 +14,7 @@ func.func @huge_head_dim(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
   %k = tile.load %K : !qkv -> !in
   %v = tile.load %V : !qkv -> !in
   %s = tile.dot %q, %k transpose_rhs : !in, !in -> !scores
-  // expected-error @below {{'tile.block_load' op tile-to-nvvm: the Q block must be Br x (multiple of 16 up to 256)}}
+  // expected-error @below {{'tile.block_load' op #tgpu.operand_a: m16k16 A fragments in registers cover at most 256 columns, not 2147483648}}
   %p, %lse = tile.softmax %s : !scores -> !scores, tensor<?x?x?xf32>
   %o = tile.dot %p, %v : !scores, !in -> !out
   tile.store %o, %O : !out, !qkv

@@ -396,7 +396,7 @@ TEST(KernelCache, DumpsTheIRAfterEachStage) {
        it != end && !ec; it.increment(ec))
     passes.insert(llvm::sys::path::filename(it->path()).str());
   for (const char *pass : {"tile-tiling", "tile-online-softmax", "tile-block-pruning",
-                           "tile-to-nvvm", "gpu-module-to-binary"}) {
+                           "convert-tgpu-to-nvvm", "gpu-module-to-binary"}) {
     bool found = false;
     for (const std::string &file : passes)
       found |= file.find(pass) != std::string::npos;

@@ -10,6 +10,7 @@
 #include "tilefuse/passes/gpu/Passes.h"
 
 #include "mlir/Analysis/Liveness.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -75,13 +76,39 @@ FailureOr<SmallVector<Value>> aliasesOf(AllocOp alloc) {
         aliases.push_back(stage.getResult());
         continue;
       }
+      // Loops and branches carry a stage to the next iteration or out of the branch (the key
+      // ring of tile-to-tgpu): the carried values and results are the same bytes.
+      auto addOnce = [&](Value v) {
+        if (!llvm::is_contained(aliases, v))
+          aliases.push_back(v);
+      };
+      if (auto loop = dyn_cast<scf::ForOp>(user)) {
+        if (OpResult result = loop.getTiedLoopResult(&use)) {
+          addOnce(loop.getTiedLoopRegionIterArg(&use));
+          addOnce(result);
+          continue;
+        }
+      }
+      if (auto yield = dyn_cast<scf::YieldOp>(user)) {
+        Operation *parent = yield->getParentOp();
+        unsigned i = use.getOperandNumber();
+        if (auto loop = dyn_cast<scf::ForOp>(parent)) {
+          addOnce(loop.getRegionIterArgs()[i]);
+          addOnce(loop.getResult(i));
+          continue;
+        }
+        if (auto branch = dyn_cast<scf::IfOp>(parent)) {
+          addOnce(branch.getResult(i));
+          continue;
+        }
+      }
       if (user->hasTrait<OpTrait::IsTerminator>() ||
           isa<RegionBranchOpInterface, CallOpInterface>(user) ||
           llvm::any_of(user->getResultTypes(), isSharedMemory))
         return user->emitOpError()
                << "takes shared buffer #" << use.getOperandNumber()
-               << " beyond what tgpu-allocate-shared-memory follows (tgpu.stage and ops "
-                  "that read or write the buffer in place): its lifetime would be unknown";
+               << " beyond what tgpu-allocate-shared-memory follows (tgpu.stage, scf.for and scf.if "
+                  "carrying it, and ops that read or write the buffer in place): its lifetime would be unknown";
     }
   }
   return aliases;

@@ -57,6 +57,12 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
   Option<std::string> qOperand{*this, "q-operand",
                                llvm::cl::desc("registers or shared (see tile-to-nvvm)"),
                                llvm::cl::init("registers")};
+  Option<std::string> lowering{
+      *this, "lowering",
+      llvm::cl::desc("`tgpu` (the GPU-level IR: tgpu-assign-layouts, tile-to-tgpu, "
+                     "tgpu-insert-barriers, tgpu-allocate-shared-memory, convert-tgpu-to-nvvm) "
+                     "or `emitter` (tile-to-nvvm, kept to compare the two side by side)"),
+      llvm::cl::init("tgpu")};
 };
 
 /// tile-check-written-form, tile-tiling, tile-online-softmax, tile-block-pruning, then cleanup.
