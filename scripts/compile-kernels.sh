@@ -48,6 +48,15 @@ for kernel in $("$tilefuse" list | awk '{print $1}'); do
 done
 compile attention_d128 --kernel attention --head-dim 128 "$@"
 compile causal_d128 --kernel causal --head-dim 128 "$@"
+# Every head dimension class: a 128-byte swizzle panel used in part (32, 96), several (192, 256).
+for d in 32 96 192 256; do
+  compile "attention_d$d" --kernel attention --head-dim "$d" "$@"
+  compile "causal_d$d" --kernel causal --head-dim "$d" "$@"
+done
+# The portable floor (mma.sync, ldmatrix, chunk_xor tiles) as sm_80 PTX; the H200 JITs it too.
+compile attention_sm80 --kernel attention --arch sm_80 "$@"
+compile causal_sm80_d96 --kernel causal --arch sm_80 --head-dim 96 "$@"
+compile sliding_window_sm80 --kernel sliding_window --arch sm_80 "$@"
 compile attention_f16 --kernel attention --dtype f16 "$@"
 compile causal_f16 --kernel causal --dtype f16 "$@"
 for variant in test/variants/*.mlir; do

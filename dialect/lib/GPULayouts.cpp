@@ -138,15 +138,15 @@ std::string tilefuse::tgpu::sharedTileError(const SharedTile &tile) {
     return "a shared tile holds whole bytes per element";
   if (tile.swizzle == SharedSwizzle::None)
     return "";
-  // Both swizzles move 16-byte chunks: an element may not straddle one, and the xor with
-  // row % 8 permutes groups of 8 chunks (128 bytes), so rows are whole groups.
+  // Both swizzles move 16-byte chunks: an element may not straddle one, and a row holds whole
+  // chunks. The xor with row % 8 permutes groups of 8 chunks; a row short of a whole group is
+  // padded (paddedRowBytes).
   if (16 % tile.elementBytes)
     return llvm::formatv("a swizzled tile moves 16-byte chunks; {0}-byte elements do not fit "
                          "them",
                          tile.elementBytes);
-  if (tile.rowBytes() % 128)
-    return llvm::formatv("{0} swizzles groups of eight 16-byte chunks: rows must be a multiple "
-                         "of 128 bytes, not {1}",
+  if (tile.rowBytes() % 16)
+    return llvm::formatv("{0} moves 16-byte chunks: rows must be a multiple of 16 bytes, not {1}",
                          stringifySharedSwizzle(tile.swizzle), tile.rowBytes());
   if (tile.swizzle == SharedSwizzle::Canonical128B && tile.rows % 8)
     return llvm::formatv("canonical_128b repeats every 8 rows (1024 bytes): rows must be a "
@@ -163,7 +163,7 @@ int64_t tilefuse::tgpu::sharedByteOffset(const SharedTile &tile, int64_t row, in
     return row * tile.rowBytes() + byte;
   case SharedSwizzle::ChunkXor:
     // The xor changes only the chunk's low 3 bits: the chunk stays in its 128-byte group.
-    return row * tile.rowBytes() + (chunk ^ (row % 8)) * 16 + inChunk;
+    return row * tile.paddedRowBytes() + (chunk ^ (row % 8)) * 16 + inChunk;
   case SharedSwizzle::Canonical128B: {
     int64_t panel = chunk / 8;
     return panel * tile.rows * 128 + row * 128 + ((chunk % 8) ^ (row % 8)) * 16 + inChunk;

@@ -91,13 +91,13 @@ func.func @buffer_i1(%b: !tgpu.buffer<64x128xi1, #tgpu.shared<none>>)
 
 // -----
 
-// expected-error @+1 {{chunk_xor swizzles groups of eight 16-byte chunks: rows must be a multiple of 128 bytes, not 64}}
-func.func @chunk_xor_row_bytes(%b: !tgpu.buffer<64x32xbf16, #tgpu.shared<chunk_xor>>)
+// expected-error @+1 {{chunk_xor moves 16-byte chunks: rows must be a multiple of 16 bytes, not 8}}
+func.func @chunk_xor_row_bytes(%b: !tgpu.buffer<64x4xbf16, #tgpu.shared<chunk_xor>>)
 
 // -----
 
-// expected-error @+1 {{canonical_128b swizzles groups of eight 16-byte chunks: rows must be a multiple of 128 bytes, not 192}}
-func.func @canonical_row_bytes(%b: !tgpu.buffer<64x96xbf16, #tgpu.shared<canonical_128b>>)
+// expected-error @+1 {{canonical_128b moves 16-byte chunks: rows must be a multiple of 16 bytes, not 24}}
+func.func @canonical_row_bytes(%b: !tgpu.buffer<64x12xbf16, #tgpu.shared<canonical_128b>>)
 
 // -----
 

@@ -222,7 +222,8 @@ void expectConflictFreeColumns(const SharedTile &tile) {
 }
 
 TEST(GPULayouts, ChunkXorPermutesChunksWithinEachRow) {
-  for (int64_t cols : {64, 128, 256})
+  // Rows short of a whole 128-byte group (head dims 16, 32, 96, 160 in bf16) are padded.
+  for (int64_t cols : {16, 32, 64, 96, 128, 160, 256})
     for (int64_t rows : {8, 16, 64, 128}) {
       SharedTile tile{SharedSwizzle::ChunkXor, rows, cols, 2};
       ASSERT_EQ(sharedTileError(tile), "");
@@ -231,11 +232,14 @@ TEST(GPULayouts, ChunkXorPermutesChunksWithinEachRow) {
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < cols; c += 8) {
           int64_t off = sharedByteOffset(tile, r, c);
-          // Row r stays in bytes [r * rowBytes, (r + 1) * rowBytes), chunk c/8 at c/8 ^ r%8.
-          ASSERT_EQ(off / tile.rowBytes(), r);
-          ASSERT_EQ(off % tile.rowBytes() / 16, (c / 8) ^ (r % 8));
+          // Row r stays in its padded bytes [r * pitch, (r + 1) * pitch), chunk c/8 at
+          // c/8 ^ r%8.
+          int64_t pitch = tile.paddedRowBytes();
+          ASSERT_EQ(pitch % 128, 0);
+          ASSERT_EQ(off / pitch, r);
+          ASSERT_EQ(off % pitch / 16, (c / 8) ^ (r % 8));
           if (r + 8 < rows) { // the pattern repeats every 8 rows
-            ASSERT_EQ(sharedByteOffset(tile, r + 8, c), off + 8 * tile.rowBytes());
+            ASSERT_EQ(sharedByteOffset(tile, r + 8, c), off + 8 * pitch);
           }
         }
     }
@@ -243,7 +247,8 @@ TEST(GPULayouts, ChunkXorPermutesChunksWithinEachRow) {
 
 TEST(GPULayouts, Canonical128BIsTheAddressBitSwizzleOfPanels) {
   for (int64_t elementBytes : {2, 4})
-    for (int64_t rowBytes : {128, 256, 512})
+    // 64, 192 and 320 bytes: a last panel used in part (head dims 32, 96, 160 in bf16).
+    for (int64_t rowBytes : {64, 128, 192, 256, 320, 512})
       for (int64_t rows : {8, 64, 128}) {
         int64_t cols = rowBytes / elementBytes;
         SharedTile tile{SharedSwizzle::Canonical128B, rows, cols, elementBytes};
@@ -274,9 +279,15 @@ TEST(GPULayouts, UnswizzledIsRowMajor) {
 }
 
 TEST(GPULayouts, SharedTileErrors) {
-  EXPECT_NE(sharedTileError({SharedSwizzle::ChunkXor, 64, 32, 2}), "");     // 64-byte rows
+  EXPECT_NE(sharedTileError({SharedSwizzle::ChunkXor, 64, 4, 2}), "");      // 8-byte rows
+  EXPECT_NE(sharedTileError({SharedSwizzle::Canonical128B, 64, 12, 2}), ""); // 24-byte rows
   EXPECT_NE(sharedTileError({SharedSwizzle::Canonical128B, 12, 64, 2}), ""); // rows % 8
-  EXPECT_NE(sharedTileError({SharedSwizzle::Canonical128B, 64, 96, 2}), ""); // 192-byte rows
+  // Padded rows: 64 x 96 bf16 (192 bytes a row) occupies 64 x 256 bytes swizzled.
+  SharedTile padded{SharedSwizzle::Canonical128B, 64, 96, 2};
+  EXPECT_EQ(padded.paddedRowBytes(), 256);
+  EXPECT_EQ(padded.sizeInBytes(), 64 * 256);
+  EXPECT_EQ(padded.rowPitchBytes(), 128);
+  EXPECT_EQ((SharedTile{SharedSwizzle::None, 64, 96, 2}.sizeInBytes()), 64 * 192);
   EXPECT_NE(sharedTileError({SharedSwizzle::ChunkXor, 64, 8, 32}), "");     // 32-byte elements
   EXPECT_EQ(sharedAlignment(SharedSwizzle::Canonical128B), 1024);
 }

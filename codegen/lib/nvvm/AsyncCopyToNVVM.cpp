@@ -66,7 +66,7 @@ struct AsyncCopyToCpAsync : OpConversionPattern<tgpu::AsyncCopyOp> {
       Value offset =
           sameSwizzle
               ? addIndex(b, loc, firstOffset,
-                         indexConstant(b, loc, i * rowsPerRound * sharedRowPitch(tile)))
+                         indexConstant(b, loc, i * rowsPerRound * tile.rowPitchBytes()))
               : sharedChunkOffset(b, loc, tile, r, ch);
       Value gRow = addIndex(b, loc, row0, r);
       SmallVector<Value> at(lead);

@@ -104,7 +104,7 @@ struct MmaToMmaSync : OpConversionPattern<tgpu::MmaOp> {
     Type elt = rhsType.getElementType();
     int64_t k = op.getTransposeRhs() ? rhsType.getCols() : rhsType.getRows();
     int64_t kTiles = k / 16, nTiles = cols / 8;
-    int64_t rhsRowBytes = rhsType.getSharedTile().rowBytes();
+    int64_t rhsRowBytes = rhsType.getSharedTile().rowPitchBytes();
     ThreadCoordinates t = threadCoordinates(b, op);
     LdMatrixLanes lanes(b, loc, t);
     Value rhs = rematerializedPerIteration(b, loc, adaptor.getRhs(), op);
@@ -135,7 +135,7 @@ struct MmaToMmaSync : OpConversionPattern<tgpu::MmaOp> {
     for (int64_t kt = 0; kt < kTiles; ++kt) {
       if (sharedLhs) // a0 = (rows +0, k +0), a1 = (+8, +0), a2 = (+0, +8), a3 = (+8, +8)
         for (int64_t mt = 0; mt < mTiles; ++mt) {
-          auto m = ldmatrix4(b, loc, lanes, lhs, sharedLhs.getSharedTile().rowBytes(), warpRow,
+          auto m = ldmatrix4(b, loc, lanes, lhs, sharedLhs.getSharedTile().rowPitchBytes(), warpRow,
                              16 * mt, kt, /*trans=*/false);
           aFrag[mt * kTiles + kt] = {m[0], m[2], m[1], m[3]};
         }

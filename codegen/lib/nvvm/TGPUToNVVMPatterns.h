@@ -107,9 +107,6 @@ mlir::Value sharedAddress(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ba
 /// GPULayouts.h as IR, for a chunk's first byte (the swizzles move whole chunks).
 mlir::Value sharedChunkOffset(mlir::OpBuilder &b, mlir::Location loc,
                               const tgpu::SharedTile &tile, mlir::Value row, mlir::Value chunk);
-/// Bytes between rows r and r + 1 of a shared tile within a 128-byte panel (the whole row
-/// without the 128-byte swizzle).
-int64_t sharedRowPitch(const tgpu::SharedTile &tile);
 
 /// Inline PTX with side effects returning `types` (a struct when several), as values.
 llvm::SmallVector<mlir::Value> inlinePtx(mlir::OpBuilder &b, mlir::Location loc,

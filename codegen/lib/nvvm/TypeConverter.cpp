@@ -168,10 +168,6 @@ SmallVector<Value> tilefuse::nvvm::inlinePtx(OpBuilder &b, Location loc, TypeRan
   return out;
 }
 
-int64_t tilefuse::nvvm::sharedRowPitch(const tgpu::SharedTile &tile) {
-  return tile.swizzle == tgpu::SharedSwizzle::Canonical128B ? 128 : tile.rowBytes();
-}
-
 Value tilefuse::nvvm::sharedChunkOffset(OpBuilder &b, Location loc, const tgpu::SharedTile &tile,
                                         Value row, Value chunk) {
   auto c = [&](int64_t v) { return indexConstant(b, loc, v); };
@@ -181,7 +177,7 @@ Value tilefuse::nvvm::sharedChunkOffset(OpBuilder &b, Location loc, const tgpu::
                     mulIndex(b, loc, chunk, c(16)));
   case tgpu::SharedSwizzle::ChunkXor: {
     Value swizzled = arith::XOrIOp::create(b, loc, chunk, arith::AndIOp::create(b, loc, row, c(7)));
-    return addIndex(b, loc, mulIndex(b, loc, row, c(tile.rowBytes())),
+    return addIndex(b, loc, mulIndex(b, loc, row, c(tile.paddedRowBytes())),
                     mulIndex(b, loc, swizzled, c(16)));
   }
   case tgpu::SharedSwizzle::Canonical128B: {

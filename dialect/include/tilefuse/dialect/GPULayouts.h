@@ -86,8 +86,20 @@ std::string registerLayoutError(RegisterLayout::Kind kind, int64_t warps, int64_
 struct SharedTile {
   SharedSwizzle swizzle = SharedSwizzle::None;
   int64_t rows = 0, cols = 0, elementBytes = 0;
+  /// Bytes of a row's elements.
   int64_t rowBytes() const { return cols * elementBytes; }
-  int64_t sizeInBytes() const { return rows * rowBytes(); }
+  /// Bytes a row occupies: both swizzles permute groups of eight 16-byte chunks, so a swizzled
+  /// row is padded to whole 128-byte groups (a head dimension of 32 or 96 in bf16), whose
+  /// padding is never read or written.
+  int64_t paddedRowBytes() const {
+    return swizzle == SharedSwizzle::None ? rowBytes() : (rowBytes() + 127) / 128 * 128;
+  }
+  /// Bytes from a row's start to the next row's: its padded size, or 128 in canonical_128b,
+  /// whose rows are 128-byte panel rows.
+  int64_t rowPitchBytes() const {
+    return swizzle == SharedSwizzle::Canonical128B ? 128 : paddedRowBytes();
+  }
+  int64_t sizeInBytes() const { return rows * paddedRowBytes(); }
 };
 
 /// Why `tile` cannot be laid out with its swizzle, or an empty string when it can.
