@@ -36,6 +36,9 @@ struct HandSemantics {
   std::function<double(double, int64_t, int64_t, int64_t, int64_t)> scoreMod;   ///< identity
   std::function<double(double, int64_t, int64_t, int64_t, int64_t)> derivative; ///< 1
   std::function<bool(int64_t, int64_t, int64_t, int64_t)> mask;                  ///< keep all
+  /// The mask applies to the raw scores and f to its output (f(-inf) where masked, which may be
+  /// finite: that element keeps a probability but passes no gradient to the scores).
+  bool maskBeforeScoreMod = false;
 };
 
 /// A variant under test: its DSL text, the parameters it runs with, and its meaning.
@@ -129,6 +132,7 @@ Gradients analyticBackward(const reference::Problem &p, const HandSemantics &sem
   double scale = 1.0 / std::sqrt(double(p.D));
   int64_t group = p.H / p.Hkv;
   std::vector<double> raw(p.N), x(p.N), prob(p.N), dotV(p.N);
+  std::vector<bool> kept(p.N);
   for (int64_t b = 0; b < p.B; ++b)
     for (int64_t h = 0; h < p.H; ++h) {
       int64_t hk = h / group;
@@ -144,8 +148,10 @@ Gradients analyticBackward(const reference::Problem &p, const HandSemantics &sem
           for (int64_t d = 0; d < p.D; ++d)
             s += qi[d] * k[at(p.Hkv, hk, p.N, j) + d];
           raw[j] = s * scale;
-          x[j] = sem.scoreMod ? sem.scoreMod(raw[j], b, h, i, j) : raw[j];
-          if (sem.mask && !sem.mask(b, h, i, j))
+          kept[j] = !sem.mask || sem.mask(b, h, i, j);
+          double in = sem.maskBeforeScoreMod && !kept[j] ? -INFINITY : raw[j];
+          x[j] = sem.scoreMod ? sem.scoreMod(in, b, h, i, j) : in;
+          if (!sem.maskBeforeScoreMod && !kept[j])
             x[j] = -INFINITY;
           m = std::max(m, x[j]);
         }
@@ -165,7 +171,9 @@ Gradients analyticBackward(const reference::Problem &p, const HandSemantics &sem
         for (int64_t j = 0; j < p.N; ++j) {
           if (prob[j] == 0)
             continue;
-          double fPrime = sem.derivative ? sem.derivative(raw[j], b, h, i, j) : 1.0;
+          double fPrime = !kept[j]        ? 0.0
+                          : sem.derivative ? sem.derivative(raw[j], b, h, i, j)
+                                           : 1.0;
           double dS = prob[j] * (dotV[j] - rowTerm) * fPrime * scale;
           for (int64_t d = 0; d < p.D; ++d) {
             g.dq[at(p.H, h, p.M, i) + d] += dS * k[at(p.Hkv, hk, p.N, j) + d];
@@ -342,6 +350,67 @@ INSTANTIATE_TEST_SUITE_P(Variants, DerivedBackward,
                          [](const testing::TestParamInfo<std::string> &info) {
                            return info.param;
                          });
+
+/// A kernel written only here: the causal mask first, then a soft cap, which turns the masked
+/// -inf into a finite -2. Those elements keep a probability (P is not zero there) but pass no
+/// gradient to Q or K; the derivation zeroes them explicitly (a masked score is a constant).
+constexpr const char *kMaskThenCap = R"(
+!qkv = memref<?x?x?x16xf32, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!in = tensor<?x?x?x16xf32>
+!scores = tensor<?x?x?x?xf32>
+!out = tensor<?x?x?x16xf32>
+func.func @mask_then_cap(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+  %q = tile.load %Q : !qkv -> !in
+  %k = tile.load %K : !qkv -> !in
+  %v = tile.load %V : !qkv -> !in
+  %s = tile.dot %q, %k transpose_rhs : !in, !in -> !scores
+  %t = tile.scale %s : !scores
+  %u = tile.mask %t : !scores {
+  ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+    %keep = arith.cmpi ule, %kv, %qi : index
+    tile.yield %keep : i1
+  }
+  %cap = arith.constant 2.0 : f32
+  %w = tile.score_mod %u : !scores {
+  ^bb0(%score: f32, %b: index, %h: index, %qi: index, %kv: index):
+    %x = arith.divf %score, %cap : f32
+    %th = math.tanh %x : f32
+    %r = arith.mulf %th, %cap : f32
+    tile.yield %r : f32
+  }
+  %p, %lse = tile.softmax %w : !scores -> !scores, tensor<?x?x?xf32>
+  %o = tile.dot %p, %v : !scores, !in -> !out
+  tile.store %o, %O : !out, !qkv
+  tile.store %lse, %LSE : tensor<?x?x?xf32>, !lse
+  return
+}
+)";
+
+TEST(DerivedBackwardRows, MaskBeforeScoreModPassesNoGradientThroughMaskedScores) {
+  Variant variant{"mask_then_cap", kMaskThenCap, "mask_then_cap.mlir", {}};
+  Compiled c = compile(variant);
+  ASSERT_TRUE(c.forward && c.backward);
+  GradientRun r;
+  r.p = problemFor(c, 29, 41);
+  runBackward(c, r, 5);
+  HandSemantics sem;
+  sem.maskBeforeScoreMod = true;
+  sem.mask = [](int64_t, int64_t, int64_t q, int64_t kv) { return kv <= q; };
+  sem.scoreMod = [](double x, int64_t, int64_t, int64_t, int64_t) {
+    return 2.0 * std::tanh(x / 2.0);
+  };
+  sem.derivative = [](double x, int64_t, int64_t, int64_t, int64_t) {
+    double t = std::tanh(x / 2.0);
+    return 1.0 - t * t;
+  };
+  Gradients want = analyticBackward(r.p, sem, r.q, r.k, r.v, r.dO);
+  EXPECT_LE(maxError(r.got.dq, want.dq), 1e-12);
+  EXPECT_LE(maxError(r.got.dk, want.dk), 1e-12);
+  EXPECT_LE(maxError(r.got.dv, want.dv), 1e-12);
+  // The masked elements' probabilities are not zero: V's gradient sees every key.
+  EXPECT_NE(r.got.dv.back(), 0.0);
+}
 
 /// Fully masked rows (sliding window, M > N + window): their dQ rows are exactly zero, they add
 /// nothing to dK and dV, and no gradient is NaN.
