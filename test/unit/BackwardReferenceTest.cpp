@@ -448,6 +448,44 @@ TEST(DerivedBackwardRows, FullyMaskedRowsHaveZeroGradients) {
   EXPECT_LE(maxError(before.dv, want.dv), 1e-12);
 }
 
+/// Strided views (rows padded, as a launch may pass them) give the same gradients, bit for bit,
+/// as contiguous ones; the padding is never written.
+TEST(DerivedBackwardRows, StridedViewsGiveTheSameGradients) {
+  Compiled c = compile(variantNamed("causal"));
+  ASSERT_TRUE(c.forward && c.backward);
+  GradientRun r;
+  r.p = problemFor(c, 19, 23);
+  runBackward(c, r, 3);
+  const reference::Problem &p = r.p;
+  const int64_t pad = 5, rowStride = p.D + pad;
+  // A copy of `dense` (B x heads x len x D) with every row padded, the padding set to `fill`.
+  auto padded = [&](const std::vector<double> &dense, int64_t heads, int64_t len, double fill) {
+    std::vector<double> out(p.B * heads * len * rowStride, fill);
+    for (int64_t row = 0; row < p.B * heads * len; ++row)
+      for (int64_t d = 0; d < p.D; ++d)
+        out[row * rowStride + d] = dense.empty() ? fill : dense[row * p.D + d];
+    return out;
+  };
+  auto view = [&](std::vector<double> &data, int64_t heads, int64_t len) {
+    HostView v = HostView::contiguous(data.data(), {p.B, heads, len, p.D});
+    v.strides = {heads * len * rowStride, len * rowStride, rowStride, 1};
+    return v;
+  };
+  const double poison = 12345.0;
+  std::vector<double> q = padded(r.q, p.H, p.M, poison), k = padded(r.k, p.Hkv, p.N, poison),
+                      v = padded(r.v, p.Hkv, p.N, poison), o = padded(r.o, p.H, p.M, poison),
+                      dO = padded(r.dO, p.H, p.M, poison), dq = padded({}, p.H, p.M, poison),
+                      dk = padded({}, p.Hkv, p.N, poison), dv = padded({}, p.Hkv, p.N, poison);
+  llvm::Error e = c.backward->run(view(q, p.H, p.M), view(k, p.Hkv, p.N), view(v, p.Hkv, p.N),
+                                  view(o, p.H, p.M), view(dO, p.H, p.M),
+                                  HostView::contiguous(r.lse.data(), {p.B, p.H, p.M, 0}, 3),
+                                  view(dq, p.H, p.M), view(dk, p.Hkv, p.N), view(dv, p.Hkv, p.N));
+  ASSERT_FALSE(static_cast<bool>(e)) << llvm::toString(std::move(e));
+  EXPECT_EQ(dq, padded(r.got.dq, p.H, p.M, poison));
+  EXPECT_EQ(dk, padded(r.got.dk, p.Hkv, p.N, poison));
+  EXPECT_EQ(dv, padded(r.got.dv, p.Hkv, p.N, poison));
+}
+
 /// An op of the score region without a derivative rule: the backward is refused with an error
 /// at that op's file:line:col.
 TEST(DerivedBackwardRows, UndifferentiableScoreModIsALocatedError) {
