@@ -191,6 +191,9 @@ LogicalResult deriveBackward(func::FuncOp fn, ForwardAttention &a) {
 
   Value Q = a.q.getView(), K = a.k.getView(), V = a.v.getView(), O = a.outStore.getView(),
         LSE = a.lseStore.getView();
+  if (llvm::SmallDenseSet<Value, 8>({Q, K, V, O, LSE}).size() != 5)
+    return fn.emitOpError("the derived backward needs Q, K, V, O and the logsumexp to be five "
+                          "different arguments");
   SmallVector<Type> argTypes = {Q.getType(), K.getType(), V.getType(),   O.getType(),
                                 O.getType(), LSE.getType(), Q.getType(), K.getType(),
                                 V.getType()};
@@ -212,8 +215,8 @@ LogicalResult deriveBackward(func::FuncOp fn, ForwardAttention &a) {
   map.map(V, bV);
   map.map(O, bO);
   map.map(LSE, bLSE);
-  // The other arguments are views the forward neither reads nor writes through the attention:
-  // scalar code may still take their sizes, so they must not be left dangling.
+  // The backward's signature holds these five (and the gradients) only; scalar code may use any
+  // argument (its sizes), so another argument would have nothing to map to.
   for (BlockArgument arg : fn.getArguments())
     if (!map.contains(arg)) {
       bwd.erase();
@@ -250,7 +253,7 @@ LogicalResult deriveBackward(func::FuncOp fn, ForwardAttention &a) {
     Value output;         ///< mask: the masked scores
   };
   SmallVector<ChainStep> steps;
-  Value s = b.clone(*a.scores, map)->getResult(0);
+  b.clone(*a.scores, map);
   for (Operation *op : a.scoreOps) {
     ChainStep step{op};
     if (auto scoreMod = dyn_cast<ScoreModOp>(op)) {
@@ -275,7 +278,7 @@ LogicalResult deriveBackward(func::FuncOp fn, ForwardAttention &a) {
     step.output = map.lookup(op->getResult(0));
     steps.push_back(step);
   }
-  s = map.lookup(a.softmax.getInput());
+  Value s = map.lookup(a.softmax.getInput());
 
   auto scoresType = cast<RankedTensorType>(s.getType());
   ArrayRef<int64_t> qShape = a.q.getResult().getType().getShape();

@@ -250,3 +250,25 @@ func.func @no_lse(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv) {
   tile.store %o, %O : !out, !qkv
   return
 }
+
+// -----
+
+// The backward takes Q, K, V, O and the logsumexp as five arguments: one view in two roles
+// (self-attention on one tensor) has no place in its signature.
+!qkv = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!in = tensor<?x?x?x64xbf16>
+!scores = tensor<?x?x?x?xf32>
+!out = tensor<?x?x?x64xf32>
+// expected-error @+1 {{'func.func' op the derived backward needs Q, K, V, O and the logsumexp to be five different arguments}}
+func.func @shared_view(%X: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+  %q = tile.load %X : !qkv -> !in
+  %k = tile.load %X : !qkv -> !in
+  %v = tile.load %V : !qkv -> !in
+  %s = tile.dot %q, %k transpose_rhs : !in, !in -> !scores
+  %p, %lse = tile.softmax %s : !scores -> !scores, tensor<?x?x?xf32>
+  %o = tile.dot %p, %v : !scores, !in -> !out
+  tile.store %o, %O : !out, !qkv
+  tile.store %lse, %LSE : tensor<?x?x?xf32>, !lse
+  return
+}
