@@ -16,7 +16,11 @@
 #include "TestUtil.h"
 
 #include "tilefuse/kernels/Registry.h"
+#include "llvm/Support/DynamicLibrary.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <gtest/gtest.h>
 
@@ -484,6 +488,77 @@ TEST(DerivedBackwardRows, StridedViewsGiveTheSameGradients) {
   EXPECT_EQ(dq, padded(r.got.dq, p.H, p.M, poison));
   EXPECT_EQ(dk, padded(r.got.dk, p.Hkv, p.N, poison));
   EXPECT_EQ(dv, padded(r.got.dv, p.Hkv, p.N, poison));
+}
+
+/// The ahead-of-time form (`tilefuse compile --emit reference --backward`): an object for the
+/// baseline CPU, linked into a shared library by the system's C compiler and called through its
+/// C entry point, gives what the JIT gives.
+TEST(DerivedBackwardObject, SharedLibraryMatchesTheJit) {
+  auto cc = llvm::sys::findProgramByName("cc");
+  if (!cc)
+    GTEST_SKIP() << "no C compiler (cc) to link the shared library";
+  Variant variant = variantNamed("softcap");
+  ReferenceOptions options;
+  options.headDim = kHeadDim;
+  options.params = variant.params;
+  std::string name;
+  auto object = compileBackwardReferenceObject(variant.text, variant.fileName, options, &name);
+  ASSERT_TRUE(static_cast<bool>(object)) << llvm::toString(object.takeError());
+  EXPECT_EQ(name, "softcap");
+
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("tilefuse-backward", dir));
+  std::string objectPath = (dir + "/softcap.backward.o").str();
+  std::string libraryPath = (dir + "/softcap.backward.so").str();
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(objectPath, ec);
+    ASSERT_FALSE(ec);
+    os << *object;
+  }
+  llvm::StringRef args[] = {*cc, "-shared", "-o", libraryPath, objectPath, "-lm"};
+  std::string error;
+  ASSERT_EQ(llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &error), 0) << error;
+  auto library = llvm::sys::DynamicLibrary::getPermanentLibrary(libraryPath.c_str(), &error);
+  ASSERT_TRUE(library.isValid()) << error;
+  using D4 = reference::MemRefDescriptor<4>;
+  using D3 = reference::MemRefDescriptor<3>;
+  using Entry = void (*)(D4 *, D4 *, D4 *, D4 *, D4 *, D3 *, D4 *, D4 *, D4 *);
+  auto entry = reinterpret_cast<Entry>(
+      library.getAddressOfSymbol("_mlir_ciface_softcap_backward_reference"));
+  ASSERT_NE(entry, nullptr);
+  EXPECT_EQ(library.getAddressOfSymbol("_mlir_ciface_softcap_reference"), nullptr);
+
+  Compiled c = compile(variant);
+  ASSERT_TRUE(c.forward && c.backward);
+  GradientRun r;
+  r.p = problemFor(c, 21, 34);
+  runBackward(c, r, 8);
+  const reference::Problem &p = r.p;
+  auto describe4 = [](std::vector<double> &data, std::array<int64_t, 4> sizes) {
+    D4 d{data.data(), data.data(), 0, {}, {}};
+    int64_t stride = 1;
+    for (int i = 3; i >= 0; --i) {
+      d.sizes[i] = sizes[i];
+      d.strides[i] = stride;
+      stride *= sizes[i];
+    }
+    return d;
+  };
+  Gradients aot;
+  aot.dq.assign(r.q.size(), NAN);
+  aot.dk.assign(r.k.size(), NAN);
+  aot.dv.assign(r.v.size(), NAN);
+  D4 q = describe4(r.q, qShape(p)), k = describe4(r.k, kvShape(p)), v = describe4(r.v, kvShape(p)),
+     o = describe4(r.o, qShape(p)), dO = describe4(r.dO, qShape(p)),
+     dq = describe4(aot.dq, qShape(p)), dk = describe4(aot.dk, kvShape(p)),
+     dv = describe4(aot.dv, kvShape(p));
+  D3 lse{r.lse.data(), r.lse.data(), 0, {p.B, p.H, p.M}, {p.H * p.M, p.M, 1}};
+  entry(&q, &k, &v, &o, &dO, &lse, &dq, &dk, &dv);
+  EXPECT_LE(maxError(aot.dq, r.got.dq), 1e-13);
+  EXPECT_LE(maxError(aot.dk, r.got.dk), 1e-13);
+  EXPECT_LE(maxError(aot.dv, r.got.dv), 1e-13);
+  llvm::sys::fs::remove_directories(dir);
 }
 
 /// An op of the score region without a derivative rule: the backward is refused with an error

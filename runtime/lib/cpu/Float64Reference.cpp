@@ -36,11 +36,17 @@ struct LoweredReference {
   cuda::DeclaredSizes declared;
 };
 
-/// Parses, specializes and checks the kernel, then runs `buildPipeline` (down to the LLVM
-/// dialect) on it.
+/// Builds the passes that take kernel `name` (written form) to the LLVM dialect.
+using ReferencePipeline = llvm::function_ref<void(OpPassManager &, llvm::StringRef name)>;
+
+void buildForwardReferencePipeline(OpPassManager &pm, llvm::StringRef) {
+  buildTileToF64ReferenceLLVMPipeline(pm);
+}
+
+/// Parses, specializes and checks the kernel, then runs `buildPipeline` on it.
 llvm::Expected<LoweredReference>
 lower(llvm::StringRef source, llvm::StringRef bufferName, const ReferenceOptions &options,
-      llvm::function_ref<void(OpPassManager &)> buildPipeline = buildTileToF64ReferenceLLVMPipeline) {
+      ReferencePipeline buildPipeline = buildForwardReferencePipeline) {
   LoweredReference out;
   DialectRegistry registry;
   registerCompilerDialects(registry);
@@ -73,7 +79,7 @@ lower(llvm::StringRef source, llvm::StringRef bufferName, const ReferenceOptions
   }
 
   PassManager pm(out.context.get(), ModuleOp::getOperationName());
-  buildPipeline(pm);
+  buildPipeline(pm, out.name);
   if (failed(pm.run(*out.module)))
     return makeError("compiling the float64 reference of " + bufferName + " failed:\n" +
                      diagnostics);
@@ -129,14 +135,9 @@ llvm::Error ReferenceKernel::run(const HostView &q, const HostView &k, const Hos
   return reference::runReference(impl->entry, impl->lowered.name, q, k, v, o, lse);
 }
 
-llvm::Expected<std::string> tilefuse::runtime::compileReferenceObject(
-    llvm::StringRef source, llvm::StringRef bufferName, const ReferenceOptions &options,
-    std::string *kernelName) {
-  llvm::Expected<LoweredReference> lowered = lower(source, bufferName, options);
-  if (!lowered)
-    return lowered.takeError();
-  if (kernelName)
-    *kernelName = lowered->name;
+/// A lowered reference as a position-independent object for the baseline CPU.
+static llvm::Expected<std::string> emitObject(LoweredReference &lowered,
+                                              llvm::StringRef bufferName) {
   // The machine that loads it may have another CPU: the baseline, position-independent.
   auto machine = cpu::createHostTargetMachine(cpu::CpuTarget::Baseline,
                                               /*positionIndependent=*/true);
@@ -144,7 +145,7 @@ llvm::Expected<std::string> tilefuse::runtime::compileReferenceObject(
     return machine.takeError();
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> module =
-      translateModuleToLLVMIR(*lowered->module, llvmContext, lowered->name + "_reference");
+      translateModuleToLLVMIR(*lowered.module, llvmContext, lowered.name + "_reference");
   if (!module)
     return makeError("the float64 reference of " + bufferName + " did not translate to LLVM IR");
   ExecutionEngine::setupTargetTripleAndDataLayout(module.get(), machine->get());
@@ -157,6 +158,17 @@ llvm::Expected<std::string> tilefuse::runtime::compileReferenceObject(
     return makeError("the host target cannot emit object files");
   codegen.run(*module);
   return std::string(object.str());
+}
+
+llvm::Expected<std::string> tilefuse::runtime::compileReferenceObject(
+    llvm::StringRef source, llvm::StringRef bufferName, const ReferenceOptions &options,
+    std::string *kernelName) {
+  llvm::Expected<LoweredReference> lowered = lower(source, bufferName, options);
+  if (!lowered)
+    return lowered.takeError();
+  if (kernelName)
+    *kernelName = lowered->name;
+  return emitObject(*lowered, bufferName);
 }
 
 //===----------------------------------------------------------------------===//
@@ -172,8 +184,12 @@ using BackwardEntry = void (*)(reference::MemRefDescriptor<4> *, reference::MemR
                                reference::MemRefDescriptor<4> *, reference::MemRefDescriptor<4> *,
                                reference::MemRefDescriptor<4> *);
 
-void buildBackwardReferencePipeline(OpPassManager &pm) {
+void buildBackwardReferencePipeline(OpPassManager &pm, llvm::StringRef name) {
   pm.addPass(createTileDeriveBackward());
+  // Only the backward stays: the forward's whole-tensor reference would export
+  // NAME_reference with another signature than the row reference's of the same name.
+  pm.addPass(createSymbolPrivatizePass({(name + "_backward").str()}));
+  pm.addPass(createSymbolDCEPass());
   pm.addPass(createTileToF64TensorReference());
   pm.addPass(createCanonicalizerPass());
   buildCpuLoopsToLLVMPipeline(pm);
@@ -278,4 +294,16 @@ llvm::Error BackwardReferenceKernel::run(const HostView &q, const HostView &k, c
   auto l3 = describe<3>(lse);
   impl->entry(&q4, &k4, &v4, &o4, &do4, &l3, &dq4, &dk4, &dv4);
   return llvm::Error::success();
+}
+
+llvm::Expected<std::string> tilefuse::runtime::compileBackwardReferenceObject(
+    llvm::StringRef source, llvm::StringRef bufferName, const ReferenceOptions &options,
+    std::string *kernelName) {
+  llvm::Expected<LoweredReference> lowered =
+      lower(source, bufferName, options, buildBackwardReferencePipeline);
+  if (!lowered)
+    return lowered.takeError();
+  if (kernelName)
+    *kernelName = lowered->name;
+  return emitObject(*lowered, bufferName);
 }

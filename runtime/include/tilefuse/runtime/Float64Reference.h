@@ -96,6 +96,14 @@ llvm::Expected<std::string> compileReferenceObject(llvm::StringRef source,
                                                    const ReferenceOptions &options,
                                                    std::string *kernelName = nullptr);
 
+/// The same for the derived backward: the object defines
+/// `_mlir_ciface_<kernel name>_backward_reference(Q, K, V, O, dO, LSE, dQ, dK, dV)`, f64 memref
+/// descriptors (rank 4, LSE rank 3), single-threaded (see BackwardReferenceKernel).
+llvm::Expected<std::string> compileBackwardReferenceObject(llvm::StringRef source,
+                                                           llvm::StringRef bufferName,
+                                                           const ReferenceOptions &options,
+                                                           std::string *kernelName = nullptr);
+
 } // namespace tilefuse::runtime
 
 #endif
