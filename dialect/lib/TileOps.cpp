@@ -63,8 +63,9 @@ LogicalResult verifyIndexRegion(Operation *op, Region &body, bool hasScoreArg,
 LogicalResult LoadOp::verify() {
   auto viewTy = getView().getType();
   auto resTy = getResult().getType();
-  if (viewTy.getRank() != 4)
-    return emitOpError("expects a rank-4 B x H x L x D view, got rank ") << viewTy.getRank();
+  if (viewTy.getRank() != 4 && viewTy.getRank() != 3)
+    return emitOpError("expects a rank-4 B x H x L x D or a rank-3 B x H x M view, got rank ")
+           << viewTy.getRank();
   if (viewTy.getElementType() != resTy.getElementType())
     return emitOpError("result element type ")
            << resTy.getElementType() << " differs from the view's " << viewTy.getElementType();
@@ -91,6 +92,8 @@ LogicalResult DotOp::verify() {
   if (lhsTy.getRank() != 4 || rhsTy.getRank() != 4 || resTy.getRank() != 4)
     return emitOpError("operands and result must be rank-4 B x H x rows x cols tensors");
   ArrayRef<int64_t> l = lhsTy.getShape(), r = rhsTy.getShape(), o = resTy.getShape();
+  int64_t lhsM = getTransposeLhs() ? l[3] : l[2];
+  int64_t lhsK = getTransposeLhs() ? l[2] : l[3];
   int64_t rhsK = getTransposeRhs() ? r[3] : r[2];
   int64_t rhsN = getTransposeRhs() ? r[2] : r[3];
   if (!sizesAgree(l[0], r[0]))
@@ -100,13 +103,13 @@ LogicalResult DotOp::verify() {
       (r[1] == 0 || l[1] % r[1] != 0))
     return emitOpError() << "query heads (" << l[1] << ") must be a multiple of key/value heads ("
                          << r[1] << ") for grouped-query attention";
-  if (!sizesAgree(l[3], rhsK))
-    return emitOpError() << "contraction sizes differ: lhs has " << dimStr(l[3]) << ", rhs has "
+  if (!sizesAgree(lhsK, rhsK))
+    return emitOpError() << "contraction sizes differ: lhs has " << dimStr(lhsK) << ", rhs has "
                          << dimStr(rhsK);
-  if (!sizesAgree(o[0], l[0]) || !sizesAgree(o[1], l[1]) || !sizesAgree(o[2], l[2]) ||
+  if (!sizesAgree(o[0], l[0]) || !sizesAgree(o[1], l[1]) || !sizesAgree(o[2], lhsM) ||
       !sizesAgree(o[3], rhsN))
     return emitOpError() << "result shape must be " << dimStr(l[0]) << "x" << dimStr(l[1]) << "x"
-                         << dimStr(l[2]) << "x" << dimStr(rhsN);
+                         << dimStr(lhsM) << "x" << dimStr(rhsN);
   return success();
 }
 
@@ -146,6 +149,88 @@ LogicalResult SoftmaxOp::verify() {
   if (lseTy.getRank() != 3 ||
       failed(verifyCompatibleShape(lseTy.getShape(), inTy.getShape().take_front(3))))
     return emitOpError("logsumexp must be B x H x M");
+  return success();
+}
+
+/// The B x H x M per-row shape of B x H x M x N scores.
+static bool isRowShapeOf(RankedTensorType rows, RankedTensorType scores) {
+  return rows.getRank() == 3 && scores.getRank() == 4 &&
+         succeeded(verifyCompatibleShape(rows.getShape(), scores.getShape().take_front(3)));
+}
+
+LogicalResult SoftmaxFromLseOp::verify() {
+  auto scoresTy = getScores().getType();
+  if (scoresTy.getRank() != 4)
+    return emitOpError("expects rank-4 B x H x M x N scores");
+  if (!isRowShapeOf(getLogsumexp().getType(), scoresTy))
+    return emitOpError("logsumexp must be B x H x M of the scores, got ")
+           << getLogsumexp().getType();
+  if (getProbs().getType() != scoresTy)
+    return emitOpError("probabilities must have the scores' type");
+  return success();
+}
+
+LogicalResult MapOp::verifyRegions() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one operand");
+  auto resTy = getResult().getType();
+  int64_t rank = resTy.getRank();
+  if (rank != 3 && rank != 4)
+    return emitOpError("result must be rank 4 (B x H x M x N) or rank 3 (B x H x M), got rank ")
+           << rank;
+  bool sameRankOperand = false;
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    auto ty = cast<RankedTensorType>(input.getType());
+    if (ty.getRank() == rank) {
+      sameRankOperand = true;
+      if (failed(verifyCompatibleShape(ty.getShape(), resTy.getShape())))
+        return emitOpError() << "operand #" << i << " of type " << ty
+                             << " does not match the result shape " << resTy;
+      continue;
+    }
+    if (ty.getRank() != 3 || !isRowShapeOf(ty, resTy))
+      return emitOpError() << "operand #" << i << " of type " << ty
+                           << " must have the result's shape or be its B x H x M rows";
+  }
+  if (!sameRankOperand)
+    return emitOpError("needs an operand of the result's rank");
+  Block &block = getBody().front();
+  if (block.getNumArguments() != getInputs().size())
+    return emitOpError() << "body must take one f32 per operand (" << getInputs().size()
+                         << "), got " << block.getNumArguments() << " arguments";
+  for (BlockArgument arg : block.getArguments())
+    if (!arg.getType().isF32())
+      return emitOpError() << "body argument #" << arg.getArgNumber() << " must be f32, got "
+                           << arg.getType();
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return emitOpError("body must end with tile.yield");
+  if (yield.getValues().size() != 1 || !yield.getValues()[0].getType().isF32())
+    return yield.emitOpError("must yield exactly one f32 (the result element)");
+  return success();
+}
+
+LogicalResult RowReduceOp::verify() {
+  if (!isRowShapeOf(getResult().getType(), getInput().getType()))
+    return emitOpError() << "reduces a rank-4 B x H x M x N tensor to its B x H x M rows; got "
+                         << getInput().getType() << " to " << getResult().getType();
+  return success();
+}
+
+LogicalResult SumHeadGroupsOp::verify() {
+  auto inTy = getInput().getType();
+  auto resTy = getResult().getType();
+  if (inTy.getRank() != 4 || resTy.getRank() != 4)
+    return emitOpError("input and result must be rank-4 B x H x rows x cols tensors");
+  ArrayRef<int64_t> in = inTy.getShape(), out = resTy.getShape();
+  for (int64_t d : {0, 2, 3})
+    if (!sizesAgree(in[d], out[d]))
+      return emitOpError() << "dimension " << d << " differs: input has " << dimStr(in[d])
+                           << ", result has " << dimStr(out[d]);
+  if (!ShapedType::isDynamic(in[1]) && !ShapedType::isDynamic(out[1]) &&
+      (out[1] == 0 || in[1] % out[1] != 0))
+    return emitOpError() << "query heads (" << in[1] << ") must be a multiple of key/value heads ("
+                         << out[1] << ")";
   return success();
 }
 

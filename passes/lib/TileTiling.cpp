@@ -55,7 +55,7 @@ FailureOr<AttentionChain> matchChain(SoftmaxOp softmax) {
   }
   std::reverse(c.scoreOps.begin(), c.scoreOps.end());
   c.qk = s.getDefiningOp<DotOp>();
-  if (!c.qk || !c.qk.getTransposeRhs())
+  if (!c.qk || !c.qk.getTransposeRhs() || c.qk.getTransposeLhs())
     return softmax.emitOpError("scores must come from tile.dot %q, %k transpose_rhs through "
                                "scale/score_mod/mask ops only");
   c.q = c.qk.getLhs().getDefiningOp<LoadOp>();
@@ -72,7 +72,8 @@ FailureOr<AttentionChain> matchChain(SoftmaxOp softmax) {
 
   for (Operation *user : softmax.getProbs().getUsers()) {
     auto dot = dyn_cast<DotOp>(user);
-    if (!dot || dot.getLhs() != softmax.getProbs() || dot.getTransposeRhs() || c.pv)
+    if (!dot || dot.getLhs() != softmax.getProbs() || dot.getTransposeRhs() ||
+        dot.getTransposeLhs() || c.pv)
       return user->emitOpError("the probabilities may only feed one tile.dot %p, %v");
     c.pv = dot;
   }

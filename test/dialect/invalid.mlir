@@ -7,9 +7,9 @@
 // tile.load
 //===----------------------------------------------------------------------===//
 
-func.func @load_rank3(%v: memref<?x?x64xbf16>) {
-  // expected-error @+1 {{'tile.load' op expects a rank-4 B x H x L x D view, got rank 3}}
-  %t = tile.load %v : memref<?x?x64xbf16> -> tensor<?x?x64xbf16>
+func.func @load_rank2(%v: memref<?x64xbf16>) {
+  // expected-error @+1 {{'tile.load' op operand #0 must be}}
+  %t = tile.load %v : memref<?x64xbf16> -> tensor<?x64xbf16>
   return
 }
 
@@ -514,5 +514,171 @@ func.func @reduce_sum_length(%s: tensor<64x32xf32>) {
 func.func @broadcast_length(%r: tensor<64xf32>) {
   // expected-error @+1 {{'tile.broadcast' op result row count must equal the input length}}
   %b = tile.broadcast %r : tensor<64xf32> -> tensor<32x64xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Ops of derived (backward) kernels
+//===----------------------------------------------------------------------===//
+
+func.func @dot_transpose_lhs_contraction(%p: tensor<?x8x16x?xf32>, %do: tensor<?x8x32x64xbf16>) {
+  // expected-error @+1 {{'tile.dot' op contraction sizes differ: lhs has 16, rhs has 32}}
+  %dv = tile.dot %p, %do transpose_lhs : tensor<?x8x16x?xf32>, tensor<?x8x32x64xbf16> -> tensor<?x8x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @dot_transpose_lhs_result(%p: tensor<?x8x16x40xf32>, %do: tensor<?x8x16x64xbf16>) {
+  // expected-error @+1 {{'tile.dot' op result shape must be ?x8x40x64}}
+  %dv = tile.dot %p, %do transpose_lhs : tensor<?x8x16x40xf32>, tensor<?x8x16x64xbf16> -> tensor<?x8x16x64xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_from_lse_rank(%s: tensor<?x?x?xf32>, %lse: tensor<?x?x?xf32>) {
+  // expected-error @+1 {{'tile.softmax_from_lse' op expects rank-4 B x H x M x N scores}}
+  %p = tile.softmax_from_lse %s, %lse : tensor<?x?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_from_lse_rows(%s: tensor<?x?x7x?xf32>, %lse: tensor<?x?x8xf32>) {
+  // expected-error @+1 {{'tile.softmax_from_lse' op logsumexp must be B x H x M of the scores, got 'tensor<?x?x8xf32>'}}
+  %p = tile.softmax_from_lse %s, %lse : tensor<?x?x7x?xf32>, tensor<?x?x8xf32> -> tensor<?x?x7x?xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_from_lse_type(%s: tensor<?x?x?x?xf32>, %lse: tensor<?x?x?xf32>) {
+  // expected-error @+1 {{'tile.softmax_from_lse' op probabilities must have the scores' type}}
+  %p = tile.softmax_from_lse %s, %lse : tensor<?x?x?x?xf32>, tensor<?x?x?xf32> -> tensor<1x?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @map_no_operand() {
+  // expected-error @+1 {{'tile.map' op needs at least one operand}}
+  %m = "tile.map"() ({
+  ^bb0:
+    %c = arith.constant 1.0 : f32
+    tile.yield %c : f32
+  }) : () -> tensor<?x?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @map_rank(%a: tensor<?x?xf32>) {
+  // expected-error @+1 {{'tile.map' op result must be rank 4 (B x H x M x N) or rank 3 (B x H x M), got rank 2}}
+  %m = tile.map %a : tensor<?x?xf32> -> tensor<?x?xf32> {
+  ^bb0(%x: f32):
+    tile.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @map_shape(%a: tensor<2x?x?x?xf32>) {
+  // expected-error @+1 {{'tile.map' op operand #0 of type 'tensor<2x?x?x?xf32>' does not match the result shape 'tensor<3x?x?x?xf32>'}}
+  %m = tile.map %a : tensor<2x?x?x?xf32> -> tensor<3x?x?x?xf32> {
+  ^bb0(%x: f32):
+    tile.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @map_rows(%a: tensor<?x?x?x?xf32>, %r: tensor<?x?x?x?x?xf32>) {
+  // expected-error @+1 {{'tile.map' op operand #1 of type 'tensor<?x?x?x?x?xf32>' must have the result's shape or be its B x H x M rows}}
+  %m = tile.map %a, %r : tensor<?x?x?x?xf32>, tensor<?x?x?x?x?xf32> -> tensor<?x?x?x?xf32> {
+  ^bb0(%x: f32, %y: f32):
+    tile.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @map_rows_only(%r: tensor<?x?x?xf32>) {
+  // expected-error @+1 {{'tile.map' op needs an operand of the result's rank}}
+  %m = tile.map %r : tensor<?x?x?xf32> -> tensor<?x?x?x?xf32> {
+  ^bb0(%x: f32):
+    tile.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @map_arguments(%a: tensor<?x?x?x?xf32>) {
+  // expected-error @+1 {{'tile.map' op body must take one f32 per operand (1), got 2 arguments}}
+  %m = tile.map %a : tensor<?x?x?x?xf32> -> tensor<?x?x?x?xf32> {
+  ^bb0(%x: f32, %y: f32):
+    tile.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @map_argument_type(%a: tensor<?x?x?x?xbf16>) {
+  // expected-error @+1 {{'tile.map' op body argument #0 must be f32, got 'bf16'}}
+  %m = tile.map %a : tensor<?x?x?x?xbf16> -> tensor<?x?x?x?xf32> {
+  ^bb0(%x: bf16):
+    %y = arith.extf %x : bf16 to f32
+    tile.yield %y : f32
+  }
+  return
+}
+
+// -----
+
+func.func @map_yield(%a: tensor<?x?x?x?xf32>) {
+  %m = tile.map %a : tensor<?x?x?x?xf32> -> tensor<?x?x?x?xf32> {
+  ^bb0(%x: f32):
+    // expected-error @+1 {{'tile.yield' op must yield exactly one f32 (the result element)}}
+    tile.yield %x, %x : f32, f32
+  }
+  return
+}
+
+// -----
+
+func.func @row_reduce_shape(%a: tensor<?x?x5x?xf32>) {
+  // expected-error @+1 {{'tile.row_reduce' op reduces a rank-4 B x H x M x N tensor to its B x H x M rows; got 'tensor<?x?x5x?xf32>' to 'tensor<?x?x6xf32>'}}
+  %r = tile.row_reduce sum %a : tensor<?x?x5x?xf32> -> tensor<?x?x6xf32>
+  return
+}
+
+// -----
+
+func.func @sum_head_groups_rank(%a: tensor<?x?x?xf32>, %h: index) {
+  // expected-error @+1 {{'tile.sum_head_groups' op input and result must be rank-4 B x H x rows x cols tensors}}
+  %r = tile.sum_head_groups %a, %h : tensor<?x?x?xf32> -> tensor<?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @sum_head_groups_dims(%a: tensor<?x8x16x?xf32>, %h: index) {
+  // expected-error @+1 {{'tile.sum_head_groups' op dimension 2 differs: input has 16, result has 17}}
+  %r = tile.sum_head_groups %a, %h : tensor<?x8x16x?xf32> -> tensor<?x2x17x?xf32>
+  return
+}
+
+// -----
+
+func.func @sum_head_groups_multiple(%a: tensor<?x8x?x?xf32>, %h: index) {
+  // expected-error @+1 {{'tile.sum_head_groups' op query heads (8) must be a multiple of key/value heads (3)}}
+  %r = tile.sum_head_groups %a, %h : tensor<?x8x?x?xf32> -> tensor<?x3x?x?xf32>
   return
 }

@@ -247,3 +247,46 @@ func.func @block_event() {
   tile.block_event partial
   return
 }
+
+// -----
+
+// Ops of derived (backward) kernels: a rank-3 load of per-row values, a dot over the rows of its
+// lhs, probabilities from a logsumexp, elementwise maps (per-row operands repeated along the
+// rows), row reductions and the sum over query-head groups.
+// CHECK-LABEL: func.func @backward_ops
+// CHECK:         %[[L:.+]] = tile.load %{{.+}} : memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>> -> tensor<?x?x?xf32>
+// CHECK:         %[[P:.+]] = tile.softmax_from_lse %{{.+}}, %[[L]] : tensor<?x8x?x?xf32>, tensor<?x?x?xf32> -> tensor<?x8x?x?xf32>
+// CHECK:         %[[DV:.+]] = tile.dot %[[P]], %{{.+}} transpose_lhs : tensor<?x8x?x?xf32>, tensor<?x8x?x64xbf16> -> tensor<?x8x?x64xf32>
+// CHECK:         tile.dot %{{.+}}, %{{.+}} transpose_lhs transpose_rhs : tensor<?x8x64x?xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x8x?x?xf32>
+// CHECK:         %[[M:.+]] = tile.map %{{.+}}, %{{.+}} : tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16> -> tensor<?x8x?x64xf32> {
+// CHECK-NEXT:    ^bb0(%[[A:.+]]: f32, %[[B:.+]]: f32):
+// CHECK-NEXT:      %[[AB:.+]] = arith.mulf %[[A]], %[[B]] : f32
+// CHECK-NEXT:      tile.yield %[[AB]] : f32
+// CHECK-NEXT:    }
+// CHECK:         %[[D:.+]] = tile.row_reduce sum %[[M]] : tensor<?x8x?x64xf32> -> tensor<?x8x?xf32>
+// CHECK:         tile.row_reduce max %[[M]] : tensor<?x8x?x64xf32> -> tensor<?x8x?xf32>
+// CHECK:         tile.map %[[P]], %[[D]] : tensor<?x8x?x?xf32>, tensor<?x8x?xf32> -> tensor<?x8x?x?xf32> {
+// CHECK:         tile.sum_head_groups %[[DV]], %{{.+}} : tensor<?x8x?x64xf32> -> tensor<?x2x?x64xf32>
+func.func @backward_ops(%LSE: memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>,
+                        %s: tensor<?x8x?x?xf32>, %do: tensor<?x8x?x64xbf16>,
+                        %o: tensor<?x8x?x64xbf16>, %qt: tensor<?x8x64x?xbf16>,
+                        %k: tensor<?x2x?x64xbf16>, %hkv: index) {
+  %lse = tile.load %LSE : memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>> -> tensor<?x?x?xf32>
+  %p = tile.softmax_from_lse %s, %lse : tensor<?x8x?x?xf32>, tensor<?x?x?xf32> -> tensor<?x8x?x?xf32>
+  %dv = tile.dot %p, %do transpose_lhs : tensor<?x8x?x?xf32>, tensor<?x8x?x64xbf16> -> tensor<?x8x?x64xf32>
+  %both = tile.dot %qt, %k transpose_lhs transpose_rhs : tensor<?x8x64x?xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x8x?x?xf32>
+  %m = tile.map %do, %o : tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16> -> tensor<?x8x?x64xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %ab = arith.mulf %a, %b : f32
+    tile.yield %ab : f32
+  }
+  %d = tile.row_reduce sum %m : tensor<?x8x?x64xf32> -> tensor<?x8x?xf32>
+  %mx = tile.row_reduce max %m : tensor<?x8x?x64xf32> -> tensor<?x8x?xf32>
+  %ds = tile.map %p, %d : tensor<?x8x?x?xf32>, tensor<?x8x?xf32> -> tensor<?x8x?x?xf32> {
+  ^bb0(%x: f32, %r: f32):
+    %y = arith.subf %x, %r : f32
+    tile.yield %y : f32
+  }
+  %g = tile.sum_head_groups %dv, %hkv : tensor<?x8x?x64xf32> -> tensor<?x2x?x64xf32>
+  return
+}

@@ -40,7 +40,9 @@ cmake --build "$work/build" > "$work/build.log" 2>&1 ||
   { cat "$work/build.log"; fail "building tools/embed-example"; }
 # It must use the installed library, not the build tree's.
 ldd "$work/build/embed-example" | grep libtilefuse
-ldd "$work/build/embed-example" | grep -q "$prefix/lib/libtilefuse.so" ||
+# grep reads all of ldd's output (not -q): an early exit would SIGPIPE ldd, and pipefail would
+# then fail the check at random.
+ldd "$work/build/embed-example" | grep "$prefix/lib/libtilefuse.so" > /dev/null ||
   fail "embed-example does not load the installed libtilefuse.so"
 
 TILEFUSE_CACHE_DIR="$work/cache" "$work/build/embed-example" 2 4 2 200 300

@@ -25,3 +25,22 @@
 // RUN: llvm-readobj --file-headers %t.causal.o | FileCheck %s --check-prefix=ELF
 // ELF: Type: Relocatable
 // ELF: Machine: EM_X86_64
+//
+// --emit reference --backward: the derived backward's float64 reference instead, and only it
+// (the forward's whole-tensor evaluation is dropped: it would export NAME_reference with another
+// signature than the row reference's).
+// RUN: tilefuse compile --kernel softcap --head-dim 32 --emit reference --backward -o %t.softcap.o
+// RUN: llvm-nm --defined-only --format=just-symbols %t.softcap.o | FileCheck %s --check-prefix=BWD
+// BWD-NOT: _mlir_ciface_softcap_reference
+// BWD: _mlir_ciface_softcap_backward_reference
+// BWD-NOT: _mlir_ciface_softcap_reference
+// RUN: not tilefuse compile --kernel softcap --emit ptx --backward -o %t.x 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BWDPTX
+// BWDPTX: error: --backward needs --emit reference
+//
+// An op the derivation cannot differentiate: a located error, exit 1.
+// RUN: sed 's/%%th = math.tanh %%x : f32/%%th = arith.remf %%x, %%cap : f32/' \
+// RUN:   %kernels/softcap.mlir > %t.rem.mlir
+// RUN: not tilefuse compile %t.rem.mlir --emit reference --backward -o %t.rem.o 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=REM
+// REM: rem.mlir:20:11: error: 'arith.remf' op cannot be differentiated with respect to the score

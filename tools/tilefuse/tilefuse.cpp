@@ -83,7 +83,8 @@ static cl::OptionCategory compileCategory(
     "       CUresult NAME_launch(CUstream, q, k, v, o, lse, B, H, Hkv, M, N, strides[14]).\n"
     "  reference: the kernel's float64 reference (its written form evaluated naively) as an\n"
     "       object for the baseline CPU, defining _mlir_ciface_NAME_reference; link it with\n"
-    "       `cc -shared -o NAME.reference.so OUT -lm` to check the kernel without the compiler.\n"
+    "       `cc -shared -o NAME.reference.so OUT -lm` to check the kernel without the compiler;\n"
+    "       with --backward, its derived backward's (NAME_backward_reference: dQ, dK, dV).\n"
     "  The --mlir-* options are MLIR's pass-manager and timing options, as in mlir-opt.");
 static cl::OptionCategory benchCompileCategory("tilefuse bench-compile options");
 
@@ -150,6 +151,9 @@ static cl::opt<std::string> cEmit("emit",
                                            "ptxas), header (C, cubin embedded, needs ptxas) or "
                                            "reference (the float64 reference, an object file)"),
                                   cl::init("ptx"), cl::sub(compileCmd), cl::cat(compileCategory));
+static cl::opt<bool> cBackward("backward",
+                               cl::desc("--emit reference: the derived backward's reference"),
+                               cl::init(false), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<std::string> cOutput("o", cl::desc("Output file ('-': standard output, no .json)"),
                                     cl::value_desc("OUT"), cl::init("-"), cl::sub(compileCmd),
                                     cl::cat(compileCategory));
@@ -575,6 +579,11 @@ static int compileMain() {
                cEmit.getValue());
     return 2;
   }
+  if (cBackward && cEmit != "reference") {
+    fmt::print(stderr, "error: --backward needs --emit reference (the derived backward runs in "
+                       "float64 on the CPU only, so far)\n");
+    return 2;
+  }
   if (cEmit == "reference") {
     // The kernel's float64 reference as an object for the baseline CPU, specialized as the
     // kernel (head dimension, parameters), for a shared library that checks the kernel where
@@ -582,7 +591,8 @@ static int compileMain() {
     ReferenceOptions ro;
     ro.headDim = cHeadDim;
     ro.params.assign(cParams.begin(), cParams.end());
-    auto object = compileReferenceObject(text, bufferName, ro);
+    auto object = cBackward ? compileBackwardReferenceObject(text, bufferName, ro)
+                            : compileReferenceObject(text, bufferName, ro);
     if (!object) {
       fmt::print(stderr, "{}\n", llvm::toString(object.takeError()));
       return 1;

@@ -31,6 +31,8 @@
 //===----------------------------------------------------------------------===//
 #include "tilefuse/codegen/Passes.h"
 
+#include "F64Scalars.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -52,19 +54,6 @@ using namespace tilefuse;
 using namespace tilefuse::tile;
 
 namespace {
-
-/// The reference's arithmetic type for a scalar type of the written form: f32 (the kernel's
-/// compute type) becomes f64; everything else (index, integers, i1) is kept.
-Type promote(Type t) { return t.isF32() ? Float64Type::get(t.getContext()) : t; }
-
-/// A view retyped for the reference: f64 elements, every size and stride dynamic.
-MemRefType referenceViewType(MemRefType t) {
-  int64_t rank = t.getRank();
-  auto layout = StridedLayoutAttr::get(t.getContext(), ShapedType::kDynamic,
-                                       SmallVector<int64_t>(rank, ShapedType::kDynamic));
-  return MemRefType::get(SmallVector<int64_t>(rank, ShapedType::kDynamic),
-                         Float64Type::get(t.getContext()), layout);
-}
 
 /// What a written-form value is, one query row (b, h, i) at a time.
 struct RowValue {
@@ -95,7 +84,7 @@ public:
       if (!view)
         return kernel.emitOpError("the float64 reference takes views (memrefs) only, not ")
                << t;
-      argTypes.push_back(referenceViewType(view));
+      argTypes.push_back(cpu::f64ViewType(view));
     }
     Type index = top.getIndexType();
     argTypes.append({index, index});
@@ -177,52 +166,8 @@ private:
     return arith::ConstantOp::create(b, loc, f64, b.getFloatAttr(f64, v));
   }
 
-  /// Clones a scalar op with its f32 arithmetic in f64 (constants widened, f32 <-> f64 casts
-  /// dropped). An op that does not verify in f64 (a bitcast of an f32, say) is an error at it.
   LogicalResult cloneInF64(OpBuilder &b, Operation &op, IRMapping &m) {
-    Location loc = op.getLoc();
-    if (auto c = dyn_cast<arith::ConstantOp>(op)) {
-      if (auto fa = dyn_cast<FloatAttr>(c.getValue()); fa && fa.getType().isF32()) {
-        m.map(c.getResult(), f64Const(b, loc, fa.getValueAsDouble()));
-        return success();
-      }
-    }
-    if (isa<arith::ExtFOp, arith::TruncFOp>(op)) {
-      Value in = m.lookupOrDefault(op.getOperand(0));
-      Type to = promote(op.getResult(0).getType());
-      Type from = in.getType();
-      if (from == to)
-        m.map(op.getResult(0), in);
-      else if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
-        m.map(op.getResult(0), arith::ExtFOp::create(b, loc, to, in));
-      else
-        m.map(op.getResult(0), arith::TruncFOp::create(b, loc, to, in));
-      return success();
-    }
-    if (op.getNumRegions() != 0)
-      return op.emitOpError("has regions, which the float64 reference does not evaluate inside "
-                            "a score or mask region; use arith.select");
-    Operation *clone = b.clone(op, m);
-    for (OpResult result : clone->getResults())
-      result.setType(promote(result.getType()));
-    // The verifier's complaint about the f64 clone becomes part of one error at the original op.
-    std::string why;
-    LogicalResult verified = success();
-    {
-      ScopedDiagnosticHandler capture(ctx, [&](Diagnostic &diag) {
-        if (why.empty())
-          why = diag.str();
-        return success();
-      });
-      verified = verify(clone);
-    }
-    if (failed(verified)) {
-      clone->erase();
-      return op.emitOpError("cannot be evaluated in f64 by the float64 reference (its f32 "
-                            "arithmetic is promoted to f64: ")
-             << why << ")";
-    }
-    return success();
+    return cpu::cloneScalarInF64(b, op, m);
   }
 
   /// A row buffer of `length` f64, allocated once before the row loop.
@@ -285,6 +230,9 @@ private:
       return success();
     }
     if (auto dot = dyn_cast<DotOp>(op)) {
+      if (dot.getTransposeLhs())
+        return dot.emitOpError("contracts over rows (transpose_lhs), which the row-by-row float64 "
+                               "reference cannot evaluate (tile-to-f64-tensor-reference can)");
       FailureOr<RowValue> lhs = rowOf(op, dot.getLhs(), /*allowView=*/true);
       if (failed(lhs))
         return failure();

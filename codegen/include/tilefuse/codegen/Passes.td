@@ -48,6 +48,23 @@ def TileToF64Reference : Pass<"tile-to-f64-reference", "mlir::ModuleOp"> {
                            "mlir::func::FuncDialect"];
 }
 
+def TileToF64TensorReference : Pass<"tile-to-f64-tensor-reference", "mlir::ModuleOp"> {
+  let summary = "The float64 reference of any written form, evaluated whole tensor by tensor";
+  let description = [{
+    For written forms that are not row by row (a derived backward kernel reduces over query rows
+    and query heads): each function @k becomes @k_reference with its views retyped to f64
+    (dynamic sizes and strides) and a C interface; every tile op of the written form (load, dot
+    with either operand transposed, scale, score_mod, score_mod_grad, mask, map, softmax,
+    softmax_from_lse, row_reduce, sum_head_groups, store) fills an f64 buffer holding its whole
+    result by the op's definition, regions per element with their f32 arithmetic promoted to
+    f64. Single-threaded, O(B H M N) memory: a reference for tests, not a kernel. An op outside
+    the written form, or one without an f64 meaning, is an error at that op.
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::memref::MemRefDialect",
+                           "mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::func::FuncDialect"];
+}
+
 def TileToNVVM : Pass<"tile-to-nvvm", "mlir::ModuleOp"> {
   let summary = "GPU lowering: tiled tile IR to a gpu.module of NVVM kernels (mma.sync m16n8k16)";
   let description = [{

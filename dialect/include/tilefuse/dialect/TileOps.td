@@ -22,7 +22,11 @@ def Tile_F32Block1D : 1DTensorOf<[F32]>;
 //===----------------------------------------------------------------------===//
 
 def Tile_LoadOp : Tile_Op<"load"> {
-  let summary = "reads a whole B x H x L x D strided view as a tensor";
+  let summary = "reads a whole B x H x L x D strided view (or a B x H x M one) as a tensor";
+  let description = [{
+    A rank-4 view holds rows of a head (Q, K, V, O, dO); a rank-3 view holds one value per query
+    row (a logsumexp, read back by a derived backward kernel).
+  }];
   let arguments = (ins Arg<Tile_View, "source view", [MemRead]>:$view);
   let results = (outs Tile_Tensor:$result);
   let assemblyFormat = "$view attr-dict `:` type($view) `->` type($result)";
@@ -39,16 +43,19 @@ def Tile_StoreOp : Tile_Op<"store"> {
 def Tile_DotOp : Tile_Op<"dot", [Pure]> {
   let summary = "batched per-head matrix product with GQA head mapping";
   let description = [{
-    `lhs` is B x H x M x K and `rhs` is B x Hkv x K x N (or B x Hkv x N x K with
-    `transpose_rhs`). H must be a multiple of Hkv: query head h reads key/value head
-    h / (H / Hkv) (grouped-query attention; Hkv = 1 is multi-query attention). The result is
-    B x H x M x N in f32 (f32 accumulation).
+    `lhs` is B x H x M x K (or B x H x K x M with `transpose_lhs`) and `rhs` is B x Hkv x K x N
+    (or B x Hkv x N x K with `transpose_rhs`). H must be a multiple of Hkv: query head h reads
+    key/value head h / (H / Hkv) (grouped-query attention; Hkv = 1 is multi-query attention).
+    The result is B x H x M x N in f32 (f32 accumulation). `transpose_lhs` contracts over the
+    rows of `lhs`, as a backward kernel does for dV = P^T dO and dK = dS^T Q.
   }];
-  let arguments = (ins Tile_Tensor:$lhs, Tile_Tensor:$rhs, UnitAttr:$transpose_rhs);
+  // transpose_lhs last: builders that pass transpose_rhs positionally keep their meaning.
+  let arguments = (ins Tile_Tensor:$lhs, Tile_Tensor:$rhs, UnitAttr:$transpose_rhs,
+                       UnitAttr:$transpose_lhs);
   let results = (outs Tile_F32Tensor:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs (`transpose_rhs` $transpose_rhs^)? attr-dict `:` type($lhs) `,` type($rhs)
-    `->` type($result)
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)? (`transpose_rhs` $transpose_rhs^)? attr-dict
+    `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -118,9 +125,67 @@ def Tile_SoftmaxOp : Tile_Op<"softmax", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tile_SoftmaxFromLseOp : Tile_Op<"softmax_from_lse", [Pure]> {
+  let summary = "softmax probabilities recomputed from the scores and the row logsumexp";
+  let description = [{
+    p = exp(s - lse) per score, with lse the B x H x M logsumexp of the same scores (as
+    tile.softmax returns it): a derived backward kernel recomputes P this way instead of storing
+    it. Rows whose logsumexp is -inf (fully masked) give zero probabilities, never NaN.
+  }];
+  let arguments = (ins Tile_F32Tensor:$scores, Tile_F32Tensor:$logsumexp);
+  let results = (outs Tile_F32Tensor:$probs);
+  let assemblyFormat = [{
+    $scores `,` $logsumexp attr-dict `:` type($scores) `,` type($logsumexp) `->` type($probs)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_MapOp : Tile_Op<"map", [RecursiveMemoryEffects, SingleBlock]> {
+  let summary = "applies a scalar function element by element to whole tensors";
+  let description = [{
+    The result has the shape of the operands of the highest rank (4: B x H x M x N, or 3:
+    B x H x M), which must agree; a rank-3 operand beside rank-4 ones is a per-row value,
+    repeated along the last dimension. The body takes one f32 per operand (bf16 and f16
+    elements are extended, exactly) and yields the f32 result element. It may use values defined
+    above.
+  }];
+  let arguments = (ins Variadic<Tile_Tensor>:$inputs);
+  let results = (outs Tile_F32Tensor:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result) $body";
+  let hasRegionVerifier = 1;
+}
+
+def Tile_RowReduceOp : Tile_Op<"row_reduce", [Pure]> {
+  let summary = "reduces every row of a B x H x M x N tensor (sum or max) to B x H x M";
+  let description = [{
+    A row of length 0 gives 0 (sum) or -inf (max).
+  }];
+  let arguments = (ins Tile_ReduceKindAttr:$kind, Tile_F32Tensor:$input);
+  let results = (outs Tile_F32Tensor:$result);
+  let assemblyFormat = "$kind $input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_SumHeadGroupsOp : Tile_Op<"sum_head_groups", [Pure]> {
+  let summary = "sums the query heads of each grouped-query group: B x H x R x C to B x Hkv x R x C";
+  let description = [{
+    `kv_heads` is Hkv; H must be a multiple of it. Result head g is the sum of the input heads h
+    with h / (H / Hkv) = g, the query heads that read key/value head g in tile.dot, so the
+    gradient of a key or value tensor collects every query head that used it. Hkv = H copies.
+  }];
+  let arguments = (ins Tile_F32Tensor:$input, Index:$kv_heads);
+  let results = (outs Tile_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $kv_heads attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tile_YieldOp : Tile_Op<"yield", [Pure, Terminator, ReturnLike,
-    ParentOneOf<["ScoreModOp", "ScoreModGradOp", "MaskOp", "BlockScoreModOp", "BlockMaskOp"]>]> {
-  let summary = "yields the value of a score or mask region";
+    ParentOneOf<["ScoreModOp", "ScoreModGradOp", "MaskOp", "MapOp", "BlockScoreModOp",
+                "BlockMaskOp"]>]> {
+  let summary = "yields the value of a score, mask or map region";
   let arguments = (ins Variadic<AnyType>:$values);
   let assemblyFormat = "($values^ `:` type($values))? attr-dict";
 }

@@ -140,4 +140,26 @@ def TileScoreModDerivative : Pass<"tile-score-mod-derivative", "mlir::func::Func
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect"];
 }
 
+def TileDeriveBackward : Pass<"tile-derive-backward", "mlir::ModuleOp"> {
+  let summary = "Derives the backward written form (dQ, dK, dV) of every forward kernel";
+  let description = [{
+    For each written-form kernel @k(Q, K, V, O, LSE) (load, Q.K^T, scale / score_mod / mask,
+    softmax, P.V, the stores of O and the logsumexp), adds @k_backward(Q, K, V, O, dO, LSE, dQ,
+    dK, dV), the gradients of a loss whose gradient with respect to O is dO, in whole-tensor
+    written form: the scores recomputed through the same chain, each score_mod replaced by its
+    tile.score_mod_grad (see tile-score-mod-derivative); P = tile.softmax_from_lse (recomputed
+    from the stored logsumexp, not stored); D = row_reduce sum (dO o O) once; dV = P^T dO;
+    dP = dO V^T; dS = P o (dP - D); back through the chain (score_mod: o f', scale: * factor,
+    an explicit `by`; mask: zero where masked); dQ = dS K, dK = dS^T Q; dK and dV summed over
+    the query heads of each grouped-query group (tile.sum_head_groups). The forward kernel stays.
+
+    Errors, each at the op's file:line:col, and the pass fails: a score_mod op without a
+    derivative rule, an op between the scores and the softmax other than scale / score_mod /
+    mask, a tile op outside that attention, an implicit scale (1/sqrt(D)) with a dynamic head
+    dimension.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::memref::MemRefDialect", "mlir::func::FuncDialect"];
+}
+
 #endif // TILEFUSE_PASSES_TD

@@ -59,6 +59,35 @@ private:
   std::unique_ptr<Impl> impl;
 };
 
+/// The backward of a kernel, derived from its own DSL text (tile-derive-backward: the
+/// gradients dQ, dK, dV of a loss whose gradient with respect to O is dO) and evaluated naively
+/// in float64 on whole tensors (tile-to-f64-tensor-reference). Single-threaded; for tests and
+/// small problems.
+class BackwardReferenceKernel {
+public:
+  /// Parses `source`, specializes it, derives its backward, lowers it and JIT-compiles it.
+  /// Errors (a score_mod op without a derivative, ...) name bufferName:line:col.
+  static llvm::Expected<std::unique_ptr<BackwardReferenceKernel>>
+  compile(llvm::StringRef source, llvm::StringRef bufferName, const ReferenceOptions &options);
+  ~BackwardReferenceKernel();
+
+  /// On float64 host views: Q, O, dO, dQ are B x H x M x D; K, V, dK, dV are B x Hkv x N x D;
+  /// LSE (the forward's logsumexp) is B x H x M. Writes dQ, dK and dV. Sizes the kernel declares
+  /// are checked as ReferenceKernel::run checks them.
+  llvm::Error run(const HostView &q, const HostView &k, const HostView &v, const HostView &o,
+                  const HostView &dO, const HostView &lse, const HostView &dq,
+                  const HostView &dk, const HostView &dv) const;
+
+  /// The forward kernel's name (the backward is NAME_backward).
+  llvm::StringRef name() const;
+  const cuda::DeclaredSizes &declaredSizes() const;
+
+private:
+  struct Impl;
+  explicit BackwardReferenceKernel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
 /// The reference as an ELF object for the architecture's baseline CPU, position-independent,
 /// defining the C entry point reference::referenceSymbol(<kernel name>); link it into a shared
 /// library (`cc -shared x.o -lm`). `kernelName` receives the kernel's name.
@@ -66,6 +95,14 @@ llvm::Expected<std::string> compileReferenceObject(llvm::StringRef source,
                                                    llvm::StringRef bufferName,
                                                    const ReferenceOptions &options,
                                                    std::string *kernelName = nullptr);
+
+/// The same for the derived backward: the object defines
+/// `_mlir_ciface_<kernel name>_backward_reference(Q, K, V, O, dO, LSE, dQ, dK, dV)`, f64 memref
+/// descriptors (rank 4, LSE rank 3), single-threaded (see BackwardReferenceKernel).
+llvm::Expected<std::string> compileBackwardReferenceObject(llvm::StringRef source,
+                                                           llvm::StringRef bufferName,
+                                                           const ReferenceOptions &options,
+                                                           std::string *kernelName = nullptr);
 
 } // namespace tilefuse::runtime
 
