@@ -16,6 +16,8 @@
 #              one disk cache shared by two processes), and tools/embed-example built with this
 #              machine's cmake and g++ against the installed package, run twice (the second from
 #              the disk cache). A few minutes.
+#   sass       ptxas + cuobjdump of every kernel (and of build-gpu/variants/*): registers, HGMMA,
+#              HMMA, LDL/STL (spills), barriers, instructions; the listings under $OUT/sass/
 #   tune       `tilefuse tune` of the self-contained build: attention and causal at head dim 64
 #              and 128 for the bench's sequence lengths, and a test-only variant, into the tuning
 #              database build-gpu/cache/tuning/ and build-gpu/tuned/ (PTX + JSON for bench); then
@@ -162,8 +164,31 @@ for step in "${steps[@]}"; do
       grep -q "(disk," "$out/embed-example-cached.log" || status=1
       unset TILEFUSE_CACHE_DIR
       ;;
+    sass)
+      # What ptxas made of every kernel (build-gpu/kernels and each build-gpu/variants/*): the
+      # matrix instructions (HGMMA on sm_90a, HMMA), local-memory traffic (LDL/STL: spills),
+      # barriers and the instruction count, one row per kernel; sass/NAME.sass keeps the
+      # listings of the defaults.
+      run_step sass bash -c '
+        mkdir -p "$0/sass"
+        printf "%-40s %5s %6s %6s %5s %5s %5s %6s\n" kernel regs HGMMA HMMA LDL STL BAR insts
+        for ptx in build-gpu/kernels/*.ptx build-gpu/variants/*/*.ptx; do
+          [ -f "$ptx" ] || continue
+          arch=$(grep -m1 -oE "^\.target sm_[0-9a]+" "$ptx" | cut -d" " -f2)
+          cubin=$(mktemp --suffix=.cubin)
+          regs=$(ptxas -arch="$arch" -v "$ptx" -o "$cubin" 2>&1 | grep -oE "Used [0-9]+ registers" | grep -oE "[0-9]+")
+          sass=$(cuobjdump --dump-sass "$cubin")
+          count() { grep -cE "^\s+/\*[0-9a-f]+\*/\s+(@!?U?P[0-9T] )?$1" <<<"$sass"; }
+          name=${ptx#build-gpu/}
+          printf "%-40s %5s %6s %6s %5s %5s %5s %6s\n" "${name%.ptx}" "$regs" "$(count HGMMA)" \
+            "$(count HMMA)" "$(count LDL)" "$(count STL)" "$(count BAR)" \
+            "$(grep -cE "^\s+/\*[0-9a-f]+\*/" <<<"$sass")"
+          case "$ptx" in build-gpu/kernels/*) echo "$sass" > "$0/sass/$(basename "$ptx" .ptx).sass" ;; esac
+          rm -f "$cubin"
+        done' "$out"
+      ;;
     *)
-      echo "gpu-run: unknown step '$step' (tests, sanitize, bench, runtime, tune)" >&2
+      echo "gpu-run: unknown step '$step' (tests, sanitize, bench, runtime, tune, sass)" >&2
       status=1
       ;;
   esac

@@ -1,0 +1,167 @@
+// RUN: tilefuse-opt %s -split-input-file -verify-diagnostics -convert-tgpu-to-nvvm | FileCheck %s
+
+// convert-tgpu-to-nvvm on small hand-written tgpu kernels: each case exercises one pattern
+// family (codegen/lib/nvvm/*ToNVVM.cpp). A kernel is a function of the five views (Q, K, V,
+// O, LSE); the module records its thread count (tgpu-allocate-shared-memory writes it).
+
+!qkv = memref<?x?x?x64xbf16>
+!lse = memref<?x?x?xf32>
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+!rows = tensor<64xf32, #tgpu.acc_rows<#tgpu.wgmma_acc<warpgroups = 1>>>
+!qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+!tile = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+
+// The launch ABI (five pointers, five sizes, fourteen strides), the grid as block ids, Q's
+// fragments from global memory, a copy into a ring stage with its group and wait, a register-A
+// wgmma and its wait, a row reduction, the stores.
+// CHECK-LABEL: gpu.module @tilefuse_kernels
+// CHECK:         llvm.mlir.global external @tilefuse_dynamic_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+// CHECK:         gpu.func @kernel(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64) kernel
+// CHECK-SAME:      known_block_size = array<i32: 128, 1, 1>
+// CHECK-SAME:      nvvm.maxntid = array<i32: 128, 1, 1>, nvvm.minctasm = 1 : i32
+// CHECK-DAG:       gpu.block_id z
+// CHECK-DAG:       gpu.block_id y
+// CHECK-DAG:       gpu.block_id x
+// CHECK-DAG:       llvm.mlir.addressof @tilefuse_dynamic_smem
+// CHECK:           llvm.load {{.+}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// CHECK:           nvvm.cp.async.shared.global {{.+}}, 16, cache = cg, {{.+}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
+// CHECK:           nvvm.cp.async.commit.group
+// CHECK:           nvvm.cp.async.wait.group 0
+// CHECK:           wgmma.fence.sync.aligned;
+// CHECK:           wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// CHECK:           wgmma.commit_group.sync.aligned;
+// CHECK:           wgmma.wait_group.sync.aligned 0;
+// CHECK-COUNT-4:   gpu.shuffle  xor
+// CHECK:           llvm.store {{.+}} : i32, !llvm.ptr<1>
+// CHECK:           llvm.store {{.+}} : f32, !llvm.ptr<1>
+// CHECK:           gpu.return
+module attributes {tilefuse.threads = {kernel = 128 : i64}} {
+  func.func @kernel(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %ring = tgpu.alloc {offset = 0 : i64} : !tgpu.ring<2 x 64x64xbf16, #tgpu.shared<canonical_128b>>
+    %m = memref.dim %Q, %c0 : !qkv
+    scf.forall (%b, %h, %r) in (%m, %m, %m) {
+      %q = tile.block_load %Q[%b, %h, %r] bound %m : !qkv -> !qa
+      %buf = tgpu.stage %ring[%c1] : !tgpu.ring<2 x 64x64xbf16, #tgpu.shared<canonical_128b>>
+      %t = tgpu.async_copy %K[%b, %h, %r] bound %m into %buf : !qkv, !tile
+      %g = nvgpu.device_async_create_group %t
+      nvgpu.device_async_wait %g {numGroups = 0 : i32}
+      %s = tgpu.wgmma %q, %buf transpose_rhs : !qa, !tile -> !acc
+      %s1, %q1 = tgpu.wgmma_wait %s, %q pending 0 : !acc, !qa
+      %mx = tile.reduce max %s1 : !acc -> !rows
+      tile.block_store %s1, %O[%b, %h, %r] bound %m : !acc, !qkv
+      tile.block_store %mx, %LSE[%b, %h, %r] bound %m : !rows, !lse
+    }
+    return
+  }
+}
+
+// -----
+
+!qkv = memref<?x?x?x64xbf16>
+!lse = memref<?x?x?xf32>
+!acc = tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
+!qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+!tile = !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>
+
+// mma.sync: B fragments by ldmatrix (.trans for V), one mma.sync per n8 tile and k-step; P
+// packed in place; a mask region inlined per value; exp2 as ex2.approx (no libdevice).
+// CHECK-LABEL: gpu.func @sync
+// CHECK:         nvvm.ldmatrix {{.+}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
+// CHECK:         nvvm.mma.sync {{.+}} {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK:         arith.cmpi ule
+// CHECK:         llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK:         llvm.bitcast {{.+}} : vector<2xbf16> to i32
+// CHECK:         nvvm.ldmatrix {{.+}} layout = #nvvm.mma_layout<col>
+// CHECK:         nvvm.mma.sync
+// CHECK:         gpu.return
+module attributes {tilefuse.threads = {sync = 128 : i64}} {
+  func.func @sync(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+    %c0 = arith.constant 0 : index
+    %kb = tgpu.alloc {offset = 0 : i64} : !tile
+    %vb = tgpu.alloc {offset = 8192 : i64} : !tile
+    %m = memref.dim %Q, %c0 : !qkv
+    scf.forall (%b, %h, %r) in (%m, %m, %m) {
+      %q = tile.block_load %Q[%b, %h, %r] bound %m : !qkv -> !qa
+      %s = tgpu.mma %q, %kb transpose_rhs : !qa, !tile -> !acc
+      %sm = tile.block_mask %s at(%b, %h, %r, %c0) : !acc {
+      ^bb0(%bi: index, %hi: index, %qi: index, %ki: index):
+        %keep = arith.cmpi ule, %ki, %qi : index
+        tile.yield %keep : i1
+      }
+      %p = math.exp2 %sm : !acc
+      %pa = tgpu.pack_operand_a %p : !acc -> !qa
+      %o = tgpu.mma %pa, %vb : !qa, !tile -> !acc
+      tile.block_store %o, %O[%b, %h, %r] bound %m : !acc, !qkv
+    }
+    return
+  }
+}
+
+// -----
+
+!qkv = memref<?x?x?x64xbf16>
+!lse = memref<?x?x?xf32>
+
+// Warp roles: each partition under a branch on the warp index, its register budget set by
+// setmaxnreg (below the CTA's starting share of 65536 / 384 -> 168: decrease; above:
+// increase); named barriers.
+// CHECK-LABEL: gpu.func @roles
+// CHECK:         arith.cmpi uge, %{{.+}}, %c0
+// CHECK:         arith.cmpi ult, %{{.+}}, %c4
+// CHECK:         scf.if
+// CHECK-NEXT:      nvvm.setmaxregister  decrease 24
+// CHECK:           nvvm.barrier.arrive id = %{{.+}} number_of_threads = %{{.+}}
+// CHECK:         arith.cmpi ult, %{{.+}}, %c12
+// CHECK:         scf.if
+// CHECK-NEXT:      nvvm.setmaxregister  increase 240
+// CHECK:           nvvm.barrier id = %{{.+}} number_of_threads = %{{.+}}
+module attributes {tilefuse.threads = {roles = 384 : i64}} {
+  func.func @roles(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+    tgpu.warp_specialize
+      partition warps 4 registers 24 {
+        tgpu.named_barrier arrive id 1 threads 384
+      }
+      partition warps 8 registers 240 {
+        tgpu.named_barrier sync id 1 threads 384
+      }
+    return
+  }
+}
+
+// -----
+
+!qkv = memref<?x?x?x64xbf16>
+!lse = memref<?x?x?xf32>
+
+// A buffer must have been placed.
+module attributes {tilefuse.threads = {unplaced = 128 : i64}} {
+  func.func @unplaced(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+    // expected-error @below {{has no offset: run tgpu-allocate-shared-memory first}}
+    // expected-error @below {{failed to legalize operation 'tgpu.alloc'}}
+    %buf = tgpu.alloc : !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>
+    return
+  }
+}
+
+// -----
+
+!qkv = memref<?x?x?x64xbf16>
+!lse = memref<?x?x?xf32>
+
+// The thread count comes from the module.
+// expected-error @below {{the kernel's thread count is not recorded (tilefuse.threads): run tgpu-allocate-shared-memory first}}
+func.func @no_threads(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+  return
+}
+
+// -----
+
+// The views are the launch ABI's.
+module attributes {tilefuse.threads = {two_views = 128 : i64}} {
+  // expected-error @below {{a GPU kernel takes the views (Q, K, V, O, LSE) and returns nothing}}
+  func.func @two_views(%Q: memref<?x?x?x64xbf16>, %K: memref<?x?x?x64xbf16>) {
+    return
+  }
+}
