@@ -36,6 +36,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "tilefuse/dialect/KernelConfig.h"
 #include "tilefuse/dialect/TileMath.h"
 #include "tilefuse/dialect/TileOps.h"
 
@@ -1266,6 +1267,22 @@ struct TileToNVVMPass : public tilefuse::impl::TileToNVVMBase<TileToNVVMPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+    // The configuration: the module's tile.config, the options where it sets nothing
+    // (tilefuse/dialect/KernelConfig.h).
+    TileConfig options;
+    options.rowsPerWarp = rowsPerWarp;
+    for (auto [key, value] : {std::pair<StringRef, StringRef>{"mma", mma},
+                              {"q-operand", qOperand},
+                              {"copy-issue", copyIssue}})
+      if (llvm::Error error = options.set(key, value)) {
+        module.emitError("tile-to-nvvm: ") << llvm::toString(std::move(error));
+        return signalPassFailure();
+      }
+    FailureOr<TileConfig> config = tile::configForPass(module, options);
+    if (failed(config))
+      return signalPassFailure();
+    int64_t warpRows = *config->rowsPerWarp;
+    bool wgmma = config->mma == MmaKind::Wgmma, qInShared = config->qOperand == QOperand::Shared;
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     auto target = NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda", chip,
                                             features);
@@ -1282,14 +1299,13 @@ struct TileToNVVMPass : public tilefuse::impl::TileToNVVMBase<TileToNVVMPass> {
         if (load.getView() == fn.getArgument(0))
           br = load.getType().getDimSize(0);
       });
-      if (rowsPerWarp != 16 && rowsPerWarp != 32) {
-        fn.emitError("tile-to-nvvm: rows-per-warp must be 16 or 32, not ") << rowsPerWarp.getValue();
+      if (warpRows != 16 && warpRows != 32) {
+        fn.emitError("tile-to-nvvm: rows-per-warp must be 16 or 32, not ") << warpRows;
         return signalPassFailure();
       }
-      if (br <= 0 || br % rowsPerWarp || br / rowsPerWarp > 16) {
+      if (br <= 0 || br % warpRows || br / warpRows > 16) {
         fn.emitError("tile-to-nvvm: Br must be a multiple of ")
-            << rowsPerWarp.getValue() << " (rows per warp) for at most 16 warps (got " << br
-            << ")";
+            << warpRows << " (rows per warp) for at most 16 warps (got " << br << ")";
         return signalPassFailure();
       }
       if (fn.getNumArguments() != 5) {
@@ -1297,32 +1313,18 @@ struct TileToNVVMPass : public tilefuse::impl::TileToNVVMBase<TileToNVVMPass> {
         return signalPassFailure();
       }
       OpBuilder kb = OpBuilder::atBlockEnd(gm.getBody());
-      if (copyIssue != "eager" && copyIssue != "at-barrier") {
-        fn.emitError("tile-to-nvvm: copy-issue must be eager or at-barrier, not '")
-            << copyIssue << "'";
-        return signalPassFailure();
-      }
-      if (qOperand != "registers" && qOperand != "shared") {
-        fn.emitError("tile-to-nvvm: q-operand must be registers or shared, not '")
-            << qOperand << "'";
-        return signalPassFailure();
-      }
-      if (mma != "sync" && mma != "wgmma") {
-        fn.emitError("tile-to-nvvm: mma must be sync or wgmma, not '") << mma << "'";
-        return signalPassFailure();
-      }
-      if (mma == "wgmma") {
+      if (wgmma) {
         // Warpgroups of 4 warps x 16 rows; sm_90a only (wgmma does not exist elsewhere).
-        if (chip != "sm_90a" || rowsPerWarp != 16 || br % 64 || qOperand != "registers") {
+        if (chip != "sm_90a" || warpRows != 16 || br % 64 || qInShared) {
           fn.emitError("tile-to-nvvm: mma=wgmma needs chip=sm_90a, rows-per-warp=16, "
                        "q-operand=registers and Br a multiple of 64 (got chip=")
-              << chip << ", rows-per-warp=" << rowsPerWarp.getValue()
-              << ", q-operand=" << qOperand << ", Br=" << br << ")";
+              << chip << ", rows-per-warp=" << warpRows
+              << ", q-operand=" << qOperandName(*config->qOperand) << ", Br=" << br << ")";
           return signalPassFailure();
         }
       }
-      KernelEmitter emitter(kb, fn.getLoc(), br, rowsPerWarp / 16, module, gm,
-                            copyIssue == "at-barrier", qOperand == "shared", mma == "wgmma");
+      KernelEmitter emitter(kb, fn.getLoc(), br, warpRows / 16, module, gm,
+                            config->copyIssue == CopyIssue::AtBarrier, qInShared, wgmma);
       if (failed(emitter.emit(fn)))
         return signalPassFailure();
       fn.erase();

@@ -3,23 +3,26 @@
 //   tile-front-end  levels 1-4: tile-check-written-form, tile-tiling, tile-online-softmax,
 //                   tile-unscaled-row-max, tile-block-pruning, cleanup
 //   tile-to-cpu     the front end, then the CPU reference lowering to the LLVM dialect
-//   tile-to-ptx     the front end, tile-pipeline, then tile-to-nvvm and PTX generation
+//   tile-to-ptx     tile-specialize{config}, the front end, tile-pipeline, then tile-to-nvvm
+//                   and PTX generation
 //   tile-to-f64-reference-llvm
 //                   the float64 reference (the written form evaluated naively, no front end)
 //                   to the LLVM dialect
 //
 //===----------------------------------------------------------------------===//
-#include "tilefuse/passes/Passes.h"
+#include "tilefuse/passes/Pipelines.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "tilefuse/codegen/Passes.h"
+#include "tilefuse/passes/Passes.h"
 
 using namespace mlir;
 
 void tilefuse::buildTileFrontEndPipeline(OpPassManager &pm, const FrontEndOptions &options) {
   pm.addPass(createTileCheckWrittenForm());
+  // tile-tiling uses these where the module's tile.config sets no Br / Bc.
   TileTilingOptions tiling;
   tiling.blockM = options.blockM;
   tiling.blockN = options.blockN;
@@ -43,18 +46,17 @@ void tilefuse::buildTileToCpuPipeline(OpPassManager &pm, const FrontEndOptions &
 }
 
 void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOptions &options) {
-  FrontEndOptions fe;
-  fe.blockM = options.blockM;
-  fe.blockN = options.blockN;
-  buildTileFrontEndPipeline(pm, fe);
+  // The configuration goes on the module once; tile-tiling and tile-to-nvvm read it there.
+  if (!options.config.empty()) {
+    TileSpecializeOptions specialize;
+    specialize.config = options.config;
+    pm.addPass(createTileSpecialize(specialize));
+  }
+  buildTileFrontEndPipeline(pm, FrontEndOptions());
   pm.addNestedPass<func::FuncOp>(createTilePipeline());
   TileToNVVMOptions nvvm;
   nvvm.chip = options.chip;
   nvvm.features = options.features;
-  nvvm.copyIssue = options.copyIssue;
-  nvvm.rowsPerWarp = options.rowsPerWarp;
-  nvvm.qOperand = options.qOperand;
-  nvvm.mma = options.mma;
   pm.addPass(createTileToNVVM(nvvm));
   buildNVVMToPTXPipeline(pm);
 }
