@@ -39,6 +39,7 @@
 #include "tilefuse/dialect/KernelConfig.h"
 #include "tilefuse/dialect/TileMath.h"
 #include "tilefuse/dialect/TileOps.h"
+#include "tilefuse/runtime/device/LaunchAbi.h"
 
 #include <cmath>
 #include <functional>
@@ -73,8 +74,10 @@ public:
     MLIRContext *ctx = b.getContext();
     auto gptr = LLVM::LLVMPointerType::get(ctx, 1);
     Type idxTy = b.getIndexType();
-    SmallVector<Type> argTypes(5, gptr);
-    argTypes.append(5 + 14, b.getI64Type()); // B H Hkv M N, then 14 strides: .u64 in the ABI
+    // The launch ABI (tilefuse/runtime/device/LaunchAbi.h): the tensors' pointers, then the
+    // sizes and the strides, i64 (.u64 in PTX).
+    SmallVector<Type> argTypes(launch_abi::kTensorCount, gptr);
+    argTypes.append(launch_abi::kSizeCount + launch_abi::kStrideCount, b.getI64Type());
     auto kernel = gpu::GPUFuncOp::create(b, loc, fn.getSymName(),
                                          b.getFunctionType(argTypes, {}));
     kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
@@ -88,13 +91,19 @@ public:
     // Sizes and strides arrive as i64; the kernel computes in index (32-bit on the GPU: the
     // launcher checks that every element offset fits).
     SmallVector<Value> scalars;
-    for (unsigned i = 5; i < entry.getNumArguments(); ++i)
+    for (unsigned i = launch_abi::kFirstSize; i < entry.getNumArguments(); ++i)
       scalars.push_back(arith::IndexCastOp::create(b, loc, idxTy, entry.getArgument(i)));
     auto arg = [&](unsigned i) -> Value {
-      return i < 5 ? Value(entry.getArgument(i)) : scalars[i - 5];
+      return i < launch_abi::kFirstSize ? Value(entry.getArgument(i))
+                                        : scalars[i - launch_abi::kFirstSize];
     };
-    Value B = arg(5), H = arg(6), Hkv = arg(7), M = arg(8), N = arg(9);
-    auto stride = [&](unsigned i) { return arg(10 + i); };
+    auto size = [&](launch_abi::SizeParameter p) {
+      return arg(launch_abi::kFirstSize + launch_abi::sizeIndex(p));
+    };
+    using launch_abi::SizeParameter;
+    Value B = size(SizeParameter::B), H = size(SizeParameter::H), Hkv = size(SizeParameter::Hkv),
+          M = size(SizeParameter::M), N = size(SizeParameter::N);
+    auto stride = [&](unsigned i) { return arg(launch_abi::kFirstStride + i); };
     Value one = idx(1);
     auto argTy = [&](unsigned i) { return cast<MemRefType>(fn.getArgument(i).getType()); };
     auto dimOf = [&](unsigned i, unsigned d) { return idx(argTy(i).getDimSize(d)); };
@@ -1308,7 +1317,7 @@ struct TileToNVVMPass : public tilefuse::impl::TileToNVVMBase<TileToNVVMPass> {
             << warpRows << " (rows per warp) for at most 16 warps (got " << br << ")";
         return signalPassFailure();
       }
-      if (fn.getNumArguments() != 5) {
+      if (fn.getNumArguments() != launch_abi::kTensorCount) {
         fn.emitError("tile-to-nvvm: kernels take (Q, K, V, O, LSE)");
         return signalPassFailure();
       }
