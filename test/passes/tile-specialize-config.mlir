@@ -5,6 +5,8 @@
 // RUN: tilefuse-opt %s --tile-specialize="config=Br=128,rows_per_warp=32" \
 // RUN:   --tile-front-end="block-m=32" --tile-pipeline --tile-to-nvvm="rows-per-warp=16" \
 // RUN:   | FileCheck %s --check-prefix=READ
+// RUN: tilefuse-opt %s --tile-to-ptx="config=Br=128 arch=sm_80" \
+// RUN:   | FileCheck %s --check-prefix=PTX
 // RUN: not tilefuse-opt %s --tile-specialize="config=Br=24" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD
 // RUN: not tilefuse-opt %s --tile-specialize="config=Br=64,colour=red" 2>&1 \
@@ -19,6 +21,10 @@
 
 // READ-LABEL: gpu.func @attention(
 // READ-SAME:    known_block_size = array<i32: 128, 1, 1>
+
+// tile-to-ptx{config} writes it first (its leading tile-specialize), over the module's Br=64:
+// 128 rows in 8 warps of 16.
+// PTX: .maxntid 256, 1, 1
 
 // BAD: error: tile-specialize: config 'Br=24': block-m must be a multiple of 16 up to 256
 // UNKNOWN: error: tile-specialize: config 'Br=64,colour=red': unknown setting 'colour'

@@ -119,8 +119,10 @@ TEST(KernelConfig, VerifierWantsAConfigAttributeOnAModule) {
 
   c.diagnostics.clear();
   c.ctx.allowUnregisteredDialects();
-  EXPECT_FALSE(c.parse("module {\n  module attributes {tile.config = #tile.config<\"Br=64\">} "
-                       "{}\n  \"test.op\"() {tile.config = #tile.config<\"Br=64\">} : () -> ()\n}"));
+  EXPECT_FALSE(c.parse("module {\n"
+                       "  module attributes {tile.config = #tile.config<\"Br=64\">} {}\n"
+                       "  \"test.op\"() {tile.config = #tile.config<\"Br=64\">} : () -> ()\n"
+                       "}"));
   ASSERT_FALSE(c.diagnostics.empty());
   EXPECT_NE(c.diagnostics.back().find("'tile.config' belongs on a module"), std::string::npos)
       << c.diagnostics.back();
