@@ -23,3 +23,48 @@ void TileDialect::initialize() {
 #include "tilefuse/dialect/TileAttrs.cpp.inc"
       >();
 }
+
+//===----------------------------------------------------------------------===//
+// #tile.config and the tile.config module attribute
+//===----------------------------------------------------------------------===//
+
+Attribute ConfigAttr::parse(AsmParser &parser, Type) {
+  std::string text;
+  if (parser.parseLess())
+    return {};
+  SMLoc textLoc = parser.getCurrentLocation();
+  if (parser.parseString(&text) || parser.parseGreater())
+    return {};
+  llvm::Expected<tilefuse::TileConfig> config = tilefuse::TileConfig::parse(text);
+  if (!config) {
+    parser.emitError(textLoc) << "#tile.config: " << llvm::toString(config.takeError());
+    return {};
+  }
+  return ConfigAttr::getChecked([&] { return parser.emitError(textLoc); }, parser.getContext(),
+                                *config);
+}
+
+void ConfigAttr::print(AsmPrinter &printer) const {
+  printer << "<";
+  printer.printString(getConfig().print());
+  printer << ">";
+}
+
+LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 tilefuse::TileConfig config) {
+  // The fields and how they combine; the chip is tile-to-nvvm's to check.
+  if (llvm::Error error = config.verify())
+    return emitError() << "#tile.config: " << llvm::toString(std::move(error));
+  return success();
+}
+
+LogicalResult TileDialect::verifyOperationAttribute(Operation *op, NamedAttribute attribute) {
+  if (attribute.getName() != kConfigAttrName)
+    return success(); // tile.param, tile.sweep, ...: the ops' and passes' own markers
+  if (!isa<ModuleOp>(op))
+    return op->emitError() << "'" << kConfigAttrName << "' belongs on a module";
+  if (!isa<ConfigAttr>(attribute.getValue()))
+    return op->emitError() << "'" << kConfigAttrName << "' must be a #tile.config, not "
+                           << attribute.getValue();
+  return success();
+}

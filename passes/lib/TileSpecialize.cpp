@@ -1,13 +1,15 @@
 //===- TileSpecialize.cpp - head dimension and storage type of a kernel ---===//
 //
 // A kernel is written once for one head dimension and storage type; this pass retypes it for
-// others with MLIR's AttrTypeReplacer, so no text is edited and every op re-verifies.
+// others with MLIR's AttrTypeReplacer, so no text is edited and every op re-verifies. It also
+// writes the kernel configuration on the module (tile.config), where the later passes read it.
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/AttrTypeSubElements.h"
+#include "tilefuse/dialect/KernelConfig.h"
 
 namespace tilefuse {
 #define GEN_PASS_DEF_TILESPECIALIZE
@@ -95,6 +97,16 @@ struct TileSpecializePass : public tilefuse::impl::TileSpecializeBase<TileSpecia
     }
     if (failed(setParams(module)))
       return signalPassFailure();
+    if (!config.empty()) {
+      llvm::Expected<TileConfig> parsed = TileConfig::parse(config);
+      llvm::Error error = parsed ? parsed->verify() : parsed.takeError();
+      if (error) {
+        module.emitError("tile-specialize: config '")
+            << config << "': " << llvm::toString(std::move(error));
+        return signalPassFailure();
+      }
+      tile::writeModuleConfig(module, *parsed);
+    }
     // The written head dimension and storage type are Q's: the first argument of each kernel.
     for (auto fn : module.getOps<func::FuncOp>()) {
       if (fn.isExternal() || fn.getNumArguments() == 0)

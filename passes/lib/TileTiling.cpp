@@ -14,6 +14,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "tilefuse/dialect/KernelConfig.h"
 
 #include <cmath>
 
@@ -289,9 +290,17 @@ struct TileTilingPass : public tilefuse::impl::TileTilingBase<TileTilingPass> {
   using TileTilingBase::TileTilingBase;
 
   void runOnOperation() override {
-    if (blockM <= 0 || blockN <= 0) {
-      getOperation().emitError() << "tile-tiling: block sizes must be positive (block-m="
-                                 << blockM.getValue() << ", block-n=" << blockN.getValue() << ")";
+    // The module's tile.config wins; the options fill what it leaves unset (KernelConfig.h).
+    TileConfig options;
+    options.blockM = blockM;
+    options.blockN = blockN;
+    FailureOr<TileConfig> config = tile::configForPass(getOperation(), options);
+    if (failed(config))
+      return signalPassFailure();
+    int64_t br = *config->blockM, bc = *config->blockN;
+    if (br <= 0 || bc <= 0) {
+      getOperation().emitError() << "tile-tiling: block sizes must be positive (block-m=" << br
+                                 << ", block-n=" << bc << ")";
       return signalPassFailure();
     }
     SmallVector<SoftmaxOp> softmaxes;
@@ -305,7 +314,7 @@ struct TileTilingPass : public tilefuse::impl::TileTilingBase<TileTilingPass> {
       if (chain->lseStore && last->isBeforeInBlock(chain->lseStore))
         last = chain->lseStore;
       OpBuilder b(last);
-      TilingEmitter(b, softmax.getLoc(), *chain, blockM, blockN).emit();
+      TilingEmitter(b, softmax.getLoc(), *chain, br, bc).emit();
 
       IRRewriter rewriter(&getContext());
       rewriter.eraseOp(chain->outStore);

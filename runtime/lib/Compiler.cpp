@@ -11,6 +11,7 @@
 #include "mlir/Support/Timing.h"
 #include "tilefuse/dialect/TileOps.h"
 #include "tilefuse/passes/Passes.h"
+#include "tilefuse/passes/Pipelines.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -224,15 +225,12 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   k.threads = tiles.threads();
 
   PassManager pm(&ctx, ModuleOp::getOperationName());
+  // The configuration travels as its text: the pipeline's tile-specialize writes it on the
+  // module (tile.config), where every pass that has a setting of it reads it.
   tilefuse::GpuPipelineOptions gpo;
-  gpo.blockM = *tiles.blockM;
-  gpo.blockN = *tiles.blockN;
+  gpo.config = tiles.print();
   gpo.chip = options.chip;
   gpo.features = options.features;
-  gpo.copyIssue = copyIssueName(*tiles.copyIssue).str();
-  gpo.rowsPerWarp = *tiles.rowsPerWarp;
-  gpo.qOperand = qOperandName(*tiles.qOperand).str();
-  gpo.mma = mmaKindName(*tiles.mma).str();
   tilefuse::buildTileToPTXPipeline(pm, gpo);
   instrument(pm, "2-tile-to-ptx");
   if (failed(pm.run(*module)))

@@ -31,6 +31,7 @@
 #include "tilefuse/dialect/TileOps.h"
 #include "tilefuse/kernels/Registry.h"
 #include "tilefuse/passes/Passes.h"
+#include "tilefuse/passes/Pipelines.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/LLVMContext.h"
@@ -483,8 +484,10 @@ public:
 
     PassManager pm(&ctx, ModuleOp::getOperationName());
     tilefuse::GpuPipelineOptions options;
-    options.blockM = blockM;
-    options.blockN = blockN;
+    tilefuse::TileConfig tiles;
+    tiles.blockM = blockM;
+    tiles.blockN = blockN;
+    options.config = tiles.print();
     options.chip = optionRng() % 2 ? "sm_90a" : "sm_80";
     tilefuse::buildTileToPTXPipeline(pm, options);
     if (failed(pm.run(*module)))

@@ -10,6 +10,7 @@
 #include "tilefuse/codegen/Passes.h"
 #include "tilefuse/dialect/TileGPUDialect.h"
 #include "tilefuse/passes/Passes.h"
+#include "tilefuse/passes/Pipelines.h"
 #include "tilefuse/passes/gpu/Passes.h"
 
 int main(int argc, char **argv) {

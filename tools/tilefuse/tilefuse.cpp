@@ -139,8 +139,8 @@ static cl::opt<std::string> cQOperand(
 static cl::opt<std::string> cCopyIssue(
     "copy-issue",
     cl::desc("When key/value copies into a buffer with pending readers start: eager (barrier, "
-             "copy) or at-barrier (after the next barrier; one fewer per block)"),
-    cl::init("eager"), cl::sub(compileCmd), cl::cat(compileCategory));
+             "copy) or at-barrier (after the next barrier; one fewer per block); empty: tuned"),
+    cl::init(""), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<std::string> cConfig(
     "config",
     cl::desc("Comma-separated KEY=VALUE settings that override the options above: Br or block_m, "
@@ -610,27 +610,20 @@ static int compileMain() {
   opts.params.assign(cParams.begin(), cParams.end());
   opts.chip = cArch;
   opts.features = cPtxVersion;
-  // The single options first, as a configuration text, so their values are checked and named
-  // like --config's.
-  llvm::SmallVector<std::string> single;
+  // The single options first: TileConfig's fields, the choices read by TileConfig::set under
+  // the option's own name, so their values are checked and named like --config's.
   if (cBlockM)
-    single.push_back("Br=" + std::to_string(cBlockM));
+    opts.tiles.blockM = cBlockM;
   if (cBlockN)
-    single.push_back("Bc=" + std::to_string(cBlockN));
+    opts.tiles.blockN = cBlockN;
   if (cRowsPerWarp)
-    single.push_back("rows_per_warp=" + std::to_string(cRowsPerWarp));
-  if (!cMma.empty())
-    single.push_back("mma=" + cMma);
-  if (!cQOperand.empty())
-    single.push_back("q=" + cQOperand);
-  if (cCopyIssue != "eager")
-    single.push_back("copy_issue=" + cCopyIssue);
-  auto tiles = TileConfig::parse(llvm::join(single, ","));
-  if (!tiles) {
-    fmt::print(stderr, "error: {}\n", llvm::toString(tiles.takeError()));
-    return 2;
-  }
-  opts.tiles = *tiles;
+    opts.tiles.rowsPerWarp = cRowsPerWarp;
+  for (cl::opt<std::string> *choice : {&cMma, &cQOperand, &cCopyIssue})
+    if (!choice->empty())
+      if (llvm::Error error = opts.tiles.set(choice->ArgStr, *choice)) {
+        fmt::print(stderr, "error: {}\n", llvm::toString(std::move(error)));
+        return 2;
+      }
   if (!applyConfig(cConfig, opts))
     return 2;
   // --tuned: the tuning database's configuration for this kernel, GPU and sequence bucket

@@ -1,37 +1,23 @@
 //===- KernelToNVVM.cpp - kernel functions and the grid to NVVM -----------===//
 //
-// A kernel function (Q, K, V, O, LSE) becomes a gpu.func with the launch ABI's parameters:
-// the five base pointers, the sizes B, H, Hkv, M, N and the fourteen strides (in elements,
-// innermost stride 1 implied), all 64-bit as the runtime and the AOT launcher pass them. Each
-// view is rebuilt from them as the KernelView struct its converted type is. The program grid,
+// A kernel function (Q, K, V, O, LSE) becomes a gpu.func with the launch ABI's parameters
+// (tilefuse/runtime/device/LaunchAbi.h, the one definition the runtime and the AOT launcher
+// follow too): the tensors' base pointers, the sizes and the strides (in elements, innermost
+// stride 1 implied), all 64-bit. Each view is rebuilt from them as the KernelView struct its
+// converted type is; a dimension the ABI has no size for (D) is the type's static size. The program grid,
 // scf.forall (batch, head, row block), maps to (blockIdx.z, blockIdx.y, blockIdx.x).
 //
 //===----------------------------------------------------------------------===//
 #include "TGPUToNVVMPatterns.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "tilefuse/runtime/device/LaunchAbi.h"
 
 using namespace mlir;
 using namespace tilefuse;
 using namespace tilefuse::nvvm;
 
 namespace {
-
-/// The launch ABI: which size parameter is each dimension of each view, and where its strides
-/// start among the stride parameters (the innermost stride is 1 and not passed).
-enum SizeParameter { kB = 0, kH = 1, kHkv = 2, kM = 3, kN = 4 };
-constexpr int kViewCount = 5, kSizeCount = 5, kStrideCount = 14;
-struct AbiView {
-  SmallVector<int, 4> sizes; ///< per leading dimension; the head dimension is the type's
-  int firstStride;
-};
-const AbiView kAbiViews[kViewCount] = {
-    {{kB, kH, kM}, 0},    // Q: B x H x M x D
-    {{kB, kHkv, kN}, 3},  // K: B x Hkv x N x D
-    {{kB, kHkv, kN}, 6},  // V
-    {{kB, kH, kM}, 9},    // O: B x H x M x D
-    {{kB, kH, kM}, 12},   // LSE: B x H x M (innermost is M)
-};
 
 struct ForallToBlockIds : OpConversionPattern<scf::ForallOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -59,21 +45,22 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
                                                                gpu::GPUModuleOp gpuModule,
                                                                int64_t threads) {
   MLIRContext *ctx = fn.getContext();
-  if (fn.getNumArguments() != kViewCount || !fn.getResultTypes().empty() ||
+  namespace abi = launch_abi;
+  if (fn.getNumArguments() != abi::kTensorCount || !fn.getResultTypes().empty() ||
       !llvm::all_of(fn.getArgumentTypes(), [](Type t) { return isa<MemRefType>(t); }))
     return fn.emitError("a GPU kernel takes the views (Q, K, V, O, LSE) and returns nothing");
   for (auto [i, t] : llvm::enumerate(fn.getArgumentTypes())) {
     auto m = cast<MemRefType>(t);
-    if (m.getRank() != (int64_t)kAbiViews[i].sizes.size() + (i == 4 ? 0 : 1))
-      return fn.emitError() << "view #" << i << " has rank " << m.getRank()
-                            << ", the launch ABI expects "
-                            << kAbiViews[i].sizes.size() + (i == 4 ? 0 : 1);
+    if (m.getRank() != abi::kTensors[i].rank)
+      return fn.emitError() << "view #" << i << " (" << abi::kTensors[i].name << ") has rank "
+                            << m.getRank() << ", the launch ABI's has "
+                            << abi::kTensors[i].rank;
   }
   OpBuilder b = OpBuilder::atBlockEnd(gpuModule.getBody());
   Location loc = fn.getLoc();
   auto global = LLVM::LLVMPointerType::get(ctx, 1);
-  SmallVector<Type> params(kViewCount, global);
-  params.append(kSizeCount + kStrideCount, b.getI64Type());
+  SmallVector<Type> params(abi::kTensorCount, global);
+  params.append(abi::kSizeCount + abi::kStrideCount, b.getI64Type());
   auto kernel = gpu::GPUFuncOp::create(b, loc, fn.getSymName(), b.getFunctionType(params, {}));
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
@@ -83,8 +70,7 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
 
   Block &entry = kernel.getBody().front();
   b.setInsertionPointToStart(&entry);
-  auto size = [&](int p) { return entry.getArgument(kViewCount + p); };
-  auto stride = [&](int s) { return entry.getArgument(kViewCount + kSizeCount + s); };
+  auto stride = [&](int s) { return entry.getArgument(abi::kFirstStride + s); };
   TGPUToNVVMTypeConverter converter(ctx);
   SmallVector<Value> views;
   for (auto [i, t] : llvm::enumerate(fn.getArgumentTypes())) {
@@ -92,15 +78,16 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
     Type structType = converter.convertType(type);
     Value v = LLVM::PoisonOp::create(b, loc, structType);
     v = LLVM::InsertValueOp::create(b, loc, v, entry.getArgument(i), ArrayRef<int64_t>{0});
-    const AbiView &abi = kAbiViews[i];
+    const abi::Tensor &tensor = abi::kTensors[i];
     for (int64_t d = 0; d < type.getRank(); ++d) {
-      bool leading = d < (int64_t)abi.sizes.size();
-      Value extent = leading ? size(abi.sizes[d])
-                             : LLVM::ConstantOp::create(b, loc, b.getI64Type(),
-                                                        type.getDimSize(d)).getResult();
+      int sizeIndex = abi::sizeIndex(tensor.dimensions[d]);
+      Value extent = sizeIndex >= 0
+                         ? Value(entry.getArgument(abi::kFirstSize + sizeIndex))
+                         : LLVM::ConstantOp::create(b, loc, b.getI64Type(), type.getDimSize(d))
+                               .getResult();
       // The innermost dimension is contiguous; the others take their stride parameters.
       Value step = d + 1 < type.getRank()
-                       ? stride(abi.firstStride + d)
+                       ? stride(abi::firstStride(i) + d)
                        : LLVM::ConstantOp::create(b, loc, b.getI64Type(), 1).getResult();
       v = LLVM::InsertValueOp::create(b, loc, v, extent, ArrayRef<int64_t>{1, d});
       v = LLVM::InsertValueOp::create(b, loc, v, step, ArrayRef<int64_t>{2, d});

@@ -36,8 +36,10 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "tilefuse/dialect/KernelConfig.h"
 #include "tilefuse/dialect/TileMath.h"
 #include "tilefuse/dialect/TileOps.h"
+#include "tilefuse/runtime/device/LaunchAbi.h"
 
 #include <cmath>
 #include <functional>
@@ -72,8 +74,10 @@ public:
     MLIRContext *ctx = b.getContext();
     auto gptr = LLVM::LLVMPointerType::get(ctx, 1);
     Type idxTy = b.getIndexType();
-    SmallVector<Type> argTypes(5, gptr);
-    argTypes.append(5 + 14, b.getI64Type()); // B H Hkv M N, then 14 strides: .u64 in the ABI
+    // The launch ABI (tilefuse/runtime/device/LaunchAbi.h): the tensors' pointers, then the
+    // sizes and the strides, i64 (.u64 in PTX).
+    SmallVector<Type> argTypes(launch_abi::kTensorCount, gptr);
+    argTypes.append(launch_abi::kSizeCount + launch_abi::kStrideCount, b.getI64Type());
     auto kernel = gpu::GPUFuncOp::create(b, loc, fn.getSymName(),
                                          b.getFunctionType(argTypes, {}));
     kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
@@ -87,13 +91,19 @@ public:
     // Sizes and strides arrive as i64; the kernel computes in index (32-bit on the GPU: the
     // launcher checks that every element offset fits).
     SmallVector<Value> scalars;
-    for (unsigned i = 5; i < entry.getNumArguments(); ++i)
+    for (unsigned i = launch_abi::kFirstSize; i < entry.getNumArguments(); ++i)
       scalars.push_back(arith::IndexCastOp::create(b, loc, idxTy, entry.getArgument(i)));
     auto arg = [&](unsigned i) -> Value {
-      return i < 5 ? Value(entry.getArgument(i)) : scalars[i - 5];
+      return i < launch_abi::kFirstSize ? Value(entry.getArgument(i))
+                                        : scalars[i - launch_abi::kFirstSize];
     };
-    Value B = arg(5), H = arg(6), Hkv = arg(7), M = arg(8), N = arg(9);
-    auto stride = [&](unsigned i) { return arg(10 + i); };
+    auto size = [&](launch_abi::SizeParameter p) {
+      return arg(launch_abi::kFirstSize + launch_abi::sizeIndex(p));
+    };
+    using launch_abi::SizeParameter;
+    Value B = size(SizeParameter::B), H = size(SizeParameter::H), Hkv = size(SizeParameter::Hkv),
+          M = size(SizeParameter::M), N = size(SizeParameter::N);
+    auto stride = [&](unsigned i) { return arg(launch_abi::kFirstStride + i); };
     Value one = idx(1);
     auto argTy = [&](unsigned i) { return cast<MemRefType>(fn.getArgument(i).getType()); };
     auto dimOf = [&](unsigned i, unsigned d) { return idx(argTy(i).getDimSize(d)); };
@@ -1266,6 +1276,22 @@ struct TileToNVVMPass : public tilefuse::impl::TileToNVVMBase<TileToNVVMPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+    // The configuration: the module's tile.config, the options where it sets nothing
+    // (tilefuse/dialect/KernelConfig.h).
+    TileConfig options;
+    options.rowsPerWarp = rowsPerWarp;
+    for (auto [key, value] : {std::pair<StringRef, StringRef>{"mma", mma},
+                              {"q-operand", qOperand},
+                              {"copy-issue", copyIssue}})
+      if (llvm::Error error = options.set(key, value)) {
+        module.emitError("tile-to-nvvm: ") << llvm::toString(std::move(error));
+        return signalPassFailure();
+      }
+    FailureOr<TileConfig> config = tile::configForPass(module, options);
+    if (failed(config))
+      return signalPassFailure();
+    int64_t warpRows = *config->rowsPerWarp;
+    bool wgmma = config->mma == MmaKind::Wgmma, qInShared = config->qOperand == QOperand::Shared;
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     auto target = NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda", chip,
                                             features);
@@ -1282,47 +1308,32 @@ struct TileToNVVMPass : public tilefuse::impl::TileToNVVMBase<TileToNVVMPass> {
         if (load.getView() == fn.getArgument(0))
           br = load.getType().getDimSize(0);
       });
-      if (rowsPerWarp != 16 && rowsPerWarp != 32) {
-        fn.emitError("tile-to-nvvm: rows-per-warp must be 16 or 32, not ") << rowsPerWarp.getValue();
+      if (warpRows != 16 && warpRows != 32) {
+        fn.emitError("tile-to-nvvm: rows-per-warp must be 16 or 32, not ") << warpRows;
         return signalPassFailure();
       }
-      if (br <= 0 || br % rowsPerWarp || br / rowsPerWarp > 16) {
+      if (br <= 0 || br % warpRows || br / warpRows > 16) {
         fn.emitError("tile-to-nvvm: Br must be a multiple of ")
-            << rowsPerWarp.getValue() << " (rows per warp) for at most 16 warps (got " << br
-            << ")";
+            << warpRows << " (rows per warp) for at most 16 warps (got " << br << ")";
         return signalPassFailure();
       }
-      if (fn.getNumArguments() != 5) {
+      if (fn.getNumArguments() != launch_abi::kTensorCount) {
         fn.emitError("tile-to-nvvm: kernels take (Q, K, V, O, LSE)");
         return signalPassFailure();
       }
       OpBuilder kb = OpBuilder::atBlockEnd(gm.getBody());
-      if (copyIssue != "eager" && copyIssue != "at-barrier") {
-        fn.emitError("tile-to-nvvm: copy-issue must be eager or at-barrier, not '")
-            << copyIssue << "'";
-        return signalPassFailure();
-      }
-      if (qOperand != "registers" && qOperand != "shared") {
-        fn.emitError("tile-to-nvvm: q-operand must be registers or shared, not '")
-            << qOperand << "'";
-        return signalPassFailure();
-      }
-      if (mma != "sync" && mma != "wgmma") {
-        fn.emitError("tile-to-nvvm: mma must be sync or wgmma, not '") << mma << "'";
-        return signalPassFailure();
-      }
-      if (mma == "wgmma") {
+      if (wgmma) {
         // Warpgroups of 4 warps x 16 rows; sm_90a only (wgmma does not exist elsewhere).
-        if (chip != "sm_90a" || rowsPerWarp != 16 || br % 64 || qOperand != "registers") {
+        if (chip != "sm_90a" || warpRows != 16 || br % 64 || qInShared) {
           fn.emitError("tile-to-nvvm: mma=wgmma needs chip=sm_90a, rows-per-warp=16, "
                        "q-operand=registers and Br a multiple of 64 (got chip=")
-              << chip << ", rows-per-warp=" << rowsPerWarp.getValue()
-              << ", q-operand=" << qOperand << ", Br=" << br << ")";
+              << chip << ", rows-per-warp=" << warpRows
+              << ", q-operand=" << qOperandName(*config->qOperand) << ", Br=" << br << ")";
           return signalPassFailure();
         }
       }
-      KernelEmitter emitter(kb, fn.getLoc(), br, rowsPerWarp / 16, module, gm,
-                            copyIssue == "at-barrier", qOperand == "shared", mma == "wgmma");
+      KernelEmitter emitter(kb, fn.getLoc(), br, warpRows / 16, module, gm,
+                            config->copyIssue == CopyIssue::AtBarrier, qInShared, wgmma);
       if (failed(emitter.emit(fn)))
         return signalPassFailure();
       fn.erase();

@@ -30,6 +30,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "tilefuse/dialect/GPULayouts.h"
+#include "tilefuse/dialect/KernelConfig.h"
 #include "tilefuse/dialect/TileGPUDialect.h"
 #include "tilefuse/dialect/TileOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -109,17 +110,28 @@ bool isElementwise(Operation *op) {
 struct AssignLayouts : public tilefuse::tgpu::impl::TGPUAssignLayoutsBase<AssignLayouts> {
   using Base::Base;
 
+  /// The configuration this run lays out for (runOnOperation reads it).
+  bool wgmma = false, qInShared = false;
+  int64_t warpRows = 16;
+
   void runOnOperation() override {
     func::FuncOp kernel = getOperation();
-    if (mma != "sync" && mma != "wgmma") {
-      kernel.emitError() << "tgpu-assign-layouts: mma is sync or wgmma, not '" << mma << "'";
+    // The configuration: the module's tile.config, the options where it sets nothing
+    // (tilefuse/dialect/KernelConfig.h).
+    TileConfig options;
+    options.rowsPerWarp = rowsPerWarp;
+    for (auto [key, value] :
+         {std::pair<StringRef, StringRef>{"mma", mma}, {"q-operand", qOperand}})
+      if (llvm::Error error = options.set(key, value)) {
+        kernel.emitError() << "tgpu-assign-layouts: " << llvm::toString(std::move(error));
+        return signalPassFailure();
+      }
+    FailureOr<TileConfig> config = tile::configForPass(kernel, options);
+    if (failed(config))
       return signalPassFailure();
-    }
-    if (qOperand != "registers" && qOperand != "shared") {
-      kernel.emitError() << "tgpu-assign-layouts: q-operand is registers or shared, not '"
-                         << qOperand << "'";
-      return signalPassFailure();
-    }
+    wgmma = config->mma == MmaKind::Wgmma;
+    warpRows = *config->rowsPerWarp;
+    qInShared = config->qOperand == QOperand::Shared;
     splitTensorConstants(kernel);
     if (failed(assign(kernel)))
       return signalPassFailure();
@@ -192,8 +204,6 @@ struct AssignLayouts : public tilefuse::tgpu::impl::TGPUAssignLayoutsBase<Assign
       return failure();
 
     // The kernel's layouts, from the options and Br.
-    bool wgmma = mma == "wgmma";
-    int64_t warpRows = rowsPerWarp;
     Attribute accumulator, operandA;
     SharedSwizzle swizzle = wgmma ? SharedSwizzle::Canonical128B : SharedSwizzle::ChunkXor;
     if (wgmma) {
@@ -226,7 +236,7 @@ struct AssignLayouts : public tilefuse::tgpu::impl::TGPUAssignLayoutsBase<Assign
         if (Value acc = dot.getAcc())
           classes.anchor(acc, accumulator, op);
         Type lhsElement = dot.getLhs().getType().getElementType();
-        Attribute lhs = lhsElement.isF32() ? accumulator : qOperand == "shared" ? shared : operandA;
+        Attribute lhs = lhsElement.isF32() ? accumulator : qInShared ? shared : operandA;
         classes.anchor(dot.getLhs(), lhs, op);
         classes.anchor(dot.getRhs(), shared, op);
         return WalkResult::advance();

@@ -26,6 +26,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "tilefuse/dialect/KernelConfig.h"
 #include "tilefuse/dialect/TileGPUOps.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -373,12 +374,16 @@ struct InsertBarriers
     func::FuncOp kernel = getOperation();
     if (kernel.isExternal())
       return;
-    if (copyIssue != "eager" && copyIssue != "at-barrier") {
-      kernel.emitError() << "tgpu-insert-barriers: copy-issue is eager or at-barrier, not '"
-                         << copyIssue << "'";
+    // The module's tile.config wins over the option (tilefuse/dialect/KernelConfig.h).
+    TileConfig options;
+    if (llvm::Error error = options.set("copy-issue", copyIssue)) {
+      kernel.emitError() << "tgpu-insert-barriers: " << llvm::toString(std::move(error));
       return signalPassFailure();
     }
-    BarrierInserter inserter(kernel, copyIssue == "at-barrier");
+    FailureOr<TileConfig> config = tile::configForPass(kernel, options);
+    if (failed(config))
+      return signalPassFailure();
+    BarrierInserter inserter(kernel, config->copyIssue == CopyIssue::AtBarrier);
     if (failed(inserter.run(kernel.getBody().front())))
       return signalPassFailure();
   }

@@ -14,6 +14,7 @@
 #include "tilefuse/codegen/Passes.h"
 #include "tilefuse/dialect/TileOps.h"
 #include "tilefuse/passes/Passes.h"
+#include "tilefuse/passes/Pipelines.h"
 #include "llvm/Support/TargetSelect.h"
 
 #include <mutex>

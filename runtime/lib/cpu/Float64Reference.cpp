@@ -13,6 +13,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "tilefuse/dialect/TileOps.h"
 #include "tilefuse/passes/Passes.h"
+#include "tilefuse/passes/Pipelines.h"
 #include "tilefuse/runtime/Reference.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"

@@ -21,21 +21,7 @@ using namespace tilefuse::runtime::cuda::detail;
 //===----------------------------------------------------------------------===//
 
 llvm::StringRef tilefuse::runtime::cuda::sizeParameterName(SizeParameter parameter) {
-  switch (parameter) {
-  case SizeParameter::B:
-    return "B";
-  case SizeParameter::H:
-    return "H";
-  case SizeParameter::Hkv:
-    return "Hkv";
-  case SizeParameter::M:
-    return "M";
-  case SizeParameter::N:
-    return "N";
-  case SizeParameter::D:
-    return "D";
-  }
-  return "?";
+  return launch_abi::sizeName(parameter);
 }
 
 int64_t AttentionShape::size(SizeParameter parameter) const {
@@ -57,13 +43,15 @@ int64_t AttentionShape::size(SizeParameter parameter) const {
 }
 
 llvm::ArrayRef<AbiTensor> tilefuse::runtime::cuda::abiTensors() {
-  using P = SizeParameter;
-  static constexpr P queryDims[] = {P::B, P::H, P::M, P::D};
-  static constexpr P keyDims[] = {P::B, P::Hkv, P::N, P::D};
-  static constexpr P lseDims[] = {P::B, P::H, P::M};
-  static const AbiTensor tensors[] = {
-      {"Q", queryDims}, {"K", keyDims}, {"V", keyDims}, {"O", queryDims}, {"LSE", lseDims}};
-  static_assert(std::size(tensors) == abiTensorCount);
+  // Views of launch_abi::kTensors, which stays the one definition.
+  static const std::array<AbiTensor, abiTensorCount> tensors = [] {
+    std::array<AbiTensor, abiTensorCount> out{};
+    for (int t = 0; t < abiTensorCount; ++t) {
+      const launch_abi::Tensor &tensor = launch_abi::kTensors[t];
+      out[t] = {llvm::StringRef(tensor.name), llvm::ArrayRef(tensor.dimensions, tensor.rank)};
+    }
+    return out;
+  }();
   return tensors;
 }
 
@@ -297,13 +285,10 @@ llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metada
     return fail("H and B must be at most 65535 (grid y and z), not " + llvm::Twine(shape.H) +
                 " and " + llvm::Twine(shape.B));
 
-  static const char *const strideNames[AttentionStrides::count] = {
-      "q_b", "q_h", "q_m", "k_b", "k_h", "k_n", "v_b", "v_h", "v_n", "o_b", "o_h", "o_m",
-      "lse_b", "lse_h"};
   std::array<int64_t, AttentionStrides::count> strideValues = strides.toArray();
   for (int i = 0; i < AttentionStrides::count; ++i)
     if (strideValues[i] < 0)
-      return fail(llvm::Twine("stride ") + strideNames[i] + " is negative (" +
+      return fail("stride " + launch_abi::strideName(i) + " is negative (" +
                   llvm::Twine(strideValues[i]) + ")");
 
   // The kernels compute element offsets in 32 bits: the largest offset of each tensor must fit.
@@ -330,11 +315,11 @@ llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metada
   // Vector accesses: Q and O move element pairs (4 bytes), K and V 16-byte chunks (cp.async).
   for (int i : {0, 1, 2, 9, 10, 11})
     if (sv[i] % 2 != 0)
-      return fail(llvm::Twine("stride ") + strideNames[i] + " must be even, not " +
+      return fail("stride " + launch_abi::strideName(i) + " must be even, not " +
                   llvm::Twine(sv[i]));
   for (int i : {3, 4, 5, 6, 7, 8})
     if (sv[i] % 8 != 0)
-      return fail(llvm::Twine("stride ") + strideNames[i] + " must be a multiple of 8 (16-byte " +
+      return fail("stride " + launch_abi::strideName(i) + " must be a multiple of 8 (16-byte " +
                   "rows for the asynchronous copies), not " + llvm::Twine(sv[i]));
 
   uint64_t elementBytes = metadata.dtype == ElementType::F32 ? 4 : 2;
@@ -531,18 +516,20 @@ llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buff
                          "was loaded in");
   }
 
-  // cuLaunchKernel takes the address of each parameter, in the ABI's order.
+  // cuLaunchKernel takes the address of each parameter, in the ABI's order (LaunchAbi.h).
   CUdeviceptr pointers[] = {buffers.q, buffers.k, buffers.v, buffers.o, buffers.lse};
-  int64_t sizes[] = {shape.B, shape.H, shape.Hkv, shape.M, shape.N};
+  static_assert(std::size(pointers) == launch_abi::kTensorCount);
+  std::array<int64_t, launch_abi::kSizeCount> sizes;
+  for (int i = 0; i < launch_abi::kSizeCount; ++i)
+    sizes[i] = shape.size(launch_abi::kSizes[i]);
   std::array<int64_t, AttentionStrides::count> strideValues = strides.toArray();
-  void *parameters[std::size(pointers) + std::size(sizes) + AttentionStrides::count];
-  size_t next = 0;
-  for (CUdeviceptr &p : pointers)
-    parameters[next++] = &p;
-  for (int64_t &s : sizes)
-    parameters[next++] = &s;
-  for (int64_t &s : strideValues)
-    parameters[next++] = &s;
+  void *parameters[launch_abi::kParameterCount];
+  for (int i = 0; i < launch_abi::kTensorCount; ++i)
+    parameters[i] = &pointers[i];
+  for (int i = 0; i < launch_abi::kSizeCount; ++i)
+    parameters[launch_abi::kFirstSize + i] = &sizes[i];
+  for (int i = 0; i < launch_abi::kStrideCount; ++i)
+    parameters[launch_abi::kFirstStride + i] = &strideValues[i];
 
   auto gridX = static_cast<unsigned>((shape.M + metadata.blockM - 1) / metadata.blockM);
   auto gridY = static_cast<unsigned>(shape.H), gridZ = static_cast<unsigned>(shape.B);

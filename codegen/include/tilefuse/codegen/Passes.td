@@ -80,6 +80,10 @@ def TileToNVVM : Pass<"tile-to-nvvm", "mlir::ModuleOp"> {
     module as `tilefuse.shared_bytes = {kernel = bytes}` for the launcher. Row
     reductions finish with two xor-shuffles inside each quad of lanes. exp2/log/tanh use LLVM
     intrinsics (ex2.approx, lg2.approx), never libdevice.
+
+    The module's `tile.config` (written by tile-specialize{config}) wins over the options
+    rows-per-warp, mma, q-operand and copy-issue: they apply only where it sets no value
+    (tilefuse/dialect/KernelConfig.h). Br comes from the tiled IR.
   }];
   let options = [
     Option<"chip", "chip", "std::string", "\"sm_90a\"", "Target chip (sm_80, sm_90a, ...)">,

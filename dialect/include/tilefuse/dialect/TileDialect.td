@@ -38,6 +38,28 @@ def Tile_Dialect : Dialect {
     "::mlir::memref::MemRefDialect"
   ];
   let useDefaultAttributePrinterParser = 1;
+  // `tile.config` on a module must be a #tile.config (TileDialect.cpp).
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The module attribute that carries a kernel's configuration (#tile.config).
+    static constexpr ::llvm::StringLiteral kConfigAttrName = "tile.config";
+  }];
+}
+
+def Tile_ConfigAttr : AttrDef<Tile_Dialect, "Config"> {
+  let mnemonic = "config";
+  let summary = "The kernel configuration (block sizes and code generation choices)";
+  let description = [{
+    The typed kernel configuration (`tilefuse::TileConfig`, tilefuse/dialect/TileConfig.h) in
+    its canonical text, e.g. `#tile.config<"Br=64,Bc=128,rows_per_warp=16,mma=wgmma">`. A field
+    left out is unset: the pass that needs it takes its own option. `tile-specialize{config=...}`
+    writes it on the module as `tile.config`; tile-tiling and tile-to-nvvm read it from there.
+    The text is parsed and its fields checked (TileConfig::verify without a chip) when the
+    attribute is built, so a bad one is a located error, never a later pass's surprise.
+  }];
+  let parameters = (ins "::tilefuse::TileConfig":$config);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
 }
 
 class Tile_Op<string mnemonic, list<Trait> traits = []> :

@@ -9,6 +9,7 @@
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "tilefuse/dialect/TileConfig.h"
 #include "tilefuse/dialect/TileDialect.h"
 
 #include "tilefuse/dialect/TileEnums.h.inc"

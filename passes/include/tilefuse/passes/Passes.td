@@ -28,6 +28,12 @@ def TileSpecialize : Pass<"tile-specialize", "mlir::ModuleOp"> {
     Kernels keep their sequence lengths dynamic, so the head dimension is the only static last
     dimension they have. Variant parameters are the constants a kernel marks with a `tile.param`
     name (a window size, a soft cap); `params` sets them. Unset options keep what the kernel says.
+
+    `config` (the kernel configuration's text, tilefuse/dialect/TileConfig.h) is written on the
+    module as `tile.config = #tile.config<"...">` in its canonical form; the passes with a
+    setting of it (tile-tiling, tile-to-nvvm) read it from there and it wins over their options
+    (tilefuse/dialect/KernelConfig.h). A text that does not parse, or whose fields do not fit
+    together, is an error at the module. The chip is not known here: tile-to-nvvm checks it.
   }];
   let options = [
     Option<"headDim", "head-dim", "int64_t", "0", "New head dimension (0: keep)">,
@@ -35,7 +41,11 @@ def TileSpecialize : Pass<"tile-specialize", "mlir::ModuleOp"> {
            "New storage type: bf16, f16 or f32 (empty: keep)">,
     ListOption<"params", "params", "std::string",
                "Variant parameters, NAME=VALUE: the arith.constant marked {tile.param = NAME} "
-               "takes VALUE (an integer or a float, as its type)">
+               "takes VALUE (an integer or a float, as its type)">,
+    Option<"config", "config", "std::string", "\"\"",
+           "The kernel configuration, TileConfig's text (Br=64,Bc=128,rows_per_warp=16,"
+           "mma=wgmma,q=registers,copy_issue=eager; fields may be left out): written on the "
+           "module as tile.config, replacing any (empty: keep)">
   ];
 }
 
@@ -50,8 +60,10 @@ def TileTiling : Pass<"tile-tiling", "mlir::func::FuncOp"> {
     (loads past the bound read zero, the key bound joins the mask region), so any M and N work.
   }];
   let options = [
-    Option<"blockM", "block-m", "int64_t", "64", "Br: rows of Q per program">,
-    Option<"blockN", "block-n", "int64_t", "64", "Bc: columns of K/V per loop iteration">
+    Option<"blockM", "block-m", "int64_t", "64",
+           "Br: rows of Q per program, where the module's tile.config sets no Br">,
+    Option<"blockN", "block-n", "int64_t", "64",
+           "Bc: columns of K/V per loop iteration, where the module's tile.config sets no Bc">
   ];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
                            "mlir::math::MathDialect", "mlir::tensor::TensorDialect",

@@ -1,7 +1,7 @@
 //===- Compiler.h - DSL text to PTX, in process -----------------*- C++ -*-===//
 //
 // The GPU half of the JIT: parses a kernel, runs `tile-to-ptx` and returns the PTX with the
-// metadata a launcher needs (the launch ABI is in tilefuse/runtime/cuda/CudaKernel.h).
+// metadata a launcher needs (the launch ABI is tilefuse/runtime/device/LaunchAbi.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TILEFUSE_RUNTIME_COMPILER_H

@@ -5,13 +5,10 @@
 //   - one PTX module per kernel, with one `.entry` named like the kernel, and a JSON sidecar
 //     {"name", "block_m", "block_n", "threads", "head_dim", "dtype", "shared_bytes",
 //      "declared_sizes"} (KernelMetadata);
-//   - parameters, in order: q, k, v, o, lse (device pointers); B, H, Hkv, M, N (i64); the element
-//     strides q_b, q_h, q_m, k_b, k_h, k_n, v_b, v_h, v_n, o_b, o_h, o_m, lse_b, lse_h (i64; the
-//     innermost dimension of every tensor is contiguous);
-//   - Q, O: B x H x M x D and K, V: B x Hkv x N x D in the kernel's dtype; LSE: B x H x M f32
-//     (abiTensors()); every size the kernel's signature fixes (DeclaredSizes) must be launched
-//     with exactly that value;
-//   - grid (ceil(M / block_m), H, B), block (threads, 1, 1), dynamic shared memory shared_bytes.
+//   - the parameters, their order and the grid: tilefuse/runtime/device/LaunchAbi.h, the one
+//     definition (abiTensors() here is its view for this runtime);
+//   - every size the kernel's signature fixes (DeclaredSizes) must be launched with exactly that
+//     value.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TILEFUSE_RUNTIME_CUDA_CUDAKERNEL_H
@@ -19,6 +16,7 @@
 
 #include "tilefuse/runtime/HostView.h"
 #include "tilefuse/runtime/cuda/Driver.h"
+#include "tilefuse/runtime/device/LaunchAbi.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -32,22 +30,23 @@
 
 namespace tilefuse::runtime::cuda {
 
-/// The size parameters of the launch ABI (D is not one: it is the kernel's head dim).
-enum class SizeParameter { B, H, Hkv, M, N, D };
+/// The size parameters of the launch ABI (LaunchAbi.h; D is not passed: it is the kernel's head
+/// dim).
+using SizeParameter = launch_abi::SizeParameter;
 llvm::StringRef sizeParameterName(SizeParameter parameter);
 
 /// A tensor parameter of the launch ABI: its name and, per dimension, the size parameter that is
 /// its extent.
 struct AbiTensor {
-  llvm::StringLiteral name;
+  llvm::StringRef name;
   llvm::ArrayRef<SizeParameter> dimensions;
 };
 
 /// Q, K, V, O, LSE in parameter order: Q, O are B x H x M x D, K, V are B x Hkv x N x D, LSE is
 /// B x H x M.
 llvm::ArrayRef<AbiTensor> abiTensors();
-constexpr int abiTensorCount = 5;
-constexpr int abiMaxRank = 4;
+constexpr int abiTensorCount = launch_abi::kTensorCount;
+constexpr int abiMaxRank = launch_abi::kMaxRank;
 
 /// Every static size the kernel's signature declares, per ABI tensor and dimension (`dynamic`
 /// where the signature says `?`): gqa's Q, memref<?x8x?x64x...>, declares H = 8 and D = 64.
@@ -117,7 +116,7 @@ struct AttentionStrides {
   int64_t oB = 0, oH = 0, oM = 0;
   int64_t lseB = 0, lseH = 0;
 
-  static constexpr int count = 14;
+  static constexpr int count = launch_abi::kStrideCount;
   /// Row-major B x H x M x D etc. with no padding.
   static AttentionStrides contiguous(const AttentionShape &shape);
   /// From `count` values in parameter order.

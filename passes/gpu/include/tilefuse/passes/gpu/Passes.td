@@ -1,8 +1,9 @@
 //===- Passes.td - GPU-level scheduling passes (tgpu) ------*- tablegen -*-===//
 //
 // Level 5 of shared/DESIGN.md, one pass per file under passes/gpu/lib. They are registered
-// (tilefuse-opt runs them) but no pipeline runs them yet: tile-to-ptx still lowers tiled tile IR
-// with tile-to-nvvm, which decides layouts and shared offsets itself (issue 9 replaces it).
+// (tilefuse-opt runs them); tile-to-ptx runs them in this order after tile-pipeline, then
+// convert-tgpu-to-nvvm (codegen/). The configuration (mma, rows per warp, where Q lives, copy
+// issue) is the module's `tile.config` where it sets a field, else the pass's option.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TILEFUSE_PASSES_GPU_TD
@@ -15,7 +16,7 @@ def TGPUAssignLayouts : Pass<"tgpu-assign-layouts", "mlir::func::FuncOp"> {
   let description = [{
     On tiled `tile` IR (the output of `--tile-front-end --tile-pipeline`), writes where each
     block lives into its type, decided from the roles the IR gives it, once, so that no later
-    lowering infers it by following uses (tile-to-nvvm's `roleOf` does today):
+    lowering infers it by following uses (as the emitter tile-to-nvvm's `roleOf` did):
 
     * `tile.block_dot` result and accumulator, `tile.reduce` operand, `tile.broadcast`
       result: the accumulator, `#tgpu.mma_acc<warps = Br / rows-per-warp, rows_per_warp>`
@@ -35,7 +36,7 @@ def TGPUAssignLayouts : Pass<"tgpu-assign-layouts", "mlir::func::FuncOp"> {
     rejects for its shape (e.g. a shared tile whose rows are not a multiple of 128 bytes), is
     a located error, as is a shared tile that an element-wise op would compute on.
 
-    Not used by the GPU lowering yet: tile-to-ptx still runs tile-to-nvvm on unannotated IR.
+    The module's `tile.config` (mma, rows_per_warp, q) wins over the options.
   }];
   let options = [
     Option<"mma", "mma", "std::string", "\"sync\"",
@@ -77,7 +78,6 @@ def TGPUAllocateSharedMemory : Pass<"tgpu-allocate-shared-memory", "mlir::Module
     32 x the warps of its `tgpu.warp_specialize` partitions, or, without one, 32 x the warps
     of its register layouts, which must all agree.
 
-    Not used by the GPU lowering yet (tile-to-nvvm places its own buffers).
   }];
   let options = [
     Option<"maxSharedBytes", "max-shared-bytes", "int64_t", "232448",
@@ -165,7 +165,7 @@ def TGPUInsertBarriers : Pass<"tgpu-insert-barriers", "mlir::func::FuncOp"> {
     in flight). If the block reaches a region op or its terminator first, a barrier is
     inserted there and the copies follow it. (tile-to-nvvm cloned such copies into both
     branches of an `scf.if`, to issue them at each branch's first barrier; this pass does not
-    move copies into regions.)
+    move copies into regions.) The module's `tile.config` (copy_issue) wins over the option.
   }];
   let options = [
     Option<"copyIssue", "copy-issue", "std::string", "\"eager\"",

@@ -1,5 +1,5 @@
 //===- TileConfig.cpp - the typed kernel configuration --------------------===//
-#include "tilefuse/runtime/TileConfig.h"
+#include "tilefuse/dialect/TileConfig.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -7,19 +7,19 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/raw_ostream.h"
 
-using namespace tilefuse::runtime;
+using namespace tilefuse;
 
 static llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-llvm::StringRef tilefuse::runtime::mmaKindName(MmaKind kind) {
+llvm::StringRef tilefuse::mmaKindName(MmaKind kind) {
   return kind == MmaKind::Wgmma ? "wgmma" : "sync";
 }
-llvm::StringRef tilefuse::runtime::qOperandName(QOperand operand) {
+llvm::StringRef tilefuse::qOperandName(QOperand operand) {
   return operand == QOperand::Shared ? "shared" : "registers";
 }
-llvm::StringRef tilefuse::runtime::copyIssueName(CopyIssue issue) {
+llvm::StringRef tilefuse::copyIssueName(CopyIssue issue) {
   return issue == CopyIssue::AtBarrier ? "at-barrier" : "eager";
 }
 
@@ -34,6 +34,11 @@ bool TileConfig::empty() const {
 bool TileConfig::operator==(const TileConfig &other) const {
   return blockM == other.blockM && blockN == other.blockN && rowsPerWarp == other.rowsPerWarp &&
          mma == other.mma && qOperand == other.qOperand && copyIssue == other.copyIssue;
+}
+
+llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
+  return llvm::hash_combine(config.blockM, config.blockN, config.rowsPerWarp, config.mma,
+                            config.qOperand, config.copyIssue);
 }
 
 std::string TileConfig::print() const {
@@ -53,52 +58,50 @@ std::string TileConfig::print() const {
   return llvm::join(items, ",");
 }
 
+llvm::Error TileConfig::set(llvm::StringRef key, llvm::StringRef value) {
+  key = key.trim();
+  value = value.trim();
+  auto integer = [&](std::optional<int64_t> &field) -> llvm::Error {
+    int64_t v = 0;
+    if (value.getAsInteger(10, v))
+      return fail(key + " needs an integer, not '" + value + "'");
+    field = v;
+    return llvm::Error::success();
+  };
+  auto choice = [&](auto &field, auto first, llvm::StringRef firstName, auto second,
+                    llvm::StringRef secondName) -> llvm::Error {
+    if (value == firstName)
+      field = first;
+    else if (value == secondName)
+      field = second;
+    else
+      return fail(key + " must be " + firstName + " or " + secondName + ", not '" + value + "'");
+    return llvm::Error::success();
+  };
+  if (key == "Br" || key == "block_m" || key == "block-m")
+    return integer(blockM);
+  if (key == "Bc" || key == "block_n" || key == "block-n")
+    return integer(blockN);
+  if (key == "rows_per_warp" || key == "rows-per-warp")
+    return integer(rowsPerWarp);
+  if (key == "mma")
+    return choice(mma, MmaKind::Sync, "sync", MmaKind::Wgmma, "wgmma");
+  if (key == "q" || key == "q_operand" || key == "q-operand")
+    return choice(qOperand, QOperand::Registers, "registers", QOperand::Shared, "shared");
+  if (key == "copy_issue" || key == "copy-issue")
+    return choice(copyIssue, CopyIssue::Eager, "eager", CopyIssue::AtBarrier, "at-barrier");
+  return fail("unknown setting '" + key + "' (Br, Bc, rows_per_warp, mma, q, copy_issue)");
+}
+
 llvm::Expected<TileConfig> TileConfig::parse(llvm::StringRef text) {
   TileConfig config;
   llvm::SmallVector<llvm::StringRef> items;
   text.split(items, ',', -1, /*KeepEmpty=*/false);
   for (llvm::StringRef item : items) {
-    auto [key, value] = item.split('=');
-    key = key.trim();
-    value = value.trim();
     if (!item.contains('='))
       return fail("'" + item.trim() + "' is not KEY=VALUE");
-    auto integer = [&](std::optional<int64_t> &field) -> llvm::Error {
-      int64_t v = 0;
-      if (value.getAsInteger(10, v))
-        return fail(key + " needs an integer, not '" + value + "'");
-      field = v;
-      return llvm::Error::success();
-    };
-    auto choice = [&](auto &field, auto first, llvm::StringRef firstName, auto second,
-                      llvm::StringRef secondName) -> llvm::Error {
-      if (value == firstName)
-        field = first;
-      else if (value == secondName)
-        field = second;
-      else
-        return fail(key + " must be " + firstName + " or " + secondName + ", not '" + value +
-                    "'");
-      return llvm::Error::success();
-    };
-    llvm::Error error = llvm::Error::success();
-    if (key == "Br" || key == "block_m" || key == "block-m")
-      error = integer(config.blockM);
-    else if (key == "Bc" || key == "block_n" || key == "block-n")
-      error = integer(config.blockN);
-    else if (key == "rows_per_warp" || key == "rows-per-warp")
-      error = integer(config.rowsPerWarp);
-    else if (key == "mma")
-      error = choice(config.mma, MmaKind::Sync, "sync", MmaKind::Wgmma, "wgmma");
-    else if (key == "q" || key == "q_operand" || key == "q-operand")
-      error = choice(config.qOperand, QOperand::Registers, "registers", QOperand::Shared,
-                     "shared");
-    else if (key == "copy_issue" || key == "copy-issue")
-      error = choice(config.copyIssue, CopyIssue::Eager, "eager", CopyIssue::AtBarrier,
-                     "at-barrier");
-    else
-      error = fail("unknown setting '" + key + "' (Br, Bc, rows_per_warp, mma, q, copy_issue)");
-    if (error)
+    auto [key, value] = item.split('=');
+    if (llvm::Error error = config.set(key, value))
       return std::move(error);
   }
   return config;
@@ -147,7 +150,7 @@ int64_t TileConfig::threads() const {
   return blockM && rowsPerWarp ? 32 * (*blockM / *rowsPerWarp) : 0;
 }
 
-TileConfig tilefuse::runtime::defaultTileConfig(int64_t headDim, llvm::StringRef chip) {
+TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip) {
   TileConfig c;
   c.qOperand = QOperand::Registers;
   c.copyIssue = CopyIssue::Eager;
@@ -169,7 +172,7 @@ TileConfig tilefuse::runtime::defaultTileConfig(int64_t headDim, llvm::StringRef
   return c;
 }
 
-llvm::Expected<TileConfig> tilefuse::runtime::resolveTileConfig(const TileConfig &requested,
+llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &requested,
                                                                 int64_t headDim,
                                                                 llvm::StringRef chip) {
   // The fields one by one first, so a bad value is named as such, not as a bad combination.

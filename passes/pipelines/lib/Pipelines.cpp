@@ -3,24 +3,29 @@
 //   tile-front-end  levels 1-4: tile-check-written-form, tile-tiling, tile-online-softmax,
 //                   tile-unscaled-row-max, tile-block-pruning, cleanup
 //   tile-to-cpu     the front end, then the CPU reference lowering to the LLVM dialect
-//   tile-to-ptx     the front end, tile-pipeline, then tile-to-nvvm and PTX generation
+//   tile-to-ptx     tile-specialize{config}, the front end, tile-pipeline, the GPU-level passes
+//                   (tgpu-assign-layouts, tile-to-tgpu, tgpu-insert-barriers,
+//                   tgpu-allocate-shared-memory), convert-tgpu-to-nvvm and PTX generation
+//                   (lowering=emitter: tile-to-nvvm instead of the GPU-level passes)
 //   tile-to-f64-reference-llvm
 //                   the float64 reference (the written form evaluated naively, no front end)
 //                   to the LLVM dialect
 //
 //===----------------------------------------------------------------------===//
-#include "tilefuse/passes/Passes.h"
+#include "tilefuse/passes/Pipelines.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "tilefuse/codegen/Passes.h"
+#include "tilefuse/passes/Passes.h"
 #include "tilefuse/passes/gpu/Passes.h"
 
 using namespace mlir;
 
 void tilefuse::buildTileFrontEndPipeline(OpPassManager &pm, const FrontEndOptions &options) {
   pm.addPass(createTileCheckWrittenForm());
+  // tile-tiling uses these where the module's tile.config sets no Br / Bc.
   TileTilingOptions tiling;
   tiling.blockM = options.blockM;
   tiling.blockN = options.blockN;
@@ -44,21 +49,19 @@ void tilefuse::buildTileToCpuPipeline(OpPassManager &pm, const FrontEndOptions &
 }
 
 void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOptions &options) {
-  FrontEndOptions fe;
-  fe.blockM = options.blockM;
-  fe.blockN = options.blockN;
-  buildTileFrontEndPipeline(pm, fe);
+  // The configuration goes on the module once; tile-tiling and tile-to-nvvm read it there.
+  if (!options.config.empty()) {
+    TileSpecializeOptions specialize;
+    specialize.config = options.config;
+    pm.addPass(createTileSpecialize(specialize));
+  }
+  buildTileFrontEndPipeline(pm, FrontEndOptions());
   pm.addNestedPass<func::FuncOp>(createTilePipeline());
   if (options.lowering == "tgpu") {
-    tgpu::TGPUAssignLayoutsOptions layouts;
-    layouts.mma = options.mma;
-    layouts.rowsPerWarp = options.rowsPerWarp;
-    layouts.qOperand = options.qOperand;
-    pm.addNestedPass<func::FuncOp>(tgpu::createTGPUAssignLayouts(layouts));
+    // The layouts, the copy issue and the tile sizes come from the module's tile.config.
+    pm.addNestedPass<func::FuncOp>(tgpu::createTGPUAssignLayouts());
     pm.addNestedPass<func::FuncOp>(tgpu::createTileToTGPU());
-    tgpu::TGPUInsertBarriersOptions barriers;
-    barriers.copyIssue = options.copyIssue;
-    pm.addNestedPass<func::FuncOp>(tgpu::createTGPUInsertBarriers(barriers));
+    pm.addNestedPass<func::FuncOp>(tgpu::createTGPUInsertBarriers());
     tgpu::TGPUAllocateSharedMemoryOptions shared;
     // The opt-in dynamic shared memory per CTA: 227 KiB on sm_90, 163 KiB on sm_80.
     shared.maxSharedBytes = StringRef(options.chip).starts_with("sm_9") ? 232448 : 166912;
@@ -73,10 +76,6 @@ void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOption
   TileToNVVMOptions nvvm;
   nvvm.chip = options.chip;
   nvvm.features = options.features;
-  nvvm.copyIssue = options.copyIssue;
-  nvvm.rowsPerWarp = options.rowsPerWarp;
-  nvvm.qOperand = options.qOperand;
-  nvvm.mma = options.mma;
   pm.addPass(createTileToNVVM(nvvm));
   buildNVVMToPTXPipeline(pm);
 }

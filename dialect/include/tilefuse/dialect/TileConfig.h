@@ -1,0 +1,95 @@
+//===- TileConfig.h - the typed kernel configuration ------------*- C++ -*-===//
+//
+// The one definition of how a GPU kernel is configured: the block sizes and the code generation
+// choices tile-to-nvvm exposes. The CLI's --config, compileToPTX's options, the kernel cache key,
+// the autotuner's space and the tuning database all read and write it, and a kernel module
+// carries it as `tile.config = #tile.config<"TEXT">` (written by tile-specialize, read by the
+// passes: tilefuse/dialect/TileConfigAttr.h), so a setting added here reaches every one of them.
+//
+// It needs nothing but LLVMSupport (target TilefuseConfig): the dialect, the passes, codegen and
+// the runtime all link it.
+//
+// Text form (print/parse), KEY=VALUE pairs separated by commas, in this order:
+//
+//   Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager
+//
+// A field may be unset ("the tuned default": defaultTileConfig for the head dimension and chip);
+// print() leaves unset fields out, so "" is the all-default configuration. parse() also takes the
+// spellings of the older options (block_m / block-m, block_n, rows-per-warp, q_operand /
+// q-operand, copy-issue).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TILEFUSE_DIALECT_TILECONFIG_H
+#define TILEFUSE_DIALECT_TILECONFIG_H
+
+#include "llvm/ADT/Hashing.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace tilefuse {
+
+/// The matrix instruction: mma.sync (any sm_80+) or warpgroup MMAs (sm_90a).
+enum class MmaKind { Sync, Wgmma };
+/// Where the Q block lives: registers (loaded once) or shared memory (ldmatrix per k-step).
+enum class QOperand { Registers, Shared };
+/// When key/value copies into a buffer with pending readers start: eager (barrier, then copy) or
+/// at the next barrier (one barrier fewer per block).
+enum class CopyIssue { Eager, AtBarrier };
+
+llvm::StringRef mmaKindName(MmaKind kind);
+llvm::StringRef qOperandName(QOperand operand);
+llvm::StringRef copyIssueName(CopyIssue issue);
+
+struct TileConfig {
+  std::optional<int64_t> blockM;      ///< Br: rows of Q per program, multiple of 16, <= 256
+  std::optional<int64_t> blockN;      ///< Bc: keys per block, multiple of 16
+  std::optional<int64_t> rowsPerWarp; ///< rows of Q per warp: 16 or 32
+  std::optional<MmaKind> mma;
+  std::optional<QOperand> qOperand;
+  std::optional<CopyIssue> copyIssue;
+
+  /// Every field set (what compileToPTX compiles, what the tuner enumerates and stores).
+  bool isComplete() const;
+  /// Nothing set.
+  bool empty() const;
+  /// The canonical text (see the file comment): set fields only, in a fixed order.
+  std::string print() const;
+  /// The inverse of print(); errors name the item and what is allowed. An empty text is the
+  /// empty configuration. Values are checked one by one, not together (that is verify()).
+  static llvm::Expected<TileConfig> parse(llvm::StringRef text);
+  /// Sets one field from its KEY and VALUE as parse() reads them (a pass option's name and
+  /// value: `set("q-operand", "shared")`); the error names the key as given.
+  llvm::Error set(llvm::StringRef key, llvm::StringRef value);
+  /// This configuration with the fields `other` sets replaced by other's.
+  TileConfig overriddenBy(const TileConfig &other) const;
+  /// The fields' ranges and how they combine (Br a multiple of rows_per_warp; wgmma needs Br a
+  /// multiple of 64, rows_per_warp 16, Q in registers and chip sm_90a). Unset fields are not
+  /// checked. `chip` empty: any chip.
+  llvm::Error verify(llvm::StringRef chip = "") const;
+  /// Threads per block (one warp per rows_per_warp rows); needs blockM and rowsPerWarp.
+  int64_t threads() const;
+
+  bool operator==(const TileConfig &other) const;
+  bool operator!=(const TileConfig &other) const { return !(*this == other); }
+};
+
+/// For uniquing it inside an MLIR attribute (#tile.config).
+llvm::hash_code hash_value(const TileConfig &config);
+
+/// The tuned default for a head dimension and target chip (complete): warpgroup MMAs (wgmma) on
+/// sm_90a, mma.sync elsewhere. The autotuner's baseline.
+TileConfig defaultTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a");
+
+/// The complete configuration compileToPTX compiles for `requested`: its set fields, the rest
+/// from defaultTileConfig (from the mma.sync table when a set field rules wgmma out), then
+/// verified. Errors say which setting is wrong.
+llvm::Expected<TileConfig> resolveTileConfig(const TileConfig &requested, int64_t headDim,
+                                             llvm::StringRef chip);
+
+} // namespace tilefuse
+
+#endif

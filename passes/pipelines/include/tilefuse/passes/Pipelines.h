@@ -1,0 +1,70 @@
+//===- Pipelines.h - the named tilefuse pipelines ---------------*- C++ -*-===//
+//
+// Their own target (TilefusePipelines): they assemble the tile-level passes (TilefusePasses,
+// which depend on the dialect only) and codegen's lowerings.
+//
+// The kernel configuration reaches the passes as the module's `tile.config`
+// (tilefuse/dialect/KernelConfig.h): tile-to-ptx{config=TEXT} writes it first (tile-specialize),
+// and tile-tiling, the GPU-level passes and tile-to-nvvm read it. The front end's block-m/block-n are tile-tiling's
+// options, forwarded only when given: a module's tile.config wins over them.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TILEFUSE_PASSES_PIPELINES_H
+#define TILEFUSE_PASSES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace tilefuse {
+
+/// Options of the front-end pipeline (levels 1-4): tile sizes and instrumentation.
+struct FrontEndOptions : public mlir::PassPipelineOptions<FrontEndOptions> {
+  Option<int64_t> blockM{*this, "block-m",
+                         llvm::cl::desc("Br: rows of Q per program (tile-tiling's block-m)"),
+                         llvm::cl::init(64)};
+  Option<int64_t> blockN{*this, "block-n",
+                         llvm::cl::desc("Bc: key/value columns per block (tile-tiling's block-n)"),
+                         llvm::cl::init(64)};
+  Option<bool> instrument{*this, "instrument",
+                          llvm::cl::desc("Count visited blocks (tile.block_event)"),
+                          llvm::cl::init(false)};
+};
+
+/// Options of the GPU pipeline: the kernel configuration and the target.
+struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions> {
+  Option<std::string> config{
+      *this, "config",
+      llvm::cl::desc("The kernel configuration, TileConfig's text (Br=64,Bc=128,mma=wgmma,...; "
+                     "written on the module as tile.config; empty: the module's, else the "
+                     "passes' defaults)"),
+      llvm::cl::init("")};
+  Option<std::string> chip{*this, "arch", llvm::cl::desc("Target chip: sm_80, sm_90a, ..."),
+                           llvm::cl::init("sm_90a")};
+  Option<std::string> features{*this, "features",
+                               llvm::cl::desc("NVPTX features, e.g. +ptx80 (the PTX version)"),
+                               llvm::cl::init("+ptx80")};
+  Option<std::string> lowering{
+      *this, "lowering",
+      llvm::cl::desc("`tgpu` (the GPU-level IR: tgpu-assign-layouts, tile-to-tgpu, "
+                     "tgpu-insert-barriers, tgpu-allocate-shared-memory, convert-tgpu-to-nvvm) "
+                     "or `emitter` (tile-to-nvvm, kept to compare the two side by side)"),
+      llvm::cl::init("tgpu")};
+};
+
+/// tile-check-written-form, tile-tiling, tile-online-softmax, tile-block-pruning, then cleanup.
+void buildTileFrontEndPipeline(mlir::OpPassManager &pm, const FrontEndOptions &options);
+/// The front end, then the CPU reference lowering down to the LLVM dialect.
+void buildTileToCpuPipeline(mlir::OpPassManager &pm, const FrontEndOptions &options);
+/// tile-specialize{config} (when a configuration is given), the front end, then tile-to-nvvm
+/// and the upstream path to a gpu.binary holding PTX.
+void buildTileToPTXPipeline(mlir::OpPassManager &pm, const GpuPipelineOptions &options);
+/// tile-to-f64-reference (the naive float64 evaluation of the written form), then the upstream
+/// path to the LLVM dialect. Runs on a written-form module (specialized, never tiled).
+void buildTileToF64ReferenceLLVMPipeline(mlir::OpPassManager &pm);
+/// Registers the named pipelines `tile-front-end`, `tile-to-cpu`, `tile-to-ptx` and
+/// `tile-to-f64-reference-llvm`.
+void registerTilePipelines();
+
+} // namespace tilefuse
+
+#endif

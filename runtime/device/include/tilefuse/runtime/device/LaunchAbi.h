@@ -1,0 +1,122 @@
+//===- LaunchAbi.h - the kernel launch ABI ----------------------*- C++ -*-===//
+//
+// The one definition of how a compiled attention kernel is called. Header-only and standard C++
+// only, so that every side of the call includes it: codegen's signature lowering (tile-to-nvvm
+// builds the gpu.func from it), the CUDA runtime (argument packing and launch checks) and the
+// AOT header's C launcher (generated from it).
+//
+// Parameters, in order:
+//   q, k, v, o, lse                  device pointers (!llvm.ptr<1>, .u64 in PTX)
+//   B, H, Hkv, M, N                  i64 sizes (D is not one: the kernel's static head dim)
+//   q_b, q_h, q_m, k_b, k_h, k_n,    i64 element strides of every dimension but the innermost,
+//   v_b, v_h, v_n, o_b, o_h, o_m,    which is contiguous
+//   lse_b, lse_h
+// Q and O are B x H x M x D, K and V are B x Hkv x N x D (the kernel's dtype), LSE is B x H x M
+// (f32). Grid (ceil(M / block_m), H, B), block (threads, 1, 1), dynamic shared memory
+// shared_bytes (the kernel's metadata).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TILEFUSE_RUNTIME_DEVICE_LAUNCHABI_H
+#define TILEFUSE_RUNTIME_DEVICE_LAUNCHABI_H
+
+#include <string>
+
+namespace tilefuse::launch_abi {
+
+/// The sizes of the attention problem; every tensor dimension is one of them.
+enum class SizeParameter { B, H, Hkv, M, N, D };
+
+constexpr const char *sizeName(SizeParameter parameter) {
+  switch (parameter) {
+  case SizeParameter::B:
+    return "B";
+  case SizeParameter::H:
+    return "H";
+  case SizeParameter::Hkv:
+    return "Hkv";
+  case SizeParameter::M:
+    return "M";
+  case SizeParameter::N:
+    return "N";
+  case SizeParameter::D:
+    return "D";
+  }
+  return "?";
+}
+
+inline constexpr int kMaxRank = 4;
+
+/// A tensor parameter: its name in messages ("Q"), its parameter's name in launchers ("q"),
+/// per dimension the size that is its extent, and the names of its strides (every dimension
+/// but the innermost, which is contiguous).
+struct Tensor {
+  const char *name;
+  const char *parameterName;
+  int rank;
+  SizeParameter dimensions[kMaxRank];
+  const char *strideNames[kMaxRank - 1];
+};
+
+/// The tensor parameters, in parameter order.
+inline constexpr Tensor kTensors[] = {
+    {"Q", "q", 4, {SizeParameter::B, SizeParameter::H, SizeParameter::M, SizeParameter::D},
+     {"q_b", "q_h", "q_m"}},
+    {"K", "k", 4, {SizeParameter::B, SizeParameter::Hkv, SizeParameter::N, SizeParameter::D},
+     {"k_b", "k_h", "k_n"}},
+    {"V", "v", 4, {SizeParameter::B, SizeParameter::Hkv, SizeParameter::N, SizeParameter::D},
+     {"v_b", "v_h", "v_n"}},
+    {"O", "o", 4, {SizeParameter::B, SizeParameter::H, SizeParameter::M, SizeParameter::D},
+     {"o_b", "o_h", "o_m"}},
+    {"LSE", "lse", 3, {SizeParameter::B, SizeParameter::H, SizeParameter::M}, {"lse_b", "lse_h"}},
+};
+inline constexpr int kTensorCount = sizeof(kTensors) / sizeof(kTensors[0]);
+
+/// The size parameters, in parameter order.
+inline constexpr SizeParameter kSizes[] = {SizeParameter::B, SizeParameter::H,
+                                           SizeParameter::Hkv, SizeParameter::M,
+                                           SizeParameter::N};
+inline constexpr int kSizeCount = sizeof(kSizes) / sizeof(kSizes[0]);
+
+/// The index of `tensor`'s first stride among the strides: each tensor has one per dimension
+/// but the innermost.
+constexpr int firstStride(int tensor) {
+  int index = 0;
+  for (int t = 0; t < tensor; ++t)
+    index += kTensors[t].rank - 1;
+  return index;
+}
+inline constexpr int kStrideCount = firstStride(kTensorCount);
+
+/// Parameter positions: the tensors' pointers, then the sizes, then the strides.
+inline constexpr int kFirstSize = kTensorCount;
+inline constexpr int kFirstStride = kFirstSize + kSizeCount;
+inline constexpr int kParameterCount = kFirstStride + kStrideCount;
+
+/// The position of size `parameter` among the sizes (-1 for D, which is not passed).
+constexpr int sizeIndex(SizeParameter parameter) {
+  for (int i = 0; i < kSizeCount; ++i)
+    if (kSizes[i] == parameter)
+      return i;
+  return -1;
+}
+
+/// The name of `tensor`'s stride of `dimension` ("q_b", "k_n", "lse_h").
+inline std::string strideName(int tensor, int dimension) {
+  return kTensors[tensor].strideNames[dimension];
+}
+
+/// The name of the stride at `index` among the strides.
+inline std::string strideName(int index) {
+  int tensor = 0;
+  while (tensor + 1 < kTensorCount && firstStride(tensor + 1) <= index)
+    ++tensor;
+  return strideName(tensor, index - firstStride(tensor));
+}
+
+static_assert(kTensorCount == 5 && kSizeCount == 5 && kStrideCount == 14 &&
+                  kParameterCount == 24,
+              "the launch ABI changed: update the file comment and the launchers' texts");
+
+} // namespace tilefuse::launch_abi
+
+#endif
