@@ -195,6 +195,24 @@ LogicalResult WgmmaOp::verify() {
                          << k << " for a " << m << "x" << n << " result and a contraction of "
                          << k;
 
+  // A register lhs is in flight with the accumulators; a shared one is not a register.
+  if (isa<BufferType>(getLhs().getType()) != !getLhsInFlight())
+    return emitOpError() << (getLhsInFlight()
+                                 ? "has no register lhs to keep in flight"
+                                 : "keeps its register lhs in flight: it needs a second "
+                                   "result, the registers the tensor cores read");
+  if (getLhsInFlight() && getLhsInFlight().getType() != getLhs().getType())
+    return emitOpError() << "the lhs in flight has type " << getLhsInFlight().getType()
+                         << ", the lhs " << getLhs().getType();
+  if (Value inFlight = getLhsInFlight())
+    for (OpOperand &use : inFlight.getUses()) {
+      Operation *user = use.getOwner();
+      if (isa<WgmmaWaitOp>(user) || user->hasTrait<OpTrait::IsTerminator>())
+        continue;
+      return emitOpError() << "the lhs is in flight until a tgpu.wgmma_wait, but '"
+                           << user->getName() << "' reads it";
+    }
+
   // In flight until a wait: only another wgmma of the chain (as its accumulator), a wait, or
   // a terminator carrying it to the next iteration (a pipelined wait) may take it.
   for (OpOperand &use : getResult().getUses()) {

@@ -47,8 +47,8 @@ module attributes {tilefuse.threads = {kernel = 128 : i64}} {
       %t = tgpu.async_copy %K[%b, %h, %r] bound %m into %buf : !qkv, !tile
       %g = nvgpu.device_async_create_group %t
       nvgpu.device_async_wait %g {numGroups = 0 : i32}
-      %s = tgpu.wgmma %q, %buf transpose_rhs : !qa, !tile -> !acc
-      %s1, %q1 = tgpu.wgmma_wait %s, %q pending 0 : !acc, !qa
+      %s, %qf = tgpu.wgmma %q, %buf transpose_rhs : !qa, !tile -> !acc, !qa
+      %s1, %q1 = tgpu.wgmma_wait %s, %qf pending 0 : !acc, !qa
       %mx = tile.reduce max %s1 : !acc -> !rows
       tile.block_store %s1, %O[%b, %h, %r] bound %m : !acc, !qkv
       tile.block_store %mx, %LSE[%b, %h, %r] bound %m : !rows, !lse

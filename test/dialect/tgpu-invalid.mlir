@@ -320,7 +320,7 @@ func.func @tma_barrier(%map: !map, %bars: !bars, %i: index) {
 func.func @wgmma_result(%q: !q) {
   %k = tgpu.alloc : !k
   // expected-error @+1 {{'tgpu.wgmma' op the result must be an f32 block in #tgpu.wgmma_acc, got 'tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>'}}
-  %s = tgpu.wgmma %q, %k transpose_rhs : !q, !k -> tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
+  %s, %qf = tgpu.wgmma %q, %k transpose_rhs : !q, !k -> tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>, !q
   return
 }
 
@@ -333,7 +333,7 @@ func.func @wgmma_result(%q: !q) {
 func.func @wgmma_acc_type(%q: !q, %o: tensor<64x128xf32, #tgpu.wgmma_acc<warpgroups = 1>>) {
   %k = tgpu.alloc : !k
   // expected-error @+1 {{'tgpu.wgmma' op the accumulator's type 'tensor<64x128xf32, #tgpu.wgmma_acc<warpgroups = 1>>' differs from the result's 'tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>'}}
-  %s = tgpu.wgmma %q, %k acc %o transpose_rhs : !q, !k, tensor<64x128xf32, #tgpu.wgmma_acc<warpgroups = 1>> -> !acc
+  %s, %qf = tgpu.wgmma %q, %k acc %o transpose_rhs : !q, !k, tensor<64x128xf32, #tgpu.wgmma_acc<warpgroups = 1>> -> !acc, !q
   return
 }
 
@@ -346,7 +346,7 @@ func.func @wgmma_acc_type(%q: !q, %o: tensor<64x128xf32, #tgpu.wgmma_acc<warpgro
 func.func @wgmma_element(%q: !q) {
   %k = tgpu.alloc : !k
   // expected-error @+1 {{'tgpu.wgmma' op multiplies bf16 or f16 operands, not 'f32'}}
-  %s = tgpu.wgmma %q, %k transpose_rhs : !q, !k -> !acc
+  %s, %qf = tgpu.wgmma %q, %k transpose_rhs : !q, !k -> !acc, !q
   return
 }
 
@@ -359,7 +359,7 @@ func.func @wgmma_element(%q: !q) {
 func.func @wgmma_rhs_layout(%q: !q) {
   %k = tgpu.alloc : !k
   // expected-error @+1 {{'tgpu.wgmma' op the rhs is read by a 128-byte-swizzle descriptor: its layout must be canonical_128b, not chunk_xor}}
-  %s = tgpu.wgmma %q, %k transpose_rhs : !q, !k -> !acc
+  %s, %qf = tgpu.wgmma %q, %k transpose_rhs : !q, !k -> !acc, !q
   return
 }
 
@@ -372,8 +372,36 @@ func.func @wgmma_rhs_layout(%q: !q) {
 func.func @wgmma_n(%q: !q) {
   %k = tgpu.alloc : !k
   // expected-error @+1 {{'tgpu.wgmma' op the rhs has 64 columns of the product (rows, transposed), the result 128}}
+  %s, %qf = tgpu.wgmma %q, %k transpose_rhs : !q, !k -> !acc, !q
+  return
+}
+
+// -----
+
+!q = tensor<64x128xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+!k = !tgpu.buffer<64x128xbf16, #tgpu.shared<canonical_128b>>
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+
+func.func @wgmma_lhs_not_in_flight(%q: !q) {
+  %k = tgpu.alloc : !k
+  // expected-error @+1 {{'tgpu.wgmma' op keeps its register lhs in flight: it needs a second result, the registers the tensor cores read}}
   %s = tgpu.wgmma %q, %k transpose_rhs : !q, !k -> !acc
   return
+}
+
+// -----
+
+!q = tensor<64x128xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+!k = !tgpu.buffer<64x128xbf16, #tgpu.shared<canonical_128b>>
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+
+func.func @wgmma_lhs_in_flight_read(%q: !q) -> !q {
+  %k = tgpu.alloc : !k
+  // expected-error @+1 {{'tgpu.wgmma' op the lhs is in flight until a tgpu.wgmma_wait, but 'arith.addf' reads it}}
+  %s, %qf = tgpu.wgmma %q, %k transpose_rhs : !q, !k -> !acc, !q
+  %s1 = tgpu.wgmma_wait %s pending 0 : !acc
+  %r = arith.addf %qf, %qf : !q
+  return %r : !q
 }
 
 // -----
@@ -399,7 +427,7 @@ func.func @wgmma_shared_lhs_layout() {
 func.func @wgmma_lhs_layout(%q: !q) {
   %k = tgpu.alloc : !k
   // expected-error @+1 {{'tgpu.wgmma' op a register lhs must be in #tgpu.operand_a<warps = 8, rows_per_warp = 16> (the warpgroups' fragments), got 'tensor<128x128xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 32>>'}}
-  %s = tgpu.wgmma %q, %k transpose_rhs : !q, !k -> !acc
+  %s, %qf = tgpu.wgmma %q, %k transpose_rhs : !q, !k -> !acc, !q
   return
 }
 
@@ -412,7 +440,7 @@ func.func @wgmma_lhs_layout(%q: !q) {
 func.func @wgmma_lhs_element(%q: !q) {
   %k = tgpu.alloc : !k
   // expected-error @+1 {{'tgpu.wgmma' op the lhs holds 'f16', the rhs 'bf16'}}
-  %s = tgpu.wgmma %q, %k transpose_rhs : !q, !k -> !acc
+  %s, %qf = tgpu.wgmma %q, %k transpose_rhs : !q, !k -> !acc, !q
   return
 }
 
@@ -425,7 +453,7 @@ func.func @wgmma_lhs_element(%q: !q) {
 func.func @wgmma_lhs_shape(%q: !q) {
   %k = tgpu.alloc : !k
   // expected-error @+1 {{'tgpu.wgmma' op the lhs is 64x64, expected 64x128 for a 64x64 result and a contraction of 128}}
-  %s = tgpu.wgmma %q, %k transpose_rhs : !q, !k -> !acc
+  %s, %qf = tgpu.wgmma %q, %k transpose_rhs : !q, !k -> !acc, !q
   return
 }
 
@@ -438,7 +466,7 @@ func.func @wgmma_lhs_shape(%q: !q) {
 func.func @wgmma_in_flight(%q: !q) -> !acc {
   %k = tgpu.alloc : !k
   // expected-error @+1 {{'tgpu.wgmma' op the result is in flight until a tgpu.wgmma_wait, but 'arith.addf' reads it}}
-  %s = tgpu.wgmma %q, %k transpose_rhs : !q, !k -> !acc
+  %s, %qf = tgpu.wgmma %q, %k transpose_rhs : !q, !k -> !acc, !q
   %t = arith.addf %s, %s : !acc
   return %t : !acc
 }

@@ -103,18 +103,18 @@ func.func @tma_load(%map: !map, %row: index, %h: index, %b: index, %stage: index
 // S = Q K^T with Q in registers, then O += P V; each wgmma is waited for with the registers
 // it reads and writes threaded through the wait.
 // CHECK-LABEL: func.func @wgmma
-// CHECK:         %[[S:.+]] = tgpu.wgmma %{{.+}}, %{{.+}} transpose_rhs : tensor<64x128xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>, <64x128xbf16, #tgpu.shared<canonical_128b>> -> tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
-// CHECK:         tgpu.wgmma_wait %[[S]], %{{.+}} pending 0 : tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>, tensor<64x128xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
-// CHECK:         %[[O:.+]] = tgpu.wgmma %{{.+}}, %{{.+}} acc %{{.+}} : tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>, <64x128xbf16, #tgpu.shared<canonical_128b>>, tensor<64x128xf32, #tgpu.wgmma_acc<warpgroups = 1>> -> tensor<64x128xf32, #tgpu.wgmma_acc<warpgroups = 1>>
-// CHECK:         tgpu.wgmma_wait %[[O]], %{{.+}} pending 1
+// CHECK:         %[[S:[^ ,]+]], %[[SF:[^ ,]+]] = tgpu.wgmma %{{.+}}, %{{.+}} transpose_rhs : tensor<64x128xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>, <64x128xbf16, #tgpu.shared<canonical_128b>> -> tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+// CHECK:         tgpu.wgmma_wait %[[S]], %[[SF]] pending 0 : tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>, tensor<64x128xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+// CHECK:         %[[O:[^ ,]+]], %[[OF:[^ ,]+]] = tgpu.wgmma %{{.+}}, %{{.+}} acc %{{.+}} : tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>, <64x128xbf16, #tgpu.shared<canonical_128b>>, tensor<64x128xf32, #tgpu.wgmma_acc<warpgroups = 1>> -> tensor<64x128xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+// CHECK:         tgpu.wgmma_wait %[[O]], %[[OF]] pending 1
 // CHECK:         tgpu.wgmma %{{.+}}, %{{.+}} : !tgpu.buffer<64x128xbf16, #tgpu.shared<canonical_128b>>, <128x128xbf16, #tgpu.shared<canonical_128b>> -> tensor<64x128xf32, #tgpu.wgmma_acc<warpgroups = 1>>
 func.func @wgmma(%q: !q, %p: !p, %o: !o) -> (!acc, !o, !o) {
   %k = tgpu.alloc : !k
   %v = tgpu.alloc : !k
-  %s = tgpu.wgmma %q, %k transpose_rhs : !q, !k -> !acc
-  %s1, %q1 = tgpu.wgmma_wait %s, %q pending 0 : !acc, !q
-  %o1 = tgpu.wgmma %p, %v acc %o : !p, !k, !o -> !o
-  %o2, %p1 = tgpu.wgmma_wait %o1, %p pending 1 : !o, !p
+  %s, %qf = tgpu.wgmma %q, %k transpose_rhs : !q, !k -> !acc, !q
+  %s1, %q1 = tgpu.wgmma_wait %s, %qf pending 0 : !acc, !q
+  %o1, %pf = tgpu.wgmma %p, %v acc %o : !p, !k, !o -> !o, !p
+  %o2, %p1 = tgpu.wgmma_wait %o1, %pf pending 1 : !o, !p
   // A shared lhs (64 x 128 against a 128 x 128 rhs).
   %x = tgpu.alloc : !tgpu.buffer<128x128xbf16, #tgpu.shared<canonical_128b>>
   %y = tgpu.wgmma %k, %x : !k, !tgpu.buffer<128x128xbf16, #tgpu.shared<canonical_128b>> -> !o

@@ -79,16 +79,18 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
     Value v = LLVM::PoisonOp::create(b, loc, structType);
     v = LLVM::InsertValueOp::create(b, loc, v, entry.getArgument(i), ArrayRef<int64_t>{0});
     const abi::Tensor &tensor = abi::kTensors[i];
+    // Truncated once here: the parameters are 64-bit in the ABI, the kernel's index
+    // arithmetic is 32-bit.
+    auto narrow = [&](Value x) { return LLVM::TruncOp::create(b, loc, b.getI32Type(), x); };
+    auto constant = [&](int64_t x) {
+      return LLVM::ConstantOp::create(b, loc, b.getI32Type(), x).getResult();
+    };
     for (int64_t d = 0; d < type.getRank(); ++d) {
       int sizeIndex = abi::sizeIndex(tensor.dimensions[d]);
-      Value extent = sizeIndex >= 0
-                         ? Value(entry.getArgument(abi::kFirstSize + sizeIndex))
-                         : LLVM::ConstantOp::create(b, loc, b.getI64Type(), type.getDimSize(d))
-                               .getResult();
+      Value extent = sizeIndex >= 0 ? narrow(entry.getArgument(abi::kFirstSize + sizeIndex))
+                                    : constant(type.getDimSize(d));
       // The innermost dimension is contiguous; the others take their stride parameters.
-      Value step = d + 1 < type.getRank()
-                       ? stride(abi::firstStride(i) + d)
-                       : LLVM::ConstantOp::create(b, loc, b.getI64Type(), 1).getResult();
+      Value step = d + 1 < type.getRank() ? narrow(stride(abi::firstStride(i) + d)) : constant(1);
       v = LLVM::InsertValueOp::create(b, loc, v, extent, ArrayRef<int64_t>{1, d});
       v = LLVM::InsertValueOp::create(b, loc, v, step, ArrayRef<int64_t>{2, d});
     }

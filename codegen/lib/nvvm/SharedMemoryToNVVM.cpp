@@ -37,7 +37,19 @@ struct StageOfRing : OpConversionPattern<tgpu::StageOp> {
   LogicalResult matchAndRewrite(tgpu::StageOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    int64_t stride = op.getRing().getType().getStageStrideInBytes();
+    tgpu::RingType ring = op.getRing().getType();
+    int64_t stride = ring.getStageStrideInBytes();
+    if (ring.getStages() == 2) {
+      // Two stages (the key double buffer): a select between the two stage addresses, which
+      // stay loop-invariant, instead of recomputing base + index * stride in every iteration.
+      Value second = LLVM::GEPOp::create(rewriter, loc, adaptor.getRing().getType(),
+                                         rewriter.getI8Type(), adaptor.getRing(),
+                                         ArrayRef<LLVM::GEPArg>{int32_t(stride)});
+      Value isSecond = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ne,
+                                             adaptor.getIndex(), indexConstant(rewriter, loc, 0));
+      rewriter.replaceOpWithNewOp<arith::SelectOp>(op, isSecond, second, adaptor.getRing());
+      return success();
+    }
     Value offset = mulIndex(rewriter, loc, adaptor.getIndex(), indexConstant(rewriter, loc, stride));
     rewriter.replaceOp(op, sharedAddress(rewriter, loc, adaptor.getRing(), offset));
     return success();

@@ -45,8 +45,9 @@ constexpr llvm::StringLiteral kDynamicSharedMemorySymbol = "tilefuse_dynamic_sme
 ///   tensor<R x C x T, #register layout>  vector<values per thread x T>; 16-bit A fragments as
 ///                                        vector<values / 2 x i32> (two values per register)
 ///   !tgpu.buffer, !tgpu.ring             !llvm.ptr<3> (the first byte in shared memory)
-///   memref<d0 x ... x T> (a kernel view) !llvm.struct<(ptr<1>, array<rank x i64> sizes,
-///                                        array<rank x i64> strides)>, in elements
+///   memref<d0 x ... x T> (a kernel view) !llvm.struct<(ptr<1>, array<rank x i32> sizes,
+///                                        array<rank x i32> strides)>, in elements, 32-bit
+///                                        like the kernel's index arithmetic
 ///   !nvgpu.device.async.token            i32 (cp.async groups are counted, not named)
 class TGPUToNVVMTypeConverter : public mlir::TypeConverter {
 public:

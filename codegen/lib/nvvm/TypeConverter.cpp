@@ -38,8 +38,10 @@ TGPUToNVVMTypeConverter::TGPUToNVVMTypeConverter(MLIRContext *ctx) {
   addConversion([ctx](tgpu::BufferType) -> Type { return LLVM::LLVMPointerType::get(ctx, 3); });
   addConversion([ctx](tgpu::RingType) -> Type { return LLVM::LLVMPointerType::get(ctx, 3); });
   addConversion([ctx](MemRefType t) -> Type {
-    auto i64 = IntegerType::get(ctx, 64);
-    auto dims = LLVM::LLVMArrayType::get(i64, t.getRank());
+    // 32-bit, the kernel's index width (the runtime checks that every element offset fits):
+    // 64-bit fields would keep two registers per size and stride live across the key loop.
+    auto i32 = IntegerType::get(ctx, 32);
+    auto dims = LLVM::LLVMArrayType::get(i32, t.getRank());
     return LLVM::LLVMStructType::getLiteral(ctx,
                                             {LLVM::LLVMPointerType::get(ctx, 1), dims, dims});
   });

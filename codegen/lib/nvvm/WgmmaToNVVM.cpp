@@ -103,7 +103,7 @@ struct WgmmaToPtx : OpConversionPattern<tgpu::WgmmaOp> {
                             "hold Q and P in registers)");
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
-    auto resultType = cast<RankedTensorType>(op.getType());
+    auto resultType = cast<RankedTensorType>(op.getResult().getType());
     int64_t cols = resultType.getDimSize(1);
     tgpu::BufferType rhsType = op.getRhs().getType();
     Type elt = rhsType.getElementType();
@@ -141,7 +141,12 @@ struct WgmmaToPtx : OpConversionPattern<tgpu::WgmmaOp> {
                        /*transB=*/!transposed, elt);
     }
     inlinePtx(b, loc, {}, {}, "wgmma.commit_group.sync.aligned;", "");
-    rewriter.replaceOp(op, fromValues(b, loc, b.getF32Type(), acc));
+    // The A registers in flight are the fenced copies the instructions read: the wait keeps
+    // exactly those alive until the group completes.
+    SmallVector<Value> results = {fromValues(b, loc, b.getF32Type(), acc)};
+    if (op.getLhsInFlight())
+      results.push_back(fromValues(b, loc, b.getI32Type(), aRegs));
+    rewriter.replaceOp(op, results);
     return success();
   }
 };

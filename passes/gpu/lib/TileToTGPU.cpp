@@ -485,13 +485,14 @@ struct TileToTGPU : public tilefuse::tgpu::impl::TileToTGPUBase<TileToTGPU> {
 
       Value result;
       if (isa<WgmmaAccumulatorLayoutAttr>(accumulator)) {
-        Value product = WgmmaOp::create(rewriter, loc, resultType, lhs, dot.getRhs(),
-                                        dot.getAcc(), dot.getTransposeRhs());
         // The tensor cores write the accumulators and read a register lhs until the group
-        // completes: both go through the wait.
-        SmallVector<Value> guarded = {product};
-        if (isa<RankedTensorType>(lhs.getType()))
-          guarded.push_back(lhs);
+        // completes: both are results in flight, and both go through the wait.
+        Type inFlight = isa<RankedTensorType>(lhs.getType()) ? lhs.getType() : Type();
+        auto product = WgmmaOp::create(rewriter, loc, resultType, inFlight, lhs, dot.getRhs(),
+                                       dot.getAcc(), dot.getTransposeRhs());
+        SmallVector<Value> guarded = {product.getResult()};
+        if (product.getLhsInFlight())
+          guarded.push_back(product.getLhsInFlight());
         result = WgmmaWaitOp::create(rewriter, loc, guarded, /*pending=*/uint32_t(0)).getResult(0);
       } else if (isa<MmaAccumulatorLayoutAttr>(accumulator)) {
         result = MmaOp::create(rewriter, loc, resultType, lhs, dot.getRhs(), dot.getAcc(),

@@ -5,7 +5,7 @@
 // tgpu-assign-layouts: a block it cannot place is an error at the op that defines it or that
 // asks two layouts of it; so is a kernel whose options or row counts no layout fits.
 
-// OPTION: error: tgpu-assign-layouts: mma is sync or wgmma, not 'mfma'
+// OPTION: error: tgpu-assign-layouts: mma must be sync or wgmma, not 'mfma'
 
 
 !view = memref<?x?x?x8xbf16>

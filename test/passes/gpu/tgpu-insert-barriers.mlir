@@ -14,7 +14,7 @@
 // read since the last barrier gets a barrier first (eager) or moves after the next one
 // (at-barrier); groups left in flight at the end of a block are waited for.
 
-// OPTION: error: tgpu-insert-barriers: copy-issue is eager or at-barrier, not 'late'
+// OPTION: error: tgpu-insert-barriers: copy-issue must be eager or at-barrier, not 'late'
 
 !view = memref<?x?x?x64xbf16>
 !acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
@@ -78,14 +78,14 @@ func.func @prefetch_loop(%k: !view, %v: !view, %qb: !qa, %zero: !acc, %b: index,
     %t1 = tgpu.async_copy %k[%b, %b, %next] bound %n into %k1 : !view, !buf
     %g1 = nvgpu.device_async_create_group %t1
     nvgpu.device_async_wait %kg
-    %s = tgpu.wgmma %qb, %kb transpose_rhs : !qa, !buf -> !acc
-    %sw:2 = tgpu.wgmma_wait %s, %qb pending 0 : !acc, !qa
+    %s:2 = tgpu.wgmma %qb, %kb transpose_rhs : !qa, !buf -> !acc, !qa
+    %sw:2 = tgpu.wgmma_wait %s#0, %s#1 pending 0 : !acc, !qa
     %tv = tgpu.async_copy %v[%b, %b, %j] bound %n into %vbuf : !view, !buf
     %gv = nvgpu.device_async_create_group %tv
     %p = tgpu.pack_operand_a %sw#0 : !acc -> !qa
     nvgpu.device_async_wait %gv
-    %o = tgpu.wgmma %p, %vbuf acc %acc : !qa, !buf, !acc -> !acc
-    %ow:2 = tgpu.wgmma_wait %o, %p pending 0 : !acc, !qa
+    %o:2 = tgpu.wgmma %p, %vbuf acc %acc : !qa, !buf, !acc -> !acc, !qa
+    %ow:2 = tgpu.wgmma_wait %o#0, %o#1 pending 0 : !acc, !qa
     scf.yield %ow#0, %k1, %g1 : !acc, !buf, !token
   }
   return %r#0 : !acc

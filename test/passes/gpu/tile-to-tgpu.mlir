@@ -37,15 +37,15 @@
 // CHECK-NEXT:      %[[COPY1:.+]] = tgpu.async_copy %[[K]][%{{.+}}, %{{.+}}, %[[N1]]] bound %{{.+}} into %[[K1]]
 // CHECK-NEXT:      %[[GROUP1:.+]] = nvgpu.device_async_create_group %[[COPY1]]
 // CHECK-NEXT:      nvgpu.device_async_wait %[[KG]]{{$}}
-// CHECK-NEXT:      %[[S:.+]] = tgpu.wgmma %[[QB]], %[[KB]] transpose_rhs
-// CHECK-NEXT:      %[[SW:.+]]:2 = tgpu.wgmma_wait %[[S]], %[[QB]] pending 0
+// CHECK-NEXT:      %[[S:[^ ,]+]], %[[SF:[^ ,]+]] = tgpu.wgmma %[[QB]], %[[KB]] transpose_rhs
+// CHECK-NEXT:      %[[SW:.+]]:2 = tgpu.wgmma_wait %[[S]], %[[SF]] pending 0
 // CHECK-NEXT:      %[[P:.+]] = math.exp2 %[[SW]]#0
 // CHECK-NEXT:      %[[VCOPY:.+]] = tgpu.async_copy %[[V]]{{.+}} into %[[VBUF]]
 // CHECK-NEXT:      %[[VGROUP:.+]] = nvgpu.device_async_create_group %[[VCOPY]]
 // CHECK-NEXT:      %[[PA:.+]] = tgpu.pack_operand_a %[[P]] : tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>> -> tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
 // CHECK-NEXT:      nvgpu.device_async_wait %[[VGROUP]]{{$}}
-// CHECK-NEXT:      %[[O:.+]] = tgpu.wgmma %[[PA]], %[[VBUF]] acc %[[ACC]]
-// CHECK-NEXT:      %[[OW:.+]]:2 = tgpu.wgmma_wait %[[O]], %[[PA]] pending 0
+// CHECK-NEXT:      %[[O:[^ ,]+]], %[[OF:[^ ,]+]] = tgpu.wgmma %[[PA]], %[[VBUF]] acc %[[ACC]]
+// CHECK-NEXT:      %[[OW:.+]]:2 = tgpu.wgmma_wait %[[O]], %[[OF]] pending 0
 // CHECK-NEXT:      scf.yield %[[OW]]#0, %[[K1]], %[[GROUP1]]
 // CHECK-NEXT:    } {tile.kv_loop}
 // CHECK-NEXT:    tile.block_store %[[LOOP]]#0

@@ -143,25 +143,28 @@ def TGPU_WgmmaOp : TGPU_Op<"wgmma"> {
     `canonical_128b`, K x N, or N x K with `transpose_rhs` (the K tile of Q K^T). Without
     `acc` the accumulators start at zero.
 
-    The result is in flight: it may be read only through `tgpu.wgmma_wait`, which must also
-    take a register `lhs`, since the tensor cores read it until the group completes.
+    The results are in flight: the accumulators, and with a register `lhs` the A registers
+    the tensor cores read (`lhs_in_flight`, the lhs's value: the lowering hands the
+    instructions a copy of the lhs's registers, and these are they). Both may be read only
+    through `tgpu.wgmma_wait`, which keeps them until the group completes.
 
     ```mlir
-    %s = tgpu.wgmma %q, %k transpose_rhs
+    %s, %qf = tgpu.wgmma %q, %k transpose_rhs
         : tensor<64x128xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>,
           !tgpu.buffer<64x128xbf16, #tgpu.shared<canonical_128b>>
-          -> tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
-    %s1, %q1 = tgpu.wgmma_wait %s, %q pending 0
+          -> tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>,
+             tensor<64x128xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+    %s1, %q1 = tgpu.wgmma_wait %s, %qf pending 0
         : tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>,
           tensor<64x128xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
     ```
   }];
   let arguments = (ins AnyTypeOf<[TGPU_Block, TGPU_Buffer]>:$lhs, TGPU_Buffer:$rhs,
                        Optional<TGPU_Block>:$acc, UnitAttr:$transpose_rhs);
-  let results = (outs TGPU_Block:$result);
+  let results = (outs TGPU_Block:$result, Optional<TGPU_Block>:$lhs_in_flight);
   let assemblyFormat = [{
     $lhs `,` $rhs (`acc` $acc^)? (`transpose_rhs` $transpose_rhs^)? attr-dict `:` type($lhs)
-    `,` type($rhs) (`,` type($acc)^)? `->` type($result)
+    `,` type($rhs) (`,` type($acc)^)? `->` type($result) (`,` type($lhs_in_flight)^)?
   }];
   let hasVerifier = 1;
 }
