@@ -1,8 +1,8 @@
 //===- GPULayouts.cpp - index arithmetic of the tgpu layouts ------------===//
 //
-// These formulas are the ones codegen/lib/nvvm/TileToNVVM.cpp uses today (accRow/accCol/
-// rowSlot, the Q fragment loads, packedAFragment, swizzled), written once, so that the GPU-IR
-// lowering can reproduce its output.
+// The layouts' formulas, written once (they began as those of the first GPU emitter, which
+// convert-tgpu-to-nvvm replaced with the same output): the attributes' verifiers and the
+// lowering's per-value offsets (codegen/lib/nvvm) call them.
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/dialect/GPULayouts.h"

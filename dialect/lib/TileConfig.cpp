@@ -136,7 +136,7 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
     return fail("block-m (" + llvm::Twine(*blockM) + ") must be a multiple of rows-per-warp (" +
                 llvm::Twine(*rowsPerWarp) + ")");
   if (mma == MmaKind::Wgmma) {
-    // tile-to-nvvm's constraints for warpgroup MMAs (its message), checked here so the tuner
+    // the GPU lowering's constraints for warpgroup MMAs (its message), checked here so the tuner
     // never compiles a configuration the pass would refuse.
     if ((!chip.empty() && chip != "sm_90a") || (blockM && *blockM % 64) ||
         (rowsPerWarp && *rowsPerWarp != 16) || qOperand == QOperand::Shared)
@@ -192,7 +192,7 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
           .overriddenBy(requested);
   if (!requested.rowsPerWarp && *tiles.blockM % *tiles.rowsPerWarp)
     tiles.rowsPerWarp = 16; // an explicit Br the default rows-per-warp does not divide
-  // The chip is left to tile-to-nvvm, whose message names its own constraints.
+  // The chip is left to convert-tgpu-to-nvvm, whose message names it.
   if (llvm::Error error = tiles.verify())
     return std::move(error);
   return tiles;

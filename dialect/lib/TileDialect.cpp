@@ -52,7 +52,7 @@ void ConfigAttr::print(AsmPrinter &printer) const {
 
 LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  tilefuse::TileConfig config) {
-  // The fields and how they combine; the chip is tile-to-nvvm's to check.
+  // The fields and how they combine; the chip is convert-tgpu-to-nvvm's to check.
   if (llvm::Error error = config.verify())
     return emitError() << "#tile.config: " << llvm::toString(std::move(error));
   return success();

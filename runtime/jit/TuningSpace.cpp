@@ -18,7 +18,7 @@ ResourceEstimate jit::estimateResources(const TileConfig &config, int64_t headDi
   ResourceEstimate e;
   int64_t br = config.blockM.value_or(0), bc = config.blockN.value_or(0);
   int64_t rows = config.rowsPerWarp.value_or(16), d = headDim;
-  // tile-to-nvvm's buffers (placeInDynamicSharedMemory): each rounded up to 1 KiB.
+  // tgpu-allocate-shared-memory's buffers: each aligned to 1 KiB (the 128-byte swizzle).
   auto buffer = [](int64_t bytes) { return int64_t(llvm::alignTo(bytes, 1024)); };
   int64_t keyBlock = buffer(bc * d * elementBytes);
   e.sharedBytes = 2 * keyBlock /* K, double-buffered */ + keyBlock /* V */;

@@ -235,11 +235,11 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   instrument(pm, "2-tile-to-ptx");
   if (failed(pm.run(*module)))
     return fail("compiling " + bufferName + " for " + options.chip + " failed:\n" + diagnostics);
-  // tile-to-nvvm records each kernel's dynamic shared memory on the module.
+  // tgpu-allocate-shared-memory records each kernel's dynamic shared memory on the module.
   auto sharedBytes = (*module)->getAttrOfType<DictionaryAttr>("tilefuse.shared_bytes");
   auto kernelBytes = sharedBytes ? sharedBytes.getAs<IntegerAttr>(k.name) : IntegerAttr();
   if (!kernelBytes)
-    return fail("compiling " + bufferName + ": tile-to-nvvm recorded no shared memory size for " +
+    return fail("compiling " + bufferName + ": the compiler recorded no shared memory size for " +
                 k.name);
   k.sharedBytes = kernelBytes.getInt();
   for (auto binary : module->getOps<gpu::BinaryOp>())

@@ -1,4 +1,8 @@
 // RUN: tilefuse-opt %s -split-input-file -verify-diagnostics -convert-tgpu-to-nvvm | FileCheck %s
+// RUN: not tilefuse-opt %s -split-input-file -convert-tgpu-to-nvvm=chip=sm_80 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=SM80
+
+// SM80: error: 'tgpu.wgmma' op needs chip sm_90a (warpgroup MMAs), not sm_80: lay the kernel out for mma=sync
 
 // convert-tgpu-to-nvvm on small hand-written tgpu kernels: each case exercises one pattern
 // family (codegen/lib/nvvm/*ToNVVM.cpp). A kernel is a function of the five views (Q, K, V,

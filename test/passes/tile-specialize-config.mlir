@@ -1,9 +1,9 @@
 // RUN: tilefuse-opt %s --tile-specialize="config=block-n=32,mma=sync,Br=128" \
 // RUN:   | FileCheck %s --check-prefix=WRITE
 // RUN: tilefuse-opt %s --tile-specialize="config=Br=128,rows_per_warp=32" --tile-front-end \
-// RUN:   --tile-pipeline --tile-to-nvvm | FileCheck %s --check-prefix=READ
+// RUN:   --tile-pipeline -tgpu-assign-layouts | FileCheck %s --check-prefix=READ
 // RUN: tilefuse-opt %s --tile-specialize="config=Br=128,rows_per_warp=32" \
-// RUN:   --tile-front-end="block-m=32" --tile-pipeline --tile-to-nvvm="rows-per-warp=16" \
+// RUN:   --tile-front-end="block-m=32" --tile-pipeline -tgpu-assign-layouts="rows-per-warp=16" \
 // RUN:   | FileCheck %s --check-prefix=READ
 // RUN: tilefuse-opt %s --tile-to-ptx="config=Br=128 arch=sm_80" \
 // RUN:   | FileCheck %s --check-prefix=PTX
@@ -13,14 +13,14 @@
 // RUN:   | FileCheck %s --check-prefix=UNKNOWN
 
 // tile-specialize{config} writes the kernel configuration on the module, in its canonical text,
-// replacing the one the module had. tile-tiling (Br) and tile-to-nvvm (rows per warp) read it
-// there, and it wins over their options: 128 rows in warps of 32 rows are 4 warps, 128 threads
-// (Br = 64 from the options would give 64 threads, 16 rows per warp 256).
+// replacing the one the module had. tile-tiling (Br) and tgpu-assign-layouts (rows per warp) read
+// it there, and it wins over their options: 128 rows in warps of 32 rows are 4 warps (Br = 64
+// from the options would give 64-row blocks, 16 rows per warp 8 warps).
 
 // WRITE: module attributes {tile.config = #tile.config<"Br=128,Bc=32,mma=sync">}
 
-// READ-LABEL: gpu.func @attention(
-// READ-SAME:    known_block_size = array<i32: 128, 1, 1>
+// READ-LABEL: func.func @attention(
+// READ:         tile.block_dot {{.+}} -> tensor<128x{{[0-9]+}}xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 32>>
 
 // tile-to-ptx{config} writes it first (its leading tile-specialize), over the module's Br=64:
 // 128 rows in 8 warps of 16.

@@ -121,7 +121,7 @@ TEST(GPULayouts, WgmmaAccumulatorIsThePtxFragmentPerWarpgroup) {
 }
 
 // wgmma's D fragment is mma.sync's with one m-tile per warp: a block moves between the two
-// paths without a shuffle (TileToNVVM's wgmma path relies on it for P and the row vectors).
+// paths without a shuffle (the wgmma lowering relies on it for P and the row vectors).
 TEST(GPULayouts, WgmmaAccumulatorEqualsMmaAccumulatorOfItsWarps) {
   for (int64_t warpgroups : {1, 2})
     for (int64_t n : {64, 128}) {

@@ -77,7 +77,7 @@ TEST(TuningSpace, ResourceModelPrunesWithReasons) {
       << big.reason;
 }
 
-// The shared-memory model is what tile-to-nvvm allocates: checked against compiled kernels.
+// The shared-memory model is what tgpu-allocate-shared-memory allocates: checked against compiled kernels.
 TEST(TuningSpace, SharedMemoryModelMatchesCompiledKernels) {
   const kernels::KernelSource &attention = *kernels::find("attention");
   for (const char *text : {"Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager",

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "tilefuse/dialect/TileGPUDialect.h"
+#include "tilefuse/dialect/TileGPUOps.h"
 #include "tilefuse/dialect/TileOps.h"
 
 namespace tilefuse {
@@ -51,6 +52,17 @@ struct ConvertTGPUToNVVMPass
     for (auto fn : module.getOps<func::FuncOp>())
       if (!fn.isExternal())
         kernels.push_back(fn);
+    // Warpgroup MMAs exist on sm_90a only (plain sm_90 rejects them too): say so at the op
+    // rather than let ptxas refuse the PTX at load time.
+    WalkResult wgmmaOnChip = module.walk([&](tgpu::WgmmaOp op) {
+      if (chip == "sm_90a")
+        return WalkResult::advance();
+      op.emitOpError() << "needs chip sm_90a (warpgroup MMAs), not " << chip
+                       << ": lay the kernel out for mma=sync";
+      return WalkResult::interrupt();
+    });
+    if (wgmmaOnChip.wasInterrupted())
+      return signalPassFailure();
 
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     auto target = NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda", chip,

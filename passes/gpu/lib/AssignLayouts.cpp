@@ -1,8 +1,8 @@
 //===- AssignLayouts.cpp - where every block of a tiled kernel lives ------===//
 //
 // Writes the layout of every block tensor of tiled `tile` IR into its type, from the roles the
-// IR gives it, so that no later lowering infers a layout by chasing uses (what tile-to-nvvm's
-// roleOf does today):
+// IR gives it, so that no later lowering infers a layout by chasing uses (as the first emitter's
+// roleOf did):
 //
 //   * the result and accumulator of tile.block_dot, and the operand of tile.reduce and result
 //     of tile.broadcast, are accumulators (#tgpu.mma_acc, or #tgpu.wgmma_acc with mma=wgmma);

@@ -6,7 +6,6 @@
 //   tile-to-ptx     tile-specialize{config}, the front end, tile-pipeline, the GPU-level passes
 //                   (tgpu-assign-layouts, tile-to-tgpu, tgpu-insert-barriers,
 //                   tgpu-allocate-shared-memory), convert-tgpu-to-nvvm and PTX generation
-//                   (lowering=emitter: tile-to-nvvm instead of the GPU-level passes)
 //   tile-to-f64-reference-llvm
 //                   the float64 reference (the written form evaluated naively, no front end)
 //                   to the LLVM dialect
@@ -49,7 +48,8 @@ void tilefuse::buildTileToCpuPipeline(OpPassManager &pm, const FrontEndOptions &
 }
 
 void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOptions &options) {
-  // The configuration goes on the module once; tile-tiling and tile-to-nvvm read it there.
+  // The configuration goes on the module once; tile-tiling and the GPU-level passes read it
+  // there.
   if (!options.config.empty()) {
     TileSpecializeOptions specialize;
     specialize.config = options.config;
@@ -57,26 +57,18 @@ void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOption
   }
   buildTileFrontEndPipeline(pm, FrontEndOptions());
   pm.addNestedPass<func::FuncOp>(createTilePipeline());
-  if (options.lowering == "tgpu") {
-    // The layouts, the copy issue and the tile sizes come from the module's tile.config.
-    pm.addNestedPass<func::FuncOp>(tgpu::createTGPUAssignLayouts());
-    pm.addNestedPass<func::FuncOp>(tgpu::createTileToTGPU());
-    pm.addNestedPass<func::FuncOp>(tgpu::createTGPUInsertBarriers());
-    tgpu::TGPUAllocateSharedMemoryOptions shared;
-    // The opt-in dynamic shared memory per CTA: 227 KiB on sm_90, 163 KiB on sm_80.
-    shared.maxSharedBytes = StringRef(options.chip).starts_with("sm_9") ? 232448 : 166912;
-    pm.addPass(tgpu::createTGPUAllocateSharedMemory(shared));
-    ConvertTGPUToNVVMOptions nvvm;
-    nvvm.chip = options.chip;
-    nvvm.features = options.features;
-    pm.addPass(createConvertTGPUToNVVM(nvvm));
-    buildNVVMToPTXPipeline(pm);
-    return;
-  }
-  TileToNVVMOptions nvvm;
+  // The layouts, the copy issue and the tile sizes come from the module's tile.config.
+  pm.addNestedPass<func::FuncOp>(tgpu::createTGPUAssignLayouts());
+  pm.addNestedPass<func::FuncOp>(tgpu::createTileToTGPU());
+  pm.addNestedPass<func::FuncOp>(tgpu::createTGPUInsertBarriers());
+  tgpu::TGPUAllocateSharedMemoryOptions shared;
+  // The opt-in dynamic shared memory per CTA: 227 KiB on sm_90, 163 KiB on sm_80.
+  shared.maxSharedBytes = StringRef(options.chip).starts_with("sm_9") ? 232448 : 166912;
+  pm.addPass(tgpu::createTGPUAllocateSharedMemory(shared));
+  ConvertTGPUToNVVMOptions nvvm;
   nvvm.chip = options.chip;
   nvvm.features = options.features;
-  pm.addPass(createTileToNVVM(nvvm));
+  pm.addPass(createConvertTGPUToNVVM(nvvm));
   buildNVVMToPTXPipeline(pm);
 }
 

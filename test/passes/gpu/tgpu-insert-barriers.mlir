@@ -243,8 +243,8 @@ func.func @unknown_region(%k: !view, %b: index, %n: index) {
 }
 
 // The bundled causal kernel (wgmma), through the front end, layouts and tile-to-tgpu: the
-// schedule tile-to-nvvm's emitter produces (compare its cp.async.wait.group / barrier0 /
-// fence.proxy): a barrier before the first key copy (the pruning scans' branches leave every
+// schedule the first emitter (tile-to-nvvm, since replaced) produced, wait for wait and barrier for
+// barrier: a barrier before the first key copy (the pruning scans' branches leave every
 // buffer possibly read), the prefetch after a barrier at the top of each iteration, in each
 // branch the key wait leaving the prefetch and the value copy in flight, the value wait
 // leaving none, the carried group completed at the end of the body, the last prefetch before

@@ -24,10 +24,10 @@ constexpr llvm::StringLiteral kBlockEventSymbol = "tilefuse_block_event";
 /// Upstream passes from the output of tile-to-cpu-loops to the LLVM dialect.
 void buildCpuLoopsToLLVMPipeline(mlir::OpPassManager &pm);
 
-/// The gpu.module tile-to-nvvm creates.
+/// The gpu.module convert-tgpu-to-nvvm creates.
 constexpr llvm::StringLiteral kGpuModuleName = "tilefuse_kernels";
 
-/// Upstream passes from the output of tile-to-nvvm to a gpu.binary holding PTX.
+/// Upstream passes from the output of convert-tgpu-to-nvvm to a gpu.binary holding PTX.
 void buildNVVMToPTXPipeline(mlir::OpPassManager &pm);
 
 } // namespace tilefuse

@@ -65,50 +65,6 @@ def TileToF64TensorReference : Pass<"tile-to-f64-tensor-reference", "mlir::Modul
                            "mlir::func::FuncDialect"];
 }
 
-def TileToNVVM : Pass<"tile-to-nvvm", "mlir::ModuleOp"> {
-  let summary = "GPU lowering: tiled tile IR to a gpu.module of NVVM kernels (mma.sync m16n8k16)";
-  let description = [{
-    Each kernel function (levels 2-4) becomes a gpu.func in `gpu.module @tilefuse_kernels`
-    carrying an #nvvm.target. The thread mapping is explicit and fixed per program:
-    Br = 16 x warps rows, warp w owns rows 16w..16w+15; a Br x C f32 block lives in registers in
-    the m16n8 accumulator layout (per thread: C/8 tiles x 4 values, rows g and g+8 of its warp
-    slice with g = lane / 4, columns 2 * (lane % 4) + {0, 1}); row vectors hold the thread's two
-    rows. Q is held as m16k16 A fragments: in registers for the whole kernel, or (q-operand=shared)
-    in shared memory, read with ldmatrix at every k-step; K and V blocks go through shared memory
-    (16-byte chunks, XOR-swizzled by row) and are read with ldmatrix (transposed for V). Every
-    shared buffer is placed in the kernel's dynamic shared memory; its size is recorded on the
-    module as `tilefuse.shared_bytes = {kernel = bytes}` for the launcher. Row
-    reductions finish with two xor-shuffles inside each quad of lanes. exp2/log/tanh use LLVM
-    intrinsics (ex2.approx, lg2.approx), never libdevice.
-
-    The module's `tile.config` (written by tile-specialize{config}) wins over the options
-    rows-per-warp, mma, q-operand and copy-issue: they apply only where it sets no value
-    (tilefuse/dialect/KernelConfig.h). Br comes from the tiled IR.
-  }];
-  let options = [
-    Option<"chip", "chip", "std::string", "\"sm_90a\"", "Target chip (sm_80, sm_90a, ...)">,
-    Option<"features", "features", "std::string", "\"+ptx80\"", "NVPTX features (PTX version)">,
-    Option<"rowsPerWarp", "rows-per-warp", "int64_t", "16",
-           "Rows of the program each warp owns: 16 (one m16 tile) or 32 (two m16 tiles sharing "
-           "every key/value fragment read from shared memory; more registers)">,
-    Option<"mma", "mma", "std::string", "\"sync\"",
-           "Matrix instruction: `sync` (mma.sync m16n8k16 per warp, ldmatrix from shared tiles; "
-           "sm_80 and later) or `wgmma` (sm_90a: wgmma.mma_async m64nNk16 per warpgroup of 4 "
-           "warps, B read by descriptor from 128-byte-swizzled tiles; Br a multiple of 64)">,
-    Option<"qOperand", "q-operand", "std::string", "\"registers\"",
-           "Where the Q block lives: `registers` (A fragments loaded once) or `shared` (copied "
-           "once into shared memory, read with ldmatrix per k-step: frees D/2 x rows-per-warp/16 "
-           "registers per thread)">,
-    Option<"copyIssue", "copy-issue", "std::string", "\"eager\"",
-           "When a key/value copy starts if a warp may still read its buffer: `eager` (a barrier, "
-           "then the copy, where tile-pipeline put it) or `at-barrier` (after the next barrier "
-           "the kernel has anyway: one barrier fewer per block, less lead time)">
-  ];
-  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::NVVM::NVVMDialect",
-                           "mlir::LLVM::LLVMDialect", "mlir::vector::VectorDialect",
-                           "mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
-}
-
 def ConvertTGPUToNVVM : Pass<"convert-tgpu-to-nvvm", "mlir::ModuleOp"> {
   let summary = "tgpu kernels (level 5) to a gpu.module of NVVM kernels, by conversion patterns";
   let description = [{

@@ -5,7 +5,8 @@
 // passes that have a setting of it read it from there:
 //
 //   tile-tiling    Br, Bc
-//   tile-to-nvvm   rows_per_warp, mma, q, copy_issue (and Br, from the tiled IR)
+//   tgpu-assign-layouts    rows_per_warp, mma, q
+//   tgpu-insert-barriers   copy_issue
 //
 // The attribute wins over a pass's options: it is what the kernel was specialized, cached and
 // tuned as, so every pass of one compilation must use it. A pass option only fills a field the

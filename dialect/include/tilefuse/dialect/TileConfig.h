@@ -1,7 +1,7 @@
 //===- TileConfig.h - the typed kernel configuration ------------*- C++ -*-===//
 //
 // The one definition of how a GPU kernel is configured: the block sizes and the code generation
-// choices tile-to-nvvm exposes. The CLI's --config, compileToPTX's options, the kernel cache key,
+// choices the GPU lowering exposes. The CLI's --config, compileToPTX's options, the kernel cache key,
 // the autotuner's space and the tuning database all read and write it, and a kernel module
 // carries it as `tile.config = #tile.config<"TEXT">` (written by tile-specialize, read by the
 // passes: tilefuse/dialect/TileConfigAttr.h), so a setting added here reaches every one of them.

@@ -53,7 +53,7 @@ def Tile_ConfigAttr : AttrDef<Tile_Dialect, "Config"> {
     The typed kernel configuration (`tilefuse::TileConfig`, tilefuse/dialect/TileConfig.h) in
     its canonical text, e.g. `#tile.config<"Br=64,Bc=128,rows_per_warp=16,mma=wgmma">`. A field
     left out is unset: the pass that needs it takes its own option. `tile-specialize{config=...}`
-    writes it on the module as `tile.config`; tile-tiling and tile-to-nvvm read it from there.
+    writes it on the module as `tile.config`; tile-tiling and the GPU-level passes read it from there.
     The text is parsed and its fields checked (TileConfig::verify without a chip) when the
     attribute is built, so a bad one is a located error, never a later pass's surprise.
   }];

@@ -31,9 +31,9 @@ def TileSpecialize : Pass<"tile-specialize", "mlir::ModuleOp"> {
 
     `config` (the kernel configuration's text, tilefuse/dialect/TileConfig.h) is written on the
     module as `tile.config = #tile.config<"...">` in its canonical form; the passes with a
-    setting of it (tile-tiling, tile-to-nvvm) read it from there and it wins over their options
+    setting of it (tile-tiling, tgpu-assign-layouts, tgpu-insert-barriers) read it from there and it wins over their options
     (tilefuse/dialect/KernelConfig.h). A text that does not parse, or whose fields do not fit
-    together, is an error at the module. The chip is not known here: tile-to-nvvm checks it.
+    together, is an error at the module. The chip is not known here: convert-tgpu-to-nvvm checks it.
   }];
   let options = [
     Option<"headDim", "head-dim", "int64_t", "0", "New head dimension (0: keep)">,

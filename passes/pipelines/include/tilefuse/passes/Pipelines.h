@@ -5,7 +5,7 @@
 //
 // The kernel configuration reaches the passes as the module's `tile.config`
 // (tilefuse/dialect/KernelConfig.h): tile-to-ptx{config=TEXT} writes it first (tile-specialize),
-// and tile-tiling, the GPU-level passes and tile-to-nvvm read it. The front end's block-m/block-n are tile-tiling's
+// and tile-tiling and the GPU-level passes read it. The front end's block-m/block-n are tile-tiling's
 // options, forwarded only when given: a module's tile.config wins over them.
 //
 //===----------------------------------------------------------------------===//
@@ -43,20 +43,14 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
   Option<std::string> features{*this, "features",
                                llvm::cl::desc("NVPTX features, e.g. +ptx80 (the PTX version)"),
                                llvm::cl::init("+ptx80")};
-  Option<std::string> lowering{
-      *this, "lowering",
-      llvm::cl::desc("`tgpu` (the GPU-level IR: tgpu-assign-layouts, tile-to-tgpu, "
-                     "tgpu-insert-barriers, tgpu-allocate-shared-memory, convert-tgpu-to-nvvm) "
-                     "or `emitter` (tile-to-nvvm, kept to compare the two side by side)"),
-      llvm::cl::init("tgpu")};
 };
 
 /// tile-check-written-form, tile-tiling, tile-online-softmax, tile-block-pruning, then cleanup.
 void buildTileFrontEndPipeline(mlir::OpPassManager &pm, const FrontEndOptions &options);
 /// The front end, then the CPU reference lowering down to the LLVM dialect.
 void buildTileToCpuPipeline(mlir::OpPassManager &pm, const FrontEndOptions &options);
-/// tile-specialize{config} (when a configuration is given), the front end, then tile-to-nvvm
-/// and the upstream path to a gpu.binary holding PTX.
+/// tile-specialize{config} (when a configuration is given), the front end, tile-pipeline, the
+/// GPU-level passes, convert-tgpu-to-nvvm and the upstream path to a gpu.binary holding PTX.
 void buildTileToPTXPipeline(mlir::OpPassManager &pm, const GpuPipelineOptions &options);
 /// tile-to-f64-reference (the naive float64 evaluation of the written form), then the upstream
 /// path to the LLVM dialect. Runs on a written-form module (specialized, never tiled).

@@ -16,7 +16,7 @@ namespace tilefuse::tgpu {
 #include "tilefuse/passes/gpu/Passes.h.inc"
 
 /// Module attributes the launch reads, each a dictionary {kernel name = i64}: the CTA's dynamic
-/// shared memory in bytes (also written by tile-to-nvvm) and its thread count.
+/// shared memory in bytes and its thread count.
 constexpr llvm::StringLiteral kSharedBytesAttr = "tilefuse.shared_bytes";
 constexpr llvm::StringLiteral kThreadsAttr = "tilefuse.threads";
 

@@ -73,7 +73,7 @@ def TGPUAllocateSharedMemory : Pass<"tgpu-allocate-shared-memory", "mlir::Module
     call, or returned) is an error at the use, as is a kernel over `max-shared-bytes`.
 
     Records, per kernel, `tilefuse.shared_bytes = {kernel = bytes}` (the end of its last
-    buffer; the convention tile-to-nvvm writes and the runtime's compiler reads) and
+    buffer; the convention the runtime's compiler reads) and
     `tilefuse.threads = {kernel = threads}` on the module. The thread count is
     32 x the warps of its `tgpu.warp_specialize` partitions, or, without one, 32 x the warps
     of its register layouts, which must all agree.

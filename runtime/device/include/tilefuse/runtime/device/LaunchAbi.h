@@ -1,7 +1,7 @@
 //===- LaunchAbi.h - the kernel launch ABI ----------------------*- C++ -*-===//
 //
 // The one definition of how a compiled attention kernel is called. Header-only and standard C++
-// only, so that every side of the call includes it: codegen's signature lowering (tile-to-nvvm
+// only, so that every side of the call includes it: codegen's signature lowering (convert-tgpu-to-nvvm
 // builds the gpu.func from it), the CUDA runtime (argument packing and launch checks) and the
 // AOT header's C launcher (generated from it).
 //

@@ -7,7 +7,7 @@
 // tuner's table says why it was never timed.
 //
 // The resource model:
-//   shared memory  what tile-to-nvvm allocates: K double-buffered, V, and Q when it lives in
+//   shared memory  what tgpu-allocate-shared-memory allocates: K double-buffered, V, and Q when it lives in
 //                  shared memory, each buffer rounded up to 1 KiB (the wgmma swizzle atom); the
 //                  seed formula 4·Br·d + 4·Bc·d + 2·Br·Bc + 8·Br is reported beside it. Checked
 //                  against the compiled kernel's shared_bytes in TuningSpaceTest.
@@ -47,7 +47,7 @@ struct ChipLimits {
 
 /// The model's numbers for one configuration.
 struct ResourceEstimate {
-  int64_t sharedBytes = 0;        ///< as tile-to-nvvm lays the buffers out
+  int64_t sharedBytes = 0;        ///< as tgpu-allocate-shared-memory lays the buffers out
   int64_t seedSharedBytes = 0;    ///< 4·Br·d + 4·Bc·d + 2·Br·Bc + 8·Br
   int64_t registersPerThread = 0; ///< estimated (see the file comment)
   int64_t threads = 0;
