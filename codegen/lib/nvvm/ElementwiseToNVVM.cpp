@@ -84,9 +84,7 @@ template <typename RegionOp> struct ElementRegionPerValue : OpConversionPattern<
     int64_t rowsPerWarp = layout->getRows() * 32 / layout->getThreads();
     // A value's element is the thread's origin (row w * rowsPerWarp + g, column 2c) plus the
     // value's offset, which is the same for every thread: thread 0's element (GPULayouts).
-    Value rowOrigin = addIndex(
-        b, loc, adaptor.getRow(),
-        addIndex(b, loc, mulIndex(b, loc, t.warp, indexConstant(b, loc, rowsPerWarp)), t.g));
+    Value rowOrigin = addIndex(b, loc, adaptor.getRow(), t.firstRow(b, loc, rowsPerWarp));
     Value colOrigin =
         addIndex(b, loc, adaptor.getCol(), mulIndex(b, loc, t.c, indexConstant(b, loc, 2)));
     Value in = adaptor.getInput();

@@ -24,6 +24,23 @@ int64_t rowsPerWarpOf(const tgpu::RegisterLayout &layout) {
   return layout.getRows() * 32 / layout.getThreads();
 }
 
+/// What a block load or store addresses: the view, the leading indices, the block's first row
+/// and the row bound; and the first row of this thread within the block.
+struct BlockRows {
+  KernelView view;
+  SmallVector<Value> lead;
+  Value row0, bound, threadRow;
+};
+BlockRows blockRows(OpBuilder &b, Operation *op, Value view, Type viewType, ValueRange indices,
+                    Value bound, int64_t rowsPerWarp) {
+  Location loc = op->getLoc();
+  BlockRows r{KernelView::unpack(b, loc, view, cast<MemRefType>(viewType)),
+              SmallVector<Value>(indices), Value(), bound, Value()};
+  r.row0 = r.lead.pop_back_val();
+  r.threadRow = threadCoordinates(b, op).firstRow(b, loc, rowsPerWarp);
+  return r;
+}
+
 struct BlockLoadToRegisters : OpConversionPattern<tile::BlockLoadOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tile::BlockLoadOp op, OpAdaptor adaptor,
@@ -33,16 +50,12 @@ struct BlockLoadToRegisters : OpConversionPattern<tile::BlockLoadOp> {
       return rewriter.notifyMatchFailure(op, "loads into registers only A fragments");
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
-    auto viewType = cast<MemRefType>(op.getView().getType());
-    KernelView view = KernelView::unpack(b, loc, adaptor.getView(), viewType);
-    SmallVector<Value> lead(adaptor.getIndices());
-    Value row0 = lead.pop_back_val();
-    Value bound = adaptor.getBound();
+    int64_t rowsPerWarp = rowsPerWarpOf(*layout), cols = op.getType().getDimSize(1);
+    auto [view, lead, row0, bound, rowBase] =
+        blockRows(b, op, adaptor.getView(), op.getView().getType(), adaptor.getIndices(),
+                  adaptor.getBound(), rowsPerWarp);
     Value lastRow = arith::SubIOp::create(b, loc, bound, indexConstant(b, loc, 1));
     ThreadCoordinates t = threadCoordinates(b, op);
-    int64_t rowsPerWarp = rowsPerWarpOf(*layout), cols = op.getType().getDimSize(1);
-    Value rowBase = addIndex(b, loc, mulIndex(b, loc, t.warp, indexConstant(b, loc, rowsPerWarp)),
-                             t.g);
     Value c2 = mulIndex(b, loc, t.c, indexConstant(b, loc, 2));
     Value zero = i32Constant(b, loc, 0);
     // Fragment regs of m-tile mt, k-tile kt: (g, 16kt+2c), (g+8, 16kt+2c), (g, 16kt+8+2c),
@@ -81,16 +94,12 @@ struct BlockStoreFromRegisters : OpConversionPattern<tile::BlockStoreOp> {
       return rewriter.notifyMatchFailure(op, "stores accumulators and their rows");
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
-    auto viewType = cast<MemRefType>(op.getView().getType());
-    KernelView view = KernelView::unpack(b, loc, adaptor.getView(), viewType);
-    SmallVector<Value> lead(adaptor.getIndices());
-    Value row0 = lead.pop_back_val();
-    Value bound = adaptor.getBound();
+    int64_t rowsPerWarp = rowsPerWarpOf(*layout);
+    auto [view, lead, row0, bound, rowBase] =
+        blockRows(b, op, adaptor.getView(), op.getView().getType(), adaptor.getIndices(),
+                  adaptor.getBound(), rowsPerWarp);
     Value val = adaptor.getValue();
     ThreadCoordinates t = threadCoordinates(b, op);
-    int64_t rowsPerWarp = rowsPerWarpOf(*layout);
-    Value rowBase = addIndex(b, loc, mulIndex(b, loc, t.warp, indexConstant(b, loc, rowsPerWarp)),
-                             t.g);
     bool rowVector = layout->getKind() == Kind::AccumulatorRows;
     int64_t nTiles = rowVector ? 0 : layout->getCols() / 8;
     // Slot = (m-tile, half): rows g and g + 8 of each m-tile.

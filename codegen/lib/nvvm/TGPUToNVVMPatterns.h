@@ -65,6 +65,9 @@ struct ThreadCoordinates {
   mlir::Value lane; ///< tid % 32
   mlir::Value g;    ///< lane / 4: the row within an 8-row half of an m16 tile
   mlir::Value c;    ///< lane % 4: the pair of columns
+  /// The thread's first row in an accumulator or A-fragment layout of `rowsPerWarp` rows per
+  /// warp: warp * rowsPerWarp + g (its other rows are constant offsets, GPULayouts).
+  mlir::Value firstRow(mlir::OpBuilder &b, mlir::Location loc, int64_t rowsPerWarp) const;
 };
 ThreadCoordinates threadCoordinates(mlir::OpBuilder &b, mlir::Operation *inKernel);
 

@@ -69,6 +69,10 @@ ThreadCoordinates tilefuse::nvvm::threadCoordinates(OpBuilder &b, Operation *inK
   return t;
 }
 
+Value ThreadCoordinates::firstRow(OpBuilder &b, Location loc, int64_t rowsPerWarp) const {
+  return addIndex(b, loc, mulIndex(b, loc, warp, indexConstant(b, loc, rowsPerWarp)), g);
+}
+
 Value tilefuse::nvvm::indexConstant(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }

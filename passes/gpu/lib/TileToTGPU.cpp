@@ -32,6 +32,7 @@
 #include "tilefuse/dialect/TileGPUOps.h"
 #include "tilefuse/dialect/TileOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/MapVector.h"
 
 namespace tilefuse::tgpu {
@@ -156,21 +157,11 @@ private:
     return success();
   }
 
-  Value find(Value v) {
-    auto it = parent.find(v);
-    if (it == parent.end() || it->second == v)
-      return v;
-    Value root = find(it->second);
-    parent[v] = root;
-    return root;
-  }
-  void unite(Value a, Value b) {
-    Value ra = find(a), rb = find(b);
-    if (ra != rb)
-      parent[ra] = rb;
-  }
+  /// The class of `v`: its leader among the values carried as one block.
+  Value find(Value v) { return carried.getOrInsertLeaderValue(v); }
+  void unite(Value a, Value b) { carried.unionSets(a, b); }
 
-  DenseMap<Value, Value> parent;
+  llvm::EquivalenceClasses<Value> carried;
   SmallVector<Value> carriedRoots;
   /// The loads of each buffer that is not a ring, in program order.
   llvm::MapVector<unsigned, SmallVector<tile::BlockLoadOp>> loadsInto;
