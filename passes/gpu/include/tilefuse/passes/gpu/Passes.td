@@ -128,6 +128,26 @@ def TileToTGPU : Pass<"tile-to-tgpu", "mlir::func::FuncOp"> {
                            "mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
 }
 
+def TGPUPipeline : Pass<"tgpu-pipeline", "mlir::func::FuncOp"> {
+  let summary = "Deepens a loop's ring of copies to `stages` stages (software pipelining)";
+  let description = [{
+    On the output of tile-to-tgpu, before tgpu-insert-barriers: a loop that carries a block
+    in a ring stage (the key block tile-pipeline loads one iteration ahead, with its copy
+    group's token) gets `stages - 1` blocks in flight instead of one. Before the loop, copies
+    of the next `stages - 2` blocks follow the first; in the loop, iteration j reads the oldest
+    carried block as before and copies block j + stages - 1 (the loop's copy chain cloned with
+    its induction variable advanced); the carried (buffer, token) pairs shift by one per
+    iteration; the ring gets `stages` buffers, block b in stage b % stages. The reads and
+    their waits do not move; tgpu-insert-barriers then counts the groups in flight for each
+    wait. `stages = 2` (the default) leaves the IR as tile-to-tgpu built it.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", "2",
+           "Ring stages: copies run stages - 1 blocks ahead of the block read (2 or more)">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
+}
+
 def TGPUInsertBarriers : Pass<"tgpu-insert-barriers", "mlir::func::FuncOp"> {
   let summary = "Completes the cp.async waits (numGroups) and inserts the barriers and proxy "
                 "fences the shared buffers need";
