@@ -2,6 +2,8 @@
 #include "F64Scalars.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 
@@ -65,5 +67,47 @@ LogicalResult tilefuse::cpu::cloneScalarInF64(OpBuilder &b, Operation &op, IRMap
                           "arithmetic is promoted to f64: ")
            << why << ")";
   }
+  return success();
+}
+
+Value tilefuse::cpu::f64Constant(OpBuilder &b, Location loc, double v) {
+  return arith::ConstantOp::create(b, loc, b.getF64Type(), b.getF64FloatAttr(v));
+}
+
+Value tilefuse::cpu::reduceOver(OpBuilder &b, Location loc, Value length, Value init,
+                                function_ref<Value(OpBuilder &, Value, Value)> step) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop = scf::ForOp::create(b, loc, zero, length, one, ValueRange{init},
+                                 [&](OpBuilder &nb, Location, Value j, ValueRange acc) {
+                                   scf::YieldOp::create(nb, loc, step(nb, acc[0], j));
+                                 });
+  return loop.getResult(0);
+}
+
+FailureOr<Value> tilefuse::cpu::scaleFactorInF64(OpBuilder &b, tile::ScaleOp scale,
+                                                 Value contraction) {
+  Location loc = scale.getLoc();
+  if (scale.getFactor())
+    return f64Constant(b, loc, scale.getFactor()->convertToDouble());
+  if (!contraction)
+    return scale.emitOpError("the float64 reference needs the scores of a tile.dot to take "
+                             "1/sqrt(D) of");
+  Value d = arith::IndexCastOp::create(b, loc, b.getI64Type(), contraction);
+  Value df = arith::SIToFPOp::create(b, loc, b.getF64Type(), d);
+  return arith::DivFOp::create(b, loc, f64Constant(b, loc, 1.0),
+                               math::SqrtOp::create(b, loc, df))
+      .getResult();
+}
+
+LogicalResult tilefuse::cpu::checkScalarOpOfWrittenForm(Operation &op) {
+  auto isTensor = [](Type t) { return isa<TensorType>(t); };
+  if (llvm::any_of(op.getOperandTypes(), isTensor) ||
+      llvm::any_of(op.getResultTypes(), isTensor))
+    return op.emitOpError("works on whole tensors, which the float64 reference cannot "
+                          "evaluate: only tile ops may");
+  if (llvm::any_of(op.getResultTypes(), [](Type t) { return isa<MemRefType>(t); }))
+    return op.emitOpError("makes a view, which the float64 reference cannot evaluate: "
+                          "tile.load the kernel's arguments directly");
   return success();
 }

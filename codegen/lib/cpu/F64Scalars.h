@@ -10,6 +10,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/IRMapping.h"
+#include "tilefuse/dialect/TileOps.h"
 
 namespace tilefuse::cpu {
 
@@ -25,6 +26,24 @@ mlir::MemRefType f64ViewType(mlir::MemRefType t);
 /// say), or one with regions, is an error at it.
 mlir::LogicalResult cloneScalarInF64(mlir::OpBuilder &b, mlir::Operation &op,
                                      mlir::IRMapping &m);
+
+/// An f64 constant.
+mlir::Value f64Constant(mlir::OpBuilder &b, mlir::Location loc, double v);
+
+/// fold(acc, j) over j in [0, length), from `init`: an scf.for carrying the accumulator.
+mlir::Value reduceOver(mlir::OpBuilder &b, mlir::Location loc, mlir::Value length,
+                       mlir::Value init,
+                       llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Value, mlir::Value)>
+                           step);
+
+/// The factor of `scale` in f64: its `by` constant, or 1/sqrt(contraction) where the scores
+/// come from a tile.dot of that contraction length (null: an error at the op).
+mlir::FailureOr<mlir::Value> scaleFactorInF64(mlir::OpBuilder &b, tile::ScaleOp scale,
+                                              mlir::Value contraction);
+
+/// A non-tile op of a written-form kernel the references can evaluate: scalar, never a tensor
+/// operand or result, never a new view. Else an error at it.
+mlir::LogicalResult checkScalarOpOfWrittenForm(mlir::Operation &op);
 
 } // namespace tilefuse::cpu
 

@@ -145,14 +145,8 @@ private:
         stores |= isa<StoreOp>(op);
         continue;
       }
-      auto isTensor = [](Type t) { return isa<TensorType>(t); };
-      if (llvm::any_of(op.getOperandTypes(), isTensor) ||
-          llvm::any_of(op.getResultTypes(), isTensor))
-        return op.emitOpError("works on whole tensors, which the float64 reference cannot "
-                              "evaluate: only tile ops may");
-      if (llvm::any_of(op.getResultTypes(), [](Type t) { return isa<MemRefType>(t); }))
-        return op.emitOpError("makes a view, which the float64 reference cannot evaluate: "
-                              "tile.load the kernel's arguments directly");
+      if (failed(cpu::checkScalarOpOfWrittenForm(op)))
+        return failure();
     }
     if (!stores)
       return kernel.emitOpError("stores nothing: the float64 reference has no output to compute");
@@ -161,9 +155,6 @@ private:
 
   static Value idx(OpBuilder &b, int64_t v) {
     return arith::ConstantIndexOp::create(b, b.getUnknownLoc(), v);
-  }
-  Value f64Const(OpBuilder &b, Location loc, double v) {
-    return arith::ConstantOp::create(b, loc, f64, b.getFloatAttr(f64, v));
   }
 
   LogicalResult cloneInF64(OpBuilder &b, Operation &op, IRMapping &m) {
@@ -199,15 +190,6 @@ private:
                        });
   }
 
-  /// fold(acc, j) over j in [0, length), from `init`.
-  Value reduce(OpBuilder &b, Location loc, Value length, Value init,
-               function_ref<Value(OpBuilder &, Value, Value)> step) {
-    auto loop = scf::ForOp::create(b, loc, idx(b, 0), length, idx(b, 1), ValueRange{init},
-                                   [&](OpBuilder &nb, Location, Value j, ValueRange acc) {
-                                     scf::YieldOp::create(nb, loc, step(nb, acc[0], j));
-                                   });
-    return loop.getResult(0);
-  }
 
   FailureOr<RowValue> rowOf(Operation &user, Value v, bool allowView = false) {
     auto it = values.find(v);
@@ -250,7 +232,7 @@ private:
       Value group = arith::DivUIOp::create(b, loc, heads, kvHeads);
       Value hkv = arith::DivUIOp::create(b, loc, hIdx, group);
       forEach(b, loc, length, [&](OpBuilder &nb, Value j) {
-        Value sum = reduce(nb, loc, contraction, f64Const(nb, loc, 0.0),
+        Value sum = cpu::reduceOver(nb, loc, contraction, cpu::f64Constant(nb, loc, 0.0),
                            [&](OpBuilder &kb, Value acc, Value k) -> Value {
                              Value x = lhs->kind == RowValue::View
                                            ? memref::LoadOp::create(
@@ -272,18 +254,10 @@ private:
       FailureOr<RowValue> in = rowOf(op, scale.getInput());
       if (failed(in))
         return failure();
-      Value factor;
-      if (scale.getFactor()) {
-        factor = f64Const(b, loc, scale.getFactor()->convertToDouble());
-      } else {
-        if (!in->contraction)
-          return scale.emitOpError("the float64 reference needs the scores of a tile.dot to "
-                                   "take 1/sqrt(D) of");
-        Value d = arith::IndexCastOp::create(b, loc, b.getI64Type(), in->contraction);
-        Value df = arith::SIToFPOp::create(b, loc, f64, d);
-        factor = arith::DivFOp::create(b, loc, f64Const(b, loc, 1.0),
-                                       math::SqrtOp::create(b, loc, df));
-      }
+      FailureOr<Value> scaleFactor = cpu::scaleFactorInF64(b, scale, in->contraction);
+      if (failed(scaleFactor))
+        return failure();
+      Value factor = *scaleFactor;
       Value out = rowBuffer(in->length);
       forEach(b, loc, in->length, [&](OpBuilder &nb, Value j) {
         Value s = memref::LoadOp::create(nb, loc, in->value, j);
@@ -317,7 +291,7 @@ private:
           }
         Value y = m.lookupOrDefault(cast<YieldOp>(body.getTerminator()).getValues()[0]);
         if (isMask)
-          y = arith::SelectOp::create(nb, loc, y, s, f64Const(nb, loc, -INFINITY));
+          y = arith::SelectOp::create(nb, loc, y, s, cpu::f64Constant(nb, loc, -INFINITY));
         memref::StoreOp::create(nb, loc, y, out, j);
       });
       if (failed(status))
@@ -333,10 +307,11 @@ private:
       auto load = [&](OpBuilder &nb, Value j) -> Value {
         return memref::LoadOp::create(nb, loc, in->value, j);
       };
-      Value negInf = f64Const(b, loc, -INFINITY), zero = f64Const(b, loc, 0.0);
-      Value max = reduce(b, loc, n, negInf, [&](OpBuilder &nb, Value acc, Value j) -> Value {
-        return arith::MaximumFOp::create(nb, loc, acc, load(nb, j));
-      });
+      Value negInf = cpu::f64Constant(b, loc, -INFINITY), zero = cpu::f64Constant(b, loc, 0.0);
+      Value max =
+          cpu::reduceOver(b, loc, n, negInf, [&](OpBuilder &nb, Value acc, Value j) -> Value {
+            return arith::MaximumFOp::create(nb, loc, acc, load(nb, j));
+          });
       // A row with no kept score has max -inf: shift by 0 instead, so every exp is 0, the sum
       // is 0, the probabilities are 0 and the logsumexp is log(0) = -inf.
       Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, max, negInf);
@@ -344,7 +319,7 @@ private:
       auto shiftedExp = [&](OpBuilder &nb, Value j) -> Value {
         return math::ExpOp::create(nb, loc, arith::SubFOp::create(nb, loc, load(nb, j), shift));
       };
-      Value sum = reduce(b, loc, n, zero, [&](OpBuilder &nb, Value acc, Value j) -> Value {
+      Value sum = cpu::reduceOver(b, loc, n, zero, [&](OpBuilder &nb, Value acc, Value j) -> Value {
         return arith::AddFOp::create(nb, loc, acc, shiftedExp(nb, j));
       });
       Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, sum, zero);

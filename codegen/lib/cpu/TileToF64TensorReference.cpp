@@ -111,23 +111,14 @@ private:
                                 "evaluates");
         continue;
       }
-      auto isTensor = [](Type t) { return isa<TensorType>(t); };
-      if (llvm::any_of(op.getOperandTypes(), isTensor) ||
-          llvm::any_of(op.getResultTypes(), isTensor))
-        return op.emitOpError("works on whole tensors, which the float64 reference cannot "
-                              "evaluate: only tile ops may");
-      if (llvm::any_of(op.getResultTypes(), [](Type t) { return isa<MemRefType>(t); }))
-        return op.emitOpError("makes a view, which the float64 reference cannot evaluate: "
-                              "tile.load the kernel's arguments directly");
+      if (failed(cpu::checkScalarOpOfWrittenForm(op)))
+        return failure();
     }
     return success();
   }
 
   static Value idx(OpBuilder &b, Location loc, int64_t v) {
     return arith::ConstantIndexOp::create(b, loc, v);
-  }
-  Value f64Const(OpBuilder &b, Location loc, double v) {
-    return arith::ConstantOp::create(b, loc, f64, b.getFloatAttr(f64, v));
   }
 
   /// An f64 buffer of `sizes`.
@@ -145,16 +136,6 @@ private:
                        [&](OpBuilder &nb, Location, ValueRange ivs) { body(nb, ivs); });
   }
 
-  /// fold(acc, j) over j in [0, length), from `init`.
-  Value reduce(OpBuilder &b, Location loc, Value length, Value init,
-               function_ref<Value(OpBuilder &, Value, Value)> step) {
-    auto loop = scf::ForOp::create(b, loc, idx(b, loc, 0), length, idx(b, loc, 1),
-                                   ValueRange{init},
-                                   [&](OpBuilder &nb, Location, Value j, ValueRange acc) {
-                                     scf::YieldOp::create(nb, loc, step(nb, acc[0], j));
-                                   });
-    return loop.getResult(0);
-  }
 
   FailureOr<Buffer> bufferOf(Operation &user, Value v) {
     auto it = values.find(v);
@@ -204,7 +185,7 @@ private:
       }
       if (isMask) {
         Value y = arith::SelectOp::create(nb, loc, (*yielded)[0], s,
-                                          f64Const(nb, loc, -INFINITY));
+                                          cpu::f64Constant(nb, loc, -INFINITY));
         memref::StoreOp::create(nb, loc, y, outs[0].memref, ivs);
         return;
       }
@@ -243,7 +224,7 @@ private:
       forAll(b, loc, out.sizes, [&](OpBuilder &nb, ValueRange ivs) {
         Value bi = ivs[0], h = ivs[1], i = ivs[2], j = ivs[3];
         Value hkv = arith::DivUIOp::create(nb, loc, h, group);
-        Value sum = reduce(nb, loc, contraction, f64Const(nb, loc, 0.0),
+        Value sum = cpu::reduceOver(nb, loc, contraction, cpu::f64Constant(nb, loc, 0.0),
                            [&](OpBuilder &kb, Value acc, Value k) -> Value {
                              Value x = load(kb, loc, *lhs,
                                             tl ? ValueRange{bi, h, k, i} : ValueRange{bi, h, i, k});
@@ -263,18 +244,10 @@ private:
       FailureOr<Buffer> in = bufferOf(op, scale.getInput());
       if (failed(in))
         return failure();
-      Value factor;
-      if (scale.getFactor()) {
-        factor = f64Const(b, loc, scale.getFactor()->convertToDouble());
-      } else {
-        if (!in->contraction)
-          return scale.emitOpError("the float64 reference needs the scores of a tile.dot to "
-                                   "take 1/sqrt(D) of");
-        Value d = arith::IndexCastOp::create(b, loc, b.getI64Type(), in->contraction);
-        Value df = arith::SIToFPOp::create(b, loc, f64, d);
-        factor = arith::DivFOp::create(b, loc, f64Const(b, loc, 1.0),
-                                       math::SqrtOp::create(b, loc, df));
-      }
+      FailureOr<Value> scaleFactor = cpu::scaleFactorInF64(b, scale, in->contraction);
+      if (failed(scaleFactor))
+        return failure();
+      Value factor = *scaleFactor;
       Buffer out = alloc(b, loc, in->sizes);
       forAll(b, loc, in->sizes, [&](OpBuilder &nb, ValueRange ivs) {
         Value s = load(nb, loc, *in, ivs);
@@ -337,10 +310,11 @@ private:
         auto at = [&](Value j) {
           return SmallVector<Value>{row[0], row[1], row[2], j};
         };
-        Value negInf = f64Const(rb, loc, -INFINITY), zero = f64Const(rb, loc, 0.0);
-        Value max = reduce(rb, loc, n, negInf, [&](OpBuilder &nb, Value acc, Value j) -> Value {
-          return arith::MaximumFOp::create(nb, loc, acc, load(nb, loc, *in, at(j)));
-        });
+        Value negInf = cpu::f64Constant(rb, loc, -INFINITY), zero = cpu::f64Constant(rb, loc, 0.0);
+        Value max =
+            cpu::reduceOver(rb, loc, n, negInf, [&](OpBuilder &nb, Value acc, Value j) -> Value {
+              return arith::MaximumFOp::create(nb, loc, acc, load(nb, loc, *in, at(j)));
+            });
         // No kept score: shift by 0, so every exp is 0, P is 0 and the logsumexp -inf.
         Value empty = arith::CmpFOp::create(rb, loc, arith::CmpFPredicate::OEQ, max, negInf);
         Value shift = arith::SelectOp::create(rb, loc, empty, zero, max);
@@ -348,9 +322,10 @@ private:
           return math::ExpOp::create(
               nb, loc, arith::SubFOp::create(nb, loc, load(nb, loc, *in, at(j)), shift));
         };
-        Value sum = reduce(rb, loc, n, zero, [&](OpBuilder &nb, Value acc, Value j) -> Value {
-          return arith::AddFOp::create(nb, loc, acc, shiftedExp(nb, j));
-        });
+        Value sum =
+            cpu::reduceOver(rb, loc, n, zero, [&](OpBuilder &nb, Value acc, Value j) -> Value {
+              return arith::AddFOp::create(nb, loc, acc, shiftedExp(nb, j));
+            });
         Value none = arith::CmpFOp::create(rb, loc, arith::CmpFPredicate::OEQ, sum, zero);
         forAll(rb, loc, {n}, [&](OpBuilder &nb, ValueRange j) {
           Value p = arith::DivFOp::create(nb, loc, shiftedExp(nb, j[0]), sum);
@@ -376,8 +351,8 @@ private:
         Value p = math::ExpOp::create(nb, loc, arith::SubFOp::create(nb, loc, s, l));
         // A fully masked row has lse = -inf (and s = -inf): its probabilities are 0, not NaN.
         Value empty = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OEQ, l,
-                                            f64Const(nb, loc, -INFINITY));
-        p = arith::SelectOp::create(nb, loc, empty, f64Const(nb, loc, 0.0), p);
+                                            cpu::f64Constant(nb, loc, -INFINITY));
+        p = arith::SelectOp::create(nb, loc, empty, cpu::f64Constant(nb, loc, 0.0), p);
         memref::StoreOp::create(nb, loc, p, out.memref, ivs);
       });
       values[fromLse.getProbs()] = out;
@@ -391,8 +366,8 @@ private:
       ArrayRef<Value> rowSizes = ArrayRef<Value>(in->sizes).take_front(3);
       Buffer out = alloc(b, loc, rowSizes);
       forAll(b, loc, rowSizes, [&](OpBuilder &rb, ValueRange row) {
-        Value init = f64Const(rb, loc, isMax ? -INFINITY : 0.0);
-        Value r = reduce(rb, loc, in->sizes[3], init,
+        Value init = cpu::f64Constant(rb, loc, isMax ? -INFINITY : 0.0);
+        Value r = cpu::reduceOver(rb, loc, in->sizes[3], init,
                          [&](OpBuilder &nb, Value acc, Value j) -> Value {
                            Value x = load(nb, loc, *in, {row[0], row[1], row[2], j});
                            if (isMax)
@@ -413,7 +388,7 @@ private:
       Buffer out = alloc(b, loc, {in->sizes[0], kvHeads, in->sizes[2], in->sizes[3]});
       forAll(b, loc, out.sizes, [&](OpBuilder &nb, ValueRange ivs) {
         Value first = arith::MulIOp::create(nb, loc, ivs[1], groupSize);
-        Value sum = reduce(nb, loc, groupSize, f64Const(nb, loc, 0.0),
+        Value sum = cpu::reduceOver(nb, loc, groupSize, cpu::f64Constant(nb, loc, 0.0),
                            [&](OpBuilder &kb, Value acc, Value j) -> Value {
                              Value h = arith::AddIOp::create(kb, loc, first, j);
                              Value x = load(kb, loc, *in, {ivs[0], h, ivs[2], ivs[3]});
