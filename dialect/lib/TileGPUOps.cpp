@@ -143,30 +143,55 @@ LogicalResult TmaLoadOp::verify() {
 
 static bool is16BitFloat(Type t) { return t.isBF16() || t.isF16(); }
 
+/// What tgpu.wgmma and tgpu.mma check alike about the accumulator and the rhs: the
+/// accumulator has the result's type; the rhs holds bf16 or f16, is laid out in `swizzle` (the
+/// one its reader reads; `swizzleMessage` says so) and has the result's N (its rows when
+/// transposed). Returns the contraction K.
+static FailureOr<int64_t> verifyProductRhs(Operation *op, RankedTensorType result, Value acc,
+                                           BufferType rhs, bool transposeRhs,
+                                           SharedSwizzle swizzle, StringRef swizzleMessage) {
+  if (acc && acc.getType() != result)
+    return op->emitOpError() << "the accumulator's type " << acc.getType()
+                             << " differs from the result's " << result;
+  Type elt = rhs.getElementType();
+  if (!is16BitFloat(elt))
+    return op->emitOpError() << "multiplies bf16 or f16 operands, not " << elt;
+  if (rhs.getLayout().getSwizzle() != swizzle)
+    return op->emitOpError() << swizzleMessage
+                             << stringifySharedSwizzle(rhs.getLayout().getSwizzle());
+  int64_t n = result.getDimSize(1);
+  int64_t rhsN = transposeRhs ? rhs.getRows() : rhs.getCols();
+  if (rhsN != n)
+    return op->emitOpError() << "the rhs has " << rhsN << " columns of the product ("
+                             << (transposeRhs ? "rows, transposed" : "columns")
+                             << "), the result " << n;
+  return transposeRhs ? rhs.getCols() : rhs.getRows();
+}
+
+/// The lhs (rows x K, of `lhsElt`) agrees with the rhs's element type, the result's rows and K.
+static LogicalResult verifyProductLhs(Operation *op, RankedTensorType result, Type lhsElt,
+                                      Type rhsElt, int64_t lhsRows, int64_t lhsK, int64_t k) {
+  int64_t m = result.getDimSize(0), n = result.getDimSize(1);
+  if (lhsElt != rhsElt)
+    return op->emitOpError() << "the lhs holds " << lhsElt << ", the rhs " << rhsElt;
+  if (lhsRows != m || lhsK != k)
+    return op->emitOpError() << "the lhs is " << lhsRows << "x" << lhsK << ", expected " << m
+                             << "x" << k << " for a " << m << "x" << n
+                             << " result and a contraction of " << k;
+  return success();
+}
+
 LogicalResult WgmmaOp::verify() {
   auto result = cast<RankedTensorType>(getResult().getType());
   auto accLayout = dyn_cast_or_null<WgmmaAccumulatorLayoutAttr>(result.getEncoding());
   if (!accLayout || !result.getElementType().isF32())
     return emitOpError() << "the result must be an f32 block in #tgpu.wgmma_acc, got " << result;
-  if (getAcc() && getAcc().getType() != result)
-    return emitOpError() << "the accumulator's type " << getAcc().getType()
-                         << " differs from the result's " << result;
-  int64_t m = result.getDimSize(0), n = result.getDimSize(1);
-
   BufferType rhs = getRhs().getType();
-  Type elt = rhs.getElementType();
-  if (!is16BitFloat(elt))
-    return emitOpError() << "multiplies bf16 or f16 operands, not " << elt;
-  if (rhs.getLayout().getSwizzle() != SharedSwizzle::Canonical128B)
-    return emitOpError() << "the rhs is read by a 128-byte-swizzle descriptor: its layout must "
-                            "be canonical_128b, not "
-                         << stringifySharedSwizzle(rhs.getLayout().getSwizzle());
-  int64_t k = getTransposeRhs() ? rhs.getCols() : rhs.getRows();
-  int64_t rhsN = getTransposeRhs() ? rhs.getRows() : rhs.getCols();
-  if (rhsN != n)
-    return emitOpError() << "the rhs has " << rhsN << " columns of the product ("
-                         << (getTransposeRhs() ? "rows, transposed" : "columns")
-                         << "), the result " << n;
+  FailureOr<int64_t> k = verifyProductRhs(
+      *this, result, getAcc(), rhs, getTransposeRhs(), SharedSwizzle::Canonical128B,
+      "the rhs is read by a 128-byte-swizzle descriptor: its layout must be canonical_128b, not ");
+  if (failed(k))
+    return failure();
   // K is a multiple of 16 (k16 steps) by the lhs layouts: operand_a fragments are k16, and a
   // canonical_128b lhs has 128-byte rows.
 
@@ -188,12 +213,8 @@ LogicalResult WgmmaOp::verify() {
                            << ", rows_per_warp = 16> (the warpgroups' fragments), got " << lhs;
     lhsRows = lhs.getDimSize(0), lhsK = lhs.getDimSize(1), lhsElt = lhs.getElementType();
   }
-  if (lhsElt != elt)
-    return emitOpError() << "the lhs holds " << lhsElt << ", the rhs " << elt;
-  if (lhsRows != m || lhsK != k)
-    return emitOpError() << "the lhs is " << lhsRows << "x" << lhsK << ", expected " << m << "x"
-                         << k << " for a " << m << "x" << n << " result and a contraction of "
-                         << k;
+  if (failed(verifyProductLhs(*this, result, lhsElt, rhs.getElementType(), lhsRows, lhsK, *k)))
+    return failure();
 
   // A register lhs is in flight with the accumulators; a shared one is not a register.
   if (isa<BufferType>(getLhs().getType()) != !getLhsInFlight())
@@ -263,30 +284,18 @@ LogicalResult MmaOp::verify() {
   auto accLayout = dyn_cast_or_null<MmaAccumulatorLayoutAttr>(result.getEncoding());
   if (!accLayout || !result.getElementType().isF32())
     return emitOpError() << "the result must be an f32 block in #tgpu.mma_acc, got " << result;
-  if (getAcc() && getAcc().getType() != result)
-    return emitOpError() << "the accumulator's type " << getAcc().getType()
-                         << " differs from the result's " << result;
-  int64_t m = result.getDimSize(0), n = result.getDimSize(1);
-  if (n % 16)
+  BufferType rhs = getRhs().getType();
+  FailureOr<int64_t> k =
+      verifyProductRhs(*this, result, getAcc(), rhs, getTransposeRhs(), SharedSwizzle::ChunkXor,
+                       "the rhs is read by ldmatrix from a chunk_xor tile, not ");
+  if (failed(k))
+    return failure();
+  if (int64_t n = result.getDimSize(1); n % 16)
     return emitOpError() << "the result has " << n
                          << " columns; ldmatrix.x4 reads B two n8 tiles at a time, so they must "
                             "be a multiple of 16";
-
-  BufferType rhs = getRhs().getType();
-  Type elt = rhs.getElementType();
-  if (!is16BitFloat(elt))
-    return emitOpError() << "multiplies bf16 or f16 operands, not " << elt;
-  if (rhs.getLayout().getSwizzle() != SharedSwizzle::ChunkXor)
-    return emitOpError() << "the rhs is read by ldmatrix from a chunk_xor tile, not "
-                         << stringifySharedSwizzle(rhs.getLayout().getSwizzle());
-  int64_t k = getTransposeRhs() ? rhs.getCols() : rhs.getRows();
-  int64_t rhsN = getTransposeRhs() ? rhs.getRows() : rhs.getCols();
-  if (rhsN != n)
-    return emitOpError() << "the rhs has " << rhsN << " columns of the product ("
-                         << (getTransposeRhs() ? "rows, transposed" : "columns")
-                         << "), the result " << n;
-  if (k % 16)
-    return emitOpError() << "the contraction (" << k << ") must be a multiple of 16 (k16 steps)";
+  if (*k % 16)
+    return emitOpError() << "the contraction (" << *k << ") must be a multiple of 16 (k16 steps)";
 
   int64_t lhsRows, lhsK;
   Type lhsElt;
@@ -306,13 +315,7 @@ LogicalResult MmaOp::verify() {
                            << "> (the result's warps), got " << lhs;
     lhsRows = lhs.getDimSize(0), lhsK = lhs.getDimSize(1), lhsElt = lhs.getElementType();
   }
-  if (lhsElt != elt)
-    return emitOpError() << "the lhs holds " << lhsElt << ", the rhs " << elt;
-  if (lhsRows != m || lhsK != k)
-    return emitOpError() << "the lhs is " << lhsRows << "x" << lhsK << ", expected " << m << "x"
-                         << k << " for a " << m << "x" << n << " result and a contraction of "
-                         << k;
-  return success();
+  return verifyProductLhs(*this, result, lhsElt, rhs.getElementType(), lhsRows, lhsK, *k);
 }
 
 LogicalResult PackOperandAOp::verify() {
