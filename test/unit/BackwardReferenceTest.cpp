@@ -13,6 +13,7 @@
 // variant's dK and dV sum over a group of query heads. Fully masked rows give zero gradients.
 //
 //===----------------------------------------------------------------------===//
+#include "FileTestUtil.h"
 #include "TestUtil.h"
 
 #include "tilefuse/kernels/Registry.h"
@@ -508,17 +509,10 @@ TEST(DerivedBackwardObject, SharedLibraryMatchesTheJit) {
 
   llvm::SmallString<128> dir;
   ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("tilefuse-backward", dir));
-  std::string objectPath = (dir + "/softcap.backward.o").str();
-  std::string libraryPath = (dir + "/softcap.backward.so").str();
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(objectPath, ec);
-    ASSERT_FALSE(ec);
-    os << *object;
-  }
-  llvm::StringRef args[] = {*cc, "-shared", "-o", libraryPath, objectPath, "-lm"};
+  std::string libraryPath =
+      test::linkSharedLibrary(*cc, dir.str().str(), "softcap.backward", *object);
+  ASSERT_FALSE(libraryPath.empty());
   std::string error;
-  ASSERT_EQ(llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &error), 0) << error;
   auto library = llvm::sys::DynamicLibrary::getPermanentLibrary(libraryPath.c_str(), &error);
   ASSERT_TRUE(library.isValid()) << error;
   using D4 = reference::MemRefDescriptor<4>;

@@ -7,6 +7,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <gtest/gtest.h>
@@ -49,6 +50,32 @@ inline std::set<std::string> listDir(const std::string &dir) {
   for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec))
     names.insert(llvm::sys::path::filename(it->path()).str());
   return names;
+}
+
+/// Writes `object` (an object file's bytes) to `dir`/`stem`.o and links it into `dir`/`stem`.so
+/// with the C compiler `cc` (-shared, -lm): the path of the library, or "" after failing the
+/// test.
+inline std::string linkSharedLibrary(llvm::StringRef cc, const std::string &dir,
+                                     llvm::StringRef stem, llvm::StringRef object) {
+  std::string objectPath = dir + "/" + stem.str() + ".o";
+  std::string libraryPath = dir + "/" + stem.str() + ".so";
+  std::error_code ec;
+  {
+    llvm::raw_fd_ostream os(objectPath, ec);
+    if (!ec)
+      os << object;
+  }
+  if (ec) {
+    ADD_FAILURE() << "cannot write " << objectPath << ": " << ec.message();
+    return "";
+  }
+  llvm::StringRef args[] = {cc, "-shared", "-o", libraryPath, objectPath, "-lm"};
+  std::string error;
+  if (llvm::sys::ExecuteAndWait(cc, args, std::nullopt, {}, 0, 0, &error) != 0) {
+    ADD_FAILURE() << "linking " << libraryPath << " failed: " << error;
+    return "";
+  }
+  return libraryPath;
 }
 
 } // namespace tilefuse::test

@@ -7,6 +7,7 @@
 // shared library, as the GPU tests load it) and its errors.
 //
 //===----------------------------------------------------------------------===//
+#include "FileTestUtil.h"
 #include "TestUtil.h"
 
 #include "tilefuse/kernels/Registry.h"
@@ -251,17 +252,9 @@ TEST(DerivedReferenceObject, SharedLibraryMatchesTheJit) {
 
   llvm::SmallString<128> dir;
   ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("tilefuse-reference", dir));
-  std::string objectPath = (dir + "/alibi.reference.o").str();
-  std::string libraryPath = (dir + "/alibi.reference.so").str();
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(objectPath, ec);
-    ASSERT_FALSE(ec);
-    os << *object;
-  }
-  llvm::StringRef args[] = {*cc, "-shared", "-o", libraryPath, objectPath, "-lm"};
-  std::string error;
-  ASSERT_EQ(llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &error), 0) << error;
+  std::string libraryPath =
+      test::linkSharedLibrary(*cc, dir.str().str(), "alibi.reference", *object);
+  ASSERT_FALSE(libraryPath.empty());
   auto library = reference::ReferenceLibrary::load(libraryPath, "alibi");
   ASSERT_TRUE(static_cast<bool>(library)) << llvm::toString(library.takeError());
 
