@@ -266,6 +266,14 @@ LogicalResult BlockLoadOp::verify() {
                            getIndices().size());
 }
 
+LogicalResult SplitArriveOp::verify() {
+  int64_t rank = getCounters().getType().getRank();
+  if (static_cast<int64_t>(getIndices().size()) != rank)
+    return emitOpError() << "needs one index per dimension of the counters (" << rank << "), got "
+                         << getIndices().size();
+  return success();
+}
+
 LogicalResult BlockStoreOp::verify() {
   Type valElt = getValue().getType().getElementType();
   Type viewElt = getView().getType().getElementType();

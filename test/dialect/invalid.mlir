@@ -682,3 +682,11 @@ func.func @sum_head_groups_multiple(%a: tensor<?x8x?x?xf32>, %h: index) {
   %r = tile.sum_head_groups %a, %h : tensor<?x8x?x?xf32> -> tensor<?x3x?x?xf32>
   return
 }
+
+// -----
+
+func.func @split_arrive_indices(%c: memref<?x?x?xi32>, %b: index, %s: index) -> i1 {
+  // expected-error @+1 {{'tile.split_arrive' op needs one index per dimension of the counters (3), got 1}}
+  %last = tile.split_arrive %c[%b] count %s : memref<?x?x?xi32>
+  return %last : i1
+}

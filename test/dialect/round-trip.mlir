@@ -290,3 +290,12 @@ func.func @backward_ops(%LSE: memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>,
   %g = tile.sum_head_groups %dv, %hkv : tensor<?x8x?x64xf32> -> tensor<?x2x?x64xf32>
   return
 }
+
+// -----
+
+// CHECK-LABEL: func.func @split_arrive
+// CHECK:         %{{.+}} = tile.split_arrive %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}] count %{{.+}} : memref<?x?x?xi32>
+func.func @split_arrive(%c: memref<?x?x?xi32>, %b: index, %h: index, %mb: index, %s: index) -> i1 {
+  %last = tile.split_arrive %c[%b, %h, %mb] count %s : memref<?x?x?xi32>
+  return %last : i1
+}

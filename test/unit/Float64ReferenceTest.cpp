@@ -26,13 +26,6 @@ using namespace tilefuse::runtime;
 
 namespace {
 
-std::string readVariant(const std::string &name) {
-  std::string path = std::string(TILEFUSE_TEST_VARIANTS_DIR) + "/" + name + ".mlir";
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  EXPECT_TRUE(static_cast<bool>(buffer)) << path;
-  return buffer ? (*buffer)->getBuffer().str() : std::string();
-}
-
 /// The tests' own statement of what each variant means.
 test::Semantics semanticsOf(const std::string &name, int64_t H) {
   test::Semantics s;
@@ -112,7 +105,7 @@ TEST_P(DerivedReference, MatchesHandWrittenSemantics) {
   const std::string &name = GetParam();
   bool bundled = kernels::find(name) != nullptr;
   auto reference = bundled ? test::compileBundledReference(name)
-                           : test::compileReference(readVariant(name), name + ".mlir");
+                           : test::compileReference(test::readTestVariant(name), name + ".mlir");
   ASSERT_TRUE(reference);
   int64_t H = reference->declaredSizes().sizes[0][1];
   int64_t Hkv = reference->declaredSizes().sizes[1][1];
@@ -200,7 +193,7 @@ class TestOnlyVariant : public testing::TestWithParam<VariantCase> {};
 
 TEST_P(TestOnlyVariant, CpuBackendMatchesDerivedReference) {
   const VariantCase &c = GetParam();
-  std::string text = readVariant(c.variant);
+  std::string text = test::readTestVariant(c.variant);
   CpuCompileOptions opts;
   opts.blockM = 64;
   opts.blockN = 32;

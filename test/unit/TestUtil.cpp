@@ -1,5 +1,7 @@
 #include "TestUtil.h"
 
+#include "llvm/Support/MemoryBuffer.h"
+
 #include "tilefuse/kernels/Registry.h"
 #include <gtest/gtest.h>
 
@@ -46,6 +48,13 @@ std::unique_ptr<ReferenceKernel> test::compileReference(const std::string &text,
   return std::move(*reference);
 }
 
+std::string test::readTestVariant(const std::string &name) {
+  std::string path = std::string(TILEFUSE_TEST_VARIANTS_DIR) + "/" + name + ".mlir";
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  EXPECT_TRUE(static_cast<bool>(buffer)) << path;
+  return buffer ? (*buffer)->getBuffer().str() : std::string();
+}
+
 std::unique_ptr<ReferenceKernel> test::compileBundledReference(const std::string &name) {
   const kernels::KernelSource *src = kernels::find(name);
   EXPECT_NE(src, nullptr) << name;
@@ -56,7 +65,7 @@ std::unique_ptr<ReferenceKernel> test::compileBundledReference(const std::string
 
 test::RunResult test::runAgainstReference(const CpuKernel &kernel,
                                           const ReferenceKernel &referenceKernel,
-                                          reference::Problem p, unsigned seed) {
+                                          reference::Problem p, unsigned seed, int64_t kvSplits) {
   RunResult r;
   ElementType et = kernel.elementType();
   size_t es = reference::elementSize(et);
@@ -75,7 +84,7 @@ test::RunResult test::runAgainstReference(const CpuKernel &kernel,
   auto vv = HostView::contiguous(vb.data(), {p.B, p.Hkv, p.N, p.D});
   auto ov = HostView::contiguous(ob.data(), {p.B, p.H, p.M, p.D});
   auto lv = HostView::contiguous(lseb.data(), {p.B, p.H, p.M, 0}, 3);
-  if (llvm::Error e = kernel.run(qv, kv, vv, ov, lv, &r.counts)) {
+  if (llvm::Error e = kernel.run(qv, kv, vv, ov, lv, &r.counts, kvSplits)) {
     ADD_FAILURE() << llvm::toString(std::move(e));
     r.allWritten = false;
     return r;

@@ -27,6 +27,9 @@ compileReference(const std::string &text, const std::string &bufferName, int64_t
 /// The same for bundled kernel `name`.
 std::unique_ptr<runtime::ReferenceKernel> compileBundledReference(const std::string &name);
 
+/// The text of a variant written only in the tests (test/variants/NAME.mlir).
+std::string readTestVariant(const std::string &name);
+
 /// One run of a kernel on fresh random inputs, with its float64 reference.
 struct RunResult {
   double outError = 0; ///< ||O - ref|| / ||ref||
@@ -39,7 +42,8 @@ struct RunResult {
 
 RunResult runAgainstReference(const runtime::CpuKernel &kernel,
                               const runtime::ReferenceKernel &reference,
-                              runtime::reference::Problem p, unsigned seed);
+                              runtime::reference::Problem p, unsigned seed,
+                              int64_t kvSplits = 1);
 
 //===----------------------------------------------------------------------===//
 // Hand-written semantics, independent of the DSL and the compiler: the tests' own statement of

@@ -321,6 +321,30 @@ struct BlockEventLowering : OpConversionPattern<BlockEventOp> {
   }
 };
 
+/// split_arrive: an atomic increment of the row block's counter; the program that makes it
+/// `count` is the last, and resets it. (The host runs the grid in order, but the same protocol
+/// as on the GPU keeps one meaning.)
+struct SplitArriveLowering : OpConversionPattern<SplitArriveOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(SplitArriveOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    Type i32 = rw.getI32Type();
+    Value one = arith::ConstantIntOp::create(rw, loc, i32, 1);
+    Value before = memref::AtomicRMWOp::create(rw, loc, arith::AtomicRMWKind::addi, one,
+                                               a.getCounters(), a.getIndices());
+    Value count = arith::IndexCastOp::create(rw, loc, i32, a.getCount());
+    Value last = arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::eq,
+                                       arith::AddIOp::create(rw, loc, before, one), count);
+    auto reset = scf::IfOp::create(rw, loc, last, /*withElseRegion=*/false);
+    OpBuilder b = reset.getThenBodyBuilder();
+    memref::StoreOp::create(b, loc, arith::ConstantIntOp::create(b, loc, i32, 0),
+                            a.getCounters(), a.getIndices());
+    rw.replaceOp(op, last);
+    return success();
+  }
+};
+
 struct TileToCpuLoopsPass : public tilefuse::impl::TileToCpuLoopsBase<TileToCpuLoopsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -365,7 +389,8 @@ struct TileToCpuLoopsPass : public tilefuse::impl::TileToCpuLoopsBase<TileToCpuL
     RewritePatternSet patterns(ctx);
     patterns.add<ConstantLowering, BlockLoadLowering, BlockStoreLowering, BlockDotLowering,
                  ReduceLowering, BroadcastLowering, BlockRegionLowering<BlockScoreModOp>,
-                 BlockRegionLowering<BlockMaskOp>, BlockEventLowering>(tc, ctx);
+                 BlockRegionLowering<BlockMaskOp>, BlockEventLowering, SplitArriveLowering>(tc,
+                                                                                         ctx);
     patterns.add<ElementwiseLowering>(tc, ctx);
     scf::populateSCFStructuralTypeConversionsAndLegality(tc, patterns, target);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))

@@ -1,7 +1,7 @@
 //===- Pipelines.cpp - the named tilefuse pipelines, end to end -----------===//
 //
 //   tile-front-end  levels 1-4: tile-check-written-form, tile-tiling, tile-online-softmax,
-//                   tile-unscaled-row-max, tile-block-pruning, cleanup
+//                   tile-unscaled-row-max, tile-block-pruning, [tile-split-kv], cleanup
 //   tile-to-cpu     the front end, then the CPU reference lowering to the LLVM dialect
 //   tile-to-ptx     tile-specialize{config}, the front end, tile-pipeline, the GPU-level passes
 //                   (tgpu-assign-layouts, tile-to-tgpu, tgpu-pipeline{config's stages}, tgpu-insert-barriers,
@@ -34,6 +34,9 @@ void tilefuse::buildTileFrontEndPipeline(OpPassManager &pm, const FrontEndOption
   TileBlockPruningOptions pruning;
   pruning.instrument = options.instrument;
   pm.addNestedPass<func::FuncOp>(createTileBlockPruning(pruning));
+  // After pruning: the split shares out the key blocks pruning left.
+  if (options.splitKv)
+    pm.addNestedPass<func::FuncOp>(createTileSplitKV());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

@@ -69,7 +69,13 @@ struct CpuKernel::Impl {
   int64_t headDim = 0;
   using KernelFn = void (*)(Descriptor<4> *, Descriptor<4> *, Descriptor<4> *, Descriptor<4> *,
                             Descriptor<3> *);
+  /// tile-split-kv's entry: the partial O and LSE, the arrival counters and the split count.
+  using SplitKernelFn = void (*)(Descriptor<4> *, Descriptor<4> *, Descriptor<4> *,
+                                 Descriptor<4> *, Descriptor<3> *, Descriptor<4> *,
+                                 Descriptor<3> *, Descriptor<3> *, int64_t);
   KernelFn fn = nullptr;
+  SplitKernelFn splitFn = nullptr;
+  int64_t blockM = 64;
 };
 
 CpuKernel::CpuKernel(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
@@ -141,6 +147,8 @@ CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   feo.blockM = options.blockM;
   feo.blockN = options.blockN;
   feo.instrument = options.instrument;
+  feo.splitKv = options.splitKv;
+  impl->blockM = options.blockM;
   buildTileToCpuPipeline(pm, feo);
   if (failed(pm.run(*module)))
     return makeError("compiling " + bufferName + " failed:\n" + diagnostics);
@@ -158,13 +166,21 @@ CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   auto sym = (*engine)->lookup("_mlir_ciface_" + impl->name);
   if (!sym)
     return makeError("JIT: kernel entry not found: " + llvm::toString(sym.takeError()));
-  impl->fn = reinterpret_cast<Impl::KernelFn>(*sym);
+  if (options.splitKv)
+    impl->splitFn = reinterpret_cast<Impl::SplitKernelFn>(*sym);
+  else
+    impl->fn = reinterpret_cast<Impl::KernelFn>(*sym);
   impl->engine = std::move(*engine);
   return std::unique_ptr<CpuKernel>(new CpuKernel(std::move(impl)));
 }
 
 llvm::Error CpuKernel::run(const HostView &q, const HostView &k, const HostView &v,
-                           const HostView &o, const HostView &lse, BlockCounts *counts) const {
+                           const HostView &o, const HostView &lse, BlockCounts *counts,
+                           int64_t kvSplits) const {
+  if (kvSplits < 1 || (!impl->splitFn && kvSplits != 1))
+    return makeError("kvSplits must be 1" + llvm::Twine(impl->splitFn ? " or more" : "") +
+                     " for kernel @" + impl->name + ", not " + llvm::Twine(kvSplits) +
+                     (impl->splitFn ? "" : " (compile it with splitKv to split the keys)"));
   const HostView *views[] = {&q, &k, &v, &o, &lse};
   for (int i = 0; i < 5; ++i) {
     const ArgSpec &spec = impl->args[i];
@@ -219,7 +235,38 @@ llvm::Error CpuKernel::run(const HostView &q, const HostView &k, const HostView 
   }
   BlockCounts local;
   activeCounts = counts ? counts : &local;
-  impl->fn(&d4[0], &d4[1], &d4[2], &d4[3], &d3);
+  if (!impl->splitFn) {
+    impl->fn(&d4[0], &d4[1], &d4[2], &d4[3], &d3);
+    activeCounts = nullptr;
+    return llvm::Error::success();
+  }
+  // The split workspace (tile-split-kv): partial O [S*B, H, M, Dv] and LSE [S*B, H, M] in f32,
+  // contiguous, and one arrival counter per row block, zero before the launch.
+  int64_t S = kvSplits, Dv = o.sizes[3], rowBlocks = (M + impl->blockM - 1) / impl->blockM;
+  std::vector<float> outputPart(size_t(S * B * H * M * Dv)), lsePart(size_t(S * B * H * M));
+  std::vector<int32_t> counters(size_t(B * H * rowBlocks), 0);
+  auto contiguous = [](auto &d, void *data, std::initializer_list<int64_t> sizes) {
+    d.allocated = d.aligned = data;
+    d.offset = 0;
+    int i = 0;
+    for (int64_t size : sizes)
+      d.sizes[i++] = size;
+    int64_t stride = 1;
+    for (int j = i - 1; j >= 0; --j) {
+      d.strides[j] = stride;
+      stride *= d.sizes[j];
+    }
+  };
+  Descriptor<4> outputPartD;
+  Descriptor<3> lsePartD, countersD;
+  contiguous(outputPartD, outputPart.data(), {S * B, H, M, Dv});
+  contiguous(lsePartD, lsePart.data(), {S * B, H, M});
+  contiguous(countersD, counters.data(), {B, H, rowBlocks});
+  impl->splitFn(&d4[0], &d4[1], &d4[2], &d4[3], &d3, &outputPartD, &lsePartD, &countersD, S);
   activeCounts = nullptr;
+  // The merging program of each row block resets its counter: a counter left over means a row
+  // block that never merged.
+  if (llvm::any_of(counters, [](int32_t c) { return c != 0; }))
+    return makeError("split-KV: a row block's arrival counter was not reset by its merge");
   return llvm::Error::success();
 }

@@ -279,4 +279,26 @@ def Tile_BlockEventOp : Tile_Op<"block_event", [MemoryEffects<[MemWrite]>]> {
   let assemblyFormat = "$kind attr-dict";
 }
 
+def Tile_SplitArriveOp : Tile_Op<"split_arrive"> {
+  let summary = "counts a key split's arrival at its row block; true in the last to arrive";
+  let description = [{
+    Split-KV (tile-split-kv): `count` programs compute one row block, each over its share of the
+    keys, and store a partial result. Each then arrives here, at the counter `indices` of
+    `counters` (one per row block): the result is true in exactly one of them, the last to
+    arrive, which sees every other program's stores made before it arrived and resets the
+    counter to zero (so the counters are zero again for the next launch). That program merges
+    the partial results.
+
+        %last = tile.split_arrive %counters[%b, %h, %mb] count %S : memref<?x?x?xi32>
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[I32], [3]>, "arrival counters",
+                           [MemRead, MemWrite]>:$counters,
+                       Variadic<Index>:$indices, Index:$count);
+  let results = (outs I1:$last);
+  let assemblyFormat = [{
+    $counters `[` $indices `]` `count` $count attr-dict `:` type($counters)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // TILEFUSE_DIALECT_TILEOPS_TD

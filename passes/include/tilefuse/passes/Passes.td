@@ -112,6 +112,23 @@ def TileBlockPruning : Pass<"tile-block-pruning", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
 }
 
+def TileSplitKV : Pass<"tile-split-kv", "mlir::func::FuncOp"> {
+  let summary = "Splits each row block's key range across S programs and merges them exactly";
+  let description = [{
+    Split-KV (FlashDecoding), for grids too small to fill the GPU (decode: few query rows, long
+    key/value sequences). The (batch, head, row block) grid gets a fourth dimension, the split s
+    of S (a new trailing kernel argument); program s walks its equal share of the key blocks
+    block pruning left, and stores its normalized partial O (f32) and LSE into workspace row
+    s·B + b of two new arguments, O_part [S·B, H, M, D] and LSE_part [S·B, H, M]. It then arrives
+    at its row block's counter (tile.split_arrive on a third argument, [B, H, ceil(M/Br)] i32,
+    zero before the launch); the last to arrive merges the S partials (LSE = log Σ exp LSE_s,
+    O = Σ exp(LSE_s - LSE) O_s) into O and LSE. Empty shares weigh nothing, so any S >= 1 gives
+    the unsplit result up to rounding. Runs after tile-block-pruning, before tile-pipeline.
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
+                           "mlir::math::MathDialect", "mlir::memref::MemRefDialect"];
+}
+
 def TilePipeline : Pass<"tile-pipeline", "mlir::func::FuncOp"> {
   let summary = "Schedules block loads of key/value loops as early as their operands allow";
   let description = [{

@@ -32,6 +32,9 @@ struct CpuCompileOptions {
   /// "baseline" (the architecture's baseline, e.g. x86-64 with SSE2 only). Results are the same;
   /// tests use "baseline" so no CPU feature of the test machine can hide a dependence on it.
   std::string cpuTarget = "host";
+  /// Split-KV (tile-split-kv): every row block's keys are shared out over `kvSplits` programs
+  /// (CpuKernel::run's argument) whose partial results are merged.
+  bool splitKv = false;
 };
 
 /// Key/value blocks that ran, by class (only with CpuCompileOptions::instrument).
@@ -51,8 +54,11 @@ public:
 
   /// Runs attention on host views: Q, O are B x H x M x D; K, V are B x Hkv x N x D; lse is
   /// B x H x M f32. Shapes and strides are checked against each other and the kernel's types.
+  /// `kvSplits`: the key splits per row block of a split-KV kernel (CpuCompileOptions::splitKv;
+  /// its workspace is allocated here); 1 for any other kernel.
   llvm::Error run(const HostView &q, const HostView &k, const HostView &v, const HostView &o,
-                  const HostView &lse, BlockCounts *counts = nullptr) const;
+                  const HostView &lse, BlockCounts *counts = nullptr,
+                  int64_t kvSplits = 1) const;
 
   llvm::StringRef name() const;
   ElementType elementType() const;

@@ -28,6 +28,10 @@ struct FrontEndOptions : public mlir::PassPipelineOptions<FrontEndOptions> {
   Option<bool> instrument{*this, "instrument",
                           llvm::cl::desc("Count visited blocks (tile.block_event)"),
                           llvm::cl::init(false)};
+  Option<bool> splitKv{*this, "split-kv",
+                       llvm::cl::desc("Split each row block's keys across a grid dimension and "
+                                      "merge the partials (tile-split-kv; split-KV decode)"),
+                       llvm::cl::init(false)};
 };
 
 /// Options of the GPU pipeline: the kernel configuration and the target.

@@ -1,0 +1,173 @@
+//===- SplitKVTest.cpp - split-KV kernels on the CPU against float64 -------===//
+//
+// tile-split-kv shares each row block's key blocks out over S programs and merges their partial
+// results. Every bundled variant and both test-only variants, compiled with the split and run on
+// the CPU backend, against the float64 reference derived from the same DSL text: decode shapes
+// (one query row, long keys), odd lengths, M != N both ways, and split counts from 1 to more than
+// the row block has key blocks (empty shares). The merge is exact up to f32 rounding, so the
+// bounds are the unsplit kernel's.
+//
+//===----------------------------------------------------------------------===//
+#include "TestUtil.h"
+
+#include "tilefuse/kernels/Registry.h"
+
+#include <gtest/gtest.h>
+
+using namespace tilefuse;
+using namespace tilefuse::runtime;
+
+namespace {
+
+struct SplitCase {
+  std::string kernel; ///< a bundled kernel, or test/variants/NAME with testOnly
+  bool testOnly = false;
+  std::string dtype = "bf16";
+};
+
+std::unique_ptr<CpuKernel> compileSplit(const SplitCase &c, int64_t br, int64_t bc,
+                                        std::string *text, std::string *fileName) {
+  if (c.testOnly) {
+    *text = test::readTestVariant(c.kernel);
+    *fileName = c.kernel + ".mlir";
+  } else {
+    const kernels::KernelSource *src = kernels::find(c.kernel);
+    EXPECT_NE(src, nullptr) << c.kernel;
+    if (!src)
+      return nullptr;
+    *text = src->text;
+    *fileName = src->fileName;
+  }
+  CpuCompileOptions opts;
+  opts.blockM = br;
+  opts.blockN = bc;
+  opts.elementType = c.dtype;
+  opts.splitKv = true;
+  auto k = CpuKernel::compile(*text, *fileName, opts);
+  if (!k) {
+    ADD_FAILURE() << llvm::toString(k.takeError());
+    return nullptr;
+  }
+  return std::move(*k);
+}
+
+class SplitKV : public testing::TestWithParam<SplitCase> {};
+
+TEST_P(SplitKV, MatchesFloat64Reference) {
+  const SplitCase &c = GetParam();
+  std::string text, fileName;
+  // Small key blocks so that a few hundred keys make many blocks to share out.
+  auto kernel = compileSplit(c, /*br=*/16, /*bc=*/16, &text, &fileName);
+  ASSERT_TRUE(kernel);
+  auto reference = test::compileReference(text, fileName);
+  ASSERT_TRUE(reference);
+  bool fixedHeads = c.kernel == "gqa" || c.kernel == "mqa";
+  struct Shape {
+    int64_t M, N, splits;
+  };
+  // Decode (M = 1) with 1 to 63 key blocks; more splits than blocks (empty shares); prefill
+  // shapes with several row blocks; M > N, where causal-style masks leave whole rows masked.
+  std::vector<Shape> shapes = {{1, 1, 1},    {1, 1, 4},     {1, 17, 3},  {1, 1000, 7},
+                               {1, 1000, 64}, {3, 777, 5},  {17, 400, 2}, {100, 257, 3},
+                               {257, 100, 4}, {40, 1000, 1}};
+  unsigned seed = 1;
+  for (Shape s : shapes) {
+    reference::Problem p;
+    p.M = s.M;
+    p.N = s.N;
+    p.D = kernel->headDim();
+    p.B = fixedHeads ? 1 : 2;
+    p.H = fixedHeads ? 8 : 4;
+    p.Hkv = c.kernel == "gqa" ? 2 : c.kernel == "mqa" ? 1 : c.kernel == "attention" ? 2 : p.H;
+    if (c.testOnly)
+      p.H = p.Hkv = 3;
+    test::RunResult r = test::runAgainstReference(*kernel, *reference, p, seed++, s.splits);
+    SCOPED_TRACE(testing::Message() << c.kernel << " " << c.dtype << " M=" << s.M << " N="
+                                    << s.N << " splits=" << s.splits);
+    EXPECT_TRUE(r.allWritten) << "poison left in the output: some element was not written";
+    EXPECT_TRUE(r.lseInfMatches) << "fully masked rows must have logsumexp -inf, others finite";
+    EXPECT_LE(r.outError, c.dtype == "f32" ? 5e-6 : 8e-3);
+    EXPECT_LE(r.lseError, 1e-5);
+  }
+}
+
+std::vector<SplitCase> splitCases() {
+  std::vector<SplitCase> cases;
+  for (const char *k : {"attention", "causal", "sliding_window", "alibi", "softcap", "prefix_lm",
+                        "gqa", "mqa"})
+    cases.push_back({k});
+  cases.push_back({"attention", false, "f32"});
+  cases.push_back({"causal", false, "f16"});
+  cases.push_back({"chunked_local", true});
+  cases.push_back({"softcap_head_bias", true});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllVariants, SplitKV, testing::ValuesIn(splitCases()),
+                         [](const testing::TestParamInfo<SplitCase> &info) {
+                           return info.param.kernel + "_" + info.param.dtype;
+                         });
+
+/// In f32 the split and the unsplit kernel differ only by the merge's rounding.
+TEST(SplitKVMerge, AgreesWithTheUnsplitKernel) {
+  const kernels::KernelSource &src = *kernels::find("causal");
+  CpuCompileOptions opts;
+  opts.blockM = 16;
+  opts.blockN = 16;
+  opts.elementType = "f32";
+  auto whole = CpuKernel::compile(src.text, src.fileName, opts);
+  ASSERT_TRUE(bool(whole)) << llvm::toString(whole.takeError());
+  opts.splitKv = true;
+  auto split = CpuKernel::compile(src.text, src.fileName, opts);
+  ASSERT_TRUE(bool(split)) << llvm::toString(split.takeError());
+  int64_t B = 2, H = 2, M = 50, N = 300, D = (*whole)->headDim();
+  std::mt19937 rng(7);
+  auto q = reference::randomNormal(B * H * M * D, rng), k = reference::randomNormal(B * H * N * D, rng),
+       v = reference::randomNormal(B * H * N * D, rng);
+  std::vector<float> qf(q.begin(), q.end()), kf(k.begin(), k.end()), vf(v.begin(), v.end());
+  auto run = [&](const CpuKernel &kernel, int64_t splits, std::vector<float> &o,
+                 std::vector<float> &lse) {
+    o.assign(B * H * M * D, NAN);
+    lse.assign(B * H * M, NAN);
+    llvm::Error e = kernel.run(HostView::contiguous(qf.data(), {B, H, M, D}),
+                               HostView::contiguous(kf.data(), {B, H, N, D}),
+                               HostView::contiguous(vf.data(), {B, H, N, D}),
+                               HostView::contiguous(o.data(), {B, H, M, D}),
+                               HostView::contiguous(lse.data(), {B, H, M, 0}, 3), nullptr, splits);
+    EXPECT_FALSE(bool(e)) << llvm::toString(std::move(e));
+  };
+  std::vector<float> o1, l1, o2, l2;
+  run(**whole, 1, o1, l1);
+  for (int64_t splits : {1, 2, 5, 19, 40}) {
+    run(**split, splits, o2, l2);
+    for (size_t i = 0; i < o1.size(); ++i)
+      ASSERT_NEAR(o2[i], o1[i], 2e-6) << "splits=" << splits << " element " << i;
+    for (size_t i = 0; i < l1.size(); ++i)
+      ASSERT_NEAR(l2[i], l1[i], 2e-6) << "splits=" << splits << " row " << i;
+  }
+}
+
+TEST(SplitKVMerge, BadSplitCountsAreErrors) {
+  const kernels::KernelSource &src = *kernels::find("attention");
+  CpuCompileOptions opts;
+  opts.elementType = "f32";
+  auto whole = CpuKernel::compile(src.text, src.fileName, opts);
+  ASSERT_TRUE(bool(whole)) << llvm::toString(whole.takeError());
+  opts.splitKv = true;
+  auto split = CpuKernel::compile(src.text, src.fileName, opts);
+  ASSERT_TRUE(bool(split)) << llvm::toString(split.takeError());
+  int64_t D = (*whole)->headDim();
+  std::vector<float> x(D, 1.0f), o(D), lse(1);
+  auto view = [&](float *data) { return HostView::contiguous(data, {1, 1, 1, D}); };
+  auto lseView = HostView::contiguous(lse.data(), {1, 1, 1, 0}, 3);
+  llvm::Error e = (*whole)->run(view(x.data()), view(x.data()), view(x.data()), view(o.data()),
+                                lseView, nullptr, 2);
+  ASSERT_TRUE(bool(e));
+  EXPECT_NE(llvm::toString(std::move(e)).find("compile it with splitKv"), std::string::npos);
+  e = (*split)->run(view(x.data()), view(x.data()), view(x.data()), view(o.data()), lseView,
+                    nullptr, 0);
+  ASSERT_TRUE(bool(e));
+  EXPECT_NE(llvm::toString(std::move(e)).find("kvSplits must be 1 or more"), std::string::npos);
+}
+
+} // namespace
