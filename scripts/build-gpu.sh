@@ -51,4 +51,7 @@ echo "build-gpu: $(du -h "$out/tilefuse-gpu-tests" | cut -f1) tilefuse-gpu-tests
 # PTX: tilefuse compile --emit ptx ...
 # The kernel set (scripts/compile-kernels.sh): every bundled kernel, plus attention and causal at
 # head dim 128 and in f16, each NAME.ptx with its launch metadata NAME.json.
-exec scripts/compile-kernels.sh "$out/kernels"
+scripts/compile-kernels.sh "$out/kernels"
+# The split-KV kernels (tile-split-kv), apart: their sidecars say "split_kv" and the GPU tests run
+# them at several split counts (scripts/gpu-run.sh tests-split).
+KERNEL_SET=split exec scripts/compile-kernels.sh "$out/kernels-split" --split-kv

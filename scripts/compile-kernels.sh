@@ -10,6 +10,7 @@
 # status says whether all compiled. Used by scripts/build-gpu.sh and build-gpu-variants.sh.
 #
 #   scripts/compile-kernels.sh DIR [tilefuse compile options...]
+#   KERNEL_SET=split scripts/compile-kernels.sh DIR --split-kv    the split-KV set
 set -uo pipefail
 cd "$(dirname "$0")/.."
 (($#)) || { echo "usage: $0 DIR [tilefuse compile options...]" >&2; exit 2; }
@@ -43,6 +44,20 @@ compile() { # compile OUTPUT_NAME (--kernel NAME | FILE) [tilefuse compile optio
   rm -f "$dir/$name.reference.o"
 }
 
+if [ "${KERNEL_SET:-full}" = split ]; then
+  # The split-KV set (KERNEL_SET=split, with --split-kv): the decode shapes' kernels and one of
+  # each mask class, both chips, a test-only variant; each case of the GPU tests runs several
+  # split counts, so the set stays small.
+  for kernel in attention gqa causal sliding_window softcap; do
+    compile "$kernel" --kernel "$kernel" "$@"
+  done
+  compile attention_d128 --kernel attention --head-dim 128 "$@"
+  compile attention_sm80 --kernel attention --arch sm_80 "$@"
+  compile chunked_local test/variants/chunked_local.mlir "$@"
+  echo "compile-kernels: $(ls "$dir"/*.ptx 2>/dev/null | wc -l) kernels in $dir${*:+ ($*)}"
+  ((${#failed[@]} == 0)) || { echo "compile-kernels: FAILED: ${failed[*]}" >&2; exit 1; }
+  exit 0
+fi
 for kernel in $("$tilefuse" list | awk '{print $1}'); do
   compile "$kernel" --kernel "$kernel" "$@"
 done

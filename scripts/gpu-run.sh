@@ -18,6 +18,10 @@
 #              the disk cache). A few minutes.
 #   sass       ptxas + cuobjdump of every kernel (and of build-gpu/variants/*): registers, HGMMA,
 #              HMMA, LDL/STL (spills), barriers, instructions; the listings under $OUT/sass/
+#   tests-split  the split-KV kernels (build-gpu/kernels-split) at several split counts, and
+#              memcheck + racecheck on their small cases
+#   decode     bench.py --decode: one query row, GQA 32/8, D = 128, KV 1k-128k; GB/s beside SDPA
+#              and a device copy (DECODE_LENGTHS=...)
 #   tune       `tilefuse tune` of the self-contained build: attention and causal at head dim 64
 #              and 128 (TUNE_HEAD_DIMS="64 128 256") for the bench's sequence lengths
 #              (TUNE_SEQS=1024,4096), and a test-only variant, into the tuning
@@ -82,6 +86,25 @@ for step in "${steps[@]}"; do
     tests)
       run_step gpu-tests "$tests"
       run_step capi-test env LD_LIBRARY_PATH=build-gpu build-gpu/tilefuse-capi-test
+      ;;
+    tests-split)
+      # The split-KV kernels at several split counts against float64, then memcheck and
+      # racecheck on their small cases (the merge's cross-CTA protocol).
+      run_step gpu-tests-split env TILEFUSE_PTX_DIR=build-gpu/kernels-split "$tests" \
+        --gtest_brief=1 --gtest_filter='GpuAttention*'
+      run_step memcheck-split env TILEFUSE_PTX_DIR=build-gpu/kernels-split TILEFUSE_GPU_SMALL=1 \
+        compute-sanitizer --tool memcheck --error-exitcode 1 --print-limit 20 "$tests" \
+        --gtest_brief=1 --gtest_filter='GpuAttention*'
+      run_step racecheck-split env TILEFUSE_PTX_DIR=build-gpu/kernels-split TILEFUSE_GPU_SMALL=1 \
+        compute-sanitizer --tool racecheck --error-exitcode 1 --print-limit 20 "$tests" \
+        --gtest_brief=1 --gtest_filter='GpuAttention*'
+      ;;
+    decode)
+      # Decode rows: the plain kernels, the split-KV ones (tf:split), SDPA and a device copy.
+      run_step decode python3 tools/bench/bench.py --ptx-dir build-gpu/kernels \
+        --lib build-gpu/libtilefuse_cuda.so --out "$out/decode.json" \
+        --impls tilefuse,sdpa-flash,sdpa-cudnn --variant split=build-gpu/kernels-split \
+        --decode "${DECODE_LENGTHS:-1024,4096,32768,131072}"
       ;;
     sanitize)
       # Small cases only: the sanitizers slow kernels down by orders of magnitude. The float64

@@ -126,6 +126,8 @@ struct TileSplitKVPass : public tilefuse::impl::TileSplitKVBase<TileSplitKVPass>
     }
     Value outputPart = func.getArgument(first), lsePart = func.getArgument(first + 1);
     Value counters = func.getArgument(first + 2), splits = func.getArgument(first + 3);
+    // The launch ABI's split form (tilefuse/runtime/device/LaunchAbi.h) follows from this mark.
+    func->setAttr(tile::kSplitKVAttr, b.getUnitAttr());
 
     // The grid gets the split dimension: (batch, head, row block, split).
     b.setInsertionPoint(k.grid);

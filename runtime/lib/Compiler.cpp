@@ -32,6 +32,8 @@ std::string CompiledKernel::metadataJson() const {
   // Informational for readers (bench, tools); launches do not need it.
   if (!tiles.empty())
     o["tile_config"] = tiles.print();
+  if (splitKv)
+    o["split_kv"] = true;
   std::string out;
   llvm::raw_string_ostream os(out);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(o)));
@@ -77,6 +79,7 @@ llvm::Expected<CompiledKernel> CompiledKernel::fromMetadataJson(llvm::StringRef 
       return fail("tile_config: " + llvm::toString(tiles.takeError()));
     k.tiles = *tiles;
   }
+  k.splitKv = o->getBoolean("split_kv").value_or(false);
   k.ptx = std::move(ptx);
   return k;
 }
@@ -238,6 +241,8 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   gpo.config = tiles.print();
   gpo.chip = options.chip;
   gpo.features = options.features;
+  gpo.splitKv = options.splitKv;
+  k.splitKv = options.splitKv;
   tilefuse::buildTileToPTXPipeline(pm, gpo);
   instrument(pm, "2-tile-to-ptx");
   if (failed(pm.run(*module)))

@@ -84,8 +84,11 @@ static std::string keyText(llvm::StringRef header, llvm::StringRef source,
      << "features=" << options.features << "\n";
   if (tiles)
     os << "tiles=" << tiles->print() << "\n";
-  for (const std::string &param : options.params)
+ for (const std::string &param : options.params)
     os << "param=" << param << "\n";
+  // A split-KV kernel has another signature: never the same entry as the unsplit one.
+  if (options.splitKv)
+    os << "split_kv=1\n";
   os << "head_dim=" << options.headDim << "\n"
      << "dtype=" << options.elementType << "\n"
      << "source_bytes=" << source.size() << "\n"

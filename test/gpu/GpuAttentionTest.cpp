@@ -194,11 +194,13 @@ struct Case {
   /// Q, K, V, O stored B x M x H x D (heads interleaved, as PyTorch's (B, S, H, D) transposed)
   /// and LSE rows padded, instead of contiguous B x H x M x D: exercises every stride.
   bool interleaved;
+  /// A split-KV kernel's key splits (CudaKernel::launch's kvSplits; 0: its own choice).
+  int64_t kvSplits = 0;
 
   std::string name() const {
     return "B" + std::to_string(B) + "_H" + std::to_string(H) + "_Hkv" + std::to_string(Hkv) +
            "_M" + std::to_string(M) + "_N" + std::to_string(N) +
-           (interleaved ? "_bmhd" : "_bhmd");
+           (interleaved ? "_bmhd" : "_bhmd") + (kvSplits ? "_S" + std::to_string(kvSplits) : "");
   }
 };
 
@@ -214,6 +216,21 @@ std::vector<Case> casesFor(const KernelMetadata &metadata, bool smallOnly) {
   };
   int64_t H = declaredOr(/*Q*/ 0, 1, 3);
   int64_t Hkv = declaredOr(/*K*/ 1, 1, H);
+  if (metadata.splitKv) {
+    // Decode (one query row, long keys) with the launcher's split count and fixed ones: one
+    // split, a few, more than there are key blocks (empty shares); prefill shapes too.
+    if (smallOnly)
+      return {{1, H, Hkv, 1, 1000, false, 0}, {2, H, Hkv, 17, 1000, true, 7}};
+    std::vector<Case> cases;
+    for (int64_t N : {1, 1000, 4096, 32768})
+      for (int64_t splits : {0, 1, 5, 64})
+        cases.push_back({2, H, Hkv, 1, N, N % 2 == 0, splits});
+    for (auto [M, N] : {std::pair<int64_t, int64_t>{17, 1000}, {128, 128}, {1000, 4096},
+                        {1000, 17}})
+      for (int64_t splits : {0, 3})
+        cases.push_back({1, H, Hkv, M, N, M == 1000, splits});
+    return cases;
+  }
   if (smallOnly) // partial blocks matter most to memcheck, so keep one case with them
     return {{1, H, Hkv, 128, 128, false}, {2, H, Hkv, 17, 1000, true}};
 
@@ -334,7 +351,7 @@ void runCase(const KernelFiles &files, const KernelMetadata &metadata, const Cas
   TF_ASSERT_OK_AND_ASSIGN(Stream stream, Stream::create());
   AttentionBuffers buffers{qDevice.address(), kDevice.address(), vDevice.address(),
                            oDevice.address(), lseDevice.address()};
-  TF_ASSERT_OK(kernel.launch(stream.handle(), buffers, shape, strides));
+  TF_ASSERT_OK(kernel.launch(stream.handle(), buffers, shape, strides, c.kvSplits));
   TF_ASSERT_OK(stream.synchronize());
 
   std::vector<char> oStorage(oDevice.size()), lseStorage(lseDevice.size());

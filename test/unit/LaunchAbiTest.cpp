@@ -50,3 +50,36 @@ TEST(LaunchAbi, TheCudaRuntimeViewsIt) {
   EXPECT_EQ(values[launch_abi::firstStride(1) + 2], 7);
   EXPECT_EQ(values[launch_abi::firstStride(4)], 9);
 }
+
+// The split-KV workspace (tile-split-kv): counters first (a reused allocation keeps the zeroed
+// counters at its start), then the partial O and LSE, each 256-byte aligned and large enough.
+TEST(LaunchAbi, SplitWorkspaceLayout) {
+  constexpr auto w = launch_abi::splitWorkspace(/*S=*/5, /*B=*/2, /*H=*/3, /*M=*/17, /*D=*/64,
+                                                /*blockM=*/16);
+  static_assert(w.countersOffset == 0);
+  EXPECT_EQ(w.counterBytes, 2 * 3 * 2 * 4); // ceil(17 / 16) = 2 row blocks
+  EXPECT_EQ(w.outputPartOffset % 256, 0);
+  EXPECT_GE(w.outputPartOffset, w.counterBytes);
+  EXPECT_EQ(w.lsePartOffset % 256, 0);
+  EXPECT_GE(w.lsePartOffset - w.outputPartOffset, 5 * 2 * 3 * 17 * 64 * 4);
+  EXPECT_GE(w.bytes - w.lsePartOffset, 5 * 2 * 3 * 17 * 4);
+  EXPECT_EQ(launch_abi::kSplitParameterCount, 4);
+}
+
+TEST(LaunchAbi, SidecarSaysSplitKV) {
+  namespace cuda = runtime::cuda;
+  std::string sidecar = R"({"name": "attention", "block_m": 64, "block_n": 64, "threads": 128,
+    "head_dim": 64, "dtype": "bf16", "shared_bytes": 0, "split_kv": true,
+    "declared_sizes": {"Q": [null, null, null, 64], "K": [null, null, null, 64],
+                       "V": [null, null, null, 64], "O": [null, null, null, 64],
+                       "LSE": [null, null, null]}})";
+  auto metadata = cuda::KernelMetadata::parse(sidecar, "split.json");
+  ASSERT_TRUE(bool(metadata)) << llvm::toString(metadata.takeError());
+  EXPECT_TRUE(metadata->splitKv);
+  std::string bad = sidecar;
+  bad.replace(bad.find("true"), 4, "\"yes\"");
+  auto refused = cuda::KernelMetadata::parse(bad, "split.json");
+  ASSERT_FALSE(bool(refused));
+  EXPECT_NE(llvm::toString(refused.takeError()).find("\"split_kv\" must be true or false"),
+            std::string::npos);
+}

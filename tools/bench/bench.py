@@ -165,9 +165,13 @@ def sdpa(backend_name):
             raise Unavailable(f"this torch has no SDPBackend.{backend_name}")
         fn = torch.nn.functional.scaled_dot_product_attention
 
+        # Grouped-query heads (decode rows): SDPA maps query head h to key/value head
+        # h // (H / Hkv) as tilefuse does.
+        gqa = {"enable_gqa": True} if q.shape[1] != k.shape[1] else {}
+
         def run():
             with sdpa_kernel([backend]):
-                return fn(q, k, v, is_causal=causal, scale=scale)
+                return fn(q, k, v, is_causal=causal, scale=scale, **gqa)
 
         return run
 
@@ -260,6 +264,11 @@ def main():
                         help="also time the kernels of DIR as column tf:NAME (repeatable)")
     parser.add_argument("--tuned-dir", default=None, metavar="DIR",
                         help="column 'tuned': the kernels `tilefuse tune --emit-dir DIR` wrote")
+    parser.add_argument("--decode", default=None, metavar="N,N,...",
+                        help="decode rows instead of the grid: one query row per sequence, "
+                             "these key/value lengths, GB/s of K and V read beside a device copy")
+    parser.add_argument("--decode-shape", default="8,32,8,128", metavar="B,H,Hkv,D",
+                        help="--decode: batch, query heads, key/value heads, head dim")
     args = parser.parse_args()
     if args.reps < 20:
         parser.error("--reps must be at least 20")
@@ -310,6 +319,12 @@ def main():
                                                                  key=lambda item: str(item[0])):
             print(f"{impl}: {kpath.name}: {'causal' if causal else 'attention'} D={d} {dtype}"
                   f"{'' if bucket is None else f' N<={bucket}'}", file=sys.stderr)
+
+    if args.decode:
+        results = run_decode(args, torch, device, flush, impls, preparers, variants)
+        write_report(args, torch, impls, tilefuse if "tilefuse" in impls else None,
+                     variant_kernels, results)
+        return
 
     results, reasons = [], {}
     header = (f"{'config':<34}" + "".join(f"{i:>18}" for i in impls) + f"{'tilefuse err':>14}")
@@ -384,6 +399,11 @@ def main():
                 results.append(result)
                 del q, k, v, outputs
 
+    write_report(args, torch, impls, tilefuse if "tilefuse" in impls else None, variant_kernels,
+                 results)
+
+
+def write_report(args, torch, impls, tilefuse, variant_kernels, results):
     if args.out:
         report = {
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -394,7 +414,7 @@ def main():
             "baseline": BASELINE,
             "tilefuse_kernels": {str(path): json.loads(path.read_text())
                                  for _, path, _ in tilefuse.kernels.values()}
-            if "tilefuse" in impls else {},
+            if tilefuse else {},
             # the tuned (and other variant) columns' sidecars: configuration, bucket, tuned_ms
             "variant_kernels": {impl: {str(path): json.loads(path.read_text())
                                        for _, path, _ in v.kernels.values()}
@@ -404,6 +424,64 @@ def main():
         pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         pathlib.Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
         print(f"wrote {args.out}")
+
+
+def run_decode(args, torch, device, flush, impls, preparers, variants):
+    """Decode rows: M = 1 per sequence, full attention over N keys; GB/s of K and V read (each
+    byte once), and the device's copy rate on a buffer of the same size (bytes read per second)
+    in the same interleaved timing, so the ratio to the copy is measured, not assumed."""
+    B, H, Hkv, D = (int(x) for x in args.decode_shape.split(","))
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}; "
+          f"decode B={B} H={H} Hkv={Hkv} D={D} bf16: GB/s of K and V read (x copy), median of "
+          f"{args.reps}")
+    columns = impls + ["copy"]
+    print(f"{'KV length':<12}" + "".join(f"{i:>18}" for i in columns) + f"{'tilefuse err':>14}")
+    results = []
+    for n in [int(x) for x in args.decode.split(",")]:
+        gen = torch.Generator(device=device).manual_seed(n)
+        q = torch.randn((B, H, 1, D), device=device, dtype=torch.bfloat16, generator=gen)
+        k, v = (torch.randn((B, Hkv, n, D), device=device, dtype=torch.bfloat16, generator=gen)
+                for _ in range(2))
+        scale = 1 / math.sqrt(D)
+        kv_bytes = 2 * B * Hkv * n * D * 2
+        src = torch.empty(kv_bytes, dtype=torch.int8, device=device)
+        dst = torch.empty_like(src)
+        result = {"mode": "decode", "B": B, "H": H, "Hkv": Hkv, "D": D, "M": 1, "N": n,
+                  "bytes": kv_bytes, "ms": {}, "gbps": {}, "n/a": {}, "max_rel_err": {}}
+        ready, outputs = {"copy": lambda: dst.copy_(src)}, {}
+        for impl in impls:
+            try:
+                fn = preparers[impl](torch, q, k, v, False, scale)
+                outputs[impl] = fn().clone()
+                torch.cuda.synchronize()
+                ready[impl] = fn
+            except Exception as e:
+                result["n/a"][impl] = f"{type(e).__name__}: {str(e).strip()[:200]}"
+                print(f"  {impl}: n/a: {result['n/a'][impl]}", file=sys.stderr)
+        for impl, ms in interleaved_medians(torch, ready, args.warmup, args.reps, flush).items():
+            result["ms"][impl] = ms
+            result["gbps"][impl] = kv_bytes / (ms * 1e-3) / 1e9
+        with torch.no_grad():
+            ref = torch.nn.functional.scaled_dot_product_attention(
+                q.float(), k.float(), v.float(), scale=scale, enable_gqa=H != Hkv)
+            for impl in outputs:
+                if impl == "tilefuse" or impl in variants:
+                    got = outputs[impl].float()
+                    result["max_rel_err"][impl] = math.nan if torch.isnan(got).any().item() \
+                        else ((got - ref).abs().max() / ref.abs().max()).item()
+        copy = result["gbps"]["copy"]
+        cells = []
+        for impl in columns:
+            g = result["gbps"].get(impl)
+            cells.append("n/a" if g is None else f"{g:7.0f}" +
+                         ("" if impl == "copy" else f" ({g / copy:4.2f}x)"))
+        errs = [e for e in result["max_rel_err"].values()]
+        err_text = "n/a" if not errs else ("NaN" if any(map(math.isnan, errs)) else
+                                            f"{max(errs):.1e}")
+        print(f"{n:<12}" + "".join(f"{c:>18}" for c in cells) + f"{err_text:>14}", flush=True)
+        results.append(result)
+        del q, k, v, src, dst, outputs
+    return results
 
 
 if __name__ == "__main__":

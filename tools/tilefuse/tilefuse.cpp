@@ -154,6 +154,10 @@ static cl::opt<std::string> cEmit("emit",
 static cl::opt<bool> cBackward("backward",
                                cl::desc("--emit reference: the derived backward's reference"),
                                cl::init(false), cl::sub(compileCmd), cl::cat(compileCategory));
+static cl::opt<bool> cSplitKv("split-kv",
+                              cl::desc("Split-KV (tile-split-kv): each row block's keys shared "
+                                       "out over S CTAs chosen at launch (decode); not header"),
+                              cl::init(false), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<std::string> cOutput("o", cl::desc("Output file ('-': standard output, no .json)"),
                                     cl::value_desc("OUT"), cl::init("-"), cl::sub(compileCmd),
                                     cl::cat(compileCategory));
@@ -599,6 +603,12 @@ static int compileMain() {
     }
     return writeOutput(cOutput, *object, /*text=*/false) ? 0 : 1;
   }
+  // (--emit reference: the float64 reference is the same function, split or not.)
+  if (cSplitKv && cEmit == "header") {
+    fmt::print(stderr, "error: --split-kv needs --emit ptx or cubin (the AOT header's launcher "
+                       "has no split-KV workspace yet)\n");
+    return 2;
+  }
   if (cEmit == "header" && !cName.empty() && !isValidHeaderSymbol(cName)) {
     fmt::print(stderr, "error: --name '{}' is not a C identifier starting with a letter\n",
                cName.getValue());
@@ -610,6 +620,7 @@ static int compileMain() {
   opts.params.assign(cParams.begin(), cParams.end());
   opts.chip = cArch;
   opts.features = cPtxVersion;
+  opts.splitKv = cSplitKv;
   // The single options first: TileConfig's fields, the choices read by TileConfig::set under
   // the option's own name, so their values are checked and named like --config's.
   if (cBlockM)

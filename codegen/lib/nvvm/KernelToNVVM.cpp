@@ -5,12 +5,17 @@
 // follow too): the tensors' base pointers, the sizes and the strides (in elements, innermost
 // stride 1 implied), all 64-bit. Each view is rebuilt from them as the KernelView struct its
 // converted type is; a dimension the ABI has no size for (D) is the type's static size. The program grid,
-// scf.forall (batch, head, row block), maps to (blockIdx.z, blockIdx.y, blockIdx.x).
+// scf.forall (batch, head, row block), maps to (blockIdx.z, blockIdx.y, blockIdx.x). A split-KV
+// kernel (tile-split-kv) also takes the workspace pointers and S, and its grid's x is
+// split * row blocks + row block.
 //
 //===----------------------------------------------------------------------===//
 #include "TGPUToNVVMPatterns.h"
 
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "tilefuse/dialect/KernelConfig.h"
+#include "tilefuse/dialect/TileOps.h"
 #include "tilefuse/runtime/device/LaunchAbi.h"
 
 using namespace mlir;
@@ -23,13 +28,22 @@ struct ForallToBlockIds : OpConversionPattern<scf::ForallOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(scf::ForallOp op, OpAdaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    if (op.getRank() != 3 || !op.getOutputs().empty())
-      return op.emitOpError("the GPU grid is (batch, head, row block): a rank-3 scf.forall "
-                            "without outputs");
+    if ((op.getRank() != 3 && op.getRank() != 4) || !op.getOutputs().empty())
+      return op.emitOpError("the GPU grid is (batch, head, row block[, key split]): a rank-3 "
+                            "or rank-4 scf.forall without outputs");
     Location loc = op.getLoc();
     SmallVector<Value> ids = {gpu::BlockIdOp::create(rewriter, loc, gpu::Dimension::z),
                               gpu::BlockIdOp::create(rewriter, loc, gpu::Dimension::y),
                               gpu::BlockIdOp::create(rewriter, loc, gpu::Dimension::x)};
+    if (op.getRank() == 4) {
+      // blockIdx.x = split * row blocks + row block (LaunchAbi.h).
+      OpFoldResult rows = op.getMixedUpperBound()[2];
+      Value rowBlocks = isa<Value>(rows) ? rewriter.getRemappedValue(cast<Value>(rows))
+                                         : getValueOrCreateConstantIndexOp(rewriter, loc, rows);
+      Value x = ids.back();
+      ids.back() = arith::RemUIOp::create(rewriter, loc, x, rowBlocks);
+      ids.push_back(arith::DivUIOp::create(rewriter, loc, x, rowBlocks));
+    }
     Block *body = op.getBody();
     Operation *terminator = body->getTerminator();
     rewriter.eraseOp(terminator);
@@ -46,21 +60,45 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
                                                                int64_t threads) {
   MLIRContext *ctx = fn.getContext();
   namespace abi = launch_abi;
-  if (fn.getNumArguments() != abi::kTensorCount || !fn.getResultTypes().empty() ||
-      !llvm::all_of(fn.getArgumentTypes(), [](Type t) { return isa<MemRefType>(t); }))
-    return fn.emitError("a GPU kernel takes the views (Q, K, V, O, LSE) and returns nothing");
-  for (auto [i, t] : llvm::enumerate(fn.getArgumentTypes())) {
+  // tile-split-kv's kernels take the workspace views and the split count after the ABI's views.
+  bool split = fn->hasAttr(tile::kSplitKVAttr);
+  unsigned viewCount = abi::kTensorCount;
+  unsigned arguments = viewCount + (split ? abi::kSplitParameterCount : 0);
+  auto argumentTypes = fn.getArgumentTypes();
+  if (fn.getNumArguments() != arguments || !fn.getResultTypes().empty() ||
+      !llvm::all_of(argumentTypes.take_front(arguments - (split ? 1 : 0)),
+                    [](Type t) { return isa<MemRefType>(t); }) ||
+      (split && !argumentTypes.back().isIndex()))
+    return fn.emitError(split ? "a split-KV GPU kernel takes the views (Q, K, V, O, LSE, O_part, "
+                                "LSE_part, counters), the split count and returns nothing"
+                              : "a GPU kernel takes the views (Q, K, V, O, LSE) and returns "
+                                "nothing");
+  for (auto [i, t] : llvm::enumerate(argumentTypes.take_front(viewCount))) {
     auto m = cast<MemRefType>(t);
     if (m.getRank() != abi::kTensors[i].rank)
       return fn.emitError() << "view #" << i << " (" << abi::kTensors[i].name << ") has rank "
                             << m.getRank() << ", the launch ABI's has "
                             << abi::kTensors[i].rank;
   }
+  int64_t blockM = 0;
+  if (split) {
+    FailureOr<TileConfig> config = tile::readModuleConfig(fn);
+    if (failed(config))
+      return failure();
+    if (!config->blockM)
+      return fn.emitError("a split-KV kernel needs its Br in the module's tile.config (the "
+                          "counters' row blocks)");
+    blockM = *config->blockM;
+  }
   OpBuilder b = OpBuilder::atBlockEnd(gpuModule.getBody());
   Location loc = fn.getLoc();
   auto global = LLVM::LLVMPointerType::get(ctx, 1);
   SmallVector<Type> params(abi::kTensorCount, global);
   params.append(abi::kSizeCount + abi::kStrideCount, b.getI64Type());
+  if (split) {
+    params.append(abi::kSplitPointerCount, global);
+    params.push_back(b.getI64Type()); // S
+  }
   auto kernel = gpu::GPUFuncOp::create(b, loc, fn.getSymName(), b.getFunctionType(params, {}));
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
@@ -72,29 +110,63 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
   b.setInsertionPointToStart(&entry);
   auto stride = [&](int s) { return entry.getArgument(abi::kFirstStride + s); };
   TGPUToNVVMTypeConverter converter(ctx);
+  // Truncated once here: the parameters are 64-bit in the ABI, the kernel's index arithmetic
+  // is 32-bit.
+  auto narrow = [&](Value x) { return LLVM::TruncOp::create(b, loc, b.getI32Type(), x); };
+  auto constant = [&](int64_t x) {
+    return LLVM::ConstantOp::create(b, loc, b.getI32Type(), x).getResult();
+  };
+  auto size = [&](abi::SizeParameter p) {
+    return narrow(entry.getArgument(abi::kFirstSize + abi::sizeIndex(p)));
+  };
+  // A view of `type` from its pointer, sizes and strides (i32, as the converted type holds).
+  auto makeView = [&](MemRefType type, Value pointer, ArrayRef<Value> sizes,
+                      ArrayRef<Value> strides) {
+    Value v = LLVM::PoisonOp::create(b, loc, converter.convertType(type));
+    v = LLVM::InsertValueOp::create(b, loc, v, pointer, ArrayRef<int64_t>{0});
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      v = LLVM::InsertValueOp::create(b, loc, v, sizes[d], ArrayRef<int64_t>{1, d});
+      v = LLVM::InsertValueOp::create(b, loc, v, strides[d], ArrayRef<int64_t>{2, d});
+    }
+    return UnrealizedConversionCastOp::create(b, loc, type, v).getResult(0);
+  };
   SmallVector<Value> views;
-  for (auto [i, t] : llvm::enumerate(fn.getArgumentTypes())) {
+  for (auto [i, t] : llvm::enumerate(argumentTypes.take_front(abi::kTensorCount))) {
     auto type = cast<MemRefType>(t);
-    Type structType = converter.convertType(type);
-    Value v = LLVM::PoisonOp::create(b, loc, structType);
-    v = LLVM::InsertValueOp::create(b, loc, v, entry.getArgument(i), ArrayRef<int64_t>{0});
     const abi::Tensor &tensor = abi::kTensors[i];
-    // Truncated once here: the parameters are 64-bit in the ABI, the kernel's index
-    // arithmetic is 32-bit.
-    auto narrow = [&](Value x) { return LLVM::TruncOp::create(b, loc, b.getI32Type(), x); };
-    auto constant = [&](int64_t x) {
-      return LLVM::ConstantOp::create(b, loc, b.getI32Type(), x).getResult();
-    };
+    SmallVector<Value> sizes, strides;
     for (int64_t d = 0; d < type.getRank(); ++d) {
       int sizeIndex = abi::sizeIndex(tensor.dimensions[d]);
-      Value extent = sizeIndex >= 0 ? narrow(entry.getArgument(abi::kFirstSize + sizeIndex))
-                                    : constant(type.getDimSize(d));
+      sizes.push_back(sizeIndex >= 0 ? narrow(entry.getArgument(abi::kFirstSize + sizeIndex))
+                                     : constant(type.getDimSize(d)));
       // The innermost dimension is contiguous; the others take their stride parameters.
-      Value step = d + 1 < type.getRank() ? narrow(stride(abi::firstStride(i) + d)) : constant(1);
-      v = LLVM::InsertValueOp::create(b, loc, v, extent, ArrayRef<int64_t>{1, d});
-      v = LLVM::InsertValueOp::create(b, loc, v, step, ArrayRef<int64_t>{2, d});
+      strides.push_back(d + 1 < type.getRank() ? narrow(stride(abi::firstStride(i) + d))
+                                               : constant(1));
     }
-    views.push_back(UnrealizedConversionCastOp::create(b, loc, type, v).getResult(0));
+    views.push_back(makeView(type, entry.getArgument(i), sizes, strides));
+  }
+  if (split) {
+    // The workspace is contiguous (LaunchAbi.h): strides are products of the sizes.
+    unsigned firstPointer = abi::kParameterCount;
+    Value splits = entry.getArgument(firstPointer + abi::kSplitPointerCount);
+    Value S = narrow(splits);
+    Value B = size(abi::SizeParameter::B), H = size(abi::SizeParameter::H);
+    Value M = size(abi::SizeParameter::M);
+    auto mul = [&](Value x, Value y) { return LLVM::MulOp::create(b, loc, x, y).getResult(); };
+    auto outputPart = cast<MemRefType>(argumentTypes[views.size()]);
+    Value D = constant(outputPart.getDimSize(3));
+    Value rowBlocks = LLVM::UDivOp::create(
+        b, loc, LLVM::AddOp::create(b, loc, M, constant(blockM - 1)), constant(blockM));
+    Value one = constant(1), SB = mul(S, B);
+    views.push_back(makeView(outputPart, entry.getArgument(firstPointer), {SB, H, M, D},
+                             {mul(H, mul(M, D)), mul(M, D), D, one}));
+    views.push_back(makeView(cast<MemRefType>(argumentTypes[views.size()]),
+                             entry.getArgument(firstPointer + 1), {SB, H, M},
+                             {mul(H, M), M, one}));
+    views.push_back(makeView(cast<MemRefType>(argumentTypes[views.size()]),
+                             entry.getArgument(firstPointer + 2), {B, H, rowBlocks},
+                             {mul(H, rowBlocks), rowBlocks, one}));
+    views.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), splits));
   }
 
   // Move the body: the function's entry block takes the rebuilt views as its arguments.

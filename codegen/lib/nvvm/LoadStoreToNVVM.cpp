@@ -5,7 +5,11 @@
 // read a valid row and are replaced by zeros. tile.block_store of an accumulator
 // (#tgpu.mma_acc, #tgpu.wgmma_acc) or of its rows (#tgpu.acc_rows: the logsumexp): each
 // thread stores its pairs (rounded to the view's type), guarded by the bound; a row vector is
-// written by lane c == 0 of each quad. memref.dim reads a view's size.
+// written by lane c == 0 of each quad. tile.block_load of an accumulator or its rows from an
+// f32 view (tile-split-kv's partial results, written by other CTAs) is the store's mirror:
+// each thread loads the elements it holds, volatile (coherent at system scope, so no stale
+// L1 line of another CTA's write), rows past the bound read as zero. memref.dim reads a view's
+// size.
 //
 //===----------------------------------------------------------------------===//
 #include "TGPUToNVVMPatterns.h"
@@ -80,6 +84,62 @@ struct BlockLoadToRegisters : OpConversionPattern<tile::BlockLoadOp> {
         }
     }
     rewriter.replaceOp(op, fromValues(b, loc, b.getI32Type(), regs));
+    return success();
+  }
+};
+
+struct BlockLoadToAccumulator : OpConversionPattern<tile::BlockLoadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tile::BlockLoadOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    std::optional<tgpu::RegisterLayout> layout = registerLayoutOf(op.getType());
+    using Kind = tgpu::RegisterLayout::Kind;
+    if (!layout || layout->getKind() == Kind::OperandA)
+      return rewriter.notifyMatchFailure(op, "loads accumulators and their rows");
+    if (!op.getType().getElementType().isF32())
+      return op.emitOpError("an accumulator is loaded from an f32 view only");
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    int64_t rowsPerWarp = rowsPerWarpOf(*layout);
+    auto [view, lead, row0, bound, rowBase] =
+        blockRows(b, op, adaptor.getView(), op.getView().getType(), adaptor.getIndices(),
+                  adaptor.getBound(), rowsPerWarp);
+    Value lastRow = arith::SubIOp::create(b, loc, bound, indexConstant(b, loc, 1));
+    ThreadCoordinates t = threadCoordinates(b, op);
+    bool rowVector = layout->getKind() == Kind::AccumulatorRows;
+    int64_t nTiles = rowVector ? 0 : layout->getCols() / 8;
+    Type f32 = b.getF32Type();
+    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+    SmallVector<Value> values(rowVector ? 2 * (rowsPerWarp / 16) : 4 * (rowsPerWarp / 16) * nTiles);
+    // Slot = (m-tile, half): rows g and g + 8 of each m-tile, as the store numbers them.
+    for (int64_t slot = 0; slot < 2 * (rowsPerWarp / 16); ++slot) {
+      int64_t mt = slot / 2, h = slot % 2;
+      Value row = addIndex(b, loc, row0,
+                           addIndex(b, loc, rowBase, indexConstant(b, loc, 16 * mt + 8 * h)));
+      Value ok = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, row, bound);
+      Value rowAt = b.createOrFold<arith::MinUIOp>(loc, row, lastRow); // discarded when not ok
+      auto load = [&](Type type, ValueRange at, unsigned alignment) {
+        return LLVM::LoadOp::create(b, loc, type, view.address(b, loc, at), alignment,
+                                    /*isVolatile=*/true);
+      };
+      if (rowVector) {
+        SmallVector<Value> at(lead);
+        at.push_back(rowAt);
+        values[slot] = arith::SelectOp::create(b, loc, ok, load(f32, at, 4), zero);
+        continue;
+      }
+      for (int64_t j = 0; j < nTiles; ++j) {
+        SmallVector<Value> at(lead);
+        at.push_back(rowAt);
+        at.push_back(addIndex(b, loc, mulIndex(b, loc, t.c, indexConstant(b, loc, 2)),
+                              indexConstant(b, loc, 8 * j)));
+        Value pair = load(VectorType::get({2}, f32), at, 8);
+        int64_t e = 4 * (mt * nTiles + j) + 2 * h;
+        for (int k = 0; k < 2; ++k)
+          values[e + k] = arith::SelectOp::create(b, loc, ok, extractValue(b, loc, pair, k), zero);
+      }
+    }
+    rewriter.replaceOp(op, fromValues(b, loc, f32, values));
     return success();
   }
 };
@@ -161,6 +221,6 @@ struct DimOfView : OpConversionPattern<memref::DimOp> {
 
 void tilefuse::nvvm::populateLoadStoreToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
                                                      RewritePatternSet &patterns) {
-  patterns.add<BlockLoadToRegisters, BlockStoreFromRegisters, DimOfView>(converter,
-                                                                         patterns.getContext());
+  patterns.add<BlockLoadToRegisters, BlockLoadToAccumulator, BlockStoreFromRegisters, DimOfView>(
+      converter, patterns.getContext());
 }

@@ -108,6 +108,7 @@ struct ConvertTGPUToNVVMPass
     populateReductionToNVVMPatterns(converter, patterns);
     populateElementwiseToNVVMPatterns(converter, patterns, legality);
     populateWarpRolesToNVVMPatterns(converter, patterns);
+    populateSplitArriveToNVVMPatterns(converter, patterns);
     scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns, legality);
     if (failed(applyPartialConversion(gpuModule, legality, std::move(patterns))))
       return signalPassFailure();

@@ -138,6 +138,8 @@ void populateElementwiseToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
                                        mlir::ConversionTarget &target);
 void populateWarpRolesToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
                                      mlir::RewritePatternSet &patterns);
+void populateSplitArriveToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
+                                       mlir::RewritePatternSet &patterns);
 
 /// After the conversion: math ops on f32 to the NVVM approximate intrinsics (ex2.approx.ftz,
 /// lg2.approx.ftz), so the PTX never needs libdevice.

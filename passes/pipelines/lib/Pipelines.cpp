@@ -58,7 +58,9 @@ void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOption
     specialize.config = options.config;
     pm.addPass(createTileSpecialize(specialize));
   }
-  buildTileFrontEndPipeline(pm, FrontEndOptions());
+  FrontEndOptions frontEnd;
+  frontEnd.splitKv = options.splitKv;
+  buildTileFrontEndPipeline(pm, frontEnd);
   pm.addNestedPass<func::FuncOp>(createTilePipeline());
   // The layouts, the copy issue and the tile sizes come from the module's tile.config.
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUAssignLayouts());

@@ -9,8 +9,11 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <algorithm>
+#include <climits>
 #include <cstring>
 #include <limits>
+#include <mutex>
 
 using namespace tilefuse::runtime;
 using namespace tilefuse::runtime::cuda;
@@ -181,6 +184,13 @@ llvm::Expected<KernelMetadata> KernelMetadata::parse(llvm::StringRef json,
                   ", outside [" + llvm::Twine(integer.min) + ", " + llvm::Twine(integer.max) +
                   "]");
     *integer.field = *v;
+  }
+
+  if (const llvm::json::Value *split = object->get("split_kv")) {
+    std::optional<bool> v = split->getAsBoolean();
+    if (!v)
+      return fail("\"split_kv\" must be true or false");
+    metadata.splitKv = *v;
   }
 
   if (const llvm::json::Value *scale = object->get("scale")) {
@@ -354,8 +364,35 @@ struct CudaKernel::Impl {
   std::string jitLog;
   int registers = 0;
   int localBytes = 0;
+  int multiprocessors = 0;
+
+  /// A split-KV kernel's workspace (LaunchAbi.h): grown on demand; its first `zeroedCounters`
+  /// bytes are zero between launches (every launch leaves its counters zero).
+  mutable std::mutex workspaceMutex;
+  mutable CUdeviceptr workspace = 0;
+  mutable size_t workspaceBytes = 0, zeroedCounters = 0;
+  mutable CUstream lastStream = nullptr;
+  /// Recorded after each split launch: a launch on another stream, or a regrowth, waits for it.
+  mutable CUevent lastLaunch = nullptr;
 
   ~Impl() {
+    if (workspace) {
+      const DriverApi &cu = api();
+      CUcontext current = nullptr;
+      (void)cu.cuCtxGetCurrent(&current);
+      bool switchContext = current != context;
+      if (!switchContext || cu.cuCtxPushCurrent_v2(context) == CUDA_SUCCESS) {
+        if (lastLaunch) {
+          (void)cu.cuEventSynchronize(lastLaunch);
+          (void)cu.cuEventDestroy_v2(lastLaunch);
+        }
+        (void)cu.cuMemFree_v2(workspace);
+        if (switchContext) {
+          CUcontext popped = nullptr;
+          (void)cu.cuCtxPopCurrent_v2(&popped);
+        }
+      }
+    }
     if (!module)
       return;
     // cuModuleUnload acts on the current context: make the module's current for the call.
@@ -401,6 +438,7 @@ llvm::Expected<std::unique_ptr<CudaKernel>> CudaKernel::load(llvm::StringRef ptx
   auto impl = std::make_unique<Impl>();
   impl->context = *context;
   const std::string &name = metadata.name;
+  impl->multiprocessors = device->multiprocessorCount; // sizes split-KV launches
 
   // The driver's JIT (ptxas) reports why PTX does not compile only through these log buffers.
   constexpr size_t logBytes = 1 << 16;
@@ -495,9 +533,19 @@ llvm::Expected<std::unique_ptr<CudaKernel>> CudaKernel::loadFiles(llvm::StringRe
   return load((*ptx)->getBuffer(), std::move(*metadata));
 }
 
+int64_t CudaKernel::splitCountFor(const AttentionShape &shape) const {
+  const KernelMetadata &metadata = impl->metadata;
+  if (!metadata.splitKv)
+    return 1;
+  int64_t programs = shape.B * shape.H * ((shape.M + metadata.blockM - 1) / metadata.blockM);
+  int64_t keyBlocks = (shape.N + metadata.blockN - 1) / metadata.blockN;
+  int64_t wanted = (2 * std::max(impl->multiprocessors, 1) + programs - 1) / std::max<int64_t>(programs, 1);
+  return std::clamp<int64_t>(std::min(wanted, keyBlocks / 4), 1, 128);
+}
+
 llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buffers,
-                               const AttentionShape &shape,
-                               const AttentionStrides &strides) const {
+                               const AttentionShape &shape, const AttentionStrides &strides,
+                               int64_t kvSplits) const {
   const KernelMetadata &metadata = impl->metadata;
   if (llvm::Error error = validateLaunch(metadata, buffers, shape, strides))
     return error;
@@ -523,7 +571,7 @@ llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buff
   for (int i = 0; i < launch_abi::kSizeCount; ++i)
     sizes[i] = shape.size(launch_abi::kSizes[i]);
   std::array<int64_t, AttentionStrides::count> strideValues = strides.toArray();
-  void *parameters[launch_abi::kParameterCount];
+  void *parameters[launch_abi::kParameterCount + launch_abi::kSplitParameterCount];
   for (int i = 0; i < launch_abi::kTensorCount; ++i)
     parameters[i] = &pointers[i];
   for (int i = 0; i < launch_abi::kSizeCount; ++i)
@@ -531,13 +579,79 @@ llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buff
   for (int i = 0; i < launch_abi::kStrideCount; ++i)
     parameters[launch_abi::kFirstStride + i] = &strideValues[i];
 
-  auto gridX = static_cast<unsigned>((shape.M + metadata.blockM - 1) / metadata.blockM);
+  int64_t splits = 1;
+  CUdeviceptr splitPointers[launch_abi::kSplitPointerCount] = {};
+  std::unique_lock<std::mutex> workspaceLock(impl->workspaceMutex, std::defer_lock);
+  if (metadata.splitKv) {
+    splits = kvSplits > 0 ? kvSplits : splitCountFor(shape);
+    if (kvSplits < 0)
+      return makeError(ErrorKind::InvalidArgument,
+                       "launch of '" + metadata.name + "': kvSplits must be 0 (choose) or more, "
+                       "not " + llvm::Twine(kvSplits));
+    launch_abi::SplitWorkspace layout = launch_abi::splitWorkspace(
+        splits, shape.B, shape.H, shape.M, metadata.headDim, metadata.blockM);
+    if (splits * shape.B * shape.H * shape.M * metadata.headDim > INT32_MAX)
+      return makeError(ErrorKind::InvalidArgument,
+                       "launch of '" + metadata.name + "': the split workspace (" +
+                           llvm::Twine(splits) + " splits) has more elements than 32-bit "
+                           "offsets reach: launch with fewer kvSplits");
+    workspaceLock.lock();
+    // The workspace is used in stream order: a launch on another stream, or a regrowth, waits
+    // for the last launch (an event this object owns, so no stream of the caller's is touched).
+    if (!impl->lastLaunch)
+      if (llvm::Error error = check(cu.cuEventCreate(&impl->lastLaunch, 0x2 /*disable timing*/),
+                                    "cuEventCreate (split-KV workspace)"))
+        return error;
+    bool regrow = size_t(layout.bytes) > impl->workspaceBytes;
+    if (impl->workspace && (impl->lastStream != stream || regrow))
+      if (llvm::Error error = check(cu.cuEventSynchronize(impl->lastLaunch),
+                                    "cuEventSynchronize (split-KV workspace)"))
+        return error;
+    if (regrow) {
+      if (impl->workspace) {
+        (void)cu.cuMemFree_v2(impl->workspace);
+        impl->workspace = 0;
+        impl->workspaceBytes = impl->zeroedCounters = 0;
+      }
+      size_t bytes = std::max<size_t>(layout.bytes, 1 << 20);
+      if (llvm::Error error = check(cu.cuMemAlloc_v2(&impl->workspace, bytes),
+                                    "cuMemAlloc (split-KV workspace)"))
+        return error;
+      impl->workspaceBytes = bytes;
+    }
+    if (size_t(layout.counterBytes) > impl->zeroedCounters) {
+      if (llvm::Error error = check(cu.cuMemsetD8Async(impl->workspace, 0, layout.counterBytes,
+                                                       stream),
+                                    "cuMemsetD8Async (split-KV counters)"))
+        return error;
+      impl->zeroedCounters = layout.counterBytes;
+    }
+    impl->lastStream = stream;
+    splitPointers[0] = impl->workspace + layout.outputPartOffset;
+    splitPointers[1] = impl->workspace + layout.lsePartOffset;
+    splitPointers[2] = impl->workspace + layout.countersOffset;
+    for (int i = 0; i < launch_abi::kSplitPointerCount; ++i)
+      parameters[launch_abi::kParameterCount + i] = &splitPointers[i];
+    parameters[launch_abi::kParameterCount + launch_abi::kSplitPointerCount] = &splits;
+  } else if (kvSplits > 1) {
+    return makeError(ErrorKind::InvalidArgument,
+                     "launch of '" + metadata.name + "': kvSplits " + llvm::Twine(kvSplits) +
+                         " for a kernel compiled without split-KV");
+  }
+
+  auto gridX =
+      static_cast<unsigned>((shape.M + metadata.blockM - 1) / metadata.blockM * splits);
   auto gridY = static_cast<unsigned>(shape.H), gridZ = static_cast<unsigned>(shape.B);
   auto threads = static_cast<unsigned>(metadata.threads);
   auto sharedBytes = static_cast<unsigned>(metadata.sharedBytes);
-  return check(cu.cuLaunchKernel(impl->function, gridX, gridY, gridZ, threads, 1, 1, sharedBytes,
-                                 stream, parameters, nullptr),
-               "cuLaunchKernel(" + metadata.name + ", grid " + llvm::Twine(gridX) + "x" +
-                   llvm::Twine(gridY) + "x" + llvm::Twine(gridZ) + ", block " +
-                   llvm::Twine(threads) + ", " + llvm::Twine(sharedBytes) + " shared bytes)");
+  if (llvm::Error error = check(
+          cu.cuLaunchKernel(impl->function, gridX, gridY, gridZ, threads, 1, 1, sharedBytes,
+                            stream, parameters, nullptr),
+          "cuLaunchKernel(" + metadata.name + ", grid " + llvm::Twine(gridX) + "x" +
+              llvm::Twine(gridY) + "x" + llvm::Twine(gridZ) + ", block " + llvm::Twine(threads) +
+              ", " + llvm::Twine(sharedBytes) + " shared bytes)"))
+    return error;
+  if (metadata.splitKv)
+    return check(cu.cuEventRecord(impl->lastLaunch, stream), "cuEventRecord (split-KV workspace)");
+  return llvm::Error::success();
 }

@@ -20,4 +20,11 @@
 #define GET_OP_CLASSES
 #include "tilefuse/dialect/TileOps.h.inc"
 
+namespace tilefuse::tile {
+/// On a kernel tile-split-kv split: after (Q, K, V, O, LSE) it takes the workspace views
+/// (O_part, LSE_part, the arrival counters) and the split count; its grid has a split dimension.
+/// The GPU launch ABI's split form follows from it (tilefuse/runtime/device/LaunchAbi.h).
+constexpr llvm::StringLiteral kSplitKVAttr = "tile.split_kv";
+} // namespace tilefuse::tile
+
 #endif

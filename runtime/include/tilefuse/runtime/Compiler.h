@@ -29,6 +29,9 @@ struct PtxCompileOptions {
   std::vector<std::string> params;
   std::string chip = "sm_90a";
   std::string features = "+ptx80";
+  /// tile-split-kv: each row block's keys shared out over S programs and merged (split-KV
+  /// decode); the kernel takes LaunchAbi.h's split parameters and CudaKernel::launch picks S.
+  bool splitKv = false;
   /// When not empty, the IR after each stage goes to files under this directory (the source,
   /// one file per pass in MLIR's IR file tree, the PTX and the metadata). Not part of what is
   /// compiled: the kernel cache leaves it out of its key.
@@ -43,6 +46,8 @@ struct CompiledKernel {
   /// The complete configuration it was compiled with (the sidecar's informational
   /// "tile_config"; launches need only the numbers above).
   TileConfig tiles;
+  /// Compiled with split-KV (the sidecar's "split_kv": launches pass the split parameters).
+  bool splitKv = false;
   /// Every static size of the kernel's signature (after specialization), checked at launch.
   cuda::DeclaredSizes declaredSizes;
   /// The JSON sidecar: {"name", "block_m", "block_n", "threads", "head_dim", "dtype",

@@ -47,6 +47,10 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
   Option<std::string> features{*this, "features",
                                llvm::cl::desc("NVPTX features, e.g. +ptx80 (the PTX version)"),
                                llvm::cl::init("+ptx80")};
+  Option<bool> splitKv{*this, "split-kv",
+                       llvm::cl::desc("tile-split-kv: the kernel takes the split workspace and "
+                                      "count (LaunchAbi.h's split form)"),
+                       llvm::cl::init(false)};
 };
 
 /// tile-check-written-form, tile-tiling, tile-online-softmax, tile-block-pruning, then cleanup.

@@ -86,6 +86,9 @@ struct KernelMetadata {
   std::optional<double> scale;
   /// The sizes the kernel's signature fixes, checked at every launch.
   DeclaredSizes declaredSizes;
+  /// A split-KV kernel (tile-split-kv; optional key "split_kv"): it takes LaunchAbi.h's split
+  /// parameters, and each launch chooses the key splits S.
+  bool splitKv = false;
 
   /// Parses and checks a sidecar; `origin` (e.g. its path) prefixes error messages. A sidecar
   /// without "declared_sizes" (written before launches checked them) is rejected, with a message
@@ -154,8 +157,19 @@ public:
   /// stream). Asynchronous: faults inside the kernel surface at the next synchronization.
   /// Thread-safe. The context current on the calling thread must be the one it was loaded in, or
   /// none (then that one is made current).
+  ///
+  /// A split-KV kernel (metadata.splitKv) runs with `kvSplits` key splits per row block (0:
+  /// chosen by splitCountFor), in a workspace the kernel object owns (LaunchAbi.h's layout,
+  /// grown on demand). Launches on one stream use it in order; a launch on another stream
+  /// first waits for the previous one's stream, so concurrent streams stay correct.
   llvm::Error launch(CUstream_st *stream, const AttentionBuffers &buffers,
-                     const AttentionShape &shape, const AttentionStrides &strides) const;
+                     const AttentionShape &shape, const AttentionStrides &strides,
+                     int64_t kvSplits = 0) const;
+
+  /// The key splits a launch of this kernel on `shape` uses when none is asked for: enough
+  /// programs for two per SM (the grid underfills the GPU otherwise: decode), each split at
+  /// least four key blocks long, at most 128; 1 for a kernel that is not split-KV.
+  int64_t splitCountFor(const AttentionShape &shape) const;
 
   const KernelMetadata &metadata() const;
   /// The JIT's info log (ptxas: registers, spills, shared memory).

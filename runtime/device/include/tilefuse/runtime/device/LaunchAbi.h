@@ -113,6 +113,40 @@ inline std::string strideName(int index) {
   return strideName(tensor, index - firstStride(tensor));
 }
 
+/// Split-KV kernels (tile-split-kv; metadata "split_kv": true) take four parameters after
+/// those above: the workspace's device pointers o_part, lse_part and counters, then S (i64, the
+/// key splits per row block, >= 1). The launcher owns the workspace (splitWorkspace's layout):
+///   o_part    [S*B, H, M, D] f32, contiguous    a program's normalized partial O, row s*B + b
+///   lse_part  [S*B, H, M] f32, contiguous       its partial logsumexp
+///   counters  [B, H, ceil(M / block_m)] i32     arrivals per row block: zero before the first
+///                                               launch; every launch leaves them zero
+/// and the grid is (ceil(M / block_m) * S, H, B), blockIdx.x = s * ceil(M / block_m) + row block.
+inline constexpr const char *kSplitPointerNames[] = {"o_part", "lse_part", "counters"};
+inline constexpr int kSplitPointerCount = 3;
+inline constexpr const char *kSplitCountName = "S";
+inline constexpr int kSplitParameterCount = kSplitPointerCount + 1;
+
+/// Where the split workspace's three arrays live in one allocation (each 256-byte aligned).
+/// The counters come first: an allocation reused for another shape keeps the counters it has
+/// zeroed at its start (every launch leaves them zero), so a launcher zeroes only the counter
+/// bytes no earlier launch on the allocation has covered.
+struct SplitWorkspace {
+  long long countersOffset = 0, outputPartOffset = 0, lsePartOffset = 0, bytes = 0;
+  long long counterBytes = 0;
+};
+constexpr long long alignTo256(long long bytes) { return (bytes + 255) / 256 * 256; }
+constexpr SplitWorkspace splitWorkspace(long long S, long long B, long long H, long long M,
+                                        long long D, long long blockM) {
+  SplitWorkspace w;
+  long long rowBlocks = (M + blockM - 1) / blockM;
+  w.counterBytes = B * H * rowBlocks * 4;
+  w.countersOffset = 0;
+  w.outputPartOffset = alignTo256(w.counterBytes);
+  w.lsePartOffset = w.outputPartOffset + alignTo256(S * B * H * M * D * 4);
+  w.bytes = w.lsePartOffset + alignTo256(S * B * H * M * 4);
+  return w;
+}
+
 static_assert(kTensorCount == 5 && kSizeCount == 5 && kStrideCount == 14 &&
                   kParameterCount == 24,
               "the launch ABI changed: update the file comment and the launchers' texts");

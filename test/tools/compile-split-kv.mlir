@@ -1,0 +1,34 @@
+// Split-KV kernels through `tilefuse compile --split-kv` (tile-split-kv, then the GPU lowering):
+// the launch ABI's split form (the 24 parameters, then o_part, lse_part, counters and S), the
+// cross-CTA merge protocol (membar.gl, atomic count, bar.red.or) and the merge's volatile loads
+// of the partials; the sidecar says split_kv.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: tilefuse compile --kernel attention --head-dim 128 --split-kv --emit ptx -o %t/split.ptx
+// RUN: FileCheck %s --input-file %t/split.ptx
+// RUN: FileCheck %s --check-prefix=JSON --input-file %t/split.json
+// CHECK:     .entry attention(
+// CHECK:       .param .u64 attention_param_27{{$}}
+// CHECK-NEXT:  )
+// CHECK:     membar.gl;
+// CHECK:     atom.global.add.u32
+// CHECK:     bar.red.or.pred
+// CHECK:     membar.gl;
+// CHECK:     ld.volatile.global.v2.b32
+// JSON: "split_kv": true
+
+// The unsplit kernel keeps the 24 parameters and no split protocol.
+// RUN: tilefuse compile --kernel attention --head-dim 128 --emit ptx -o %t/whole.ptx
+// RUN: FileCheck %s --check-prefix=WHOLE --input-file %t/whole.ptx
+// WHOLE:     .param .u64 attention_param_23{{$}}
+// WHOLE-NEXT: )
+// WHOLE-NOT: atom.global
+
+// mma.sync (sm_80) lowers the same split.
+// RUN: tilefuse compile --kernel causal --arch sm_80 --split-kv --emit ptx -o %t/sm80.ptx
+// RUN: FileCheck %s --check-prefix=SM80 --input-file %t/sm80.ptx
+// SM80: .target sm_80
+// SM80: atom.global.add.u32
+
+// RUN: not tilefuse compile --kernel attention --split-kv --emit header -o %t/x.h 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=HEADER
+// HEADER: error: --split-kv needs --emit ptx or cubin (the AOT header's launcher has no split-KV workspace yet)
