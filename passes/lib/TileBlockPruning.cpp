@@ -207,7 +207,9 @@ struct TileBlockPruningPass : public tilefuse::impl::TileBlockPruningBase<TileBl
   void runOnOperation() override {
     SmallVector<std::pair<scf::ForOp, SmallVector<BlockMaskOp>>> work;
     getOperation().walk([&](scf::ForOp loop) {
-      if (!loop->hasAttr(kKVLoopAttr))
+      // The backward's loops over query blocks prune the same way: their masks' row interval
+      // follows the induction variable and the column interval is the program's.
+      if (!loop->hasAttr(kKVLoopAttr) && !loop->hasAttr(kQueryLoopAttr))
         return;
       SmallVector<BlockMaskOp> masks;
       for (Operation &op : *loop.getBody())
