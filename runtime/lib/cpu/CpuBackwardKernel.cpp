@@ -13,6 +13,8 @@
 #include "tilefuse/dialect/TileOps.h"
 #include "tilefuse/passes/Passes.h"
 #include "tilefuse/passes/Pipelines.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace tilefuse;
@@ -300,4 +302,49 @@ llvm::Error CpuBackwardKernel::backward(const HostView &q, const HostView &k, co
   impl->backward(&d4[0], &d4[1], &d4[2], &d4[3], &d4[4], &d3, &d4[5], &d4[6], &d4[7]);
   activeCounts = nullptr;
   return llvm::Error::success();
+}
+
+llvm::Expected<std::string> tilefuse::runtime::tiledBackwardIR(llvm::StringRef source,
+                                                              llvm::StringRef bufferName,
+                                                              const CpuBackwardOptions &options) {
+  if (options.blockM <= 0 || options.blockN <= 0)
+    return makeError("block sizes must be positive (block-m " + llvm::Twine(options.blockM) +
+                     ", block-n " + llvm::Twine(options.blockN) + ")");
+  DialectRegistry registry;
+  registerCompilerDialects(registry);
+  MLIRContext ctx(registry);
+  ctx.loadDialect<tile::TileDialect, func::FuncDialect>();
+  DiagnosedSource diagnosed(ctx, source, bufferName);
+  const std::string &diagnostics = diagnosed.diagnostics();
+  OwningOpRef<ModuleOp> module = diagnosed.parse();
+  if (!module)
+    return makeError("cannot parse " + bufferName + ":\n" + diagnostics);
+  if (llvm::Error e = cpu::specialize(*module, options.elementType, options.headDim,
+                                      options.params, bufferName, diagnostics))
+    return std::move(e);
+  llvm::Expected<func::FuncOp> found = cpu::findKernel(*module, bufferName);
+  if (!found)
+    return found.takeError();
+  std::string name = found->getSymName().str();
+  PassManager pm(&ctx, ModuleOp::getOperationName());
+  pm.addPass(createTileCheckWrittenForm());
+  pm.addPass(createTileDeriveBackward());
+  pm.addPass(createSymbolPrivatizePass({name + "_backward"}));
+  pm.addPass(createSymbolDCEPass());
+  TileTilingBackwardOptions tiling;
+  tiling.blockM = options.blockM;
+  tiling.blockN = options.blockN;
+  tiling.deterministic = options.deterministic;
+  pm.addNestedPass<func::FuncOp>(createTileTilingBackward(tiling));
+  TileBlockPruningOptions pruning;
+  pruning.instrument = options.instrument;
+  pm.addNestedPass<func::FuncOp>(createTileBlockPruning(pruning));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (failed(pm.run(*module)))
+    return makeError("tiling the backward of " + bufferName + " failed:\n" + diagnostics);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os);
+  return text;
 }

@@ -55,6 +55,12 @@ private:
   std::unique_ptr<Impl> impl;
 };
 
+/// The tiled form of `source`'s derived backward (levels 2-4: tile-derive-backward,
+/// tile-tiling-backward, tile-block-pruning, canonicalized) as MLIR text: the block program a
+/// backend lowers (`tilefuse compile --backward --emit tiled`). Only NAME_backward is kept.
+llvm::Expected<std::string> tiledBackwardIR(llvm::StringRef source, llvm::StringRef bufferName,
+                                            const CpuBackwardOptions &options);
+
 } // namespace tilefuse::runtime
 
 #endif
