@@ -73,23 +73,19 @@ static cl::OptionCategory runCategory("tilefuse run options");
 static cl::OptionCategory compileCategory(
     "tilefuse compile options",
     "  tilefuse compile (--kernel NAME | FILE.mlir) [--arch sm_90a|sm_80] [--dtype ...]\n"
-    "                   [--head-dim ...] [--config Br=64,Bc=64] --emit ptx|cubin|header|reference\n"
-    "                   -o OUT\n"
-    "  ptx: OUT (PTX text) and OUT with .json (the launch metadata: name, block_m, block_n,\n"
-    "       threads, head_dim, dtype, shared_bytes, declared_sizes) beside it, as the runtime\n"
-    "       loads them.\n"
-    "  cubin: the PTX assembled by ptxas for --arch, and the same .json. ptxas is found through\n"
-    "       --ptxas / TILEFUSE_PTXAS, else CUDA_HOME/bin or CUDA_PATH/bin (the first that is\n"
-    "       set), else PATH, else /usr/local/cuda/bin.\n"
+    "                   [--head-dim ...] [--config Br=64,Bc=64]\n"
+    "                   --emit ptx|cubin|header|reference|tiled -o OUT\n"
+    "  ptx: OUT (PTX text) and OUT with .json (the launch metadata: name, block_m, block_n, threads,\n"
+    "       head_dim, dtype, shared_bytes, declared_sizes) beside it, as the runtime loads them.\n"
+    "  cubin: the PTX assembled by ptxas for --arch, and the same .json (ptxas: --ptxas, else\n"
+    "       TILEFUSE_PTXAS, CUDA_HOME/bin or CUDA_PATH/bin (the first set), PATH, /usr/local/cuda/bin).\n"
     "  header: a C99 header (needs only <cuda.h> and -lcuda) with the cubin as a byte array and\n"
     "       CUresult NAME_launch(CUstream, q, k, v, o, lse, B, H, Hkv, M, N, strides[14]).\n"
     "  reference: the kernel's float64 reference (its written form evaluated naively) as an\n"
     "       object for the baseline CPU, defining _mlir_ciface_NAME_reference; link it with\n"
     "       `cc -shared -o NAME.reference.so OUT -lm` to check the kernel without the compiler;\n"
     "       with --backward, its derived backward's (NAME_backward_reference: dQ, dK, dV).\n"
-    "  tiled (with --backward): the derived backward tiled in FlashAttention-2's backward\n"
-    "       schedule (tile-tiling-backward, tile-block-pruning), as MLIR text; --deterministic\n"
-    "       for the ordered dQ loop, --block-m / --block-n (default 64).\n"
+    "  tiled (--backward only): the derived backward tiled in FlashAttention-2's schedule, as MLIR.\n"
     "  The --mlir-* options are MLIR's pass-manager and timing options, as in mlir-opt.");
 static cl::OptionCategory benchCompileCategory("tilefuse bench-compile options");
 
