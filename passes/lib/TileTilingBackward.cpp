@@ -81,6 +81,13 @@ struct Coordinates {
   Value batch, head, kvHead, row0, col0;
 };
 
+/// A loop built without iteration values comes with an scf.yield; the emitter adds its own.
+void dropImplicitYield(scf::ForOp loop) {
+  Block *body = loop.getBody();
+  if (!body->empty() && isa<scf::YieldOp>(body->back()))
+    body->back().erase();
+}
+
 DenseElementsAttr splat(RankedTensorType ty, double v) {
   return DenseElementsAttr::get(ty, APFloat(static_cast<float>(v)));
 }
@@ -458,6 +465,7 @@ LogicalResult BackwardTiler::emitKeyGradients() {
   Value headLo = arith::MulIOp::create(b, loc, at.kvHead, group);
   Value headHi = arith::AddIOp::create(b, loc, headLo, group);
   auto headLoop = scf::ForOp::create(b, loc, headLo, headHi, idx(1), inits);
+  dropImplicitYield(headLoop);
   // Key blocks are built once per program, before the loops.
   Scope programScope(OpBuilder::InsertPoint(forall.getBody(), Block::iterator(headLoop)));
   keyScope = &programScope;
@@ -466,6 +474,7 @@ LogicalResult BackwardTiler::emitKeyGradients() {
   at.head = headLoop.getInductionVar();
   auto queryLoop = scf::ForOp::create(b, loc, idx(0), rowBlocks, idx(1),
                                       headLoop.getRegionIterArgs());
+  dropImplicitYield(queryLoop);
   queryLoop->setAttr(kQueryLoopAttr, b.getUnitAttr());
   scf::YieldOp::create(b, loc, queryLoop.getResults());
 
@@ -541,6 +550,7 @@ LogicalResult BackwardTiler::emitQueryGradients() {
     inits.push_back(cst(f32Block(br, cols), 0.0));
   }
   auto keyLoop = scf::ForOp::create(b, loc, idx(0), colBlocks, idx(1), inits);
+  dropImplicitYield(keyLoop);
   keyLoop->setAttr(kKVLoopAttr, b.getUnitAttr());
   // Query rows and per-row values are built once per program, before the loop.
   Scope programScope(OpBuilder::InsertPoint(forall.getBody(), Block::iterator(keyLoop)));

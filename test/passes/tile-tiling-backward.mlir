@@ -298,3 +298,38 @@ func.func @row_max_of_scores(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %dO: !qkv, 
   tile.store %dqs, %dQ : !grad, !qkv
   return
 }
+
+// -----
+
+// Only dQ is stored: the key_gradients grid carries nothing through its loops and only adds
+// into the accumulator (its loops get one terminator each).
+!qkv = memref<?x?x?x16xf32, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!in = tensor<?x?x?x16xf32>
+!rows = tensor<?x?x?xf32>
+!scores = tensor<?x?x?x?xf32>
+!grad = tensor<?x?x?x16xf32>
+// CHECK-LABEL: func.func @only_dq
+// CHECK:         scf.forall
+// CHECK:           scf.for
+// CHECK:             scf.for
+// CHECK:               tile.block_atomic_add
+// CHECK-NEXT:        } {tile.query_loop}
+// CHECK-NEXT:      }
+// CHECK:         } {tile.backward_phase = "key_gradients"}
+// DET-LABEL: func.func @only_dq
+// DET-NOT:       key_gradients
+// DET:           tile.block_dot {{.+}} acc
+// DET-NEXT:      scf.yield
+// DET-NEXT:    } {tile.kv_loop}
+func.func @only_dq(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %dO: !qkv, %LSE: !lse,
+                   %dQ: !qkv, %dK: !qkv, %dV: !qkv) {
+  %q = tile.load %Q : !qkv -> !in
+  %k = tile.load %K : !qkv -> !in
+  %lse = tile.load %LSE : !lse -> !rows
+  %s = tile.dot %q, %k transpose_rhs : !in, !in -> !scores
+  %p = tile.softmax_from_lse %s, %lse : !scores, !rows -> !scores
+  %dqs = tile.dot %p, %k : !scores, !in -> !grad
+  tile.store %dqs, %dQ : !grad, !qkv
+  return
+}
