@@ -339,6 +339,33 @@ TEST(TiledBackwardShapes, QueryLoopSkipsFullyMaskedBlocks) {
   }
 }
 
+/// The pair's forward is the CPU backend's forward: the same O and logsumexp, bit for bit, as
+/// CpuKernel compiled with the same options (the backward in the module changes nothing).
+TEST(TiledBackwardShapes, ThePairsForwardIsTheCpuKernel) {
+  Variant variant = variantNamed("alibi");
+  auto pair = compileTiled(variant, "bf16", /*deterministic=*/false);
+  CpuCompileOptions options;
+  options.elementType = "bf16";
+  options.headDim = kHeadDim;
+  options.blockM = 16;
+  options.blockN = 32;
+  options.cpuTarget = "baseline";
+  auto forward = CpuKernel::compile(variant.text, variant.fileName, options);
+  ASSERT_TRUE(pair && forward) << (forward ? "" : llvm::toString(forward.takeError()));
+  reference::Problem p = problemFor(variant, 45, 33);
+  BackwardRun r = runTiled(*pair, p, 9);
+  std::vector<char> o(r.o.size(), static_cast<char>(0xff));
+  std::vector<float> lse(r.lse.size(), NAN);
+  llvm::Error e = (*forward)->run(HostView::contiguous(r.q.data(), qShape(p)),
+                                  HostView::contiguous(r.k.data(), kvShape(p)),
+                                  HostView::contiguous(r.v.data(), kvShape(p)),
+                                  HostView::contiguous(o.data(), qShape(p)),
+                                  HostView::contiguous(lse.data(), {p.B, p.H, p.M, 0}, 3));
+  ASSERT_FALSE(static_cast<bool>(e)) << llvm::toString(std::move(e));
+  EXPECT_EQ(o, r.o);
+  EXPECT_EQ(0, std::memcmp(lse.data(), r.lse.data(), lse.size() * sizeof(float)));
+}
+
 /// A score region op without a derivative rule: an error at its file:line:col, no crash.
 TEST(TiledBackwardErrors, UndifferentiableScoreModIsALocatedError) {
   std::string text = kernels::find("softcap")->text;
