@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <thread>
 
 using namespace tilefuse;
 using namespace tilefuse::runtime;
@@ -306,9 +307,10 @@ TEST(TiledBackwardShapes, FullyMaskedRowsHaveZeroGradients) {
   }
 }
 
-/// Deterministic mode: two runs give the same gradients bit for bit (and so does the atomic
-/// mode on the host, whose programs run in order; what the flag changes is the schedule, which
-/// is what keeps a GPU's dQ reproducible).
+/// Deterministic mode: runs give the same gradients bit for bit, one after another and on
+/// concurrent threads. (So does the atomic mode on the host, whose programs run in order; what
+/// the flag changes is the schedule, no cross-program sum of dQ, which keeps a GPU's dQ
+/// reproducible.)
 TEST(TiledBackwardShapes, DeterministicIsBitwiseReproducible) {
   Variant variant = variantNamed("alibi");
   auto tiled = compileTiled(variant, "bf16", /*deterministic=*/true);
@@ -320,6 +322,19 @@ TEST(TiledBackwardShapes, DeterministicIsBitwiseReproducible) {
   EXPECT_EQ(first.dq, second.dq);
   EXPECT_EQ(first.dk, second.dk);
   EXPECT_EQ(first.dv, second.dv);
+  // The compiled pair runs on several threads at once (each call runs its grids on its own
+  // thread): every run gives the same bits.
+  std::vector<BackwardRun> concurrent(4);
+  std::vector<std::thread> threads;
+  for (BackwardRun &run : concurrent)
+    threads.emplace_back([&] { run = runTiled(*tiled, p, 3); });
+  for (std::thread &thread : threads)
+    thread.join();
+  for (const BackwardRun &run : concurrent) {
+    EXPECT_EQ(run.dq, first.dq);
+    EXPECT_EQ(run.dk, first.dk);
+    EXPECT_EQ(run.dv, first.dv);
+  }
 }
 
 /// The dK/dV loop over query blocks is pruned with the mask's intervals the other way round:
