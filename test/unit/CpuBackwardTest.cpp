@@ -381,6 +381,77 @@ TEST(TiledBackwardShapes, ThePairsForwardIsTheCpuKernel) {
   EXPECT_EQ(0, std::memcmp(lse.data(), r.lse.data(), lse.size() * sizeof(float)));
 }
 
+/// A causal mask, then a soft cap (which turns the masked -inf into a finite -cap: those scores
+/// keep a probability), then a scale and a window mask. Block pruning must not skip the blocks
+/// the first mask empties (it did: the forward and backward both lost them); the window mask
+/// still prunes. Forward against the float64 forward, backward against the float64 backward.
+constexpr const char *kMaskCapWindow = R"(
+!qkv = memref<?x?x?x16xf32, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!in = tensor<?x?x?x16xf32>
+!scores = tensor<?x?x?x?xf32>
+!out = tensor<?x?x?x16xf32>
+func.func @mask_cap_window(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+  %q = tile.load %Q : !qkv -> !in
+  %k = tile.load %K : !qkv -> !in
+  %v = tile.load %V : !qkv -> !in
+  %s = tile.dot %q, %k transpose_rhs : !in, !in -> !scores
+  %u = tile.mask %s : !scores {
+  ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+    %keep = arith.cmpi ule, %kv, %qi : index
+    tile.yield %keep : i1
+  }
+  %c3 = arith.constant 3.0 : f32
+  %w = tile.score_mod %u : !scores {
+  ^bb0(%score: f32, %b: index, %h: index, %qi: index, %kv: index):
+    %x = arith.divf %score, %c3 : f32
+    %th = math.tanh %x : f32
+    %r = arith.mulf %th, %c3 : f32
+    tile.yield %r : f32
+  }
+  %t = tile.scale %w by 0.5 : !scores
+  %c20 = arith.constant 20 : index
+  %z = tile.mask %t : !scores {
+  ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+    %lo = arith.addi %kv, %c20 : index
+    %keep = arith.cmpi uge, %lo, %qi : index
+    tile.yield %keep : i1
+  }
+  %p, %lse = tile.softmax %z : !scores -> !scores, tensor<?x?x?xf32>
+  %o = tile.dot %p, %v : !scores, !in -> !out
+  tile.store %o, %O : !out, !qkv
+  tile.store %lse, %LSE : tensor<?x?x?xf32>, !lse
+  return
+}
+)";
+
+TEST(TiledBackwardShapes, AMaskBeforeAScoreModDoesNotPrune) {
+  Variant variant{"mask_cap_window", kMaskCapWindow, "mask_cap_window.mlir", {}};
+  auto tiled = compileTiled(variant, "f32", /*deterministic=*/true, 16, 16, /*instrument=*/true);
+  auto reference = compileReference(variant);
+  auto forwardReference = test::compileReference(variant.text, variant.fileName, kHeadDim);
+  ASSERT_TRUE(tiled && reference && forwardReference);
+  reference::Problem p = problemFor(variant, 70, 53);
+  BackwardRun r = runTiled(*tiled, p, 13);
+  std::vector<double> o(r.qCount(), NAN), lse(p.B * p.H * p.M, NAN);
+  llvm::Error e = forwardReference->run(HostView::contiguous(r.qSeen.data(), qShape(p)),
+                                        HostView::contiguous(r.kSeen.data(), kvShape(p)),
+                                        HostView::contiguous(r.vSeen.data(), kvShape(p)),
+                                        HostView::contiguous(o.data(), qShape(p)),
+                                        HostView::contiguous(lse.data(), {p.B, p.H, p.M, 0}, 3));
+  ASSERT_FALSE(static_cast<bool>(e)) << llvm::toString(std::move(e));
+  EXPECT_LE(relativeError(r.oSeen, o), 5e-6);
+  Gradients want = referenceGradients(*reference, r);
+  EXPECT_LE(relativeError(reference::loadAs(r.et, r.dq.data(), r.qCount()), want.dq), 5e-6);
+  EXPECT_LE(relativeError(reference::loadAs(r.et, r.dk.data(), r.kvCount()), want.dk), 5e-6);
+  EXPECT_LE(relativeError(reference::loadAs(r.et, r.dv.data(), r.kvCount()), want.dv), 5e-6);
+  // The window mask still prunes: rows reach back 20 keys, so of the 5 x 4 blocks per head
+  // some are skipped in each loop.
+  int64_t all = 2 * p.B * p.H * 5 * 4;
+  EXPECT_LT(r.counts.visited(), all);
+  EXPECT_GT(r.counts.visited(), 0);
+}
+
 /// A score region op without a derivative rule: an error at its file:line:col, no crash.
 TEST(TiledBackwardErrors, UndifferentiableScoreModIsALocatedError) {
   std::string text = kernels::find("softcap")->text;

@@ -104,7 +104,8 @@ def TileBlockPruning : Pass<"tile-block-pruning", "mlir::func::FuncOp"> {
     block that may hold a kept score, skip empty blocks inside the range, and run full blocks
     through a copy of the body without any mask arithmetic; only partial blocks apply the mask.
     Ops the interval evaluator does not model make a block partial, never wrongly empty or full.
-    A backward kernel's loops over query blocks (`tile.query_loop`) are pruned the same way:
+    A mask that a score modifier follows (block_score_mod, block_score_mod_grad) cannot empty a
+    block, since f(-inf) may be finite; it still drops out of full blocks. A backward kernel's loops over query blocks (`tile.query_loop`) are pruned the same way:
     there the row interval follows the loop and the column interval is the program's.
   }];
   let options = [
