@@ -19,7 +19,8 @@
 #   sass       ptxas + cuobjdump of every kernel (and of build-gpu/variants/*): registers, HGMMA,
 #              HMMA, LDL/STL (spills), barriers, instructions; the listings under $OUT/sass/
 #   tune       `tilefuse tune` of the self-contained build: attention and causal at head dim 64
-#              and 128 for the bench's sequence lengths, and a test-only variant, into the tuning
+#              and 128 (TUNE_HEAD_DIMS="64 128 256") for the bench's sequence lengths
+#              (TUNE_SEQS=1024,4096), and a test-only variant, into the tuning
 #              database build-gpu/cache/tuning/ and build-gpu/tuned/ (PTX + JSON for bench); then
 #              a second process that must find every entry in the database.
 #              Not in the default steps: run `scripts/gpu-run.sh runtime tune bench`.
@@ -109,7 +110,7 @@ for step in "${steps[@]}"; do
       export TILEFUSE_CACHE_DIR=$PWD/build-gpu/cache
       seqs=${TUNE_SEQS:-1024,2048,4096,8192,16384}
       for kernel in attention causal; do
-        for d in 64 128; do
+        for d in ${TUNE_HEAD_DIMS:-64 128}; do
           run_step "tune-$kernel-d$d" "$cli" tune --kernel "$kernel" --head-dim "$d" \
             --seq "$seqs" --force --emit-dir build-gpu/tuned
         done

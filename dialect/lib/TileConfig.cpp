@@ -24,21 +24,22 @@ llvm::StringRef tilefuse::copyIssueName(CopyIssue issue) {
 }
 
 bool TileConfig::isComplete() const {
-  return blockM && blockN && rowsPerWarp && mma && qOperand && copyIssue;
+  return blockM && blockN && rowsPerWarp && mma && qOperand && copyIssue && stages;
 }
 
 bool TileConfig::empty() const {
-  return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue;
+  return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue && !stages;
 }
 
 bool TileConfig::operator==(const TileConfig &other) const {
   return blockM == other.blockM && blockN == other.blockN && rowsPerWarp == other.rowsPerWarp &&
-         mma == other.mma && qOperand == other.qOperand && copyIssue == other.copyIssue;
+         mma == other.mma && qOperand == other.qOperand && copyIssue == other.copyIssue &&
+         stages == other.stages;
 }
 
 llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
   return llvm::hash_combine(config.blockM, config.blockN, config.rowsPerWarp, config.mma,
-                            config.qOperand, config.copyIssue);
+                            config.qOperand, config.copyIssue, config.stages);
 }
 
 std::string TileConfig::print() const {
@@ -55,6 +56,8 @@ std::string TileConfig::print() const {
     items.push_back(("q=" + qOperandName(*qOperand)).str());
   if (copyIssue)
     items.push_back(("copy_issue=" + copyIssueName(*copyIssue)).str());
+  if (stages)
+    items.push_back("stages=" + std::to_string(*stages));
   return llvm::join(items, ",");
 }
 
@@ -90,7 +93,9 @@ llvm::Error TileConfig::set(llvm::StringRef key, llvm::StringRef value) {
     return choice(qOperand, QOperand::Registers, "registers", QOperand::Shared, "shared");
   if (key == "copy_issue" || key == "copy-issue")
     return choice(copyIssue, CopyIssue::Eager, "eager", CopyIssue::AtBarrier, "at-barrier");
-  return fail("unknown setting '" + key + "' (Br, Bc, rows_per_warp, mma, q, copy_issue)");
+  if (key == "stages")
+    return integer(stages);
+  return fail("unknown setting '" + key + "' (Br, Bc, rows_per_warp, mma, q, copy_issue, stages)");
 }
 
 llvm::Expected<TileConfig> TileConfig::parse(llvm::StringRef text) {
@@ -121,6 +126,8 @@ TileConfig TileConfig::overriddenBy(const TileConfig &other) const {
     out.qOperand = other.qOperand;
   if (other.copyIssue)
     out.copyIssue = other.copyIssue;
+  if (other.stages)
+    out.stages = other.stages;
   return out;
 }
 
@@ -135,6 +142,10 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   if (blockM && rowsPerWarp && *blockM % *rowsPerWarp)
     return fail("block-m (" + llvm::Twine(*blockM) + ") must be a multiple of rows-per-warp (" +
                 llvm::Twine(*rowsPerWarp) + ")");
+  // 2 is tile-to-tgpu's ring; past 4 the key blocks in flight outgrow what the copies can hide
+  // and the shared memory a second CTA per SM needs.
+  if (stages && (*stages < 2 || *stages > 4))
+    return fail("stages must be 2, 3 or 4, got " + llvm::Twine(*stages));
   if (mma == MmaKind::Wgmma) {
     // the GPU lowering's constraints for warpgroup MMAs (its message), checked here so the tuner
     // never compiles a configuration the pass would refuse.
@@ -154,6 +165,7 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip) {
   TileConfig c;
   c.qOperand = QOperand::Registers;
   c.copyIssue = CopyIssue::Eager;
+  c.stages = 2;
   // Measured on the H200 (docs/perf.md, 2026-11-29). sm_90a: one warpgroup (Br = 64) with
   // wgmma; Bc = 128 at D <= 64, 64 at D = 128 (the best of 64/128 x 64/128 over N = 4k, 16k).
   if (chip == "sm_90a") {
@@ -180,6 +192,7 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   alone.blockM = requested.blockM;
   alone.blockN = requested.blockN;
   alone.rowsPerWarp = requested.rowsPerWarp;
+  alone.stages = requested.stages;
   if (llvm::Error error = alone.verify())
     return std::move(error);
   // wgmma's constraints (warpgroups of 16-row warps, Q in registers) rule it out as the default

@@ -345,7 +345,8 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
       const TileConfig &d = defaultTiles;
       return int(c.blockM != d.blockM) + int(c.blockN != d.blockN) +
              int(c.rowsPerWarp != d.rowsPerWarp) + int(c.mma != d.mma) +
-             int(c.qOperand != d.qOperand) + int(c.copyIssue != d.copyIssue);
+             int(c.qOperand != d.qOperand) + int(c.copyIssue != d.copyIssue) +
+             int(c.stages != d.stages);
     };
     std::vector<Slot *> order;
     for (Slot &slot : slots)

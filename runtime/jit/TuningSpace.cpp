@@ -21,7 +21,8 @@ ResourceEstimate jit::estimateResources(const TileConfig &config, int64_t headDi
   // tgpu-allocate-shared-memory's buffers: each aligned to 1 KiB (the 128-byte swizzle).
   auto buffer = [](int64_t bytes) { return int64_t(llvm::alignTo(bytes, 1024)); };
   int64_t keyBlock = buffer(bc * d * elementBytes);
-  e.sharedBytes = 2 * keyBlock /* K, double-buffered */ + keyBlock /* V */;
+  int64_t stages = config.stages.value_or(2);
+  e.sharedBytes = stages * keyBlock /* the K ring */ + keyBlock /* V */;
   if (config.qOperand == QOperand::Shared)
     e.sharedBytes += buffer(br * d * elementBytes);
   e.seedSharedBytes = 4 * br * d + 4 * bc * d + 2 * br * bc + 8 * br;
@@ -42,6 +43,7 @@ TuningAxes TuningAxes::forChip(llvm::StringRef chip) {
     axes.mma.push_back(MmaKind::Wgmma);
   axes.qOperand = {QOperand::Registers, QOperand::Shared};
   axes.copyIssue = {CopyIssue::Eager, CopyIssue::AtBarrier};
+  axes.stages = {2, 3};
   return axes;
 }
 
@@ -72,7 +74,8 @@ std::vector<Candidate> jit::enumerateSpace(int64_t headDim, llvm::StringRef chip
       for (MmaKind mma : axes.mma)
         for (int64_t rows : axes.rowsPerWarp)
           for (QOperand q : axes.qOperand)
-            for (CopyIssue copy : axes.copyIssue) {
+            for (CopyIssue copy : axes.copyIssue)
+              for (int64_t stages : axes.stages) {
               Candidate c;
               c.config.blockM = br;
               c.config.blockN = bc;
@@ -80,6 +83,7 @@ std::vector<Candidate> jit::enumerateSpace(int64_t headDim, llvm::StringRef chip
               c.config.mma = mma;
               c.config.qOperand = q;
               c.config.copyIssue = copy;
+              c.config.stages = stages;
               // Not a configuration at all (the compiler would refuse it): not listed.
               if (llvm::Error error = c.config.verify(chip)) {
                 llvm::consumeError(std::move(error));

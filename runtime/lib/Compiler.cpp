@@ -125,10 +125,17 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
     return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
   };
   // The settings one by one before anything is parsed; together once the head dim is known.
-  if (llvm::Error error = TileConfig{options.tiles.blockM, options.tiles.blockN,
-                                     options.tiles.rowsPerWarp}
-                              .verify())
-    return std::move(error);
+  // Located like the DSL's diagnostics are ("error: ..."), as the CLI prints both as they come.
+  auto badConfig = [&](llvm::Error error) {
+    return fail("error: invalid kernel configuration: " + llvm::toString(std::move(error)));
+  };
+  TileConfig alone;
+  alone.blockM = options.tiles.blockM;
+  alone.blockN = options.tiles.blockN;
+  alone.rowsPerWarp = options.tiles.rowsPerWarp;
+  alone.stages = options.tiles.stages;
+  if (llvm::Error error = alone.verify())
+    return badConfig(std::move(error));
   DialectRegistry registry;
   registerCompilerDialects(registry);
   // One kernel function per module: the context's thread pool would only cost its startup.
@@ -217,7 +224,7 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   k.headDim = qTy.getDimSize(3);
   auto resolved = resolveTileConfig(options.tiles, k.headDim, options.chip);
   if (!resolved)
-    return resolved.takeError();
+    return badConfig(resolved.takeError());
   const TileConfig &tiles = *resolved;
   k.tiles = tiles;
   k.blockM = *tiles.blockM;

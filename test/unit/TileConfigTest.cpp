@@ -37,8 +37,11 @@ TEST(TileConfig, PrintParseRoundTrip) {
   c.mma = MmaKind::Wgmma;
   c.qOperand = QOperand::Registers;
   c.copyIssue = CopyIssue::AtBarrier;
+  EXPECT_FALSE(c.isComplete()) << "stages unset";
+  c.stages = 3;
   EXPECT_TRUE(c.isComplete());
-  EXPECT_EQ(c.print(), "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=at-barrier");
+  EXPECT_EQ(c.print(),
+            "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=at-barrier,stages=3");
   EXPECT_EQ(parsed(c.print()), c);
   // Partial configurations print only what they set, and come back the same.
   TileConfig partial;
@@ -63,6 +66,7 @@ TEST(TileConfig, ParseErrors) {
   EXPECT_NE(parseError("q=global").find("q must be registers or shared"), std::string::npos);
   EXPECT_NE(parseError("copy_issue=late").find("eager or at-barrier"), std::string::npos);
   EXPECT_NE(parseError("Br").find("'Br' is not KEY=VALUE"), std::string::npos);
+  EXPECT_NE(parseError("stages=deep").find("stages needs an integer"), std::string::npos);
 }
 
 TEST(TileConfig, VerifyChecksRangesAndCombinations) {
@@ -81,6 +85,9 @@ TEST(TileConfig, VerifyChecksRangesAndCombinations) {
                           "mma=wgmma,q=shared"})
     EXPECT_NE(problem(bad).find("mma=wgmma needs chip=sm_90a"), std::string::npos) << bad;
   EXPECT_NE(problem("mma=wgmma", "sm_80").find("mma=wgmma needs"), std::string::npos);
+  EXPECT_EQ(problem("stages=4"), "");
+  for (const char *bad : {"stages=1", "stages=5"})
+    EXPECT_NE(problem(bad).find("stages must be 2, 3 or 4"), std::string::npos) << bad;
 }
 
 TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
@@ -94,17 +101,20 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
     return c->print();
   };
   EXPECT_EQ(resolved("", 64, "sm_90a"),
-            "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager");
+            "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2");
   EXPECT_EQ(resolved("", 128, "sm_90a"),
-            "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager");
+            "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2");
   EXPECT_EQ(resolved("", 64, "sm_80"),
-            "Br=128,Bc=64,rows_per_warp=32,mma=sync,q=registers,copy_issue=eager");
+            "Br=128,Bc=64,rows_per_warp=32,mma=sync,q=registers,copy_issue=eager,stages=2");
   // A setting wgmma cannot take selects the mma.sync table.
   EXPECT_EQ(resolved("q=shared", 128, "sm_90a"),
-            "Br=64,Bc=64,rows_per_warp=16,mma=sync,q=shared,copy_issue=eager");
+            "Br=64,Bc=64,rows_per_warp=16,mma=sync,q=shared,copy_issue=eager,stages=2");
   // An explicit Br the default rows per warp does not divide takes 16.
   EXPECT_EQ(resolved("Br=48", 64, "sm_90a"),
-            "Br=48,Bc=64,rows_per_warp=16,mma=sync,q=registers,copy_issue=eager");
+            "Br=48,Bc=64,rows_per_warp=16,mma=sync,q=registers,copy_issue=eager,stages=2");
+  EXPECT_EQ(resolved("stages=3", 128, "sm_90a"),
+            "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=3");
+  EXPECT_FALSE(bool(resolveTileConfig(parsed("stages=5"), 64, "sm_90a")));
   EXPECT_FALSE(bool(resolveTileConfig(parsed("Br=20"), 64, "sm_90a")))
       << "checked before anything else";
 }
@@ -116,7 +126,7 @@ TEST(TileConfig, CompiledKernelRecordsItsConfiguration) {
   auto k = compileToPTX(causal.text, causal.fileName, options);
   ASSERT_TRUE(bool(k)) << llvm::toString(k.takeError());
   EXPECT_EQ(k->tiles.print(), "Br=128,Bc=32,rows_per_warp=32,mma=sync,q=registers,"
-                              "copy_issue=eager");
+                              "copy_issue=eager,stages=2");
   EXPECT_EQ(k->blockM, 128);
   EXPECT_EQ(k->threads, 128);
   auto back = CompiledKernel::fromMetadataJson(k->metadataJson(), k->ptx);

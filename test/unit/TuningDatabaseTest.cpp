@@ -57,7 +57,7 @@ TuningKey sampleKey() {
 TuningRecord sampleRecord(int64_t blockN = 128) {
   TuningRecord r;
   r.config = *TileConfig::parse("Br=64,Bc=" + std::to_string(blockN) +
-                                ",rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager");
+                                ",rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2");
   r.medianMs = 1.25;
   r.defaultConfig = defaultTileConfig(128);
   r.defaultMs = 1.5;
@@ -354,6 +354,7 @@ TEST(AutotunerGpu, TunesCausalAndTheRuntimeReusesTheDatabase) {
   axes.blockM = {64, 128};
   axes.blockN = {64, 128};
   axes.copyIssue = {CopyIssue::Eager};
+  axes.stages = {2};
   options.axes = axes;
   options.repetitions = 5;
   auto report = tune(problem, options);

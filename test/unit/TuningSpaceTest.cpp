@@ -43,6 +43,7 @@ TEST(TuningSpace, ResourceModelPrunesWithReasons) {
   axes.mma = {MmaKind::Sync};
   axes.qOperand = {QOperand::Registers};
   axes.copyIssue = {CopyIssue::Eager};
+  axes.stages = {2, 3};
   // A small shared memory: Bc = 256 at d = 128 needs 3 x 64 KiB of K and V buffers.
   ChipLimits limits = ChipLimits::forChip("sm_90a");
   limits.sharedBytesPerBlock = 100 * 1024;
@@ -53,10 +54,15 @@ TEST(TuningSpace, ResourceModelPrunesWithReasons) {
     static Candidate none;
     return it == space.end() ? none : *it;
   };
-  const char *tail = ",mma=sync,q=registers,copy_issue=eager";
+  const char *tail = ",mma=sync,q=registers,copy_issue=eager,stages=2";
   const Candidate &small = find(std::string("Br=64,Bc=64,rows_per_warp=16") + tail);
   EXPECT_FALSE(small.pruned) << small.reason;
   EXPECT_EQ(small.estimate.sharedBytes, 3 * 64 * 128 * 2);
+  // A third stage holds one more key block.
+  const Candidate &deeper =
+      find("Br=64,Bc=64,rows_per_warp=16,mma=sync,q=registers,copy_issue=eager,stages=3");
+  EXPECT_FALSE(deeper.pruned) << deeper.reason;
+  EXPECT_EQ(deeper.estimate.sharedBytes, 4 * 64 * 128 * 2);
   EXPECT_EQ(small.estimate.seedSharedBytes, 4 * 64 * 128 + 4 * 64 * 128 + 2 * 64 * 64 + 8 * 64);
   const Candidate &wide = find(std::string("Br=64,Bc=256,rows_per_warp=16") + tail);
   EXPECT_TRUE(wide.pruned);
@@ -82,7 +88,10 @@ TEST(TuningSpace, SharedMemoryModelMatchesCompiledKernels) {
   const kernels::KernelSource &attention = *kernels::find("attention");
   for (const char *text : {"Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager",
                            "Br=128,Bc=32,rows_per_warp=32,mma=sync,q=registers,copy_issue=eager",
-                           "Br=64,Bc=64,rows_per_warp=16,mma=sync,q=shared,copy_issue=eager"}) {
+                           "Br=64,Bc=64,rows_per_warp=16,mma=sync,q=shared,copy_issue=eager",
+                           // a third key block in the ring (tgpu-pipeline)
+                           "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,stages=3",
+                           "Br=128,Bc=32,rows_per_warp=32,mma=sync,q=shared,stages=4"}) {
     auto config = TileConfig::parse(text);
     ASSERT_TRUE(bool(config));
     for (int64_t d : {64, 128}) {

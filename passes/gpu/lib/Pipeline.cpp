@@ -25,6 +25,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
+#include "tilefuse/dialect/KernelConfig.h"
 #include "tilefuse/dialect/TileGPUOps.h"
 
 namespace tilefuse::tgpu {
@@ -92,7 +93,18 @@ struct TGPUPipeline : public tilefuse::tgpu::impl::TGPUPipelineBase<TGPUPipeline
                                  << stages.getValue();
       return signalPassFailure();
     }
-    if (stages == 2)
+    // The module's tile.config wins over the option (tilefuse/dialect/KernelConfig.h).
+    TileConfig options;
+    options.stages = stages;
+    FailureOr<TileConfig> config = tile::configForPass(getOperation(), options);
+    if (failed(config))
+      return signalPassFailure();
+    depth = config->stages.value_or(stages);
+    if (depth < 2) {
+      getOperation().emitError() << "tgpu-pipeline: stages must be 2 or more, not " << depth;
+      return signalPassFailure();
+    }
+    if (depth == 2)
       return; // what tile-to-tgpu built: one block ahead
     SmallVector<scf::ForOp> loops;
     getOperation().walk([&](scf::ForOp loop) { loops.push_back(loop); });
@@ -100,6 +112,9 @@ struct TGPUPipeline : public tilefuse::tgpu::impl::TGPUPipelineBase<TGPUPipeline
       if (failed(pipeline(loop)))
         return signalPassFailure();
   }
+
+  /// The ring's stages: stages - 1 blocks in flight ahead of the one read.
+  int64_t depth = 2;
 
   LogicalResult pipeline(scf::ForOp loop) {
     SmallVector<CarriedRingBlock> blocks = carriedRingBlocks(loop);
@@ -110,7 +125,6 @@ struct TGPUPipeline : public tilefuse::tgpu::impl::TGPUPipelineBase<TGPUPipeline
     CarriedRingBlock &carried = blocks.front();
     // Every stage of the ring is this loop's: the stage count may change.
     auto ringType = cast<RingType>(carried.ring.getType());
-    int64_t depth = stages; // stages - 1 blocks in flight ahead of the one read
     IRRewriter rewriter(loop.getContext());
     Location loc = loop.getLoc();
     Value iv = loop.getInductionVar();

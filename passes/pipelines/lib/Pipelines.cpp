@@ -7,7 +7,7 @@
 //                   tile-derive-backward, tile-tiling-backward, then tile-to-cpu: each kernel
 //                   and its derived backward, tiled, to the LLVM dialect
 //   tile-to-ptx     tile-specialize{config}, the front end, tile-pipeline, the GPU-level passes
-//                   (tgpu-assign-layouts, tile-to-tgpu, tgpu-pipeline, tgpu-insert-barriers,
+//                   (tgpu-assign-layouts, tile-to-tgpu, tgpu-pipeline{config's stages}, tgpu-insert-barriers,
 //                   tgpu-allocate-shared-memory), convert-tgpu-to-nvvm and PTX generation
 //   tile-to-f64-reference-llvm
 //                   the float64 reference (the written form evaluated naively, no front end)
@@ -80,9 +80,8 @@ void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOption
   // The layouts, the copy issue and the tile sizes come from the module's tile.config.
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUAssignLayouts());
   pm.addNestedPass<func::FuncOp>(tgpu::createTileToTGPU());
-  tgpu::TGPUPipelineOptions pipelining;
-  pipelining.stages = options.stages;
-  pm.addNestedPass<func::FuncOp>(tgpu::createTGPUPipeline(pipelining));
+  // The ring's stages come from the module's tile.config (stages=N).
+  pm.addNestedPass<func::FuncOp>(tgpu::createTGPUPipeline());
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUInsertBarriers());
   tgpu::TGPUAllocateSharedMemoryOptions shared;
   // The opt-in dynamic shared memory per CTA: 227 KiB on sm_90, 163 KiB on sm_80.

@@ -6,6 +6,7 @@
 //
 //   tile-tiling    Br, Bc
 //   tgpu-assign-layouts    rows_per_warp, mma, q
+//   tgpu-pipeline          stages
 //   tgpu-insert-barriers   copy_issue
 //
 // The attribute wins over a pass's options: it is what the kernel was specialized, cached and

@@ -11,7 +11,7 @@
 //
 // Text form (print/parse), KEY=VALUE pairs separated by commas, in this order:
 //
-//   Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager
+//   Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2
 //
 // A field may be unset ("the tuned default": defaultTileConfig for the head dimension and chip);
 // print() leaves unset fields out, so "" is the all-default configuration. parse() also takes the
@@ -51,6 +51,9 @@ struct TileConfig {
   std::optional<MmaKind> mma;
   std::optional<QOperand> qOperand;
   std::optional<CopyIssue> copyIssue;
+  /// Key ring stages (tgpu-pipeline): copies run stages - 1 key blocks ahead of the one read;
+  /// 2 to 4. Every stage costs one key block of shared memory.
+  std::optional<int64_t> stages;
 
   /// Every field set (what compileToPTX compiles, what the tuner enumerates and stores).
   bool isComplete() const;
@@ -67,7 +70,7 @@ struct TileConfig {
   /// This configuration with the fields `other` sets replaced by other's.
   TileConfig overriddenBy(const TileConfig &other) const;
   /// The fields' ranges and how they combine (Br a multiple of rows_per_warp; wgmma needs Br a
-  /// multiple of 64, rows_per_warp 16, Q in registers and chip sm_90a). Unset fields are not
+  /// multiple of 64, rows_per_warp 16, Q in registers and chip sm_90a; stages 2 to 4). Unset fields are not
   /// checked. `chip` empty: any chip.
   llvm::Error verify(llvm::StringRef chip = "") const;
   /// Threads per block (one warp per rows_per_warp rows); needs blockM and rowsPerWarp.

@@ -43,11 +43,6 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
   Option<std::string> features{*this, "features",
                                llvm::cl::desc("NVPTX features, e.g. +ptx80 (the PTX version)"),
                                llvm::cl::init("+ptx80")};
-  Option<int64_t> stages{
-      *this, "stages",
-      llvm::cl::desc("Key ring stages (tgpu-pipeline): copies run stages - 1 blocks ahead; 2 is "
-                     "tile-pipeline's one block ahead"),
-      llvm::cl::init(2)};
 };
 
 /// tile-check-written-form, tile-tiling, tile-online-softmax, tile-block-pruning, then cleanup.

@@ -7,7 +7,7 @@
 // tuner's table says why it was never timed.
 //
 // The resource model:
-//   shared memory  what tgpu-allocate-shared-memory allocates: K double-buffered, V, and Q when it lives in
+//   shared memory  what tgpu-allocate-shared-memory allocates: the K ring (stages), V, and Q when it lives in
 //                  shared memory, each buffer rounded up to 1 KiB (the wgmma swizzle atom); the
 //                  seed formula 4·Br·d + 4·Bc·d + 2·Br·Bc + 8·Br is reported beside it. Checked
 //                  against the compiled kernel's shared_bytes in TuningSpaceTest.
@@ -63,9 +63,10 @@ struct TuningAxes {
   std::vector<MmaKind> mma;
   std::vector<QOperand> qOperand;
   std::vector<CopyIssue> copyIssue;
+  std::vector<int64_t> stages;
 
   /// Br 64/128/256, Bc 32/64/128/256, rows per warp 16/32, Q in registers or shared, both copy
-  /// issues; mma.sync, and wgmma on sm_90a.
+  /// issues, 2 or 3 key ring stages; mma.sync, and wgmma on sm_90a.
   static TuningAxes forChip(llvm::StringRef chip);
 };
 
