@@ -296,12 +296,14 @@ LogicalResult BlockDotOp::verify() {
     return failure();
   ArrayRef<int64_t> l = getLhs().getType().getShape(), r = getRhs().getType().getShape(),
                     o = getResult().getType().getShape();
+  int64_t lhsM = getTransposeLhs() ? l[1] : l[0];
+  int64_t lhsK = getTransposeLhs() ? l[0] : l[1];
   int64_t rhsK = getTransposeRhs() ? r[1] : r[0];
   int64_t rhsN = getTransposeRhs() ? r[0] : r[1];
-  if (l[1] != rhsK)
-    return emitOpError() << "contraction sizes differ: lhs has " << l[1] << ", rhs has " << rhsK;
-  if (o[0] != l[0] || o[1] != rhsN)
-    return emitOpError() << "result must be " << l[0] << "x" << rhsN;
+  if (lhsK != rhsK)
+    return emitOpError() << "contraction sizes differ: lhs has " << lhsK << ", rhs has " << rhsK;
+  if (o[0] != lhsM || o[1] != rhsN)
+    return emitOpError() << "result must be " << lhsM << "x" << rhsN;
   if (getAcc() && getAcc().getType() != getResult().getType())
     return emitOpError("accumulator type must equal the result type");
   return success();
@@ -315,6 +317,51 @@ LogicalResult BlockScoreModOp::verifyRegions() {
 LogicalResult BlockMaskOp::verifyRegions() {
   return verifyIndexRegion(*this, getBody(), /*hasScoreArg=*/false,
                            IntegerType::get(getContext(), 1), "true keeps the score");
+}
+
+LogicalResult BlockScoreModGradOp::verifyRegions() {
+  if (failed(verifyStaticBlocks(*this)))
+    return failure();
+  return verifyIndexRegion(*this, getBody(), /*hasScoreArg=*/true,
+                           Float32Type::get(getContext()),
+                           "the new score and its derivative with respect to the score",
+                           /*numYielded=*/2);
+}
+
+LogicalResult BlockMapOp::verifyRegions() {
+  if (failed(verifyStaticBlocks(*this)))
+    return failure();
+  if (getInputs().empty())
+    return emitOpError("needs at least one operand");
+  ArrayRef<int64_t> shape = getResult().getType().getShape();
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    auto ty = cast<RankedTensorType>(input.getType());
+    bool block = ty.getShape() == shape;
+    bool rows = ty.getRank() == 1 && ty.getDimSize(0) == shape[0];
+    if (!block && !rows)
+      return emitOpError() << "operand #" << i << " of type " << ty << " must be "
+                           << shape[0] << "x" << shape[1] << " or a vector of " << shape[0]
+                           << " rows";
+  }
+  Block &block = getBody().front();
+  if (block.getNumArguments() != getInputs().size())
+    return emitOpError() << "body must take one f32 per operand (" << getInputs().size()
+                         << "), got " << block.getNumArguments() << " arguments";
+  for (BlockArgument arg : block.getArguments())
+    if (!arg.getType().isF32())
+      return emitOpError() << "body argument #" << arg.getArgNumber() << " must be f32, got "
+                           << arg.getType();
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return emitOpError("body must end with tile.yield");
+  if (yield.getValues().size() != 1 || !yield.getValues()[0].getType().isF32())
+    return yield.emitOpError("must yield exactly one f32 (the result element)");
+  return success();
+}
+
+LogicalResult BlockAtomicAddOp::verify() {
+  return verifyBlockAccess(*this, getView().getType(), getValue().getType(),
+                           getIndices().size());
 }
 
 LogicalResult ReduceOp::verify() {

@@ -30,11 +30,35 @@ using namespace tilefuse::tile;
 
 namespace {
 
+/// Whether a score modifier (block_score_mod, or a backward's block_score_mod_grad) reads what
+/// `mask` gives, directly or through other ops: it may turn a masked -inf into a finite score
+/// (a soft cap after a mask), so the mask alone cannot make a block empty.
+bool feedsScoreModifier(BlockMaskOp mask) {
+  SmallVector<Value> work = {mask.getResult()};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      if (!seen.insert(user).second)
+        continue;
+      if (isa<BlockScoreModOp, BlockScoreModGradOp>(user))
+        return true;
+      llvm::append_range(work, user->getResults());
+    }
+  }
+  return false;
+}
+
 /// Emits the classification of block `iv` of `loop`: (mayKeep, mayDrop) over all its masks.
 class LoopClassifier {
 public:
   LoopClassifier(scf::ForOp loop, SmallVector<BlockMaskOp> masks)
       : loop(loop), masks(std::move(masks)) {}
+
+  /// Whether some mask can make a block empty (one that no score modifier follows).
+  bool canBeEmpty() const {
+    return llvm::any_of(masks, [](BlockMaskOp mask) { return !feedsScoreModifier(mask); });
+  }
 
   /// The operands of the masks (row, col, ...) may be computed in the body from the induction
   /// variable; they must be pure so they can be recomputed for any block index.
@@ -77,10 +101,15 @@ public:
       BlockClassification c = emitIntervalMaskEvaluation(
           b, loc, mask.getBody(), map.lookupOrDefault(mask.getBatch()),
           map.lookupOrDefault(mask.getHead()), row, rowHi, col, colHi);
-      // Scores pass every mask in turn: kept only if each keeps them.
-      mayKeep = mayKeep ? b.createOrFold<arith::AndIOp>(loc, mayKeep, c.mayKeep) : c.mayKeep;
+      // Scores pass every mask in turn: kept only if each keeps them. A mask a score modifier
+      // follows drops nothing for good (f(-inf) may be finite): it cannot empty a block, but
+      // where it keeps everything it is still the identity, so it takes part in `full`.
+      if (!feedsScoreModifier(mask))
+        mayKeep = mayKeep ? b.createOrFold<arith::AndIOp>(loc, mayKeep, c.mayKeep) : c.mayKeep;
       mayDrop = mayDrop ? b.createOrFold<arith::OrIOp>(loc, mayDrop, c.mayDrop) : c.mayDrop;
     }
+    if (!mayKeep)
+      mayKeep = arith::ConstantIntOp::create(b, loc, 1, 1);
     return {mayKeep, mayDrop};
   }
 
@@ -130,9 +159,11 @@ void pruneLoop(scf::ForOp loop, SmallVector<BlockMaskOp> masks, bool instrument)
   Location loc = loop.getLoc();
   OpBuilder b(loop);
 
-  // Trim the range: first and one-past-last blocks that may keep a score. Steps other than 1
-  // would need a strided scan; tiling only emits unit steps.
-  if (auto step = getConstantIntValue(loop.getStep()); step && *step == 1) {
+  // Trim the range: first and one-past-last blocks that may keep a score (when some mask can
+  // empty a block at all). Steps other than 1 would need a strided scan; tiling only emits unit
+  // steps.
+  auto step = getConstantIntValue(loop.getStep());
+  if (cls.canBeEmpty() && step && *step == 1) {
     Value lo = scanEmpty(b, loc, cls, loop.getLowerBound(), loop.getUpperBound(), false);
     Value hi = scanEmpty(b, loc, cls, loop.getUpperBound(), lo, true);
     loop.getLowerBoundMutable().assign(lo);
@@ -207,7 +238,9 @@ struct TileBlockPruningPass : public tilefuse::impl::TileBlockPruningBase<TileBl
   void runOnOperation() override {
     SmallVector<std::pair<scf::ForOp, SmallVector<BlockMaskOp>>> work;
     getOperation().walk([&](scf::ForOp loop) {
-      if (!loop->hasAttr(kKVLoopAttr))
+      // The backward's loops over query blocks prune the same way: their masks' row interval
+      // follows the induction variable and the column interval is the program's.
+      if (!loop->hasAttr(kKVLoopAttr) && !loop->hasAttr(kQueryLoopAttr))
         return;
       SmallVector<BlockMaskOp> masks;
       for (Operation &op : *loop.getBody())

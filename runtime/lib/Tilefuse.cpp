@@ -3,6 +3,7 @@
 
 #include "tilefuse/kernels/Registry.h"
 #include "tilefuse/runtime/Compiler.h"
+#include "tilefuse/runtime/CpuBackwardKernel.h"
 #include "tilefuse/runtime/Float64Reference.h"
 #include "tilefuse/runtime/KernelCache.h"
 #include "tilefuse/runtime/cuda/CudaKernel.h"
@@ -156,6 +157,9 @@ struct Runtime::Impl {
   std::mutex tuningMutex;
   /// Tuned configurations by tuning key, so each is read from disk (or tuned) once.
   llvm::StringMap<rt::TileConfig> tunedConfigs;
+  /// Host pairs (forward and derived backward) by spec; held while one compiles.
+  std::mutex hostMutex;
+  llvm::StringMap<std::shared_ptr<const HostAttention>> hostPairs;
   uint64_t tuningHits = 0, tunings = 0;
 
   static rt::CacheConfig cacheConfig(const RuntimeOptions &options) {
@@ -379,6 +383,141 @@ Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> 
     kernelImpl->module = module;
   }
   out = std::make_shared<const Kernel>(std::move(kernelImpl));
+  return Status();
+}
+
+//===----------------------------------------------------------------------===//
+// The host pair: a kernel and its derived backward on the CPU
+//===----------------------------------------------------------------------===//
+
+struct HostAttention::Impl {
+  std::unique_ptr<rt::CpuBackwardKernel> kernel;
+  std::string name, dtype;
+};
+
+HostAttention::HostAttention(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+HostAttention::~HostAttention() = default;
+const std::string &HostAttention::name() const { return impl->name; }
+const std::string &HostAttention::dtype() const { return impl->dtype; }
+int64_t HostAttention::headDim() const { return impl->kernel->headDim(); }
+bool HostAttention::deterministic() const { return impl->kernel->deterministic(); }
+
+namespace {
+/// A host view of `data` with `sizes` and the strides (b, h, row) given, innermost contiguous.
+rt::HostView hostView(const void *data, std::array<int64_t, 4> sizes, const int64_t *strides,
+                      int rank = 4) {
+  rt::HostView view;
+  view.data = const_cast<void *>(data);
+  view.rank = rank;
+  view.sizes = sizes;
+  for (int d = 0; d < rank - 1; ++d)
+    view.strides[d] = strides[d];
+  view.strides[rank - 1] = 1;
+  return view;
+}
+
+/// Contiguous strides (b, h, row) of B x heads x rows x D arrays, and of B x H x M rows.
+std::array<int64_t, 3> contiguousStrides(int64_t heads, int64_t rows, int64_t d) {
+  return {heads * rows * d, rows * d, d};
+}
+
+Status hostStatus(llvm::Error error) {
+  if (!error)
+    return Status();
+  return Status(StatusCode::InvalidArgument, llvm::toString(std::move(error)));
+}
+
+Status checkHostShape(const AttentionShape &s) {
+  if (s.B <= 0 || s.H <= 0 || s.Hkv <= 0 || s.M <= 0 || s.N <= 0 || s.D <= 0)
+    return Status(StatusCode::InvalidArgument, "B, H, Hkv, M, N and D must be positive");
+  return Status();
+}
+} // namespace
+
+Status HostAttention::forward(const void *q, const void *k, const void *v, void *o, float *lse,
+                              const AttentionShape &s, const int64_t *strides) const {
+  if (Status st = checkHostShape(s); !st.ok())
+    return st;
+  std::array<int64_t, 14> st{};
+  if (strides) {
+    std::copy(strides, strides + 14, st.begin());
+  } else {
+    auto qs = contiguousStrides(s.H, s.M, s.D), ks = contiguousStrides(s.Hkv, s.N, s.D);
+    auto ls = contiguousStrides(s.H, s.M, 1);
+    st = {qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], ks[0], ks[1], ks[2],
+          qs[0], qs[1], qs[2], ls[0], ls[1]};
+  }
+  return hostStatus(impl->kernel->forward(
+      hostView(q, {s.B, s.H, s.M, s.D}, &st[0]), hostView(k, {s.B, s.Hkv, s.N, s.D}, &st[3]),
+      hostView(v, {s.B, s.Hkv, s.N, s.D}, &st[6]), hostView(o, {s.B, s.H, s.M, s.D}, &st[9]),
+      hostView(lse, {s.B, s.H, s.M, 0}, &st[12], 3)));
+}
+
+Status HostAttention::backward(const void *q, const void *k, const void *v, const void *o,
+                               const void *dO, const float *lse, void *dq, void *dk, void *dv,
+                               const AttentionShape &s, const int64_t *strides) const {
+  if (Status st = checkHostShape(s); !st.ok())
+    return st;
+  std::array<int64_t, 26> st{};
+  if (strides) {
+    std::copy(strides, strides + 26, st.begin());
+  } else {
+    auto qs = contiguousStrides(s.H, s.M, s.D), ks = contiguousStrides(s.Hkv, s.N, s.D);
+    auto ls = contiguousStrides(s.H, s.M, 1);
+    st = {qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], ks[0], ks[1], ks[2], qs[0], qs[1], qs[2],
+          ls[0], ls[1], qs[0], qs[1], qs[2], qs[0], qs[1], qs[2], ks[0], ks[1], ks[2],
+          ks[0], ks[1], ks[2]};
+  }
+  std::array<int64_t, 4> qShape{s.B, s.H, s.M, s.D}, kShape{s.B, s.Hkv, s.N, s.D};
+  return hostStatus(impl->kernel->backward(
+      hostView(q, qShape, &st[0]), hostView(k, kShape, &st[3]), hostView(v, kShape, &st[6]),
+      hostView(o, qShape, &st[9]), hostView(dO, qShape, &st[14]),
+      hostView(lse, {s.B, s.H, s.M, 0}, &st[12], 3), hostView(dq, qShape, &st[17]),
+      hostView(dk, kShape, &st[20]), hostView(dv, kShape, &st[23])));
+}
+
+Status Runtime::getHostAttention(const KernelSpec &spec,
+                                 std::shared_ptr<const HostAttention> &out) {
+  out.reset();
+  auto invalid = [](std::string message) {
+    return Status(StatusCode::InvalidArgument, std::move(message));
+  };
+  std::string source, bufferName;
+  if (Status s = resolveSource(spec, source, bufferName); !s.ok())
+    return s;
+  if (!spec.dtype.empty() && spec.dtype != "bf16" && spec.dtype != "f16" && spec.dtype != "f32")
+    return invalid("dtype must be bf16, f16 or f32 (or empty: as written), not '" + spec.dtype +
+                   "'");
+  if (spec.headDim < 0)
+    return invalid("head dim must be positive (or 0: as written)");
+  if (spec.blockM < 0 || spec.blockN < 0)
+    return invalid("block sizes must be positive (or 0: 64)");
+  rt::CpuBackwardOptions options;
+  options.elementType = spec.dtype;
+  options.headDim = spec.headDim;
+  options.params = spec.params;
+  options.blockM = spec.blockM ? spec.blockM : 64;
+  options.blockN = spec.blockN ? spec.blockN : 64;
+  options.deterministic = spec.deterministic;
+  std::string key = bufferName + '\0' + source + '\0' + spec.dtype + '\0' +
+                    std::to_string(spec.headDim) + '\0' + std::to_string(options.blockM) + '\0' +
+                    std::to_string(options.blockN) + '\0' + (spec.deterministic ? "1" : "0");
+  for (const std::string &param : spec.params)
+    key += '\0' + param;
+  std::lock_guard<std::mutex> lock(impl->hostMutex);
+  std::shared_ptr<const HostAttention> &entry = impl->hostPairs[key];
+  if (!entry) {
+    auto compiled = rt::CpuBackwardKernel::compile(source, bufferName, options);
+    if (!compiled)
+      return Status(StatusCode::Compile, llvm::toString(compiled.takeError()));
+    auto pair = std::make_unique<HostAttention::Impl>();
+    pair->name = (*compiled)->name().str();
+    rt::ElementType et = (*compiled)->elementType();
+    pair->dtype = et == rt::ElementType::BF16 ? "bf16" : et == rt::ElementType::F16 ? "f16" : "f32";
+    pair->kernel = std::move(*compiled);
+    entry = std::make_shared<const HostAttention>(std::move(pair));
+  }
+  out = entry;
   return Status();
 }
 

@@ -25,6 +25,10 @@ struct tilefuse_attention {
   std::string config;
 };
 
+struct tilefuse_host_attention {
+  std::shared_ptr<const HostAttention> pair;
+};
+
 namespace {
 
 /// Writes the message into the caller's buffer, truncated and NUL-terminated; returns the code.
@@ -116,6 +120,7 @@ static int toKernelSpec(const tilefuse_spec *spec, const char *caller, KernelSpe
     return invalid((std::string(caller) + ": seq_len must not be negative").c_str(), err,
                    errlen);
   k.seqLen = s.seq_len;
+  k.deterministic = s.deterministic != 0;
   return TILEFUSE_OK;
 }
 
@@ -190,3 +195,44 @@ const char *tilefuse_attention_config(const tilefuse_attention *kernel) {
 const char *tilefuse_attention_config_source(const tilefuse_attention *kernel) {
   return kernel ? kernel->kernel->configSource().c_str() : "";
 }
+
+int tilefuse_host_attention_get(const tilefuse_spec *spec, tilefuse_host_attention **out,
+                                char *err, size_t errlen) {
+  if (!spec || !out)
+    return invalid("tilefuse_host_attention_get: spec and out must not be NULL", err, errlen);
+  *out = nullptr;
+  KernelSpec k;
+  if (int rc = toKernelSpec(spec, "tilefuse_host_attention_get", k, err, errlen))
+    return rc;
+  std::shared_ptr<const HostAttention> pair;
+  Status status = Runtime::global().getHostAttention(k, pair);
+  if (!status.ok())
+    return report(status, err, errlen);
+  *out = new tilefuse_host_attention{pair};
+  return report(Status(), err, errlen);
+}
+
+int tilefuse_host_attention_forward(const tilefuse_host_attention *attention, const void *q,
+                                    const void *k, const void *v, void *o, float *lse, int64_t B,
+                                    int64_t H, int64_t Hkv, int64_t M, int64_t N, int64_t D,
+                                    const int64_t *strides, char *err, size_t errlen) {
+  if (!attention)
+    return invalid("tilefuse_host_attention_forward: attention is NULL", err, errlen);
+  return report(attention->pair->forward(q, k, v, o, lse, {B, H, Hkv, M, N, D}, strides), err,
+                errlen);
+}
+
+int tilefuse_host_attention_backward(const tilefuse_host_attention *attention, const void *q,
+                                     const void *k, const void *v, const void *o,
+                                     const void *d_o, const float *lse, void *dq, void *dk,
+                                     void *dv, int64_t B, int64_t H, int64_t Hkv, int64_t M,
+                                     int64_t N, int64_t D, const int64_t *strides, char *err,
+                                     size_t errlen) {
+  if (!attention)
+    return invalid("tilefuse_host_attention_backward: attention is NULL", err, errlen);
+  return report(attention->pair->backward(q, k, v, o, d_o, lse, dq, dk, dv,
+                                          {B, H, Hkv, M, N, D}, strides),
+                err, errlen);
+}
+
+void tilefuse_host_attention_release(tilefuse_host_attention *attention) { delete attention; }

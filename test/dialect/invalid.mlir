@@ -690,3 +690,61 @@ func.func @split_arrive_indices(%c: memref<?x?x?xi32>, %b: index, %s: index) -> 
   %last = tile.split_arrive %c[%b] count %s : memref<?x?x?xi32>
   return %last : i1
 }
+
+// -----
+
+func.func @block_dot_transpose_lhs_contraction(%p: tensor<64x32xf32>, %do: tensor<32x16xbf16>) {
+  // expected-error @+1 {{'tile.block_dot' op contraction sizes differ: lhs has 64, rhs has 32}}
+  %r = tile.block_dot %p, %do transpose_lhs : tensor<64x32xf32>, tensor<32x16xbf16> -> tensor<32x16xf32>
+  return
+}
+
+// -----
+
+func.func @block_dot_transpose_lhs_result(%p: tensor<64x32xf32>, %do: tensor<64x16xbf16>) {
+  // expected-error @+1 {{'tile.block_dot' op result must be 32x16}}
+  %r = tile.block_dot %p, %do transpose_lhs : tensor<64x32xf32>, tensor<64x16xbf16> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+func.func @block_score_mod_grad_yield(%s: tensor<64x32xf32>, %i: index) {
+  // expected-error @+3 {{'tile.yield' op must yield exactly two 'f32' (the new score and its derivative with respect to the score)}}
+  %f, %df = tile.block_score_mod_grad %s at(%i, %i, %i, %i) : tensor<64x32xf32> {
+  ^bb0(%x: f32, %b: index, %h: index, %q: index, %kv: index):
+    tile.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @block_map_operand(%a: tensor<64x32xf32>, %r: tensor<32xf32>) {
+  // expected-error @+1 {{'tile.block_map' op operand #1 of type 'tensor<32xf32>' must be 64x32 or a vector of 64 rows}}
+  %m = tile.block_map %a, %r : tensor<64x32xf32>, tensor<32xf32> -> tensor<64x32xf32> {
+  ^bb0(%x: f32, %y: f32):
+    tile.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @block_map_arguments(%a: tensor<64x32xbf16>) {
+  // expected-error @+1 {{'tile.block_map' op body argument #0 must be f32, got 'bf16'}}
+  %m = tile.block_map %a : tensor<64x32xbf16> -> tensor<64x32xf32> {
+  ^bb0(%x: bf16):
+    %y = arith.extf %x : bf16 to f32
+    tile.yield %y : f32
+  }
+  return
+}
+
+// -----
+
+func.func @block_atomic_add_shape(%v: tensor<64x32xf32>, %ws: memref<?x?x?x16xf32>, %i: index) {
+  // expected-error @+1 {{'tile.block_atomic_add' op block dimension 1 (32) must equal the view's static dimension (16)}}
+  tile.block_atomic_add %v, %ws[%i, %i, %i] bound %i : tensor<64x32xf32>, memref<?x?x?x16xf32>
+  return
+}

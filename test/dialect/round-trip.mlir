@@ -299,3 +299,41 @@ func.func @split_arrive(%c: memref<?x?x?xi32>, %b: index, %h: index, %mb: index,
   %last = tile.split_arrive %c[%b, %h, %mb] count %s : memref<?x?x?xi32>
   return %last : i1
 }
+
+// -----
+
+// The tiled backward's block ops: products contracting over rows (transpose_lhs), the score
+// modifier with its derivative, element-wise maps with per-row operands, atomic accumulation.
+// CHECK-LABEL: func.func @backward_block_ops
+// CHECK:         %[[DV:.+]] = tile.block_dot %[[P:.+]], %[[DO:.+]] acc %{{.+}} transpose_lhs : tensor<64x32xf32>, tensor<64x16xbf16>, tensor<32x16xf32> -> tensor<32x16xf32>
+// CHECK:         tile.block_dot %[[P]], %{{.+}} transpose_lhs transpose_rhs : tensor<64x32xf32>, tensor<16x64xbf16> -> tensor<32x16xf32>
+// CHECK:         %[[F:.+]], %[[DF:.+]] = tile.block_score_mod_grad %[[P]] at(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) : tensor<64x32xf32> {
+// CHECK-NEXT:    ^bb0(%[[S:.+]]: f32, %{{.+}}: index, %{{.+}}: index, %{{.+}}: index, %{{.+}}: index):
+// CHECK:           tile.yield %{{.+}}, %{{.+}} : f32, f32
+// CHECK:         %[[MAP:.+]] = tile.block_map %[[F]], %[[DF]], %{{.+}} : tensor<64x32xf32>, tensor<64x32xf32>, tensor<64xf32> -> tensor<64x32xf32> {
+// CHECK-NEXT:    ^bb0(%{{.+}}: f32, %{{.+}}: f32, %{{.+}}: f32):
+// CHECK:         tile.block_atomic_add %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}] bound %{{.+}} : tensor<64x16xf32>, memref<?x?x?x16xf32>
+func.func @backward_block_ops(%p: tensor<64x32xf32>, %do: tensor<64x16xbf16>,
+                              %dot: tensor<16x64xbf16>, %acc: tensor<32x16xf32>,
+                              %d: tensor<64xf32>, %dq: tensor<64x16xf32>,
+                              %ws: memref<?x?x?x16xf32>, %i: index, %n: index)
+    -> (tensor<32x16xf32>, tensor<32x16xf32>, tensor<64x32xf32>) {
+  %dv = tile.block_dot %p, %do acc %acc transpose_lhs : tensor<64x32xf32>, tensor<64x16xbf16>, tensor<32x16xf32> -> tensor<32x16xf32>
+  %both = tile.block_dot %p, %dot transpose_lhs transpose_rhs : tensor<64x32xf32>, tensor<16x64xbf16> -> tensor<32x16xf32>
+  %f, %df = tile.block_score_mod_grad %p at(%i, %i, %i, %i) : tensor<64x32xf32> {
+  ^bb0(%s: f32, %b: index, %h: index, %q: index, %kv: index):
+    %t = math.tanh %s : f32
+    %one = arith.constant 1.0 : f32
+    %t2 = arith.mulf %t, %t : f32
+    %dt = arith.subf %one, %t2 : f32
+    tile.yield %t, %dt : f32, f32
+  }
+  %m = tile.block_map %f, %df, %d : tensor<64x32xf32>, tensor<64x32xf32>, tensor<64xf32> -> tensor<64x32xf32> {
+  ^bb0(%x: f32, %y: f32, %r: f32):
+    %xy = arith.mulf %x, %y : f32
+    %z = arith.subf %xy, %r : f32
+    tile.yield %z : f32
+  }
+  tile.block_atomic_add %dq, %ws[%i, %i, %i] bound %n : tensor<64x16xf32>, memref<?x?x?x16xf32>
+  return %dv, %both, %m : tensor<32x16xf32>, tensor<32x16xf32>, tensor<64x32xf32>
+}

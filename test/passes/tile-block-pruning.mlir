@@ -380,3 +380,44 @@ func.func @strided_kv_loop(%K: memref<?x?x?x64xbf16>, %q: tensor<64x64xbf16>, %b
   } {tile.kv_loop}
   return %r : tensor<64xf32>
 }
+
+// -----
+
+// A backward kernel's loop over query blocks (tile.query_loop, from tile-tiling-backward) is
+// pruned the same way, with the intervals the other way round: the row interval follows the
+// loop ([i * 32, i * 32 + 31]) and the column interval is the program's ([col0, col0 + 15]).
+// Causal: query blocks before the key block are empty and leave the range (the scan from the
+// bottom stops at the first block with i * 32 + 31 >= col0); full blocks drop the mask.
+// CHECK-LABEL: func.func @query_loop
+// CHECK-SAME:    (%[[COL0:[a-z0-9_]+]]: index, %[[NQB:[a-z0-9_]+]]: index,
+// CHECK:         %[[LO:.+]] = scf.while (%[[I:[a-z0-9_]+]] = %{{.+}}) : (index) -> index {
+// CHECK:           %[[R:.+]] = arith.muli %[[I]], %{{.+}} : index
+// CHECK:           %[[RHI:.+]] = arith.addi %[[R]], %{{.+}} : index
+// CHECK:           arith.cmpi sle, %[[COL0]], %[[RHI]] : index
+// CHECK:         scf.for %{{.+}} = %[[LO]] to %{{.+}} step
+// CHECK:           scf.if
+// CHECK:             scf.if
+// CHECK:               tile.block_mask
+// CHECK:               tile.block_event  partial
+// CHECK:             } else {
+// CHECK-NOT:           tile.block_mask
+// CHECK:               tile.block_event  full
+// CHECK:         } {tile.query_loop}
+func.func @query_loop(%col0: index, %nqb: index, %q: tensor<32x16xbf16>, %k: tensor<16x16xbf16>,
+                      %init: tensor<16x16xf32>) -> tensor<16x16xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %r = scf.for %i = %c0 to %nqb step %c1 iter_args(%acc = %init) -> (tensor<16x16xf32>) {
+    %row0 = arith.muli %i, %c32 : index
+    %s = tile.block_dot %q, %k transpose_rhs : tensor<32x16xbf16>, tensor<16x16xbf16> -> tensor<32x16xf32>
+    %m = tile.block_mask %s at(%c0, %c0, %row0, %col0) : tensor<32x16xf32> {
+    ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+      %keep = arith.cmpi ule, %kv, %qi : index
+      tile.yield %keep : i1
+    }
+    %next = tile.block_dot %m, %q acc %acc transpose_lhs : tensor<32x16xf32>, tensor<32x16xbf16>, tensor<16x16xf32> -> tensor<16x16xf32>
+    scf.yield %next : tensor<16x16xf32>
+  } {tile.query_loop}
+  return %r : tensor<16x16xf32>
+}

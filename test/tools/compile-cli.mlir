@@ -76,7 +76,7 @@
 // DUMP-DAG: causal.json
 
 // RUN: not tilefuse compile --kernel causal --emit obj -o %t/x 2>&1 | FileCheck %s --check-prefix=EMIT
-// EMIT: error: --emit must be ptx, cubin, header or reference, not 'obj'
+// EMIT: error: --emit must be ptx, cubin, header, reference or tiled, not 'obj'
 // RUN: not tilefuse compile --kernel causal --config Br=64,Q=1 -o %t/x 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=CONFIG
 // CONFIG: error: --config: unknown setting 'Q'

@@ -434,3 +434,84 @@ TEST(AotHeader, NamesTypesAndMetadata) {
   ASSERT_FALSE(bool(bad));
   EXPECT_NE(llvm::toString(bad.takeError()).find("--name"), std::string::npos);
 }
+
+/// The host pair (forward and derived backward on the CPU): compiled once per spec, the
+/// deterministic flag a distinct pair; strided arrays give bit for bit what contiguous ones do;
+/// both dQ schemes agree to f32 rounding; shapes the kernel does not declare are refused.
+TEST(RuntimeApi, HostAttentionForwardAndBackward) {
+  TempDir dir;
+  Runtime runtime(optionsFor(dir));
+  KernelSpec spec;
+  spec.kernel = "causal";
+  spec.dtype = "f32";
+  spec.headDim = 16;
+  spec.blockM = 16;
+  spec.blockN = 32;
+  std::shared_ptr<const HostAttention> atomic, again, ordered;
+  Status s = runtime.getHostAttention(spec, atomic);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_TRUE(runtime.getHostAttention(spec, again).ok());
+  EXPECT_EQ(atomic.get(), again.get());
+  spec.deterministic = true;
+  ASSERT_TRUE(runtime.getHostAttention(spec, ordered).ok());
+  EXPECT_NE(atomic.get(), ordered.get());
+  EXPECT_TRUE(ordered->deterministic());
+  EXPECT_FALSE(atomic->deterministic());
+  EXPECT_EQ(atomic->name(), "causal");
+  EXPECT_EQ(atomic->dtype(), "f32");
+  EXPECT_EQ(atomic->headDim(), 16);
+
+  AttentionShape shape{2, 4, 2, 29, 41, 16};
+  size_t nq = shape.B * shape.H * shape.M * shape.D, nk = shape.B * shape.Hkv * shape.N * shape.D;
+  std::vector<float> q(nq), k(nk), v(nk), dO(nq), o(nq), lse(shape.B * shape.H * shape.M);
+  for (size_t i = 0; i < nq; ++i) {
+    q[i] = std::sin(0.37 * i);
+    dO[i] = std::cos(0.11 * i);
+  }
+  for (size_t i = 0; i < nk; ++i) {
+    k[i] = std::cos(0.23 * i);
+    v[i] = std::sin(0.05 * i + 1);
+  }
+  ASSERT_TRUE(atomic->forward(q.data(), k.data(), v.data(), o.data(), lse.data(), shape).ok());
+  std::vector<float> dq(nq), dk(nk), dv(nk), dq2(nq), dk2(nk), dv2(nk);
+  s = atomic->backward(q.data(), k.data(), v.data(), o.data(), dO.data(), lse.data(), dq.data(),
+                       dk.data(), dv.data(), shape);
+  ASSERT_TRUE(s.ok()) << s.message();
+  s = ordered->backward(q.data(), k.data(), v.data(), o.data(), dO.data(), lse.data(), dq2.data(),
+                        dk2.data(), dv2.data(), shape);
+  ASSERT_TRUE(s.ok()) << s.message();
+  for (size_t i = 0; i < nq; ++i)
+    ASSERT_NEAR(dq[i], dq2[i], 1e-5 * (1 + std::abs(dq[i]))) << i;
+  EXPECT_EQ(dk, dk2); // the dK/dV grid is the same in both schemes
+  EXPECT_EQ(dv, dv2);
+
+  // dQ with padded rows: 26 strides; the padding is never written.
+  const int64_t pitch = shape.D + 3;
+  std::vector<float> dqPadded(shape.B * shape.H * shape.M * pitch, 7.0f);
+  int64_t st[26] = {shape.H * shape.M * shape.D, shape.M * shape.D, shape.D,
+                    shape.Hkv * shape.N * shape.D, shape.N * shape.D, shape.D,
+                    shape.Hkv * shape.N * shape.D, shape.N * shape.D, shape.D,
+                    shape.H * shape.M * shape.D, shape.M * shape.D, shape.D,
+                    shape.H * shape.M, shape.M,
+                    shape.H * shape.M * shape.D, shape.M * shape.D, shape.D,
+                    shape.H * shape.M * pitch, shape.M * pitch, pitch,
+                    shape.Hkv * shape.N * shape.D, shape.N * shape.D, shape.D,
+                    shape.Hkv * shape.N * shape.D, shape.N * shape.D, shape.D};
+  s = atomic->backward(q.data(), k.data(), v.data(), o.data(), dO.data(), lse.data(),
+                       dqPadded.data(), dk2.data(), dv2.data(), shape, st);
+  ASSERT_TRUE(s.ok()) << s.message();
+  for (int64_t row = 0; row < shape.B * shape.H * shape.M; ++row)
+    for (int64_t d = 0; d < pitch; ++d)
+      ASSERT_EQ(dqPadded[row * pitch + d], d < shape.D ? dq[row * shape.D + d] : 7.0f);
+
+  // gqa declares 8 query heads.
+  spec.kernel = "gqa";
+  std::shared_ptr<const HostAttention> gqa;
+  ASSERT_TRUE(runtime.getHostAttention(spec, gqa).ok());
+  s = gqa->backward(q.data(), k.data(), v.data(), o.data(), dO.data(), lse.data(), dq.data(),
+                    dk.data(), dv.data(), shape);
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(s.message().find("was written for 8"), std::string::npos) << s.message();
+  spec.dtype = "f64";
+  EXPECT_EQ(runtime.getHostAttention(spec, gqa).code(), StatusCode::InvalidArgument);
+}

@@ -152,6 +152,51 @@ int main(void) {
            "the reference of a broken kernel: file:line:col", err);
   }
 
+  {
+    /* The host pair, forward and derived backward on the CPU. One query row and one key: P = 1,
+     * so O = V, dV = dO and dS = P (dP - D) = 0, i.e. dQ = dK = 0. */
+    tilefuse_host_attention *pair = NULL;
+    float hq[16], hk[16], hv[16], ho[16], hdo[16], hlse[1], hdq[16], hdk[16], hdv[16];
+    double worst = 0;
+    int i;
+    tilefuse_spec_init(&spec);
+    spec.kernel = "causal";
+    spec.dtype = "f32";
+    spec.head_dim = 16;
+    spec.deterministic = 1;
+    status = tilefuse_host_attention_get(&spec, &pair, err, sizeof err);
+    expect(status == TILEFUSE_OK, "host pair of causal", err);
+    for (i = 0; i < 16; ++i) {
+      hq[i] = (float)(0.1 * i - 0.7);
+      hk[i] = (float)(0.3 - 0.05 * i);
+      hv[i] = (float)(1.0 + 0.25 * i);
+      hdo[i] = (float)(0.5 - 0.125 * i);
+    }
+    if (status == TILEFUSE_OK) {
+      status = tilefuse_host_attention_forward(pair, hq, hk, hv, ho, hlse, 1, 1, 1, 1, 1, 16, NULL,
+                                               err, sizeof err);
+      expect(status == TILEFUSE_OK && ho[3] == hv[3], "host forward: O = V", err);
+      status = tilefuse_host_attention_backward(pair, hq, hk, hv, ho, hdo, hlse, hdq, hdk, hdv, 1,
+                                                1, 1, 1, 1, 16, NULL, err, sizeof err);
+      expect(status == TILEFUSE_OK, "host backward", err);
+      for (i = 0; i < 16; ++i) {
+        double a = hdq[i] < 0 ? -hdq[i] : hdq[i], b = hdk[i] < 0 ? -hdk[i] : hdk[i];
+        worst = a > worst ? a : worst;
+        worst = b > worst ? b : worst;
+      }
+      expect(status == TILEFUSE_OK && hdv[5] == hdo[5] && worst < 1e-5,
+             "host backward: dV = dO, dQ = dK = 0", err);
+      status = tilefuse_host_attention_backward(NULL, hq, hk, hv, ho, hdo, hlse, hdq, hdk, hdv, 1,
+                                                1, 1, 1, 1, 16, NULL, err, sizeof err);
+      expect(status == TILEFUSE_ERROR_INVALID_ARGUMENT, "host backward of NULL", err);
+    }
+    tilefuse_host_attention_release(pair);
+    spec.dtype = "f64";
+    status = tilefuse_host_attention_get(&spec, &pair, err, sizeof err);
+    expect(status == TILEFUSE_ERROR_INVALID_ARGUMENT && strstr(err, "dtype") != NULL,
+           "host pair of an unknown dtype", err);
+  }
+
   if (tilefuse_gpu_available(err, sizeof err) != TILEFUSE_OK) {
     status = tilefuse_attention_launch(kernel, NULL, fake, fake, fake, fake, (float *)fake, 1, 1,
                                        1, 1, 1, 128, NULL, err, sizeof err);

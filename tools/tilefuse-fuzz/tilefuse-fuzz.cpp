@@ -9,6 +9,7 @@
 // Each input then goes through every stage a user's text can reach, in process:
 //   parse + verify -> tilefuse::checkWrittenForm -> [tile-specialize with random options]
 //   -> tile-to-cpu -> LLVM IR (the CPU backend's lowering; no JIT)
+//   -> tile-derive-backward + tile-to-cpu-backward -> LLVM IR (the derived backward, tiled)
 //   -> tile-to-ptx -> PTX (NVPTX in process)
 // Any stage may reject an input; none may crash. A crash (signal or fatal error) is caught with
 // llvm::CrashRecoveryContext, the input is written to the reproducer directory and reported,
@@ -479,6 +480,26 @@ public:
         return reject("translation to LLVM IR");
     }
     result.outcome = Outcome::LoweredToLLVMIR;
+
+    // The derived backward (tile-derive-backward, then tile-tiling-backward and the CPU
+    // lowering): a kernel it does not model is an error at its op, never a crash. Its
+    // rejections do not decide the outcome: a forward without a backward is a valid kernel.
+    {
+      OwningOpRef<ModuleOp> backward = module->clone();
+      PassManager pm(&ctx, ModuleOp::getOperationName());
+      pm.addPass(tilefuse::createTileDeriveBackward());
+      tilefuse::BackwardPipelineOptions options;
+      options.blockM = blockM;
+      options.blockN = blockN;
+      options.deterministic = optionRng() % 2 == 0;
+      tilefuse::buildTileBackwardToCpuPipeline(pm, options);
+      if (succeeded(pm.run(*backward))) {
+        llvm::LLVMContext llvmContext;
+        (void)translateModuleToLLVMIR(*backward, llvmContext);
+      }
+      result.firstError.clear();
+      result.located = false;
+    }
     if (!ptx)
       return result;
 

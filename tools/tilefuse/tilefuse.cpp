@@ -5,7 +5,8 @@
 //       Compiles a kernel and runs it on random inputs, on the GPU where there is one (--device),
 //       else on the CPU reference backend, and compares it with the float64 reference; prints the
 //       error (and, on the CPU, the key/value blocks visited). Exit code 1 when the error is over
-//       the bound.
+//       the bound. --backward [--deterministic]: the forward, then the derived backward (tiled,
+//       on the CPU reference backend), dQ, dK and dV checked against the float64 backward.
 //   tilefuse compile (--kernel NAME | FILE.mlir) [--arch sm_90a|sm_80] [--dtype --head-dim]
 //                    [--block-m --block-n | --config Br=..,Bc=..] [--emit ptx|cubin|header]
 //                    [--name SYMBOL] [--ptxas PATH] [--mlir-timing --mlir-print-ir-after-all ...]
@@ -26,6 +27,7 @@
 #include "tilefuse/kernels/Registry.h"
 #include "tilefuse/runtime/AotHeader.h"
 #include "tilefuse/runtime/Compiler.h"
+#include "tilefuse/runtime/CpuBackwardKernel.h"
 #include "tilefuse/runtime/CpuKernel.h"
 #include "tilefuse/runtime/Float64Reference.h"
 #include "tilefuse/runtime/KernelCache.h"
@@ -71,20 +73,19 @@ static cl::OptionCategory runCategory("tilefuse run options");
 static cl::OptionCategory compileCategory(
     "tilefuse compile options",
     "  tilefuse compile (--kernel NAME | FILE.mlir) [--arch sm_90a|sm_80] [--dtype ...]\n"
-    "                   [--head-dim ...] [--config Br=64,Bc=64] --emit ptx|cubin|header|reference\n"
-    "                   -o OUT\n"
-    "  ptx: OUT (PTX text) and OUT with .json (the launch metadata: name, block_m, block_n,\n"
-    "       threads, head_dim, dtype, shared_bytes, declared_sizes) beside it, as the runtime\n"
-    "       loads them.\n"
-    "  cubin: the PTX assembled by ptxas for --arch, and the same .json. ptxas is found through\n"
-    "       --ptxas / TILEFUSE_PTXAS, else CUDA_HOME/bin or CUDA_PATH/bin (the first that is\n"
-    "       set), else PATH, else /usr/local/cuda/bin.\n"
+    "                   [--head-dim ...] [--config Br=64,Bc=64]\n"
+    "                   --emit ptx|cubin|header|reference|tiled -o OUT\n"
+    "  ptx: OUT (PTX text) and OUT with .json (the launch metadata: name, block_m, block_n, threads,\n"
+    "       head_dim, dtype, shared_bytes, declared_sizes) beside it, as the runtime loads them.\n"
+    "  cubin: the PTX assembled by ptxas for --arch, and the same .json (ptxas: --ptxas, else\n"
+    "       TILEFUSE_PTXAS, CUDA_HOME/bin or CUDA_PATH/bin (the first set), PATH, /usr/local/cuda/bin).\n"
     "  header: a C99 header (needs only <cuda.h> and -lcuda) with the cubin as a byte array and\n"
     "       CUresult NAME_launch(CUstream, q, k, v, o, lse, B, H, Hkv, M, N, strides[14]).\n"
     "  reference: the kernel's float64 reference (its written form evaluated naively) as an\n"
     "       object for the baseline CPU, defining _mlir_ciface_NAME_reference; link it with\n"
     "       `cc -shared -o NAME.reference.so OUT -lm` to check the kernel without the compiler;\n"
     "       with --backward, its derived backward's (NAME_backward_reference: dQ, dK, dV).\n"
+    "  tiled (--backward only): the derived backward tiled in FlashAttention-2's schedule, as MLIR.\n"
     "  The --mlir-* options are MLIR's pass-manager and timing options, as in mlir-opt.");
 static cl::OptionCategory benchCompileCategory("tilefuse bench-compile options");
 
@@ -152,12 +153,18 @@ static cl::opt<std::string> cEmit("emit",
                                            "reference (the float64 reference, an object file)"),
                                   cl::init("ptx"), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<bool> cBackward("backward",
-                               cl::desc("--emit reference: the derived backward's reference"),
+                               cl::desc("The derived backward: with --emit reference its float64 "
+                                        "reference, with --emit tiled its tiled form"),
                                cl::init(false), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<bool> cSplitKv("split-kv",
                               cl::desc("Split-KV (tile-split-kv): each row block's keys shared "
                                        "out over S CTAs chosen at launch (decode); not header"),
                               cl::init(false), cl::sub(compileCmd), cl::cat(compileCategory));
+static cl::opt<bool> cDeterministic(
+    "deterministic",
+    cl::desc("--backward --emit tiled: dQ by the ordered loop over key blocks instead of atomic "
+             "adds"),
+    cl::init(false), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<std::string> cOutput("o", cl::desc("Output file ('-': standard output, no .json)"),
                                     cl::value_desc("OUT"), cl::init("-"), cl::sub(compileCmd),
                                     cl::cat(compileCategory));
@@ -208,6 +215,16 @@ static cl::opt<std::string> device("device",
                                    cl::init("auto"), cl::sub(runCmd), cl::cat(runCategory));
 static cl::opt<unsigned> seed("seed", cl::desc("random seed"), cl::init(1), cl::sub(runCmd),
                               cl::cat(runCategory));
+static cl::opt<bool> runBackward(
+    "backward",
+    cl::desc("Run the kernel's derived backward (tiled, on the CPU reference backend) after its "
+             "forward, and check dQ, dK and dV against the float64 backward"),
+    cl::init(false), cl::sub(runCmd), cl::cat(runCategory));
+static cl::opt<bool> runDeterministic(
+    "deterministic",
+    cl::desc("--backward: dQ by the ordered loop over key blocks (bitwise reproducible) instead "
+             "of atomic adds"),
+    cl::init(false), cl::sub(runCmd), cl::cat(runCategory));
 
 static double relError(const std::vector<double> &got, const std::vector<double> &want) {
   double num = 0, den = 0;
@@ -223,6 +240,8 @@ static double relError(const std::vector<double> &got, const std::vector<double>
 
 static int runOnCpu(const std::string &text, const std::string &bufferName,
                     const ReferenceKernel &reference);
+static int runBackwardOnCpu(const std::string &text, const std::string &bufferName,
+                            const ReferenceKernel &reference);
 static int runOnGpu(const std::string &text, const std::string &bufferName,
                     const ReferenceKernel &reference);
 
@@ -257,6 +276,21 @@ static int runMain() {
   if (!reference) {
     fmt::print(stderr, "{}\n", llvm::toString(reference.takeError()));
     return 1;
+  }
+
+  if (runDeterministic && !runBackward) {
+    fmt::print(stderr, "error: --deterministic is an option of --backward\n");
+    return 2;
+  }
+  if (runBackward) {
+    // The backward is tiled and runs on the CPU reference backend; its GPU lowering is not
+    // written yet.
+    if (device == "gpu") {
+      fmt::print(stderr, "error: --backward runs on the CPU reference backend only so far "
+                         "(--device cpu)\n");
+      return 2;
+    }
+    return runBackwardOnCpu(text, bufferName, **reference);
   }
 
   // The GPU where one exists (and the storage type is one the GPU path takes), else the CPU.
@@ -405,6 +439,105 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
   // The output is rounded to the storage type once; everything before is f32.
   double bound = in.et == ElementType::F32 ? 1e-5 : in.et == ElementType::BF16 ? 8e-3 : 1e-3;
   return checkAgainstReference(reference, in, ob, lseb, bound);
+}
+
+/// The forward, then the derived backward, both tiled on the CPU reference backend, on random
+/// inputs (dO too); dQ, dK and dV against the float64 backward of the same inputs, O and LSE.
+static int runBackwardOnCpu(const std::string &text, const std::string &bufferName,
+                            const ReferenceKernel &forwardReference) {
+  CpuBackwardOptions opts;
+  opts.elementType = dtype;
+  opts.blockM = blockM;
+  opts.blockN = blockN;
+  opts.deterministic = runDeterministic;
+  opts.instrument = true;
+  auto t0 = std::chrono::steady_clock::now();
+  auto kernel = CpuBackwardKernel::compile(text, bufferName, opts);
+  if (!kernel) {
+    fmt::print(stderr, "{}\n", llvm::toString(kernel.takeError()));
+    return 1;
+  }
+  double compileMs = msSince(t0);
+  auto reference = BackwardReferenceKernel::compile(text, bufferName, ReferenceOptions());
+  if (!reference) {
+    fmt::print(stderr, "{}\n", llvm::toString(reference.takeError()));
+    return 1;
+  }
+  RunInputs in = drawInputs(forwardReference, (*kernel)->headDim(), (*kernel)->elementType());
+  const reference::Problem &p = in.p;
+  size_t es = reference::elementSize(in.et);
+  size_t nq = p.B * p.H * p.M * p.D, nk = p.B * p.Hkv * p.N * p.D;
+  std::mt19937 rng(seed + 1);
+  std::vector<char> dO(nq * es);
+  std::vector<double> dOSeen = reference::storeAs(in.et, reference::randomNormal(nq, rng),
+                                                  dO.data());
+  // Poison: 0xFF bytes are NaN in every storage type, so an element never written fails.
+  std::vector<char> o(nq * es, static_cast<char>(0xff)), dq(nq * es, static_cast<char>(0xff)),
+      dk(nk * es, static_cast<char>(0xff)), dv(nk * es, static_cast<char>(0xff));
+  std::vector<float> lse(p.B * p.H * p.M, NAN);
+  auto qShape = std::array<int64_t, 4>{p.B, p.H, p.M, p.D};
+  auto kShape = std::array<int64_t, 4>{p.B, p.Hkv, p.N, p.D};
+  auto lv = HostView::contiguous(lse.data(), {p.B, p.H, p.M, 0}, 3);
+  t0 = std::chrono::steady_clock::now();
+  if (llvm::Error e = (*kernel)->forward(
+          HostView::contiguous(in.q.data(), qShape), HostView::contiguous(in.k.data(), kShape),
+          HostView::contiguous(in.v.data(), kShape), HostView::contiguous(o.data(), qShape), lv)) {
+    fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
+    return 1;
+  }
+  double forwardMs = msSince(t0);
+  BlockCounts counts;
+  t0 = std::chrono::steady_clock::now();
+  if (llvm::Error e = (*kernel)->backward(
+          HostView::contiguous(in.q.data(), qShape), HostView::contiguous(in.k.data(), kShape),
+          HostView::contiguous(in.v.data(), kShape), HostView::contiguous(o.data(), qShape),
+          HostView::contiguous(dO.data(), qShape), lv, HostView::contiguous(dq.data(), qShape),
+          HostView::contiguous(dk.data(), kShape), HostView::contiguous(dv.data(), kShape),
+          &counts)) {
+    fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
+    return 1;
+  }
+  double backwardMs = msSince(t0);
+
+  // The float64 backward sees exactly the storage-typed inputs and the forward's O and LSE.
+  std::vector<double> q = in.qSeen, k = in.kSeen, v = in.vSeen;
+  std::vector<double> oSeen = reference::loadAs(in.et, o.data(), nq);
+  std::vector<double> lseSeen(lse.begin(), lse.end());
+  std::vector<double> refDq(nq), refDk(nk), refDv(nk);
+  if (llvm::Error e = (*reference)->run(
+          HostView::contiguous(q.data(), qShape), HostView::contiguous(k.data(), kShape),
+          HostView::contiguous(v.data(), kShape), HostView::contiguous(oSeen.data(), qShape),
+          HostView::contiguous(dOSeen.data(), qShape),
+          HostView::contiguous(lseSeen.data(), {p.B, p.H, p.M, 0}, 3),
+          HostView::contiguous(refDq.data(), qShape), HostView::contiguous(refDk.data(), kShape),
+          HostView::contiguous(refDv.data(), kShape))) {
+    fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
+    return 1;
+  }
+  double eQ = relError(reference::loadAs(in.et, dq.data(), nq), refDq);
+  double eK = relError(reference::loadAs(in.et, dk.data(), nk), refDk);
+  double eV = relError(reference::loadAs(in.et, dv.data(), nk), refDv);
+  // Each gradient is rounded to the storage type once; everything before is f32.
+  double bound = in.et == ElementType::F32 ? 1e-5 : in.et == ElementType::BF16 ? 8e-3 : 1e-3;
+  // NaN compares false: a gradient with NaN fails.
+  bool ok = eQ <= bound && eK <= bound && eV <= bound;
+
+  int64_t rowBlocks = (p.M + blockM - 1) / blockM, colBlocks = (p.N + blockN - 1) / blockN;
+  int64_t allBlocks = p.B * p.H * rowBlocks * colBlocks * (runDeterministic ? 2 : 1);
+  fmt::print("kernel       {} ({}), {}, forward and derived backward on the CPU reference "
+             "backend\n",
+             (*kernel)->name().str(), bufferName, dtype.getValue());
+  fmt::print("shape        B={} H={} Hkv={} M={} N={} D={}  Br={} Bc={}  dQ {}\n", p.B, p.H,
+             p.Hkv, p.M, p.N, p.D, blockM.getValue(), blockN.getValue(),
+             runDeterministic ? "deterministic (ordered key loop)" : "atomic");
+  fmt::print("compile      {:.1f} ms   forward {:.1f} ms   backward {:.1f} ms\n", compileMs,
+             forwardMs, backwardMs);
+  fmt::print("blocks       backward {} visited of {} ({} full, {} partial)\n", counts.visited(),
+             allBlocks, counts.full, counts.partial);
+  fmt::print("error        dQ {:.2e}   dK {:.2e}   dV {:.2e}   (bound {:.0e}) vs float64\n", eQ, eK,
+             eV, bound);
+  fmt::print("result       {}\n", ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
 }
 
 static int runOnGpu(const std::string &text, const std::string &bufferName,
@@ -578,15 +711,42 @@ static int compileMain() {
   std::string text, bufferName;
   if (int rc = readKernel(cKernel, cInput, text, bufferName))
     return rc;
-  if (cEmit != "ptx" && cEmit != "cubin" && cEmit != "header" && cEmit != "reference") {
-    fmt::print(stderr, "error: --emit must be ptx, cubin, header or reference, not '{}'\n",
+  if (cEmit != "ptx" && cEmit != "cubin" && cEmit != "header" && cEmit != "reference" &&
+      cEmit != "tiled") {
+    fmt::print(stderr, "error: --emit must be ptx, cubin, header, reference or tiled, not '{}'\n",
                cEmit.getValue());
     return 2;
   }
-  if (cBackward && cEmit != "reference") {
-    fmt::print(stderr, "error: --backward needs --emit reference (the derived backward runs in "
-                       "float64 on the CPU only, so far)\n");
+  if (cBackward && cEmit != "reference" && cEmit != "tiled") {
+    fmt::print(stderr, "error: --backward needs --emit reference or --emit tiled (the derived "
+                       "backward has no GPU lowering yet; it runs on the CPU: tilefuse run "
+                       "--backward)\n");
     return 2;
+  }
+  if (cEmit == "tiled" && !cBackward) {
+    fmt::print(stderr, "error: --emit tiled is the tiled form of the derived backward: give "
+                       "--backward\n");
+    return 2;
+  }
+  if (cDeterministic && cEmit != "tiled") {
+    fmt::print(stderr, "error: --deterministic is an option of --backward --emit tiled\n");
+    return 2;
+  }
+  if (cEmit == "tiled") {
+    // The tiled form of the derived backward (levels 2-4), as MLIR text.
+    CpuBackwardOptions bo;
+    bo.blockM = cBlockM ? cBlockM.getValue() : 64;
+    bo.blockN = cBlockN ? cBlockN.getValue() : 64;
+    bo.deterministic = cDeterministic;
+    bo.elementType = cDtype;
+    bo.headDim = cHeadDim;
+    bo.params.assign(cParams.begin(), cParams.end());
+    auto tiled = tiledBackwardIR(text, bufferName, bo);
+    if (!tiled) {
+      fmt::print(stderr, "{}\n", llvm::toString(tiled.takeError()));
+      return 1;
+    }
+    return writeOutput(cOutput, *tiled, /*text=*/true) ? 0 : 1;
   }
   if (cEmit == "reference") {
     // The kernel's float64 reference as an object for the baseline CPU, specialized as the

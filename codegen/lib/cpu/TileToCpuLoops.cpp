@@ -207,7 +207,8 @@ struct BlockDotLowering : OpConversionPattern<BlockDotOp> {
     auto ty = bufferType(op.getType());
     Type f32 = rw.getF32Type();
     Value buf = memref::AllocOp::create(rw, loc, ty);
-    int64_t k = op.getLhs().getType().getDimSize(1);
+    bool tl = op.getTransposeLhs();
+    int64_t k = op.getLhs().getType().getDimSize(tl ? 0 : 1);
     bool tr = op.getTransposeRhs();
     forEachElement(rw, loc, ty.getShape(), [&](OpBuilder &b, Location l, ValueRange iv) {
       Value init = a.getAcc() ? memref::LoadOp::create(b, l, a.getAcc(), iv).getResult()
@@ -215,7 +216,8 @@ struct BlockDotLowering : OpConversionPattern<BlockDotOp> {
       auto red = scf::ForOp::create(
           b, l, idx(b, l, 0), idx(b, l, k), idx(b, l, 1), ValueRange{init},
           [&](OpBuilder &kb, Location kl, Value kk, ValueRange sum) {
-            Value x = memref::LoadOp::create(kb, kl, a.getLhs(), ValueRange{iv[0], kk});
+            Value x = memref::LoadOp::create(kb, kl, a.getLhs(),
+                                             tl ? ValueRange{kk, iv[0]} : ValueRange{iv[0], kk});
             Value y = memref::LoadOp::create(kb, kl, a.getRhs(),
                                              tr ? ValueRange{iv[1], kk} : ValueRange{kk, iv[1]});
             Value prod = arith::MulFOp::create(kb, kl, convertScalar(kb, kl, x, f32),
@@ -310,6 +312,90 @@ struct BlockRegionLowering : OpConversionPattern<OpTy> {
   }
 };
 
+/// block_score_mod_grad: the region runs once per element with (s, b, h, row + i, col + j);
+/// its two yielded values fill the two result buffers.
+struct BlockScoreModGradLowering : OpConversionPattern<BlockScoreModGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(BlockScoreModGradOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    auto ty = bufferType(op.getValue().getType());
+    Value value = memref::AllocOp::create(rw, loc, ty);
+    Value derivative = memref::AllocOp::create(rw, loc, ty);
+    Block &body = op.getBody().front();
+    forEachElement(rw, loc, ty.getShape(), [&](OpBuilder &b, Location l, ValueRange iv) {
+      IRMapping map;
+      map.map(body.getArgument(0), memref::LoadOp::create(b, l, a.getInput(), iv).getResult());
+      map.map(body.getArgument(1), a.getBatch());
+      map.map(body.getArgument(2), a.getHead());
+      map.map(body.getArgument(3), arith::AddIOp::create(b, l, a.getRow(), iv[0]).getResult());
+      map.map(body.getArgument(4), arith::AddIOp::create(b, l, a.getCol(), iv[1]).getResult());
+      for (Operation &inner : body.without_terminator())
+        b.clone(inner, map);
+      auto yielded = cast<YieldOp>(body.getTerminator()).getValues();
+      memref::StoreOp::create(b, l, map.lookupOrDefault(yielded[0]), value, iv);
+      memref::StoreOp::create(b, l, map.lookupOrDefault(yielded[1]), derivative, iv);
+    });
+    rw.replaceOp(op, ValueRange{value, derivative});
+    return success();
+  }
+};
+
+/// block_map: the region runs once per element on one f32 per operand (a vector operand gives
+/// its row's value; bf16 and f16 elements are extended).
+struct BlockMapLowering : OpConversionPattern<BlockMapOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(BlockMapOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    auto ty = bufferType(op.getType());
+    Value buf = memref::AllocOp::create(rw, loc, ty);
+    Block &body = op.getBody().front();
+    forEachElement(rw, loc, ty.getShape(), [&](OpBuilder &b, Location l, ValueRange iv) {
+      IRMapping map;
+      for (auto [arg, input] : llvm::zip(body.getArguments(), a.getInputs())) {
+        bool perRow = cast<MemRefType>(input.getType()).getRank() == 1;
+        Value x = memref::LoadOp::create(b, l, input, perRow ? iv.take_front(1) : iv);
+        map.map(arg, convertScalar(b, l, x, b.getF32Type()));
+      }
+      for (Operation &inner : body.without_terminator())
+        b.clone(inner, map);
+      Value y = map.lookupOrDefault(cast<YieldOp>(body.getTerminator()).getValues()[0]);
+      memref::StoreOp::create(b, l, y, buf, iv);
+    });
+    rw.replaceOp(op, buf);
+    return success();
+  }
+};
+
+/// block_atomic_add: the host runs the grid's programs one after another, so a read-add-write
+/// per element is atomic here.
+struct BlockAtomicAddLowering : OpConversionPattern<BlockAtomicAddOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(BlockAtomicAddOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    auto ty = cast<MemRefType>(a.getValue().getType());
+    ValueRange all = a.getIndices();
+    ValueRange lead = all.drop_back();
+    Value row0 = all.back();
+    forEachElement(rw, loc, ty.getShape(), [&](OpBuilder &b, Location l, ValueRange iv) {
+      Value row = arith::AddIOp::create(b, l, row0, iv[0]);
+      Value inside = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, row, a.getBound());
+      scf::IfOp::create(b, l, inside, [&](OpBuilder &tb, Location tl) {
+        SmallVector<Value> at = viewIndices(tb, tl, lead, row, iv);
+        Value old = memref::LoadOp::create(tb, tl, a.getView(), at);
+        Value add = memref::LoadOp::create(tb, tl, a.getValue(), iv);
+        memref::StoreOp::create(tb, tl, arith::AddFOp::create(tb, tl, old, add), a.getView(),
+                                at);
+        scf::YieldOp::create(tb, tl);
+      });
+    });
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
 struct BlockEventLowering : OpConversionPattern<BlockEventOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(BlockEventOp op, OpAdaptor,
@@ -389,8 +475,8 @@ struct TileToCpuLoopsPass : public tilefuse::impl::TileToCpuLoopsBase<TileToCpuL
     RewritePatternSet patterns(ctx);
     patterns.add<ConstantLowering, BlockLoadLowering, BlockStoreLowering, BlockDotLowering,
                  ReduceLowering, BroadcastLowering, BlockRegionLowering<BlockScoreModOp>,
-                 BlockRegionLowering<BlockMaskOp>, BlockEventLowering, SplitArriveLowering>(tc,
-                                                                                         ctx);
+                 BlockRegionLowering<BlockMaskOp>, BlockEventLowering, SplitArriveLowering,
+                 BlockScoreModGradLowering, BlockMapLowering, BlockAtomicAddLowering>(tc, ctx);
     patterns.add<ElementwiseLowering>(tc, ctx);
     scf::populateSCFStructuralTypeConversionsAndLegality(tc, patterns, target);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))

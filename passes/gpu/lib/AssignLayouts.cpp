@@ -232,6 +232,12 @@ struct AssignLayouts : public tilefuse::tgpu::impl::TGPUAssignLayoutsBase<Assign
     LayoutClasses classes;
     WalkResult walk = kernel.walk([&](Operation *op) -> WalkResult {
       if (auto dot = dyn_cast<tile::BlockDotOp>(op)) {
+        // The backward's P^T dO and dS^T Q: no layout places a transposed lhs yet.
+        if (dot.getTransposeLhs()) {
+          dot.emitOpError("with transpose_lhs (a backward kernel's product) has no GPU layout "
+                          "yet");
+          return WalkResult::interrupt();
+        }
         classes.anchor(dot.getResult(), accumulator, op);
         if (Value acc = dot.getAcc())
           classes.anchor(acc, accumulator, op);

@@ -3,6 +3,9 @@
 //   tile-front-end  levels 1-4: tile-check-written-form, tile-tiling, tile-online-softmax,
 //                   tile-unscaled-row-max, tile-block-pruning, [tile-split-kv], cleanup
 //   tile-to-cpu     the front end, then the CPU reference lowering to the LLVM dialect
+//   tile-to-cpu-backward
+//                   tile-derive-backward, tile-tiling-backward, then tile-to-cpu: each kernel
+//                   and its derived backward, tiled, to the LLVM dialect
 //   tile-to-ptx     tile-specialize{config}, the front end, tile-pipeline, the GPU-level passes
 //                   (tgpu-assign-layouts, tile-to-tgpu, tgpu-pipeline{config's stages}, tgpu-insert-barriers,
 //                   tgpu-allocate-shared-memory), convert-tgpu-to-nvvm and PTX generation
@@ -50,6 +53,23 @@ void tilefuse::buildTileToCpuPipeline(OpPassManager &pm, const FrontEndOptions &
   buildCpuLoopsToLLVMPipeline(pm);
 }
 
+void tilefuse::buildTileBackwardToCpuPipeline(OpPassManager &pm,
+                                              const BackwardPipelineOptions &options) {
+  pm.addPass(createTileCheckWrittenForm());
+  TileTilingBackwardOptions tiling;
+  tiling.blockM = options.blockM;
+  tiling.blockN = options.blockN;
+  tiling.deterministic = options.deterministic;
+  pm.addNestedPass<func::FuncOp>(createTileTilingBackward(tiling));
+  // The forward's passes leave the tiled backward as it is, except tile-block-pruning, which
+  // prunes its query and key loops too.
+  FrontEndOptions frontEnd;
+  frontEnd.blockM = options.blockM;
+  frontEnd.blockN = options.blockN;
+  frontEnd.instrument = options.instrument;
+  buildTileToCpuPipeline(pm, frontEnd);
+}
+
 void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOptions &options) {
   // The configuration goes on the module once; tile-tiling and the GPU-level passes read it
   // there.
@@ -92,6 +112,14 @@ void tilefuse::registerTilePipelines() {
   PassPipelineRegistration<FrontEndOptions>(
       "tile-to-cpu", "The front end, then the CPU reference lowering to the LLVM dialect",
       buildTileToCpuPipeline);
+  PassPipelineRegistration<BackwardPipelineOptions>(
+      "tile-to-cpu-backward",
+      "Derives each kernel's backward (tile-derive-backward), tiles it (tile-tiling-backward) and "
+      "lowers forward and backward to the LLVM dialect for the CPU",
+      [](OpPassManager &pm, const BackwardPipelineOptions &options) {
+        pm.addPass(createTileDeriveBackward());
+        buildTileBackwardToCpuPipeline(pm, options);
+      });
   PassPipelineRegistration<GpuPipelineOptions>(
       "tile-to-ptx", "The front end, then the NVVM lowering to PTX (gpu.binary)",
       buildTileToPTXPipeline);

@@ -62,6 +62,9 @@ typedef struct tilefuse_spec {
                                tuned. */
   int64_t seq_len;          /* the sequence length it will mostly run at (picks the tuning
                                bucket); 0: 4096 */
+  int deterministic;        /* the backward (tilefuse_host_attention): nonzero accumulates dQ
+                               across key blocks in a fixed order, bitwise the same on every
+                               run, instead of by atomic adds; the forward ignores it */
 } tilefuse_spec;
 
 /* A compiled kernel (a reference to one held by the process-wide runtime). */
@@ -113,6 +116,36 @@ int tilefuse_attention_launch(const tilefuse_attention *kernel, void *stream, co
 
 /* Drops this reference; NULL is ignored. */
 void tilefuse_attention_release(tilefuse_attention *kernel);
+
+/* A kernel and the backward derived from its DSL text, compiled together for the host CPU (the
+ * reference backend: both tiled, JIT-compiled in process, run on the calling thread), for
+ * training without a GPU and for checking gradients. spec->dtype may be "bf16", "f16" (uint16_t
+ * bit patterns) or "f32" (floats); spec->block_m / block_n (0: 64), head_dim, params and
+ * deterministic apply, the GPU fields do not. Compiled once per distinct spec per process. */
+typedef struct tilefuse_host_attention tilefuse_host_attention;
+
+int tilefuse_host_attention_get(const tilefuse_spec *spec, tilefuse_host_attention **out,
+                                char *err, size_t errlen);
+
+/* O and the logsumexp on host arrays: q, o B x H x M x D; k, v B x Hkv x N x D; lse B x H x M
+ * floats. `strides`: as for tilefuse_attention_launch (14), or NULL for contiguous arrays. */
+int tilefuse_host_attention_forward(const tilefuse_host_attention *attention, const void *q,
+                                    const void *k, const void *v, void *o, float *lse, int64_t B,
+                                    int64_t H, int64_t Hkv, int64_t M, int64_t N, int64_t D,
+                                    const int64_t *strides, char *err, size_t errlen);
+
+/* dq, dk, dv (shaped like q, k, v) of a loss whose gradient with respect to o is d_o; o and lse
+ * are the forward's. `strides`: 26 element strides, the 14 of tilefuse_attention_launch then
+ * d_o (b, h, m), dq (b, h, m), dk (b, h, n), dv (b, h, n), or NULL for contiguous arrays. */
+int tilefuse_host_attention_backward(const tilefuse_host_attention *attention, const void *q,
+                                     const void *k, const void *v, const void *o,
+                                     const void *d_o, const float *lse, void *dq, void *dk,
+                                     void *dv, int64_t B, int64_t H, int64_t Hkv, int64_t M,
+                                     int64_t N, int64_t D, const int64_t *strides, char *err,
+                                     size_t errlen);
+
+/* Drops this reference; NULL is ignored. */
+void tilefuse_host_attention_release(tilefuse_host_attention *attention);
 
 /* The kernel's properties; strings live as long as the reference. */
 const char *tilefuse_attention_name(const tilefuse_attention *kernel);

@@ -184,7 +184,7 @@ def Tile_SumHeadGroupsOp : Tile_Op<"sum_head_groups", [Pure]> {
 
 def Tile_YieldOp : Tile_Op<"yield", [Pure, Terminator, ReturnLike,
     ParentOneOf<["ScoreModOp", "ScoreModGradOp", "MaskOp", "MapOp", "BlockScoreModOp",
-                "BlockMaskOp"]>]> {
+                "BlockMaskOp", "BlockScoreModGradOp", "BlockMapOp"]>]> {
   let summary = "yields the value of a score, mask or map region";
   let arguments = (ins Variadic<AnyType>:$values);
   let assemblyFormat = "($values^ `:` type($values))? attr-dict";
@@ -223,11 +223,19 @@ def Tile_BlockStoreOp : Tile_Op<"block_store"> {
 
 def Tile_BlockDotOp : Tile_Op<"block_dot", [Pure]> {
   let summary = "block matrix product with f32 accumulation: acc + lhs x rhs (or lhs x rhs^T)";
+  let description = [{
+    `transpose_rhs` multiplies by rhs^T (the scores Q K^T); `transpose_lhs` by lhs^T, contracting
+    over the rows of both operands (a backward kernel's dV += P^T dO and dK += dS^T Q). On the
+    GPU a transposed operand is a choice of its shared-memory layout (wgmma's transpose bits),
+    not a data movement.
+  }];
+  // transpose_lhs last: builders that pass transpose_rhs positionally keep their meaning.
   let arguments = (ins Tile_Block2D:$lhs, Tile_Block2D:$rhs, Optional<Tile_F32Block2D>:$acc,
-                       UnitAttr:$transpose_rhs);
+                       UnitAttr:$transpose_rhs, UnitAttr:$transpose_lhs);
   let results = (outs Tile_F32Block2D:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs (`acc` $acc^)? (`transpose_rhs` $transpose_rhs^)? attr-dict `:`
+    $lhs `,` $rhs (`acc` $acc^)? (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? attr-dict `:`
     type($lhs) `,` type($rhs) (`,` type($acc)^)? `->` type($result)
   }];
   let hasVerifier = 1;
@@ -251,6 +259,57 @@ def Tile_BlockScoreModOp : Tile_BlockRegionOp<"block_score_mod"> {
 
 def Tile_BlockMaskOp : Tile_BlockRegionOp<"block_mask"> {
   let summary = "mask on one block whose top-left element is (row, col); -inf where false";
+}
+
+def Tile_BlockScoreModGradOp : Tile_Op<"block_score_mod_grad", [RecursiveMemoryEffects,
+    AllTypesMatch<["input", "value", "derivative"]>, SingleBlock]> {
+  let summary = "score_mod_grad on one block whose top-left element is (row, col): f and df/ds";
+  let description = [{
+    The tiled form of tile.score_mod_grad (a derived backward kernel's score modifier): the body
+    takes (score, b, h, q_idx, kv_idx) and yields f and its derivative with respect to the
+    score, for every element of the block.
+  }];
+  let arguments = (ins Tile_F32Block2D:$input, Index:$batch, Index:$head, Index:$row,
+                       Index:$col);
+  let results = (outs Tile_F32Block2D:$value, Tile_F32Block2D:$derivative);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $input `at` `(` $batch `,` $head `,` $row `,` $col `)` attr-dict `:` type($input) $body
+  }];
+  let hasRegionVerifier = 1;
+}
+
+def Tile_BlockMapOp : Tile_Op<"block_map", [RecursiveMemoryEffects, SingleBlock]> {
+  let summary = "applies a scalar function element by element to blocks";
+  let description = [{
+    The tiled form of tile.map. Every operand has the result's rows x columns shape, or is a
+    vector of its row count (a per-row value, repeated along the columns). The body takes one
+    f32 per operand (bf16 and f16 elements are extended, exactly) and yields the f32 result
+    element. It may use values defined above.
+  }];
+  let arguments = (ins Variadic<Tile_Tensor>:$inputs);
+  let results = (outs Tile_F32Block2D:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result) $body";
+  let hasRegionVerifier = 1;
+}
+
+def Tile_BlockAtomicAddOp : Tile_Op<"block_atomic_add"> {
+  let summary = "adds a block of rows into an f32 view, atomically; rows at or past `bound` are "
+                "not touched";
+  let description = [{
+    view[indices..., row0 + i, j] += value[i, j] for row0 + i < bound. Programs of a grid may
+    add into the same rows concurrently: each element's addition is atomic, in no fixed order
+    (so the rounding of the sum may differ between runs). A derived backward kernel accumulates
+    dQ this way across key blocks when it is not deterministic.
+  }];
+  let arguments = (ins Tile_F32Block2D:$value,
+                       Arg<MemRefRankOf<[F32], [4]>, "target view", [MemRead, MemWrite]>:$view,
+                       Variadic<Index>:$indices, Index:$bound);
+  let assemblyFormat = [{
+    $value `,` $view `[` $indices `]` `bound` $bound attr-dict `:` type($value) `,` type($view)
+  }];
+  let hasVerifier = 1;
 }
 
 def Tile_ReduceOp : Tile_Op<"reduce", [Pure]> {

@@ -104,6 +104,9 @@ def TileBlockPruning : Pass<"tile-block-pruning", "mlir::func::FuncOp"> {
     block that may hold a kept score, skip empty blocks inside the range, and run full blocks
     through a copy of the body without any mask arithmetic; only partial blocks apply the mask.
     Ops the interval evaluator does not model make a block partial, never wrongly empty or full.
+    A mask that a score modifier follows (block_score_mod, block_score_mod_grad) cannot empty a
+    block, since f(-inf) may be finite; it still drops out of full blocks. A backward kernel's loops over query blocks (`tile.query_loop`) are pruned the same way:
+    there the row interval follows the loop and the column interval is the program's.
   }];
   let options = [
     Option<"instrument", "instrument", "bool", "false",
@@ -127,6 +130,45 @@ def TileSplitKV : Pass<"tile-split-kv", "mlir::func::FuncOp"> {
   }];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
                            "mlir::math::MathDialect", "mlir::memref::MemRefDialect"];
+}
+
+def TileTilingBackward : Pass<"tile-tiling-backward", "mlir::func::FuncOp"> {
+  let summary = "Tiles a backward written form into FlashAttention-2's backward schedule";
+  let description = [{
+    Rewrites a function holding a backward written form (the @k_backward that
+    tile-derive-backward adds: tile.softmax_from_lse, tile.map, tile.row_reduce, tile.dot with
+    transpose_lhs, tile.sum_head_groups) into three grids of block programs (`scf.forall`,
+    marked `tile.backward_phase`):
+      1. `preprocess` over (batch, head, Br-row block): each per-row reduction (D = rowsum(dO o
+         O)) once per row into a B x H x M f32 workspace; the dQ accumulator zeroed (atomic
+         mode);
+      2. `key_gradients` over (batch, key/value head, Bc-key block): K and V blocks loaded once,
+         a loop over the query heads of the group (GQA summed in the accumulators) and over
+         query blocks (`tile.query_loop`, pruned by tile-block-pruning with the mask intervals
+         the other way round) recomputing the scores through the forward's chain, P from the
+         logsumexp, dP = dO V^T, dS; dV += P^T dO and dK += dS^T Q (`block_dot transpose_lhs`);
+         without `deterministic`, dQ += dS K by `tile.block_atomic_add` into the f32 accumulator;
+      3. `query_gradients` over (batch, head, Br-row block): the accumulator converted to dQ, or
+         with `deterministic` a loop over key blocks (`tile.kv_loop`) recomputing dS and
+         accumulating dQ += dS K in key-block order in the program that owns the rows, so dQ is
+         bitwise the same whatever order programs run in.
+    Workspaces are function-level `memref.alloc`s marked `tile.workspace`. The sequence bounds
+    (q_idx < M, kv_idx < N) join the last mask before softmax_from_lse, so any M and N work. The
+    block sizes come from the module's tile.config where it sets them. Anything the schedule
+    does not model is an error at its op.
+  }];
+  let options = [
+    Option<"blockM", "block-m", "int64_t", "64",
+           "Br: rows of Q per block, where the module's tile.config sets no Br">,
+    Option<"blockN", "block-n", "int64_t", "64",
+           "Bc: keys per block, where the module's tile.config sets no Bc">,
+    Option<"deterministic", "deterministic", "bool", "false",
+           "dQ by an ordered loop over key blocks (bitwise reproducible) instead of atomic "
+           "adds into an f32 accumulator">
+  ];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
+                           "mlir::math::MathDialect", "mlir::tensor::TensorDialect",
+                           "mlir::memref::MemRefDialect"];
 }
 
 def TilePipeline : Pass<"tile-pipeline", "mlir::func::FuncOp"> {

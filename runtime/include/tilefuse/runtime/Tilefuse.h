@@ -106,6 +106,9 @@ struct KernelSpec {
   /// The sequence length (the larger of M and N) the kernel will mostly run at: picks the
   /// tuning database's bucket (the next power of two, 512 ... 65536). 0: 4096.
   int64_t seqLen = 0;
+  /// The backward (HostAttention): dQ accumulated across key blocks in a fixed order (bitwise
+  /// the same on every run) instead of by atomic adds. The forward does not depend on it.
+  bool deterministic = false;
 };
 
 /// Sizes: Q and O are B x H x M x D, K and V are B x Hkv x N x D, LSE is B x H x M.
@@ -159,6 +162,44 @@ private:
   std::unique_ptr<Impl> impl;
 };
 
+/// A kernel and the backward derived from its DSL text, compiled together for the host CPU (the
+/// reference backend: the tiled forward and the backward tiled in FlashAttention-2's schedule,
+/// JIT-compiled in process; the grids run one program after another on the calling thread).
+/// For training on machines without a GPU, tests, and checking a GPU's gradients. Obtained from
+/// Runtime::getHostAttention; lives as long as any pointer to it; thread-safe.
+///
+/// Host arrays in the spec's dtype ("bf16" and "f16" elements are uint16_t bit patterns, "f32"
+/// floats): q, o, dO, dq B x H x M x D; k, v, dk, dv B x Hkv x N x D; lse B x H x M floats.
+class HostAttention {
+public:
+  struct Impl;
+  explicit HostAttention(std::unique_ptr<Impl> impl);
+  ~HostAttention();
+  HostAttention(const HostAttention &) = delete;
+  HostAttention &operator=(const HostAttention &) = delete;
+
+  /// O and the logsumexp. `strides`: the 14 element strides of Kernel::launch, or nullptr for
+  /// contiguous arrays.
+  Status forward(const void *q, const void *k, const void *v, void *o, float *lse,
+                 const AttentionShape &shape, const int64_t *strides = nullptr) const;
+  /// dQ, dK and dV of a loss whose gradient with respect to O is dO; o and lse are the
+  /// forward's. `strides`: 26 element strides, Kernel::launch's 14 (q, k, v, o, lse) then
+  /// dO_b, dO_h, dO_m, dq_b, dq_h, dq_m, dk_b, dk_h, dk_n, dv_b, dv_h, dv_n (innermost
+  /// dimensions contiguous), or nullptr for contiguous arrays. Rows whose scores are all masked
+  /// get dq = 0 and add nothing to dk and dv.
+  Status backward(const void *q, const void *k, const void *v, const void *o, const void *dO,
+                  const float *lse, void *dq, void *dk, void *dv, const AttentionShape &shape,
+                  const int64_t *strides = nullptr) const;
+
+  const std::string &name() const;  ///< the forward kernel's (the backward is NAME_backward)
+  const std::string &dtype() const; ///< "bf16", "f16" or "f32"
+  int64_t headDim() const;
+  bool deterministic() const;
+
+private:
+  std::unique_ptr<Impl> impl;
+};
+
 struct RuntimeOptions {
   /// The disk cache's directory; empty: no disk cache.
   std::string cacheDirectory;
@@ -199,6 +240,13 @@ public:
   /// memory or the disk cache after that. Compiles to PTX only; the CUDA driver loads it on the
   /// first launch, so this works on machines without a GPU (with an explicit arch).
   Status getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> &out);
+
+  /// The host pair (forward and derived backward) for `spec`: its kernel or source, dtype
+  /// ("bf16", "f16", "f32" or empty: as written), head dim, params, blockM / blockN (0: 64) and
+  /// `deterministic`; arch, PTX features, config and autotuning do not apply. Compiled once per
+  /// distinct spec for the life of this Runtime (concurrent calls wait for one compile). A
+  /// score_mod op without a derivative is a Compile error at its file:line:col.
+  Status getHostAttention(const KernelSpec &spec, std::shared_ptr<const HostAttention> &out);
 
   RuntimeStats stats() const;
   const RuntimeOptions &options() const;

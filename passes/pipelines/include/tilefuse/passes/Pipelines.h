@@ -54,7 +54,28 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
 };
 
 /// tile-check-written-form, tile-tiling, tile-online-softmax, tile-block-pruning, then cleanup.
+/// The options of the CPU pipeline for a kernel and its derived backward.
+struct BackwardPipelineOptions : public mlir::PassPipelineOptions<BackwardPipelineOptions> {
+  Option<int64_t> blockM{*this, "block-m", llvm::cl::desc("Br, forward and backward"),
+                         llvm::cl::init(64)};
+  Option<int64_t> blockN{*this, "block-n", llvm::cl::desc("Bc, forward and backward"),
+                         llvm::cl::init(64)};
+  Option<bool> deterministic{
+      *this, "deterministic",
+      llvm::cl::desc("dQ by an ordered loop over key blocks instead of atomic adds "
+                     "(tile-tiling-backward)"),
+      llvm::cl::init(false)};
+  Option<bool> instrument{*this, "instrument",
+                          llvm::cl::desc("Count visited blocks (tile.block_event)"),
+                          llvm::cl::init(false)};
+};
+
 void buildTileFrontEndPipeline(mlir::OpPassManager &pm, const FrontEndOptions &options);
+/// A module holding forward kernels and their derived backwards (tile-derive-backward has run):
+/// tile-tiling-backward, then the forward's front end and the CPU lowering (tile-to-cpu), so
+/// both of each pair run on the CPU reference backend.
+void buildTileBackwardToCpuPipeline(mlir::OpPassManager &pm,
+                                    const BackwardPipelineOptions &options);
 /// The front end, then the CPU reference lowering down to the LLVM dialect.
 void buildTileToCpuPipeline(mlir::OpPassManager &pm, const FrontEndOptions &options);
 /// tile-specialize{config} (when a configuration is given), the front end, tile-pipeline, the
