@@ -1,6 +1,6 @@
 // Split-KV kernels through `tilefuse compile --split-kv` (tile-split-kv, then the GPU lowering):
 // the launch ABI's split form (the 24 parameters, then o_part, lse_part, counters and S), the
-// cross-CTA merge protocol (membar.gl, atomic count, bar.red.or) and the merge's volatile loads
+// cross-CTA merge protocol (membar.gl, a CTA barrier, the atomic count, bar.red.or) and the merge's volatile loads
 // of the partials; the sidecar says split_kv.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: tilefuse compile --kernel attention --head-dim 128 --split-kv --emit ptx -o %t/split.ptx
@@ -10,6 +10,7 @@
 // CHECK:       .param .u64 attention_param_27{{$}}
 // CHECK-NEXT:  )
 // CHECK:     membar.gl;
+// CHECK-NEXT: bar.sync 0;
 // CHECK:     atom.global.add.u32
 // CHECK:     bar.red.or.pred
 // CHECK:     membar.gl;

@@ -69,7 +69,7 @@ TEST_P(SplitKV, MatchesFloat64Reference) {
   // shapes with several row blocks; M > N, where causal-style masks leave whole rows masked.
   std::vector<Shape> shapes = {{1, 1, 1},    {1, 1, 4},     {1, 17, 3},  {1, 1000, 7},
                                {1, 1000, 64}, {3, 777, 5},  {17, 400, 2}, {100, 257, 3},
-                               {257, 100, 4}, {40, 1000, 1}};
+                               {257, 100, 4}, {40, 1000, 1}, {1000, 17, 3}};
   unsigned seed = 1;
   for (Shape s : shapes) {
     reference::Problem p;

@@ -428,8 +428,9 @@ def write_report(args, torch, impls, tilefuse, variant_kernels, results):
 
 def run_decode(args, torch, device, flush, impls, preparers, variants):
     """Decode rows: M = 1 per sequence, full attention over N keys; GB/s of K and V read (each
-    byte once), and the device's copy rate on a buffer of the same size (bytes read per second)
-    in the same interleaved timing, so the ratio to the copy is measured, not assumed."""
+    byte once), and the device's copy bandwidth on a buffer of the same size (bytes read plus
+    bytes written per second, as a device-to-device copy is quoted) in the same interleaved
+    timing, so the ratio to the copy is measured, not assumed."""
     B, H, Hkv, D = (int(x) for x in args.decode_shape.split(","))
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}; "
           f"decode B={B} H={H} Hkv={Hkv} D={D} bf16: GB/s of K and V read (x copy), median of "
@@ -460,7 +461,8 @@ def run_decode(args, torch, device, flush, impls, preparers, variants):
                 print(f"  {impl}: n/a: {result['n/a'][impl]}", file=sys.stderr)
         for impl, ms in interleaved_medians(torch, ready, args.warmup, args.reps, flush).items():
             result["ms"][impl] = ms
-            result["gbps"][impl] = kv_bytes / (ms * 1e-3) / 1e9
+            moved = 2 * kv_bytes if impl == "copy" else kv_bytes  # the copy reads and writes
+            result["gbps"][impl] = moved / (ms * 1e-3) / 1e9
         with torch.no_grad():
             ref = torch.nn.functional.scaled_dot_product_attention(
                 q.float(), k.float(), v.float(), scale=scale, enable_gqa=H != Hkv)

@@ -5,6 +5,7 @@
 // threadfence-reduction protocol:
 //
 //   every thread   membar.gl: its partial stores are visible on the whole GPU before the count
+//   the CTA        bar.sync: every thread has stored and fenced before thread 0 counts
 //   thread 0       atom.add.global counter, 1 -> old; last = old + 1 == S; the last resets the
 //                  counter to 0 (nothing else touches it in this launch; the next launch is
 //                  stream-ordered after it)
@@ -37,7 +38,11 @@ struct SplitArriveToAtomic : OpConversionPattern<tile::SplitArriveOp> {
     KernelView counters = KernelView::unpack(b, loc, adaptor.getCounters(),
                                              cast<MemRefType>(op.getCounters().getType()));
     Value counter = counters.address(b, loc, adaptor.getIndices());
+    // Every thread's partial stores, fenced, before thread 0 counts the CTA: without the barrier
+    // thread 0 could count while other warps still store, and the merging CTA would read them
+    // half written.
     NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+    NVVM::Barrier0Op::create(b, loc);
     ThreadCoordinates t = threadCoordinates(b, op);
     Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t.tid,
                                         indexConstant(b, loc, 0));
