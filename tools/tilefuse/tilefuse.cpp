@@ -85,8 +85,7 @@ static cl::OptionCategory compileCategory(
     "       object for the baseline CPU, defining _mlir_ciface_NAME_reference; link it with\n"
     "       `cc -shared -o NAME.reference.so OUT -lm` to check the kernel without the compiler;\n"
     "       with --backward, its derived backward's (NAME_backward_reference: dQ, dK, dV).\n"
-    "  tiled (--backward only): the derived backward tiled in FlashAttention-2's schedule, as MLIR.\n"
-    "  The --mlir-* options are MLIR's pass-manager and timing options, as in mlir-opt.");
+    "  tiled (--backward only): the derived backward tiled in FlashAttention-2's schedule, as MLIR.");
 static cl::OptionCategory benchCompileCategory("tilefuse bench-compile options");
 
 static cl::opt<std::string> cInput(cl::Positional, cl::desc("[FILE.mlir]"), cl::init(""),

@@ -171,25 +171,17 @@ CpuBackwardKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
                      ", block-n " + llvm::Twine(options.blockN) + ")");
   auto impl = std::make_unique<Impl>();
   impl->deterministic = options.deterministic;
-  DialectRegistry registry;
-  registerCompilerDialects(registry);
-  impl->context = std::make_unique<MLIRContext>(registry);
+  auto parsed = cpu::parseHostSource(source, bufferName, options.elementType, options.headDim,
+                                     options.params);
+  if (!parsed)
+    return parsed.takeError();
+  impl->context = std::move(parsed->context);
   MLIRContext &ctx = *impl->context;
-  ctx.loadDialect<tile::TileDialect, func::FuncDialect>();
-
-  DiagnosedSource diagnosed(ctx, source, bufferName);
-  const std::string &diagnostics = diagnosed.diagnostics();
-  OwningOpRef<ModuleOp> module = diagnosed.parse();
-  if (!module)
-    return makeError("cannot parse " + bufferName + ":\n" + diagnostics);
-  if (llvm::Error e = cpu::specialize(*module, options.elementType, options.headDim,
-                                      options.params, bufferName, diagnostics))
-    return std::move(e);
-  llvm::Expected<func::FuncOp> found = cpu::findKernel(*module, bufferName);
-  if (!found)
-    return found.takeError();
-  impl->name = found->getSymName().str();
-  if (found->getNumArguments() != 5 || found->getNumResults() != 0)
+  const std::string &diagnostics = parsed->diagnostics();
+  OwningOpRef<ModuleOp> &module = parsed->module;
+  func::FuncOp found = parsed->kernel;
+  impl->name = found.getSymName().str();
+  if (found.getNumArguments() != 5 || found.getNumResults() != 0)
     return makeError(bufferName + ": kernel @" + impl->name +
                      " must take (Q, K, V, O, LSE) memrefs and return nothing");
 
@@ -219,7 +211,7 @@ CpuBackwardKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   if (!cast<MemRefType>(argTypes[5]).getElementType().isF32())
     return makeError(bufferName + ": LSE must be f32");
   impl->headDim = impl->args[0].sizes[3];
-  (*found)->setAttr("llvm.emit_c_interface", UnitAttr::get(&ctx));
+  found->setAttr("llvm.emit_c_interface", UnitAttr::get(&ctx));
   backwardFn->setAttr("llvm.emit_c_interface", UnitAttr::get(&ctx));
 
   PassManager pm(&ctx, ModuleOp::getOperationName());
@@ -310,22 +302,14 @@ llvm::Expected<std::string> tilefuse::runtime::tiledBackwardIR(llvm::StringRef s
   if (options.blockM <= 0 || options.blockN <= 0)
     return makeError("block sizes must be positive (block-m " + llvm::Twine(options.blockM) +
                      ", block-n " + llvm::Twine(options.blockN) + ")");
-  DialectRegistry registry;
-  registerCompilerDialects(registry);
-  MLIRContext ctx(registry);
-  ctx.loadDialect<tile::TileDialect, func::FuncDialect>();
-  DiagnosedSource diagnosed(ctx, source, bufferName);
-  const std::string &diagnostics = diagnosed.diagnostics();
-  OwningOpRef<ModuleOp> module = diagnosed.parse();
-  if (!module)
-    return makeError("cannot parse " + bufferName + ":\n" + diagnostics);
-  if (llvm::Error e = cpu::specialize(*module, options.elementType, options.headDim,
-                                      options.params, bufferName, diagnostics))
-    return std::move(e);
-  llvm::Expected<func::FuncOp> found = cpu::findKernel(*module, bufferName);
-  if (!found)
-    return found.takeError();
-  std::string name = found->getSymName().str();
+  auto parsed = cpu::parseHostSource(source, bufferName, options.elementType, options.headDim,
+                                     options.params);
+  if (!parsed)
+    return parsed.takeError();
+  MLIRContext &ctx = *parsed->context;
+  const std::string &diagnostics = parsed->diagnostics();
+  OwningOpRef<ModuleOp> &module = parsed->module;
+  std::string name = parsed->kernel.getSymName().str();
   PassManager pm(&ctx, ModuleOp::getOperationName());
   pm.addPass(createTileCheckWrittenForm());
   pm.addPass(createTileDeriveBackward());

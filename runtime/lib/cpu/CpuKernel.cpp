@@ -88,24 +88,15 @@ llvm::Expected<std::unique_ptr<CpuKernel>>
 CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
                    const CpuCompileOptions &options) {
   auto impl = std::make_unique<Impl>();
-  DialectRegistry registry;
-  registerCompilerDialects(registry);
-  impl->context = std::make_unique<MLIRContext>(registry);
+  auto parsed = cpu::parseHostSource(source, bufferName, options.elementType, options.headDim,
+                                     options.params);
+  if (!parsed)
+    return parsed.takeError();
+  impl->context = std::move(parsed->context);
   MLIRContext &ctx = *impl->context;
-  ctx.loadDialect<tile::TileDialect, func::FuncDialect>();
-
-  DiagnosedSource diagnosed(ctx, source, bufferName);
-  const std::string &diagnostics = diagnosed.diagnostics();
-  OwningOpRef<ModuleOp> module = diagnosed.parse();
-  if (!module)
-    return makeError("cannot parse " + bufferName + ":\n" + diagnostics);
-  if (llvm::Error e = cpu::specialize(*module, options.elementType, options.headDim,
-                                      options.params, bufferName, diagnostics))
-    return std::move(e);
-  llvm::Expected<func::FuncOp> found = cpu::findKernel(*module, bufferName);
-  if (!found)
-    return found.takeError();
-  func::FuncOp kernel = *found;
+  const std::string &diagnostics = parsed->diagnostics();
+  OwningOpRef<ModuleOp> &module = parsed->module;
+  func::FuncOp kernel = parsed->kernel;
   impl->name = kernel.getSymName().str();
   static const char *kArgNames[] = {"Q", "K", "V", "O", "LSE"};
   static const int kRanks[] = {4, 4, 4, 4, 3};

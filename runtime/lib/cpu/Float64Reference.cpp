@@ -49,24 +49,18 @@ llvm::Expected<LoweredReference>
 lower(llvm::StringRef source, llvm::StringRef bufferName, const ReferenceOptions &options,
       ReferencePipeline buildPipeline = buildForwardReferencePipeline) {
   LoweredReference out;
-  DialectRegistry registry;
-  registerCompilerDialects(registry);
-  out.context = std::make_unique<MLIRContext>(registry);
-  out.context->loadDialect<tile::TileDialect, func::FuncDialect>();
-  DiagnosedSource diagnosed(*out.context, source, bufferName);
-  const std::string &diagnostics = diagnosed.diagnostics();
-  out.module = diagnosed.parse();
-  if (!out.module)
-    return makeError("cannot parse " + bufferName + ":\n" + diagnostics);
-  if (llvm::Error e = cpu::specialize(*out.module, /*elementType=*/"", options.headDim,
-                                      options.params, bufferName, diagnostics))
-    return std::move(e);
-  llvm::Expected<func::FuncOp> kernel = cpu::findKernel(*out.module, bufferName);
-  if (!kernel)
-    return kernel.takeError();
-  out.name = kernel->getSymName().str();
-  auto argTypes = kernel->getArgumentTypes();
-  if (argTypes.size() != cuda::abiTensorCount || kernel->getNumResults() != 0)
+  auto parsed =
+      cpu::parseHostSource(source, bufferName, /*elementType=*/"", options.headDim, options.params);
+  if (!parsed)
+    return parsed.takeError();
+  // The module before the context: moved in declaration order, destroyed in reverse.
+  out.context = std::move(parsed->context);
+  out.module = std::move(parsed->module);
+  const std::string &diagnostics = parsed->diagnostics();
+  func::FuncOp kernel = parsed->kernel;
+  out.name = kernel.getSymName().str();
+  auto argTypes = kernel.getArgumentTypes();
+  if (argTypes.size() != cuda::abiTensorCount || kernel.getNumResults() != 0)
     return makeError(bufferName + ": kernel @" + out.name +
                      " must take (Q, K, V, O, LSE) memrefs and return nothing");
   for (auto [index, tensor] : llvm::enumerate(cuda::abiTensors())) {

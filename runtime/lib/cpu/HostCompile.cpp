@@ -3,6 +3,7 @@
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassManager.h"
+#include "tilefuse/dialect/TileOps.h"
 #include "tilefuse/passes/Passes.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/TargetSelect.h"
@@ -93,6 +94,28 @@ llvm::Expected<func::FuncOp> findKernel(ModuleOp module, llvm::StringRef bufferN
   if (!kernel)
     return makeError(bufferName + ": no kernel function (func.func with a body)");
   return kernel;
+}
+
+llvm::Expected<HostSource> parseHostSource(llvm::StringRef source, llvm::StringRef bufferName,
+                                           llvm::StringRef elementType, int64_t headDim,
+                                           llvm::ArrayRef<std::string> params) {
+  HostSource out;
+  DialectRegistry registry;
+  registerCompilerDialects(registry);
+  out.context = std::make_unique<MLIRContext>(registry);
+  out.context->loadDialect<tile::TileDialect, func::FuncDialect>();
+  out.diagnosed = std::make_unique<DiagnosedSource>(*out.context, source, bufferName);
+  out.module = out.diagnosed->parse();
+  if (!out.module)
+    return makeError("cannot parse " + bufferName + ":\n" + out.diagnostics());
+  if (llvm::Error e =
+          specialize(*out.module, elementType, headDim, params, bufferName, out.diagnostics()))
+    return std::move(e);
+  llvm::Expected<func::FuncOp> kernel = findKernel(*out.module, bufferName);
+  if (!kernel)
+    return kernel.takeError();
+  out.kernel = *kernel;
+  return out;
 }
 
 } // namespace tilefuse::runtime::cpu

@@ -8,6 +8,7 @@
 #ifndef TILEFUSE_RUNTIME_CPU_HOSTCOMPILE_H
 #define TILEFUSE_RUNTIME_CPU_HOSTCOMPILE_H
 
+#include "../DiagnosedSource.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -47,6 +48,22 @@ llvm::Error specialize(mlir::ModuleOp module, llvm::StringRef elementType, int64
 
 /// The module's one kernel: its func.func with a body.
 llvm::Expected<mlir::func::FuncOp> findKernel(mlir::ModuleOp module, llvm::StringRef bufferName);
+
+/// What every host compile starts from: a context with the compiler's dialects, the DSL text
+/// parsed with its diagnostics captured (`diagnosed` keeps collecting the later passes'),
+/// specialized (specialize) and its one kernel (findKernel). Members are destroyed module
+/// first, context last; a caller that keeps the context moves it out and lets the rest go.
+struct HostSource {
+  std::unique_ptr<mlir::MLIRContext> context;
+  std::unique_ptr<DiagnosedSource> diagnosed;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  mlir::func::FuncOp kernel;
+
+  const std::string &diagnostics() const { return diagnosed->diagnostics(); }
+};
+llvm::Expected<HostSource> parseHostSource(llvm::StringRef source, llvm::StringRef bufferName,
+                                           llvm::StringRef elementType, int64_t headDim,
+                                           llvm::ArrayRef<std::string> params);
 
 } // namespace tilefuse::runtime::cpu
 
