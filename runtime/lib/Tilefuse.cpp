@@ -335,6 +335,7 @@ Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> 
   options.headDim = spec.headDim;
   options.elementType = spec.dtype;
   options.params = spec.params;
+  options.splitKv = spec.splitKv;
   if (!spec.ptxFeatures.empty())
     options.features = spec.ptxFeatures;
   if (!spec.arch.empty()) {

@@ -121,6 +121,7 @@ static int toKernelSpec(const tilefuse_spec *spec, const char *caller, KernelSpe
                    errlen);
   k.seqLen = s.seq_len;
   k.deterministic = s.deterministic != 0;
+  k.splitKv = s.split_kv != 0;
   return TILEFUSE_OK;
 }
 

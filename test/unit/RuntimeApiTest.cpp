@@ -106,6 +106,16 @@ TEST(RuntimeApi, SpecializesAndConfigures) {
   std::shared_ptr<const Kernel> plain;
   ASSERT_TRUE(runtime.getKernel(causalSpec(), plain).ok());
   EXPECT_NE(plain->cacheKey(), kernel->cacheKey());
+  // Split-KV is its own kernel: another cache entry, the split launch ABI in its metadata.
+  KernelSpec splitSpec = causalSpec();
+  splitSpec.splitKv = true;
+  std::shared_ptr<const Kernel> split;
+  s = runtime.getKernel(splitSpec, split);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_NE(split->cacheKey(), plain->cacheKey());
+  EXPECT_NE(split->metadataJson().find("\"split_kv\": true"), std::string::npos);
+  EXPECT_EQ(plain->metadataJson().find("split_kv"), std::string::npos);
+  EXPECT_NE(split->ptx().find("atom.global.add"), std::string::npos);
 }
 
 TEST(RuntimeApi, CompilesDslSource) {

@@ -69,6 +69,17 @@ int main(void) {
          "the second get comes from memory", err);
   tilefuse_attention_release(again);
 
+  /* Split-KV: its own kernel, the split launch ABI in its metadata. */
+  spec.split_kv = 1;
+  status = tilefuse_attention_get(&spec, &again, err, sizeof err);
+  expect(status == TILEFUSE_OK && again != NULL &&
+             strstr(tilefuse_attention_metadata(again), "\"split_kv\": true") != NULL &&
+             strstr(tilefuse_attention_ptx(again), "atom.global.add") != NULL,
+         "split_kv", err);
+  if (again)
+    tilefuse_attention_release(again);
+  spec.split_kv = 0;
+
   /* Errors. */
   spec.kernel = "no_such_kernel";
   status = tilefuse_attention_get(&spec, &again, err, sizeof err);

@@ -65,6 +65,8 @@ typedef struct tilefuse_spec {
   int deterministic;        /* the backward (tilefuse_host_attention): nonzero accumulates dQ
                                across key blocks in a fixed order, bitwise the same on every
                                run, instead of by atomic adds; the forward ignores it */
+  int split_kv;             /* nonzero: split-KV (each row block's keys shared out over CTAs
+                               and merged; decode); each launch picks the split count */
 } tilefuse_spec;
 
 /* A compiled kernel (a reference to one held by the process-wide runtime). */

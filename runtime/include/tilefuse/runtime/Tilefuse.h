@@ -109,6 +109,10 @@ struct KernelSpec {
   /// The backward (HostAttention): dQ accumulated across key blocks in a fixed order (bitwise
   /// the same on every run) instead of by atomic adds. The forward does not depend on it.
   bool deterministic = false;
+  /// Split-KV (tile-split-kv): each row block's keys shared out over S CTAs, merged exactly;
+  /// for decode and other grids too small for the GPU. Each launch picks S from the SM count
+  /// and the shape. A separate kernel (its own cache entry) from the unsplit one.
+  bool splitKv = false;
 };
 
 /// Sizes: Q and O are B x H x M x D, K and V are B x Hkv x N x D, LSE is B x H x M.
