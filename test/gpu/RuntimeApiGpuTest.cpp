@@ -250,6 +250,25 @@ TEST(RuntimeApiGpu, SpecializedAndConfigured) {
   compileLaunchAndCheck(runtime, ampere, kShape);
 }
 
+TEST(RuntimeApiGpu, SplitKVKernels) {
+  TF_REQUIRE_GPU();
+  Runtime runtime(inProcessOnly());
+  // Decode (one query row, long keys: the launcher splits them) and a prefill shape, through
+  // the API's split-KV spec, grouped heads included; each launch chooses its split count.
+  for (const char *name : {"attention", "causal", "sliding_window"}) {
+    KernelSpec split = bundled(name);
+    split.splitKv = true;
+    compileLaunchAndCheck(runtime, split, AttentionShape{2, 4, 4, 1, 20000, 64});
+    compileLaunchAndCheck(runtime, split, kShape);
+  }
+  KernelSpec gqa = bundled("gqa");
+  gqa.splitKv = true;
+  compileLaunchAndCheck(runtime, gqa, AttentionShape{1, 8, 2, 1, 30000, 64});
+  KernelSpec wide = bundled("attention", "bf16", 128);
+  wide.splitKv = true;
+  compileLaunchAndCheck(runtime, wide, AttentionShape{1, 8, 8, 3, 40000, 128});
+}
+
 TEST(RuntimeApiGpu, KernelsWrittenAsDslText) {
   TF_REQUIRE_GPU();
   Runtime runtime(inProcessOnly());
