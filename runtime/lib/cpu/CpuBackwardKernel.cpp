@@ -22,108 +22,8 @@ using namespace tilefuse::runtime;
 
 namespace {
 
-thread_local BlockCounts *activeCounts = nullptr;
-
-extern "C" void tilefuseCpuBackwardBlockEvent(int32_t kind) {
-  if (!activeCounts)
-    return;
-  if (kind == static_cast<int32_t>(tile::BlockClass::Full))
-    ++activeCounts->full;
-  else
-    ++activeCounts->partial;
-}
-
 llvm::Error makeError(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
-}
-
-/// One memref argument as the kernel declares it: static sizes and strides (-1: dynamic).
-struct ArgSpec {
-  std::string name;
-  int rank = 0;
-  std::array<int64_t, 4> sizes{-1, -1, -1, -1};
-  std::array<int64_t, 4> strides{-1, -1, -1, -1};
-};
-
-/// The memref descriptor of MLIR's C interface for a ranked memref.
-template <int N> struct Descriptor {
-  void *allocated;
-  void *aligned;
-  int64_t offset;
-  int64_t sizes[N];
-  int64_t strides[N];
-};
-
-template <int N> Descriptor<N> describe(const HostView &view) {
-  Descriptor<N> d;
-  d.allocated = d.aligned = view.data;
-  d.offset = 0;
-  for (int i = 0; i < N; ++i) {
-    d.sizes[i] = view.sizes[i];
-    d.strides[i] = view.strides[i];
-  }
-  return d;
-}
-
-llvm::Expected<ArgSpec> specOf(Type type, llvm::StringRef name, int rank,
-                               llvm::StringRef bufferName) {
-  auto view = dyn_cast<MemRefType>(type);
-  if (!view || view.getRank() != rank)
-    return makeError(bufferName + ": argument " + name + " must be a rank-" + llvm::Twine(rank) +
-                     " memref");
-  ArgSpec spec;
-  spec.name = name.str();
-  spec.rank = rank;
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (failed(view.getStridesAndOffset(strides, offset)))
-    return makeError(bufferName + ": argument " + name + " has a non-strided layout");
-  for (int d = 0; d < rank; ++d) {
-    spec.sizes[d] = view.isDynamicDim(d) ? -1 : view.getDimSize(d);
-    spec.strides[d] = ShapedType::isDynamic(strides[d]) ? -1 : strides[d];
-  }
-  return spec;
-}
-
-/// A view against what the kernel declares for it.
-llvm::Error checkView(const ArgSpec &spec, const HostView &view, llvm::StringRef kernel) {
-  if (!view.data)
-    return makeError(spec.name + " is null");
-  if (view.rank != spec.rank)
-    return makeError(spec.name + " must have rank " + llvm::Twine(spec.rank));
-  for (int d = 0; d < spec.rank; ++d) {
-    if (view.sizes[d] < 0 || view.strides[d] < 0)
-      return makeError(spec.name + ": negative size or stride in dimension " + llvm::Twine(d));
-    if (spec.sizes[d] >= 0 && view.sizes[d] != spec.sizes[d])
-      return makeError(spec.name + ": dimension " + llvm::Twine(d) + " is " +
-                       llvm::Twine(view.sizes[d]) + " but kernel @" + kernel +
-                       " was written for " + llvm::Twine(spec.sizes[d]));
-    if (spec.strides[d] >= 0 && view.strides[d] != spec.strides[d])
-      return makeError(spec.name + ": stride " + llvm::Twine(d) + " must be " +
-                       llvm::Twine(spec.strides[d]));
-  }
-  return llvm::Error::success();
-}
-
-/// The attention's shapes agree: Q, O (and dO) B x H x M x D, K, V B x Hkv x N x D, LSE
-/// B x H x M, H a multiple of Hkv.
-llvm::Error checkShapes(const HostView &q, const HostView &k, const HostView &v,
-                        const HostView &o, const HostView &lse) {
-  int64_t B = q.sizes[0], H = q.sizes[1], M = q.sizes[2], Hkv = k.sizes[1], N = k.sizes[2];
-  if (k.sizes[0] != B || v.sizes[0] != B || o.sizes[0] != B || lse.sizes[0] != B)
-    return makeError("Q, K, V, O and LSE must have the same batch size");
-  if (Hkv == 0 || H % Hkv != 0)
-    return makeError("query heads (" + llvm::Twine(H) +
-                     ") must be a multiple of key/value heads (" + llvm::Twine(Hkv) + ")");
-  if (v.sizes[1] != Hkv || v.sizes[2] != N)
-    return makeError("K and V must have the same heads and length");
-  if (k.sizes[3] != q.sizes[3])
-    return makeError("K's head dimension must equal Q's");
-  if (o.sizes[1] != H || o.sizes[2] != M || o.sizes[3] != v.sizes[3])
-    return makeError("O must be B x H x M x Dv");
-  if (lse.sizes[1] != H || lse.sizes[2] != M)
-    return makeError("LSE must be B x H x M");
-  return llvm::Error::success();
 }
 
 /// A gradient has the sizes of the tensor it is the gradient of.
@@ -147,9 +47,9 @@ struct CpuBackwardKernel::Impl {
   int64_t headDim = 0;
   /// Q, K, V, O, dO, LSE, dQ, dK, dV as the backward declares them (the forward's are the
   /// first four and LSE).
-  std::vector<ArgSpec> args;
-  using D4 = Descriptor<4>;
-  using D3 = Descriptor<3>;
+  std::vector<cpu::ArgSpec> args;
+  using D4 = cpu::Descriptor<4>;
+  using D3 = cpu::Descriptor<3>;
   using ForwardFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *);
   using BackwardFn = void (*)(D4 *, D4 *, D4 *, D4 *, D4 *, D3 *, D4 *, D4 *, D4 *);
   ForwardFn forward = nullptr;
@@ -197,7 +97,7 @@ CpuBackwardKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
 
   static const char *kNames[] = {"Q", "K", "V", "O", "dO", "LSE", "dQ", "dK", "dV"};
   for (auto [i, type] : llvm::enumerate(backwardFn.getArgumentTypes())) {
-    auto spec = specOf(type, kNames[i], i == 5 ? 3 : 4, bufferName);
+    auto spec = cpu::specOf(type, kNames[i], i == 5 ? 3 : 4, impl->name + "_backward", bufferName);
     if (!spec)
       return spec.takeError();
     impl->args.push_back(*spec);
@@ -228,13 +128,7 @@ CpuBackwardKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   if (!engine)
     return makeError("JIT compilation of the backward of " + bufferName +
                      " failed: " + llvm::toString(engine.takeError()) + "\n" + diagnostics);
-  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap map;
-    map[interner(kBlockEventSymbol)] = {
-        llvm::orc::ExecutorAddr::fromPtr(&tilefuseCpuBackwardBlockEvent),
-        llvm::JITSymbolFlags::Exported};
-    return map;
-  });
+  cpu::registerBlockEvents(**engine);
   auto forwardSym = (*engine)->lookup("_mlir_ciface_" + impl->name);
   if (!forwardSym)
     return makeError("JIT: kernel entry not found: " + llvm::toString(forwardSym.takeError()));
@@ -253,16 +147,14 @@ llvm::Error CpuBackwardKernel::forward(const HostView &q, const HostView &k, con
   const HostView *views[] = {&q, &k, &v, &o, &lse};
   const int specIndex[] = {0, 1, 2, 3, 5};
   for (int i = 0; i < 5; ++i)
-    if (llvm::Error e = checkView(impl->args[specIndex[i]], *views[i], impl->name))
+    if (llvm::Error e = cpu::checkView(impl->args[specIndex[i]], *views[i], impl->name))
       return e;
-  if (llvm::Error e = checkShapes(q, k, v, o, lse))
+  if (llvm::Error e = cpu::checkShapes(q, k, v, o, lse))
     return e;
-  auto dq = describe<4>(q), dk = describe<4>(k), dv = describe<4>(v), dout = describe<4>(o);
-  auto dl = describe<3>(lse);
-  BlockCounts local;
-  activeCounts = counts ? counts : &local;
+  auto dq = cpu::describe<4>(q), dk = cpu::describe<4>(k), dv = cpu::describe<4>(v), dout = cpu::describe<4>(o);
+  auto dl = cpu::describe<3>(lse);
+  cpu::CountBlockEvents counting(counts);
   impl->forward(&dq, &dk, &dv, &dout, &dl);
-  activeCounts = nullptr;
   return llvm::Error::success();
 }
 
@@ -273,9 +165,9 @@ llvm::Error CpuBackwardKernel::backward(const HostView &q, const HostView &k, co
                                         BlockCounts *counts) const {
   const HostView *views[] = {&q, &k, &v, &o, &dO, &lse, &dq, &dk, &dv};
   for (int i = 0; i < 9; ++i)
-    if (llvm::Error e = checkView(impl->args[i], *views[i], impl->name))
+    if (llvm::Error e = cpu::checkView(impl->args[i], *views[i], impl->name))
       return e;
-  if (llvm::Error e = checkShapes(q, k, v, o, lse))
+  if (llvm::Error e = cpu::checkShapes(q, k, v, o, lse))
     return e;
   for (auto [gradient, of, name] : {std::tuple<const HostView *, const HostView *, const char *>{
                                         &dO, &o, "dO"},
@@ -287,12 +179,10 @@ llvm::Error CpuBackwardKernel::backward(const HostView &q, const HostView &k, co
   Impl::D4 d4[8];
   const HostView *rank4[] = {&q, &k, &v, &o, &dO, &dq, &dk, &dv};
   for (int i = 0; i < 8; ++i)
-    d4[i] = describe<4>(*rank4[i]);
-  auto d3 = describe<3>(lse);
-  BlockCounts local;
-  activeCounts = counts ? counts : &local;
+    d4[i] = cpu::describe<4>(*rank4[i]);
+  auto d3 = cpu::describe<3>(lse);
+  cpu::CountBlockEvents counting(counts);
   impl->backward(&d4[0], &d4[1], &d4[2], &d4[3], &d4[4], &d3, &d4[5], &d4[6], &d4[7]);
-  activeCounts = nullptr;
   return llvm::Error::success();
 }
 

@@ -3,6 +3,7 @@
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassManager.h"
+#include "tilefuse/codegen/Passes.h"
 #include "tilefuse/dialect/TileOps.h"
 #include "tilefuse/passes/Passes.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
@@ -117,5 +118,87 @@ llvm::Expected<HostSource> parseHostSource(llvm::StringRef source, llvm::StringR
   out.kernel = *kernel;
   return out;
 }
+
+llvm::Expected<ArgSpec> specOf(Type type, llvm::StringRef name, int rank, llvm::StringRef kernel,
+                               llvm::StringRef bufferName) {
+  auto view = dyn_cast<MemRefType>(type);
+  if (!view || view.getRank() != rank)
+    return makeError(bufferName + ": argument " + name + " of @" + kernel + " must be a rank-" +
+                     llvm::Twine(rank) + " memref");
+  ArgSpec spec;
+  spec.name = name.str();
+  spec.rank = rank;
+  spec.elementType = view.getElementType();
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(view.getStridesAndOffset(strides, offset)))
+    return makeError(bufferName + ": argument " + name + " has a non-strided layout");
+  for (int d = 0; d < rank; ++d) {
+    spec.sizes[d] = view.isDynamicDim(d) ? -1 : view.getDimSize(d);
+    spec.strides[d] = ShapedType::isDynamic(strides[d]) ? -1 : strides[d];
+  }
+  return spec;
+}
+
+llvm::Error checkView(const ArgSpec &spec, const HostView &view, llvm::StringRef kernel) {
+  if (!view.data)
+    return makeError(spec.name + " is null");
+  if (view.rank != spec.rank)
+    return makeError(spec.name + " must have rank " + llvm::Twine(spec.rank));
+  for (int d = 0; d < spec.rank; ++d) {
+    if (view.sizes[d] < 0 || view.strides[d] < 0)
+      return makeError(spec.name + ": negative size or stride in dimension " + llvm::Twine(d));
+    if (spec.sizes[d] >= 0 && view.sizes[d] != spec.sizes[d])
+      return makeError(spec.name + ": dimension " + llvm::Twine(d) + " is " +
+                       llvm::Twine(view.sizes[d]) + " but kernel @" + kernel +
+                       " was written for " + llvm::Twine(spec.sizes[d]));
+    if (spec.strides[d] >= 0 && view.strides[d] != spec.strides[d])
+      return makeError(spec.name + ": stride " + llvm::Twine(d) + " must be " +
+                       llvm::Twine(spec.strides[d]));
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error checkShapes(const HostView &q, const HostView &k, const HostView &v,
+                        const HostView &o, const HostView &lse) {
+  int64_t B = q.sizes[0], H = q.sizes[1], M = q.sizes[2], Hkv = k.sizes[1], N = k.sizes[2];
+  if (k.sizes[0] != B || v.sizes[0] != B || o.sizes[0] != B || lse.sizes[0] != B)
+    return makeError("Q, K, V, O and LSE must have the same batch size");
+  if (Hkv == 0 || H % Hkv != 0)
+    return makeError("query heads (" + llvm::Twine(H) +
+                     ") must be a multiple of key/value heads (" + llvm::Twine(Hkv) + ")");
+  if (v.sizes[1] != Hkv || v.sizes[2] != N)
+    return makeError("K and V must have the same heads and length");
+  if (k.sizes[3] != q.sizes[3])
+    return makeError("K's head dimension must equal Q's");
+  if (o.sizes[1] != H || o.sizes[2] != M || o.sizes[3] != v.sizes[3])
+    return makeError("O must be B x H x M x Dv");
+  if (lse.sizes[1] != H || lse.sizes[2] != M)
+    return makeError("LSE must be B x H x M");
+  return llvm::Error::success();
+}
+
+static thread_local BlockCounts *activeCounts = nullptr;
+
+extern "C" void tilefuseCpuBlockEvent(int32_t kind) {
+  if (!activeCounts)
+    return;
+  if (kind == static_cast<int32_t>(tile::BlockClass::Full))
+    ++activeCounts->full;
+  else
+    ++activeCounts->partial;
+}
+
+void registerBlockEvents(ExecutionEngine &engine) {
+  engine.registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap map;
+    map[interner(kBlockEventSymbol)] = {llvm::orc::ExecutorAddr::fromPtr(&tilefuseCpuBlockEvent),
+                                        llvm::JITSymbolFlags::Exported};
+    return map;
+  });
+}
+
+CountBlockEvents::CountBlockEvents(BlockCounts *counts) { activeCounts = counts; }
+CountBlockEvents::~CountBlockEvents() { activeCounts = nullptr; }
 
 } // namespace tilefuse::runtime::cpu

@@ -9,6 +9,8 @@
 #define TILEFUSE_RUNTIME_CPU_HOSTCOMPILE_H
 
 #include "../DiagnosedSource.h"
+#include "tilefuse/runtime/CpuKernel.h"
+#include "tilefuse/runtime/HostView.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -16,6 +18,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <array>
 #include <memory>
 #include <string>
 
@@ -64,6 +67,60 @@ struct HostSource {
 llvm::Expected<HostSource> parseHostSource(llvm::StringRef source, llvm::StringRef bufferName,
                                            llvm::StringRef elementType, int64_t headDim,
                                            llvm::ArrayRef<std::string> params);
+
+/// One memref argument as a kernel declares it: static sizes and strides (-1: dynamic).
+struct ArgSpec {
+  std::string name;
+  int rank = 0;
+  std::array<int64_t, 4> sizes{-1, -1, -1, -1};
+  std::array<int64_t, 4> strides{-1, -1, -1, -1};
+  mlir::Type elementType;
+};
+
+/// Argument `name` of kernel @`kernel` (`type`, which must be a strided memref of `rank`).
+llvm::Expected<ArgSpec> specOf(mlir::Type type, llvm::StringRef name, int rank,
+                               llvm::StringRef kernel, llvm::StringRef bufferName);
+
+/// A host view against what the kernel declares for it: rank, sizes and strides.
+llvm::Error checkView(const ArgSpec &spec, const HostView &view, llvm::StringRef kernel);
+
+/// The attention's shapes agree: Q, O B x H x M x D, K, V B x Hkv x N x D, LSE B x H x M, H a
+/// multiple of Hkv.
+llvm::Error checkShapes(const HostView &q, const HostView &k, const HostView &v,
+                        const HostView &o, const HostView &lse);
+
+/// The memref descriptor of MLIR's C interface for a ranked memref.
+template <int N> struct Descriptor {
+  void *allocated;
+  void *aligned;
+  int64_t offset;
+  int64_t sizes[N];
+  int64_t strides[N];
+};
+
+template <int N> Descriptor<N> describe(const HostView &view) {
+  Descriptor<N> d;
+  d.allocated = d.aligned = view.data;
+  d.offset = 0;
+  for (int i = 0; i < N; ++i) {
+    d.sizes[i] = view.sizes[i];
+    d.strides[i] = view.strides[i];
+  }
+  return d;
+}
+
+/// Block events (tile.block_event, with tile-block-pruning's instrument option): the JIT'd code
+/// calls kBlockEventSymbol, which this process defines once; `registerBlockEvents` gives it to
+/// `engine`, and a CountBlockEvents object directs the calls on its thread to `counts` (or
+/// nowhere) for as long as it lives.
+void registerBlockEvents(mlir::ExecutionEngine &engine);
+class CountBlockEvents {
+public:
+  explicit CountBlockEvents(BlockCounts *counts);
+  ~CountBlockEvents();
+  CountBlockEvents(const CountBlockEvents &) = delete;
+  CountBlockEvents &operator=(const CountBlockEvents &) = delete;
+};
 
 } // namespace tilefuse::runtime::cpu
 
