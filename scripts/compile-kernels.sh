@@ -46,14 +46,17 @@ compile() { # compile OUTPUT_NAME (--kernel NAME | FILE) [tilefuse compile optio
 
 if [ "${KERNEL_SET:-full}" = split ]; then
   # The split-KV set (KERNEL_SET=split, with --split-kv): the decode shapes' kernels and one of
-  # each mask class, both chips, a test-only variant; each case of the GPU tests runs several
-  # split counts, so the set stays small.
-  for kernel in attention gqa causal sliding_window softcap; do
+  # each mask class, both chips, the test-only variants whose masks and scores read positions
+  # and heads; each case of the GPU tests runs several split counts, so the set stays small.
+  # Split kernels pack GQA groups by default; attention_unpacked keeps the unpacked split.
+  for kernel in attention gqa mqa causal sliding_window softcap; do
     compile "$kernel" --kernel "$kernel" "$@"
   done
   compile attention_d128 --kernel attention --head-dim 128 "$@"
   compile attention_sm80 --kernel attention --arch sm_80 "$@"
+  compile attention_unpacked --kernel attention --config pack_gqa=false "$@"
   compile chunked_local test/variants/chunked_local.mlir "$@"
+  compile gqa_head_window test/variants/gqa_head_window.mlir "$@"
   echo "compile-kernels: $(ls "$dir"/*.ptx 2>/dev/null | wc -l) kernels in $dir${*:+ ($*)}"
   ((${#failed[@]} == 0)) || { echo "compile-kernels: FAILED: ${failed[*]}" >&2; exit 1; }
   exit 0

@@ -24,22 +24,23 @@ llvm::StringRef tilefuse::copyIssueName(CopyIssue issue) {
 }
 
 bool TileConfig::isComplete() const {
-  return blockM && blockN && rowsPerWarp && mma && qOperand && copyIssue && stages;
+  return blockM && blockN && rowsPerWarp && mma && qOperand && copyIssue && stages && packGqa;
 }
 
 bool TileConfig::empty() const {
-  return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue && !stages;
+  return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue && !stages &&
+         !packGqa;
 }
 
 bool TileConfig::operator==(const TileConfig &other) const {
   return blockM == other.blockM && blockN == other.blockN && rowsPerWarp == other.rowsPerWarp &&
          mma == other.mma && qOperand == other.qOperand && copyIssue == other.copyIssue &&
-         stages == other.stages;
+         stages == other.stages && packGqa == other.packGqa;
 }
 
 llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
   return llvm::hash_combine(config.blockM, config.blockN, config.rowsPerWarp, config.mma,
-                            config.qOperand, config.copyIssue, config.stages);
+                            config.qOperand, config.copyIssue, config.stages, config.packGqa);
 }
 
 std::string TileConfig::print() const {
@@ -58,6 +59,8 @@ std::string TileConfig::print() const {
     items.push_back(("copy_issue=" + copyIssueName(*copyIssue)).str());
   if (stages)
     items.push_back("stages=" + std::to_string(*stages));
+  if (packGqa)
+    items.push_back(*packGqa ? "pack_gqa=true" : "pack_gqa=false");
   return llvm::join(items, ",");
 }
 
@@ -95,7 +98,10 @@ llvm::Error TileConfig::set(llvm::StringRef key, llvm::StringRef value) {
     return choice(copyIssue, CopyIssue::Eager, "eager", CopyIssue::AtBarrier, "at-barrier");
   if (key == "stages")
     return integer(stages);
-  return fail("unknown setting '" + key + "' (Br, Bc, rows_per_warp, mma, q, copy_issue, stages)");
+  if (key == "pack_gqa" || key == "pack-gqa")
+    return choice(packGqa, false, "false", true, "true");
+  return fail("unknown setting '" + key +
+              "' (Br, Bc, rows_per_warp, mma, q, copy_issue, stages, pack_gqa)");
 }
 
 llvm::Expected<TileConfig> TileConfig::parse(llvm::StringRef text) {
@@ -128,6 +134,8 @@ TileConfig TileConfig::overriddenBy(const TileConfig &other) const {
     out.copyIssue = other.copyIssue;
   if (other.stages)
     out.stages = other.stages;
+  if (other.packGqa)
+    out.packGqa = other.packGqa;
   return out;
 }
 
@@ -146,6 +154,10 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   // and the shared memory a second CTA per SM needs.
   if (stages && (*stages < 2 || *stages > 4))
     return fail("stages must be 2, 3 or 4, got " + llvm::Twine(*stages));
+  // Packed Q rows (one head each) are gathered by the register load; the shared-memory copy
+  // moves whole rows of one head.
+  if (packGqa == true && qOperand == QOperand::Shared)
+    return fail("pack_gqa=true needs q=registers (packed rows are not copied to shared memory)");
   if (mma == MmaKind::Wgmma) {
     // the GPU lowering's constraints for warpgroup MMAs (its message), checked here so the tuner
     // never compiles a configuration the pass would refuse.
@@ -166,6 +178,9 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip) {
   c.qOperand = QOperand::Registers;
   c.copyIssue = CopyIssue::Eager;
   c.stages = 2;
+  // Packing pays where a key/value head's query rows would otherwise be spread over programs that
+  // each read its keys (decode); the split-KV kernels ask for it (CompileOptions).
+  c.packGqa = false;
   // Measured on the H200 (docs/perf.md, 2026-11-29). sm_90a: one warpgroup (Br = 64) with
   // wgmma; Bc = 128 at D <= 64, 64 at D = 128 (the best of 64/128 x 64/128 over N = 4k, 16k).
   if (chip == "sm_90a") {

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "tilefuse/dialect/TileOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/TypeUtilities.h"
 
@@ -259,7 +260,24 @@ static LogicalResult verifyBlockAccess(Operation *op, MemRefType viewTy, RankedT
   return success();
 }
 
+HeadAndRow tilefuse::tile::unpackRow(OpBuilder &b, Location loc, Value head, Value packedRow,
+                           Value headRows) {
+  // Unsigned: rows and counts are never negative, and udiv/urem are what the GPU lowers best.
+  Value headOffset = b.createOrFold<arith::DivUIOp>(loc, packedRow, headRows);
+  return {b.createOrFold<arith::AddIOp>(loc, head, headOffset),
+          b.createOrFold<arith::RemUIOp>(loc, packedRow, headRows)};
+}
+
+/// A packed block op addresses (head, row) pairs: it needs a head index before the row index.
+static LogicalResult verifyPacked(Operation *op, Value headRows, size_t numIndices) {
+  if (headRows && numIndices < 2)
+    return op->emitOpError("packed rows need a head index before the row index");
+  return success();
+}
+
 LogicalResult BlockLoadOp::verify() {
+  if (failed(verifyPacked(*this, getHeadRows(), getIndices().size())))
+    return failure();
   if (getView().getType().getElementType() != getResult().getType().getElementType())
     return emitOpError("result element type must equal the view's");
   return verifyBlockAccess(*this, getView().getType(), getResult().getType(),
@@ -280,6 +298,8 @@ LogicalResult BlockStoreOp::verify() {
   if (valElt != viewElt && !valElt.isF32())
     return emitOpError() << "stores " << valElt << " into a " << viewElt
                          << " view: only f32 blocks are converted on store";
+  if (failed(verifyPacked(*this, getHeadRows(), getIndices().size())))
+    return failure();
   return verifyBlockAccess(*this, getView().getType(), getValue().getType(), getIndices().size());
 }
 

@@ -394,13 +394,14 @@ Narrowing narrowByConjuncts(OpBuilder &b, Location loc, Region &body, IntInterva
 
 BlockClassification tilefuse::emitIntervalMaskEvaluation(OpBuilder &b, Location loc,
                                                          Region &maskBody, Value batch,
-                                                         Value head, Value rowLo, Value rowHi,
+                                                         Value headLo, Value headHi,
+                                                         Value rowLo, Value rowHi,
                                                          Value colLo, Value colHi) {
   IntervalEvaluator eval(b, loc);
   eval.regionPtr = &maskBody;
   Block &block = maskBody.front();
   eval.setInt(block.getArgument(0), {batch, batch, Value()});
-  eval.setInt(block.getArgument(1), {head, head, Value()});
+  eval.setInt(block.getArgument(1), {headLo, headHi, Value()});
   Narrowing n = narrowByConjuncts(b, loc, maskBody, {rowLo, rowHi, Value()},
                                   {colLo, colHi, Value()});
   eval.setInt(block.getArgument(2), n.q);

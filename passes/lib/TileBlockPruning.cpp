@@ -67,8 +67,9 @@ public:
     opts.filter = [&](Operation *op) { return op->getBlock() == loop.getBody(); };
     opts.inclusive = true;
     for (BlockMaskOp mask : masks)
-      for (Value v : {mask.getBatch(), mask.getHead(), mask.getRow(), mask.getCol()})
-        if (Operation *def = v.getDefiningOp())
+      for (Value v : {mask.getBatch(), mask.getHead(), mask.getRow(), mask.getCol(),
+                      mask.getHeadRows()})
+        if (Operation *def = v ? v.getDefiningOp() : nullptr)
           if (def->getBlock() == loop.getBody())
             (void)getBackwardSlice(def, &slice, opts);
     for (BlockMaskOp mask : masks)
@@ -98,9 +99,27 @@ public:
           loc, row, arith::ConstantIndexOp::create(b, loc, ty.getDimSize(0) - 1));
       Value colHi = b.createOrFold<arith::AddIOp>(
           loc, col, arith::ConstantIndexOp::create(b, loc, ty.getDimSize(1) - 1));
-      BlockClassification c = emitIntervalMaskEvaluation(
-          b, loc, mask.getBody(), map.lookupOrDefault(mask.getBatch()),
-          map.lookupOrDefault(mask.getHead()), row, rowHi, col, colHi);
+      Value head = map.lookupOrDefault(mask.getHead()), headHi = head;
+      if (Value headRows = mask.getHeadRows()) {
+        // Packed rows: the block's (head, row) pairs lie in heads [first, last] (unpackRow of
+        // its first and last packed rows); within one head its rows are [row, rowHi] of that
+        // head, across several any row of theirs may be in it.
+        headRows = map.lookupOrDefault(headRows);
+        tile::HeadAndRow first = tile::unpackRow(b, loc, head, row, headRows);
+        tile::HeadAndRow last = tile::unpackRow(b, loc, head, rowHi, headRows);
+        Value oneHead =
+            b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, first.head, last.head);
+        Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+        Value lastRow = b.createOrFold<arith::SubIOp>(
+            loc, headRows, arith::ConstantIndexOp::create(b, loc, 1));
+        head = first.head;
+        headHi = last.head;
+        row = b.createOrFold<arith::SelectOp>(loc, oneHead, first.row, zero);
+        rowHi = b.createOrFold<arith::SelectOp>(loc, oneHead, last.row, lastRow);
+      }
+      BlockClassification c =
+          emitIntervalMaskEvaluation(b, loc, mask.getBody(), map.lookupOrDefault(mask.getBatch()),
+                                     head, headHi, row, rowHi, col, colHi);
       // Scores pass every mask in turn: kept only if each keeps them. A mask a score modifier
       // follows drops nothing for good (f(-inf) may be finite): it cannot empty a block, but
       // where it keeps everything it is still the identity, so it takes part in `full`.

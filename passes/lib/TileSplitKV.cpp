@@ -18,9 +18,10 @@
 // the unsplit kernel writes. The split count is a kernel argument: the runtime picks it per
 // launch (and S = 1 is the unsplit result through the workspace).
 //
-// The kernel gets four trailing arguments: O_part, LSE_part, the arrival counters
-// [B, H, ceil(M/Br)] (i32, zero before the first launch; the merging program resets its own)
-// and S. Runs after tile-block-pruning (it splits the pruned range) and before tile-pipeline.
+// The kernel gets four trailing arguments: O_part, LSE_part, the arrival counters (i32, one per
+// program of the unsplit grid, indexed by its ids; zero before the first launch, the merging
+// program resets its own) and S. The partials are stored and read at the rows O is (packed rows
+// of a GQA group included). Runs after tile-block-pruning (it splits the pruned range) and before tile-pipeline.
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/Passes.h"
@@ -78,11 +79,13 @@ FailureOr<TiledKernel> matchTiledKernel(func::FuncOp func) {
   for (BlockStoreOp store : {k.outputStore, k.lseStore}) {
     if (!k.keyLoop->isBeforeInBlock(store))
       return store.emitError("tile-split-kv: the store must follow the key loop");
-    if (store.getIndices().size() != 3 || store.getIndices()[0] != k.grid.getInductionVar(0) ||
-        store.getIndices()[1] != k.grid.getInductionVar(1))
+    if (store.getIndices().size() != 3 || store.getIndices()[0] != k.grid.getInductionVar(0))
       return store.emitError("tile-split-kv: the store must address [batch, head, row] of its "
                              "program");
   }
+  if (k.outputStore.getHeadRows() != k.lseStore.getHeadRows() ||
+      !llvm::equal(k.outputStore.getIndices(), k.lseStore.getIndices()))
+    return k.lseStore.emitError("tile-split-kv: O and LSE must be stored at the same rows");
   return k;
 }
 
@@ -160,15 +163,16 @@ struct TileSplitKVPass : public tilefuse::impl::TileSplitKVBase<TileSplitKVPass>
     k.keyLoop.setLowerBound(shareLo);
     k.keyLoop.setUpperBound(shareHi);
 
-    // The partials go to workspace row s·B + b.
-    Value row = k.outputStore.getIndices()[2];
+    // The partials go to workspace row s·B + b, at O's (head, row) and packing.
+    Value outHead = k.outputStore.getIndices()[1], row = k.outputStore.getIndices()[2];
+    Value headRows = k.outputStore.getHeadRows();
     b.setInsertionPointAfter(k.keyLoop);
     Value partRow = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, split, batches),
                                           batch);
     auto storePartial = [&](BlockStoreOp store, Value view) {
       b.setInsertionPoint(store);
       BlockStoreOp::create(b, store.getLoc(), store.getValue(), view,
-                           ValueRange{partRow, head, store.getIndices()[2]}, store.getBound());
+                           ValueRange{partRow, outHead, row}, store.getBound(), headRows);
     };
     storePartial(k.outputStore, outputPart);
     storePartial(k.lseStore, lsePart);
@@ -195,9 +199,9 @@ struct TileSplitKVPass : public tilefuse::impl::TileSplitKVBase<TileSplitKVPass>
           Value tRow = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, t, batches),
                                              batch);
           Value lse = BlockLoadOp::create(b, loc, rowType, lsePart,
-                                          ValueRange{tRow, head, row}, bound);
+                                          ValueRange{tRow, outHead, row}, bound, headRows);
           Value out = BlockLoadOp::create(b, loc, accType, outputPart,
-                                          ValueRange{tRow, head, row}, bound);
+                                          ValueRange{tRow, outHead, row}, bound, headRows);
           // Online: rescale what was merged to the new max. A max of -inf (nothing yet) is
           // taken as 0 so that -inf - max stays -inf (weight 0) instead of NaN.
           Value newMax = arith::MaximumFOp::create(b, loc, max, lse);

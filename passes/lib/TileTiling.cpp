@@ -5,6 +5,11 @@
 // three sweeps over Bc-column blocks (row max, row sum of exp, normalized P x V). That form is
 // correct on its own; tile-online-softmax fuses the sweeps into one.
 //
+// With GQA packing (TileConfig pack_gqa) a program is a block of the G·M packed rows of the G
+// query heads that share key/value head hkv instead (grid (batch, kv head, ceil(G·M / Br))):
+// the Q, O and LSE blocks and the score and mask regions take `packed M`, so a row's head and
+// query index come from its packed row, and the group's keys are read once per program.
+//
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/Passes.h"
 
@@ -112,8 +117,9 @@ DenseElementsAttr splat(RankedTensorType ty, double v) {
 /// Emits the tiled program for one matched chain.
 class TilingEmitter {
 public:
-  TilingEmitter(OpBuilder &b, Location loc, AttentionChain c, int64_t br, int64_t bc)
-      : b(b), loc(loc), c(c), br(br), bc(bc) {
+  TilingEmitter(OpBuilder &b, Location loc, AttentionChain c, int64_t br, int64_t bc,
+                bool packGqa)
+      : b(b), loc(loc), c(c), br(br), bc(bc), packGqa(packGqa) {
     f32 = b.getF32Type();
     rowTy = RankedTensorType::get({br}, f32);
     scoreTy = RankedTensorType::get({br, bc}, f32);
@@ -130,23 +136,33 @@ public:
     Value kvHeads = memref::DimOp::create(b, loc, K, 1);
     N = memref::DimOp::create(b, loc, K, 2);
     Value group = arith::DivUIOp::create(b, loc, heads, kvHeads);
-    Value rowBlocks = arith::CeilDivUIOp::create(b, loc, M, idx(br));
+    // A program's rows: one head's M rows, or (packed) the group's G·M rows; rowBound bounds
+    // them either way.
+    rowBound = packGqa ? arith::MulIOp::create(b, loc, group, M).getResult() : M;
+    Value rowBlocks = arith::CeilDivUIOp::create(b, loc, rowBound, idx(br));
     Value colBlocks = arith::CeilDivUIOp::create(b, loc, N, idx(bc));
 
     auto forall = scf::ForallOp::create(
-        b, loc, ArrayRef<OpFoldResult>{batch, heads, rowBlocks}, ValueRange{},
-        /*mapping=*/std::nullopt);
+        b, loc, ArrayRef<OpFoldResult>{batch, packGqa ? kvHeads : heads, rowBlocks},
+        ValueRange{}, /*mapping=*/std::nullopt);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(forall.getBody());
     bIdx = forall.getInductionVar(0);
-    hIdx = forall.getInductionVar(1);
     row0 = arith::MulIOp::create(b, loc, forall.getInductionVar(2), idx(br));
-    hkv = arith::DivUIOp::create(b, loc, hIdx, group);
+    if (packGqa) {
+      // hIdx is the group's first query head; a row's own head comes from its packed row.
+      hkv = forall.getInductionVar(1);
+      hIdx = arith::MulIOp::create(b, loc, hkv, group);
+      headRows = M;
+    } else {
+      hIdx = forall.getInductionVar(1);
+      hkv = arith::DivUIOp::create(b, loc, hIdx, group);
+    }
 
     auto qElt = c.q.getView().getType().getElementType();
     int64_t d = c.q.getView().getType().getDimSize(3);
     qBlock = BlockLoadOp::create(b, loc, RankedTensorType::get({br, d}, qElt), Q,
-                                 ValueRange{bIdx, hIdx, row0}, M);
+                                 ValueRange{bIdx, hIdx, row0}, rowBound, headRows);
 
     // Sweep 1: row max of the (modified, masked) scores.
     Value negInf = cst(rowTy, -INFINITY), zero = cst(rowTy, 0.0);
@@ -188,11 +204,12 @@ public:
                                                     /*transpose_rhs=*/false);
                         });
     BlockStoreOp::create(b, loc, pvLoop.getResult(0), c.outStore.getView(),
-                         ValueRange{bIdx, hIdx, row0}, M);
+                         ValueRange{bIdx, hIdx, row0}, rowBound, headRows);
     if (c.lseStore) {
       // logsumexp = m + log(l); -inf for rows with no kept score.
       Value lse = arith::AddFOp::create(b, loc, mSafe, math::LogOp::create(b, loc, l));
-      BlockStoreOp::create(b, loc, lse, c.lseStore.getView(), ValueRange{bIdx, hIdx, row0}, M);
+      BlockStoreOp::create(b, loc, lse, c.lseStore.getView(), ValueRange{bIdx, hIdx, row0},
+                           rowBound, headRows);
     }
   }
 
@@ -241,13 +258,13 @@ private:
                             : 1.0 / std::sqrt(double(c.q.getView().getType().getDimSize(3)));
         s = arith::MulFOp::create(b, loc, s, cst(scoreTy, factor));
       } else if (auto mod = dyn_cast<ScoreModOp>(op)) {
-        auto blk = BlockScoreModOp::create(b, loc, scoreTy, s, bIdx, hIdx, row0, col0);
+        auto blk = BlockScoreModOp::create(b, loc, scoreTy, s, bIdx, hIdx, row0, col0, headRows);
         IRMapping map;
         mod.getBody().cloneInto(&blk.getBody(), map);
         s = blk;
       } else {
         auto mask = cast<MaskOp>(op);
-        lastMask = BlockMaskOp::create(b, loc, scoreTy, s, bIdx, hIdx, row0, col0);
+        lastMask = BlockMaskOp::create(b, loc, scoreTy, s, bIdx, hIdx, row0, col0, headRows);
         IRMapping map;
         mask.getBody().cloneInto(&lastMask.getBody(), map);
         s = lastMask;
@@ -255,7 +272,7 @@ private:
     }
     if (!lastMask) {
       // No mask last in the chain: the key bound gets a mask of its own.
-      lastMask = BlockMaskOp::create(b, loc, scoreTy, s, bIdx, hIdx, row0, col0);
+      lastMask = BlockMaskOp::create(b, loc, scoreTy, s, bIdx, hIdx, row0, col0, headRows);
       OpBuilder::InsertionGuard g(b);
       b.createBlock(&lastMask.getBody(), {}, SmallVector<Type>(4, b.getIndexType()),
                     SmallVector<Location>(4, loc));
@@ -281,9 +298,11 @@ private:
   Location loc;
   AttentionChain c;
   int64_t br, bc;
+  bool packGqa;
   Type f32;
   RankedTensorType rowTy, scoreTy, accTy;
-  Value M, N, bIdx, hIdx, row0, hkv, qBlock;
+  Value M, N, rowBound, bIdx, hIdx, row0, hkv, qBlock;
+  Value headRows; // M when packed (the `packed` operand of the Q/O/LSE blocks and regions)
 };
 
 struct TileTilingPass : public tilefuse::impl::TileTilingBase<TileTilingPass> {
@@ -294,6 +313,7 @@ struct TileTilingPass : public tilefuse::impl::TileTilingBase<TileTilingPass> {
     TileConfig options;
     options.blockM = blockM;
     options.blockN = blockN;
+    options.packGqa = packGqa;
     FailureOr<TileConfig> config = tile::configForPass(getOperation(), options);
     if (failed(config))
       return signalPassFailure();
@@ -314,7 +334,7 @@ struct TileTilingPass : public tilefuse::impl::TileTilingBase<TileTilingPass> {
       if (chain->lseStore && last->isBeforeInBlock(chain->lseStore))
         last = chain->lseStore;
       OpBuilder b(last);
-      TilingEmitter(b, softmax.getLoc(), *chain, br, bc).emit();
+      TilingEmitter(b, softmax.getLoc(), *chain, br, bc, config->packGqa.value_or(false)).emit();
 
       IRRewriter rewriter(&getContext());
       rewriter.eraseOp(chain->outStore);

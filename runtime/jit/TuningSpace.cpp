@@ -69,30 +69,37 @@ std::vector<Candidate> jit::enumerateSpace(int64_t headDim, llvm::StringRef chip
                                            const ChipLimits &limits, const TuningAxes &axes,
                                            int64_t elementBytes) {
   std::vector<Candidate> space;
+  auto add = [&](const TileConfig &config) {
+    // Not a configuration at all (the compiler would refuse it): not listed.
+    if (llvm::Error error = config.verify(chip)) {
+      llvm::consumeError(std::move(error));
+      return;
+    }
+    Candidate c;
+    c.config = config;
+    c.estimate = estimateResources(c.config, headDim, elementBytes);
+    c.reason = pruneReason(c.estimate, limits);
+    c.pruned = !c.reason.empty();
+    space.push_back(std::move(c));
+  };
+  TileConfig config;
   for (int64_t br : axes.blockM)
     for (int64_t bc : axes.blockN)
       for (MmaKind mma : axes.mma)
         for (int64_t rows : axes.rowsPerWarp)
           for (QOperand q : axes.qOperand)
             for (CopyIssue copy : axes.copyIssue)
-              for (int64_t stages : axes.stages) {
-              Candidate c;
-              c.config.blockM = br;
-              c.config.blockN = bc;
-              c.config.rowsPerWarp = rows;
-              c.config.mma = mma;
-              c.config.qOperand = q;
-              c.config.copyIssue = copy;
-              c.config.stages = stages;
-              // Not a configuration at all (the compiler would refuse it): not listed.
-              if (llvm::Error error = c.config.verify(chip)) {
-                llvm::consumeError(std::move(error));
-                continue;
-              }
-              c.estimate = estimateResources(c.config, headDim, elementBytes);
-              c.reason = pruneReason(c.estimate, limits);
-              c.pruned = !c.reason.empty();
-              space.push_back(std::move(c));
-            }
+              for (int64_t stages : axes.stages)
+                for (bool packGqa : axes.packGqa) {
+                  config.blockM = br;
+                  config.blockN = bc;
+                  config.rowsPerWarp = rows;
+                  config.mma = mma;
+                  config.qOperand = q;
+                  config.copyIssue = copy;
+                  config.stages = stages;
+                  config.packGqa = packGqa;
+                  add(config);
+                }
   return space;
 }

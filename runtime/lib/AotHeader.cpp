@@ -79,6 +79,9 @@ static constexpr llvm::StringLiteral headerTemplate = R"tilefuse_c(/* @NAME@.h -
 #define @UPPER@_HEAD_DIM @HEAD_DIM@
 #define @UPPER@_BLOCK_M @BLOCK_M@
 #define @UPPER@_BLOCK_N @BLOCK_N@
+/* 1: a program's rows are the packed rows of the H / Hkv query heads of a key/value head (GQA
+   packing), so the grid runs over key/value heads */
+#define @UPPER@_PACK_GQA @PACK_GQA@
 #define @UPPER@_THREADS @THREADS@
 #define @UPPER@_SHARED_BYTES @SHARED_BYTES@
 
@@ -273,7 +276,7 @@ static inline CUresult @NAME@_launch(CUstream stream, const void *q, const void 
   CUfunction function;
   CUcontext loaded, current = NULL;
   CUresult result;
-  unsigned rowBlocks;
+  unsigned rowBlocks, heads;
   int i;
   if (@NAME@_check(q, k, v, o, lse, B, H, Hkv, M, N, strides) != NULL)
     return CUDA_ERROR_INVALID_VALUE;
@@ -298,8 +301,11 @@ static inline CUresult @NAME@_launch(CUstream stream, const void *q, const void 
     parameters[@FIRST_SIZE@ + i] = &sizes[i];
   for (i = 0; i < @STRIDE_COUNT@; ++i)
     parameters[@FIRST_STRIDE@ + i] = &s[i];
-  rowBlocks = (unsigned)((M + @UPPER@_BLOCK_M - 1) / @UPPER@_BLOCK_M);
-  return cuLaunchKernel(function, rowBlocks, (unsigned)H, (unsigned)B, @UPPER@_THREADS, 1, 1,
+  /* The program grid (launch_abi::programGrid). */
+  rowBlocks = (unsigned)(((@UPPER@_PACK_GQA ? H / Hkv * M : M) + @UPPER@_BLOCK_M - 1) /
+                         @UPPER@_BLOCK_M);
+  heads = (unsigned)(@UPPER@_PACK_GQA ? Hkv : H);
+  return cuLaunchKernel(function, rowBlocks, heads, (unsigned)B, @UPPER@_THREADS, 1, 1,
                         @UPPER@_SHARED_BYTES, stream, parameters, NULL);
 }
 
@@ -405,6 +411,7 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
       {"ASSEMBLER", commentSafe(options.assembler.empty() ? "ptxas" : options.assembler)},
       {"BLOCK_M", std::to_string(kernel.blockM)},
       {"BLOCK_N", std::to_string(kernel.blockN)},
+      {"PACK_GQA", kernel.tiles.packGqa.value_or(false) ? "1" : "0"},
       {"THREADS", std::to_string(kernel.threads)},
       {"SHARED_BYTES", std::to_string(kernel.sharedBytes)},
       {"COMPILER", commentSafe(compilerVersion())},

@@ -34,6 +34,9 @@ std::string CompiledKernel::metadataJson() const {
     o["tile_config"] = tiles.print();
   if (splitKv)
     o["split_kv"] = true;
+  // The grid depends on it (launch_abi::programGrid): a launch needs it, unlike tile_config.
+  if (tiles.packGqa.value_or(false))
+    o["pack_gqa"] = true;
   std::string out;
   llvm::raw_string_ostream os(out);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(o)));
@@ -225,7 +228,12 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   k.name = kernel.getSymName().str();
   k.dtype = elt.isBF16() ? "bf16" : "f16";
   k.headDim = qTy.getDimSize(3);
-  auto resolved = resolveTileConfig(options.tiles, k.headDim, options.chip);
+  TileConfig requested = options.tiles;
+  // Split-KV serves decode, where a key/value head's query rows are few: packing them into one
+  // program reads its keys once instead of once per query head (unless the caller says).
+  if (options.splitKv && !requested.packGqa)
+    requested.packGqa = true;
+  auto resolved = resolveTileConfig(requested, k.headDim, options.chip);
   if (!resolved)
     return badConfig(resolved.takeError());
   const TileConfig &tiles = *resolved;

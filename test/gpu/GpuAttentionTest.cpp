@@ -218,7 +218,13 @@ std::vector<Case> casesFor(const KernelMetadata &metadata, bool smallOnly) {
   int64_t Hkv = declaredOr(/*K*/ 1, 1, H);
   if (metadata.splitKv) {
     // Decode (one query row, long keys) with the launcher's split count and fixed ones: one
-    // split, a few, more than there are key blocks (empty shares); prefill shapes too.
+    // split, a few, more than there are key blocks (empty shares); prefill shapes too. Kernels
+    // whose K and V take their own head count run grouped heads, so a packed program holds
+    // several query heads.
+    if (name == "attention" || name == "gqa_head_window") {
+      H = 8;
+      Hkv = 2;
+    }
     if (smallOnly)
       return {{1, H, Hkv, 1, 1000, false, 0}, {2, H, Hkv, 17, 1000, true, 7}};
     std::vector<Case> cases;

@@ -28,13 +28,13 @@
 // RUN:   --emit ptx -o %t/shared.ptx
 // RUN: FileCheck %s --check-prefix=CONFIG --input-file %t/shared.json
 // (mma.sync at D = 64 takes two m16 tiles per warp unless told otherwise.)
-// CONFIG: "tile_config": "Br=64,Bc=64,rows_per_warp=32,mma=sync,q=shared,copy_issue=at-barrier,stages=2"
+// CONFIG: "tile_config": "Br=64,Bc=64,rows_per_warp=32,mma=sync,q=shared,copy_issue=at-barrier,stages=2,pack_gqa=false"
 
 // A three-stage key ring: tgpu-pipeline reads stages from the module's configuration.
 // RUN: tilefuse compile --kernel attention --head-dim 128 --config stages=3 --emit ptx -o %t/ring3.ptx
 // RUN: FileCheck %s --check-prefix=RING3 --input-file %t/ring3.json
 // RING3: "shared_bytes": 65536
-// RING3: "tile_config": "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=3"
+// RING3: "tile_config": "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=3,pack_gqa=false"
 
 // RUN: not tilefuse compile --kernel causal --config stages=6 -o %t/x 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BADSTAGES

@@ -54,8 +54,8 @@ TEST(LaunchAbi, TheCudaRuntimeViewsIt) {
 // The split-KV workspace (tile-split-kv): counters first (a reused allocation keeps the zeroed
 // counters at its start), then the partial O and LSE, each 256-byte aligned and large enough.
 TEST(LaunchAbi, SplitWorkspaceLayout) {
-  constexpr auto w = launch_abi::splitWorkspace(/*S=*/5, /*B=*/2, /*H=*/3, /*M=*/17, /*D=*/64,
-                                                /*blockM=*/16);
+  constexpr auto w = launch_abi::splitWorkspace(/*S=*/5, /*B=*/2, /*H=*/3, /*Hkv=*/3, /*M=*/17,
+                                                /*D=*/64, /*blockM=*/16, /*packGqa=*/false);
   static_assert(w.countersOffset == 0);
   EXPECT_EQ(w.counterBytes, 2 * 3 * 2 * 4); // ceil(17 / 16) = 2 row blocks
   EXPECT_EQ(w.outputPartOffset % 256, 0);
@@ -64,6 +64,22 @@ TEST(LaunchAbi, SplitWorkspaceLayout) {
   EXPECT_GE(w.lsePartOffset - w.outputPartOffset, 5 * 2 * 3 * 17 * 64 * 4);
   EXPECT_GE(w.bytes - w.lsePartOffset, 5 * 2 * 3 * 17 * 4);
   EXPECT_EQ(launch_abi::kSplitParameterCount, 4);
+}
+
+// The program grid: one program per row block of a query head, or (GQA packing) per row block
+// of the G·M packed rows of a key/value head; packed split counters follow the packed grid.
+TEST(LaunchAbi, ProgramGrid) {
+  constexpr auto plain = launch_abi::programGrid(/*B=*/2, /*H=*/32, /*Hkv=*/8, /*M=*/1,
+                                                 /*blockM=*/64, /*packGqa=*/false);
+  static_assert(plain.rowBlocks == 1 && plain.heads == 32 && plain.batch == 2);
+  constexpr auto packed = launch_abi::programGrid(2, 32, 8, 1, 64, true);
+  static_assert(packed.rowBlocks == 1 && packed.heads == 8 && packed.batch == 2);
+  // 4 heads x 17 rows = 68 packed rows: 5 blocks of 16, where each head alone needs 2.
+  constexpr auto odd = launch_abi::programGrid(1, 8, 2, 17, 16, true);
+  static_assert(odd.rowBlocks == 5 && odd.heads == 2);
+  constexpr auto w = launch_abi::splitWorkspace(3, 1, 8, 2, 17, 64, 16, true);
+  EXPECT_EQ(w.counterBytes, 1 * 2 * 5 * 4);
+  EXPECT_GE(w.lsePartOffset - w.outputPartOffset, 3 * 8 * 17 * 64 * 4);
 }
 
 TEST(LaunchAbi, SidecarSaysSplitKV) {

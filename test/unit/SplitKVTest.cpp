@@ -7,6 +7,10 @@
 // the row block has key blocks (empty shares). The merge is exact up to f32 rounding, so the
 // bounds are the unsplit kernel's.
 //
+// The same cases with GQA packing (pack_gqa: a program's rows are the packed rows of the query
+// heads sharing a key/value head), split and unsplit, and a test-only variant whose score and
+// mask depend on the query head (gqa_head_window), so a packed block spans heads that differ.
+//
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
 
@@ -23,6 +27,8 @@ struct SplitCase {
   std::string kernel; ///< a bundled kernel, or test/variants/NAME with testOnly
   bool testOnly = false;
   std::string dtype = "bf16";
+  bool pack = false;  ///< GQA packing
+  bool split = true;  ///< tile-split-kv (else the splits of every shape are 1)
 };
 
 std::unique_ptr<CpuKernel> compileSplit(const SplitCase &c, int64_t br, int64_t bc,
@@ -42,7 +48,8 @@ std::unique_ptr<CpuKernel> compileSplit(const SplitCase &c, int64_t br, int64_t 
   opts.blockM = br;
   opts.blockN = bc;
   opts.elementType = c.dtype;
-  opts.splitKv = true;
+  opts.splitKv = c.split;
+  opts.packGqa = c.pack;
   auto k = CpuKernel::compile(*text, *fileName, opts);
   if (!k) {
     ADD_FAILURE() << llvm::toString(k.takeError());
@@ -81,9 +88,14 @@ TEST_P(SplitKV, MatchesFloat64Reference) {
     p.Hkv = c.kernel == "gqa" ? 2 : c.kernel == "mqa" ? 1 : c.kernel == "attention" ? 2 : p.H;
     if (c.testOnly)
       p.H = p.Hkv = 3;
-    test::RunResult r = test::runAgainstReference(*kernel, *reference, p, seed++, s.splits);
-    SCOPED_TRACE(testing::Message() << c.kernel << " " << c.dtype << " M=" << s.M << " N="
-                                    << s.N << " splits=" << s.splits);
+    if (c.kernel == "gqa_head_window") {
+      p.H = 6; // three query heads per key/value head
+      p.Hkv = 2;
+    }
+    int64_t splits = c.split ? s.splits : 1;
+    test::RunResult r = test::runAgainstReference(*kernel, *reference, p, seed++, splits);
+    SCOPED_TRACE(testing::Message() << c.kernel << " " << c.dtype << (c.pack ? " packed" : "")
+                                    << " M=" << s.M << " N=" << s.N << " splits=" << splits);
     EXPECT_TRUE(r.allWritten) << "poison left in the output: some element was not written";
     EXPECT_TRUE(r.lseInfMatches) << "fully masked rows must have logsumexp -inf, others finite";
     EXPECT_LE(r.outError, c.dtype == "f32" ? 5e-6 : 8e-3);
@@ -100,12 +112,26 @@ std::vector<SplitCase> splitCases() {
   cases.push_back({"causal", false, "f16"});
   cases.push_back({"chunked_local", true});
   cases.push_back({"softcap_head_bias", true});
+  cases.push_back({"gqa_head_window", true});
+  // GQA packing, split and not.
+  for (const char *k : {"attention", "causal", "sliding_window", "alibi", "softcap", "prefix_lm",
+                        "gqa", "mqa"})
+    cases.push_back({k, false, "bf16", /*pack=*/true});
+  cases.push_back({"attention", false, "f32", /*pack=*/true});
+  cases.push_back({"chunked_local", true, "bf16", /*pack=*/true});
+  cases.push_back({"softcap_head_bias", true, "bf16", /*pack=*/true});
+  cases.push_back({"gqa_head_window", true, "bf16", /*pack=*/true});
+  for (const char *k : {"gqa", "mqa", "causal"})
+    cases.push_back({k, false, "bf16", /*pack=*/true, /*split=*/false});
+  cases.push_back({"gqa_head_window", true, "bf16", /*pack=*/true, /*split=*/false});
   return cases;
 }
 
 INSTANTIATE_TEST_SUITE_P(AllVariants, SplitKV, testing::ValuesIn(splitCases()),
                          [](const testing::TestParamInfo<SplitCase> &info) {
-                           return info.param.kernel + "_" + info.param.dtype;
+                           return info.param.kernel + "_" + info.param.dtype +
+                                  (info.param.pack ? "_packed" : "") +
+                                  (info.param.split ? "" : "_unsplit");
                          });
 
 /// In f32 the split and the unsplit kernel differ only by the merge's rounding.

@@ -39,9 +39,11 @@ TEST(TileConfig, PrintParseRoundTrip) {
   c.copyIssue = CopyIssue::AtBarrier;
   EXPECT_FALSE(c.isComplete()) << "stages unset";
   c.stages = 3;
+  EXPECT_FALSE(c.isComplete()) << "pack_gqa unset";
+  c.packGqa = true;
   EXPECT_TRUE(c.isComplete());
-  EXPECT_EQ(c.print(),
-            "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=at-barrier,stages=3");
+  EXPECT_EQ(c.print(), "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,"
+                       "copy_issue=at-barrier,stages=3,pack_gqa=true");
   EXPECT_EQ(parsed(c.print()), c);
   // Partial configurations print only what they set, and come back the same.
   TileConfig partial;
@@ -101,19 +103,19 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
     return c->print();
   };
   EXPECT_EQ(resolved("", 64, "sm_90a"),
-            "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2");
+            "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,pack_gqa=false");
   EXPECT_EQ(resolved("", 128, "sm_90a"),
-            "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2");
+            "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,pack_gqa=false");
   EXPECT_EQ(resolved("", 64, "sm_80"),
-            "Br=128,Bc=64,rows_per_warp=32,mma=sync,q=registers,copy_issue=eager,stages=2");
+            "Br=128,Bc=64,rows_per_warp=32,mma=sync,q=registers,copy_issue=eager,stages=2,pack_gqa=false");
   // A setting wgmma cannot take selects the mma.sync table.
   EXPECT_EQ(resolved("q=shared", 128, "sm_90a"),
-            "Br=64,Bc=64,rows_per_warp=16,mma=sync,q=shared,copy_issue=eager,stages=2");
+            "Br=64,Bc=64,rows_per_warp=16,mma=sync,q=shared,copy_issue=eager,stages=2,pack_gqa=false");
   // An explicit Br the default rows per warp does not divide takes 16.
   EXPECT_EQ(resolved("Br=48", 64, "sm_90a"),
-            "Br=48,Bc=64,rows_per_warp=16,mma=sync,q=registers,copy_issue=eager,stages=2");
-  EXPECT_EQ(resolved("stages=3", 128, "sm_90a"),
-            "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=3");
+            "Br=48,Bc=64,rows_per_warp=16,mma=sync,q=registers,copy_issue=eager,stages=2,pack_gqa=false");
+  EXPECT_EQ(resolved("stages=3,pack_gqa=false", 128, "sm_90a"),
+            "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=3,pack_gqa=false");
   EXPECT_FALSE(bool(resolveTileConfig(parsed("stages=5"), 64, "sm_90a")));
   EXPECT_FALSE(bool(resolveTileConfig(parsed("Br=20"), 64, "sm_90a")))
       << "checked before anything else";
@@ -126,7 +128,7 @@ TEST(TileConfig, CompiledKernelRecordsItsConfiguration) {
   auto k = compileToPTX(causal.text, causal.fileName, options);
   ASSERT_TRUE(bool(k)) << llvm::toString(k.takeError());
   EXPECT_EQ(k->tiles.print(), "Br=128,Bc=32,rows_per_warp=32,mma=sync,q=registers,"
-                              "copy_issue=eager,stages=2");
+                              "copy_issue=eager,stages=2,pack_gqa=false");
   EXPECT_EQ(k->blockM, 128);
   EXPECT_EQ(k->threads, 128);
   auto back = CompiledKernel::fromMetadataJson(k->metadataJson(), k->ptx);

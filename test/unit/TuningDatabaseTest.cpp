@@ -57,7 +57,7 @@ TuningKey sampleKey() {
 TuningRecord sampleRecord(int64_t blockN = 128) {
   TuningRecord r;
   r.config = *TileConfig::parse("Br=64,Bc=" + std::to_string(blockN) +
-                                ",rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2");
+                                ",rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,pack_gqa=false");
   r.medianMs = 1.25;
   r.defaultConfig = defaultTileConfig(128);
   r.defaultMs = 1.5;

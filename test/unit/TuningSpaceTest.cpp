@@ -54,13 +54,14 @@ TEST(TuningSpace, ResourceModelPrunesWithReasons) {
     static Candidate none;
     return it == space.end() ? none : *it;
   };
-  const char *tail = ",mma=sync,q=registers,copy_issue=eager,stages=2";
+  const char *tail = ",mma=sync,q=registers,copy_issue=eager,stages=2,pack_gqa=false";
   const Candidate &small = find(std::string("Br=64,Bc=64,rows_per_warp=16") + tail);
   EXPECT_FALSE(small.pruned) << small.reason;
   EXPECT_EQ(small.estimate.sharedBytes, 3 * 64 * 128 * 2);
   // A third stage holds one more key block.
   const Candidate &deeper =
-      find("Br=64,Bc=64,rows_per_warp=16,mma=sync,q=registers,copy_issue=eager,stages=3");
+      find("Br=64,Bc=64,rows_per_warp=16,mma=sync,q=registers,copy_issue=eager,stages=3,"
+           "pack_gqa=false");
   EXPECT_FALSE(deeper.pruned) << deeper.reason;
   EXPECT_EQ(deeper.estimate.sharedBytes, 4 * 64 * 128 * 2);
   EXPECT_EQ(small.estimate.seedSharedBytes, 4 * 64 * 128 + 4 * 64 * 128 + 2 * 64 * 64 + 8 * 64);

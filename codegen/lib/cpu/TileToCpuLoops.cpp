@@ -123,10 +123,16 @@ struct ElementwiseLowering : ConversionPattern {
   }
 };
 
-/// Indices of the view element for block element `iv` (row iv[0] of the block).
+/// Indices of the view element for block element `iv` at (block) row `row`; with packed rows
+/// (`headRows`) the last leading index and the row are unpacked into (head, row).
 SmallVector<Value> viewIndices(OpBuilder &b, Location loc, ValueRange lead, Value row,
-                               ValueRange iv) {
+                               ValueRange iv, Value headRows) {
   SmallVector<Value> out(lead.begin(), lead.end());
+  if (headRows) {
+    tile::HeadAndRow at = tile::unpackRow(b, loc, out.back(), row, headRows);
+    out.back() = at.head;
+    row = at.row;
+  }
   out.push_back(row);
   out.append(iv.begin() + 1, iv.end());
   return out;
@@ -154,7 +160,7 @@ struct BlockLoadLowering : OpConversionPattern<BlockLoadOp> {
           b, l, inside,
           [&](OpBuilder &tb, Location tl) {
             Value v = memref::LoadOp::create(tb, tl, a.getView(),
-                                             viewIndices(tb, tl, lead, row, iv));
+                                             viewIndices(tb, tl, lead, row, iv, a.getHeadRows()));
             if (bits)
               v = arith::BitcastOp::create(tb, tl, bits, v);
             scf::YieldOp::create(tb, tl, v);
@@ -190,7 +196,7 @@ struct BlockStoreLowering : OpConversionPattern<BlockStoreOp> {
       scf::IfOp::create(b, l, inside, [&](OpBuilder &tb, Location tl) {
         Value v = memref::LoadOp::create(tb, tl, a.getValue(), iv);
         memref::StoreOp::create(tb, tl, convertScalar(tb, tl, v, viewElt), a.getView(),
-                                viewIndices(tb, tl, lead, row, iv));
+                                viewIndices(tb, tl, lead, row, iv, a.getHeadRows()));
         scf::YieldOp::create(tb, tl);
       });
     });
@@ -291,12 +297,18 @@ struct BlockRegionLowering : OpConversionPattern<OpTy> {
       Value s = memref::LoadOp::create(b, l, a.getInput(), iv);
       Value q = arith::AddIOp::create(b, l, a.getRow(), iv[0]);
       Value kv = arith::AddIOp::create(b, l, a.getCol(), iv[1]);
+      Value head = a.getHead();
+      if (a.getHeadRows()) {
+        tile::HeadAndRow at = tile::unpackRow(b, l, head, q, a.getHeadRows());
+        head = at.head;
+        q = at.row;
+      }
       IRMapping map;
       unsigned first = 0;
       if (!isMask)
         map.map(body.getArgument(first++), s);
       map.map(body.getArgument(first + 0), a.getBatch());
-      map.map(body.getArgument(first + 1), a.getHead());
+      map.map(body.getArgument(first + 1), head);
       map.map(body.getArgument(first + 2), q);
       map.map(body.getArgument(first + 3), kv);
       for (Operation &inner : body.without_terminator())
@@ -383,7 +395,7 @@ struct BlockAtomicAddLowering : OpConversionPattern<BlockAtomicAddOp> {
       Value row = arith::AddIOp::create(b, l, row0, iv[0]);
       Value inside = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, row, a.getBound());
       scf::IfOp::create(b, l, inside, [&](OpBuilder &tb, Location tl) {
-        SmallVector<Value> at = viewIndices(tb, tl, lead, row, iv);
+        SmallVector<Value> at = viewIndices(tb, tl, lead, row, iv, Value());
         Value old = memref::LoadOp::create(tb, tl, a.getView(), at);
         Value add = memref::LoadOp::create(tb, tl, a.getValue(), iv);
         memref::StoreOp::create(tb, tl, arith::AddFOp::create(tb, tl, old, add), a.getView(),

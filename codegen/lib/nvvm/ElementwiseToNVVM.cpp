@@ -96,13 +96,21 @@ template <typename RegionOp> struct ElementRegionPerValue : OpConversionPattern<
     for (int64_t e = 0; e < layout->getValuesPerThread(); ++e) {
       tgpu::RowCol offset = layout->elementOf(/*thread=*/0, e);
       Value s = extractValue(b, loc, in, e);
+      Value head = adaptor.getHead();
+      Value row = addIndex(b, loc, rowOrigin, indexConstant(b, loc, offset.row));
+      if (Value headRows = adaptor.getHeadRows()) {
+        // Packed rows (a GQA group's heads); CSE leaves one unpacking per row of the thread.
+        tile::HeadAndRow unpacked = tile::unpackRow(b, loc, head, row, headRows);
+        head = unpacked.head;
+        row = unpacked.row;
+      }
       IRMapping map;
       unsigned first = 0;
       if (!isMask)
         map.map(body.getArgument(first++), s);
       map.map(body.getArgument(first), adaptor.getBatch());
-      map.map(body.getArgument(first + 1), adaptor.getHead());
-      map.map(body.getArgument(first + 2), addIndex(b, loc, rowOrigin, indexConstant(b, loc, offset.row)));
+      map.map(body.getArgument(first + 1), head);
+      map.map(body.getArgument(first + 2), row);
       map.map(body.getArgument(first + 3), addIndex(b, loc, colOrigin, indexConstant(b, loc, offset.col)));
       for (Operation &inner : body.without_terminator())
         b.clone(inner, map);

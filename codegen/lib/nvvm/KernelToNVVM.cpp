@@ -81,6 +81,7 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
                             << abi::kTensors[i].rank;
   }
   int64_t blockM = 0;
+  bool packGqa = false;
   if (split) {
     FailureOr<TileConfig> config = tile::readModuleConfig(fn);
     if (failed(config))
@@ -89,6 +90,7 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
       return fn.emitError("a split-KV kernel needs its Br in the module's tile.config (the "
                           "counters' row blocks)");
     blockM = *config->blockM;
+    packGqa = config->packGqa.value_or(false);
   }
   OpBuilder b = OpBuilder::atBlockEnd(gpuModule.getBody());
   Location loc = fn.getLoc();
@@ -151,12 +153,16 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
     Value splits = entry.getArgument(firstPointer + abi::kSplitPointerCount);
     Value S = narrow(splits);
     Value B = size(abi::SizeParameter::B), H = size(abi::SizeParameter::H);
-    Value M = size(abi::SizeParameter::M);
+    Value M = size(abi::SizeParameter::M), Hkv = size(abi::SizeParameter::Hkv);
     auto mul = [&](Value x, Value y) { return LLVM::MulOp::create(b, loc, x, y).getResult(); };
     auto outputPart = cast<MemRefType>(argumentTypes[views.size()]);
     Value D = constant(outputPart.getDimSize(3));
+    // One counter per program of the unsplit grid (abi::programGrid): packed, a program's rows
+    // are G·M rows of a key/value head.
+    Value gridHeads = packGqa ? Hkv : H;
+    Value rows = packGqa ? mul(LLVM::UDivOp::create(b, loc, H, Hkv).getResult(), M) : M;
     Value rowBlocks = LLVM::UDivOp::create(
-        b, loc, LLVM::AddOp::create(b, loc, M, constant(blockM - 1)), constant(blockM));
+        b, loc, LLVM::AddOp::create(b, loc, rows, constant(blockM - 1)), constant(blockM));
     Value one = constant(1), SB = mul(S, B);
     views.push_back(makeView(outputPart, entry.getArgument(firstPointer), {SB, H, M, D},
                              {mul(H, mul(M, D)), mul(M, D), D, one}));
@@ -164,8 +170,8 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
                              entry.getArgument(firstPointer + 1), {SB, H, M},
                              {mul(H, M), M, one}));
     views.push_back(makeView(cast<MemRefType>(argumentTypes[views.size()]),
-                             entry.getArgument(firstPointer + 2), {B, H, rowBlocks},
-                             {mul(H, rowBlocks), rowBlocks, one}));
+                             entry.getArgument(firstPointer + 2), {B, gridHeads, rowBlocks},
+                             {mul(gridHeads, rowBlocks), rowBlocks, one}));
     views.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), splits));
   }
 

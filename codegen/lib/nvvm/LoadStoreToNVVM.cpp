@@ -8,8 +8,9 @@
 // written by lane c == 0 of each quad. tile.block_load of an accumulator or its rows from an
 // f32 view (tile-split-kv's partial results, written by other CTAs) is the store's mirror:
 // each thread loads the elements it holds, volatile (coherent at system scope, so no stale
-// L1 line of another CTA's write), rows past the bound read as zero. memref.dim reads a view's
-// size.
+// L1 line of another CTA's write), rows past the bound read as zero. A block with packed rows
+// (`packed R`: a GQA group's heads) unpacks each thread's rows into (head, row) through
+// tile::unpackRow, once per row. memref.dim reads a view's size.
 //
 //===----------------------------------------------------------------------===//
 #include "TGPUToNVVMPatterns.h"
@@ -29,17 +30,32 @@ int64_t rowsPerWarpOf(const tgpu::RegisterLayout &layout) {
 }
 
 /// What a block load or store addresses: the view, the leading indices, the block's first row
-/// and the row bound; and the first row of this thread within the block.
+/// and the row bound; the first row of this thread within the block; the rows per head of a
+/// packed block (else null).
 struct BlockRows {
   KernelView view;
   SmallVector<Value> lead;
-  Value row0, bound, threadRow;
+  Value row0, bound, threadRow, headRows;
+
+  /// The view indices of (block) row `row`, unpacked into (head, row) when the rows are packed,
+  /// then `trailing`.
+  SmallVector<Value> at(OpBuilder &b, Location loc, Value row, ValueRange trailing = {}) const {
+    SmallVector<Value> indices(lead);
+    if (headRows) {
+      tile::HeadAndRow unpacked = tile::unpackRow(b, loc, indices.back(), row, headRows);
+      indices.back() = unpacked.head;
+      row = unpacked.row;
+    }
+    indices.push_back(row);
+    indices.append(trailing.begin(), trailing.end());
+    return indices;
+  }
 };
 BlockRows blockRows(OpBuilder &b, Operation *op, Value view, Type viewType, ValueRange indices,
-                    Value bound, int64_t rowsPerWarp) {
+                    Value bound, Value headRows, int64_t rowsPerWarp) {
   Location loc = op->getLoc();
   BlockRows r{KernelView::unpack(b, loc, view, cast<MemRefType>(viewType)),
-              SmallVector<Value>(indices), Value(), bound, Value()};
+              SmallVector<Value>(indices), Value(), bound, Value(), headRows};
   r.row0 = r.lead.pop_back_val();
   r.threadRow = threadCoordinates(b, op).firstRow(b, loc, rowsPerWarp);
   return r;
@@ -55,9 +71,11 @@ struct BlockLoadToRegisters : OpConversionPattern<tile::BlockLoadOp> {
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
     int64_t rowsPerWarp = rowsPerWarpOf(*layout), cols = op.getType().getDimSize(1);
-    auto [view, lead, row0, bound, rowBase] =
+    BlockRows rows =
         blockRows(b, op, adaptor.getView(), op.getView().getType(), adaptor.getIndices(),
-                  adaptor.getBound(), rowsPerWarp);
+                  adaptor.getBound(), adaptor.getHeadRows(), rowsPerWarp);
+    const KernelView &view = rows.view;
+    Value row0 = rows.row0, bound = rows.bound, rowBase = rows.threadRow;
     Value lastRow = arith::SubIOp::create(b, loc, bound, indexConstant(b, loc, 1));
     ThreadCoordinates t = threadCoordinates(b, op);
     Value c2 = mulIndex(b, loc, t.c, indexConstant(b, loc, 2));
@@ -66,18 +84,19 @@ struct BlockLoadToRegisters : OpConversionPattern<tile::BlockLoadOp> {
     // (g+8, 16kt+8+2c), rows counted from the m-tile's first row (#tgpu.operand_a).
     SmallVector<Value> regs;
     for (int64_t mt = 0; mt < rowsPerWarp / 16; ++mt) {
-      Value rowOk[2], rowAt[2];
+      Value rowOk[2];
+      SmallVector<Value> rowAt[2];
       for (int h = 0; h < 2; ++h) {
         Value r = addIndex(b, loc, row0,
                            addIndex(b, loc, rowBase, indexConstant(b, loc, 16 * mt + 8 * h)));
         rowOk[h] = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, r, bound);
-        rowAt[h] = b.createOrFold<arith::MinUIOp>(loc, r, lastRow); // discarded when not ok
+        // discarded when not ok
+        rowAt[h] = rows.at(b, loc, b.createOrFold<arith::MinUIOp>(loc, r, lastRow));
       }
       for (int64_t kt = 0; kt < cols / 16; ++kt)
         for (int reg = 0; reg < 4; ++reg) {
           int h = reg % 2;
-          SmallVector<Value> at(lead);
-          at.push_back(rowAt[h]);
+          SmallVector<Value> at(rowAt[h]);
           at.push_back(addIndex(b, loc, c2, indexConstant(b, loc, 16 * kt + 8 * (reg / 2))));
           Value v = LLVM::LoadOp::create(b, loc, b.getI32Type(), view.address(b, loc, at), 4);
           regs.push_back(arith::SelectOp::create(b, loc, rowOk[h], v, zero));
@@ -101,9 +120,11 @@ struct BlockLoadToAccumulator : OpConversionPattern<tile::BlockLoadOp> {
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
     int64_t rowsPerWarp = rowsPerWarpOf(*layout);
-    auto [view, lead, row0, bound, rowBase] =
+    BlockRows rows =
         blockRows(b, op, adaptor.getView(), op.getView().getType(), adaptor.getIndices(),
-                  adaptor.getBound(), rowsPerWarp);
+                  adaptor.getBound(), adaptor.getHeadRows(), rowsPerWarp);
+    const KernelView &view = rows.view;
+    Value row0 = rows.row0, bound = rows.bound, rowBase = rows.threadRow;
     Value lastRow = arith::SubIOp::create(b, loc, bound, indexConstant(b, loc, 1));
     ThreadCoordinates t = threadCoordinates(b, op);
     bool rowVector = layout->getKind() == Kind::AccumulatorRows;
@@ -117,20 +138,18 @@ struct BlockLoadToAccumulator : OpConversionPattern<tile::BlockLoadOp> {
       Value row = addIndex(b, loc, row0,
                            addIndex(b, loc, rowBase, indexConstant(b, loc, 16 * mt + 8 * h)));
       Value ok = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, row, bound);
-      Value rowAt = b.createOrFold<arith::MinUIOp>(loc, row, lastRow); // discarded when not ok
+      // discarded when not ok
+      SmallVector<Value> rowAt = rows.at(b, loc, b.createOrFold<arith::MinUIOp>(loc, row, lastRow));
       auto load = [&](Type type, ValueRange at, unsigned alignment) {
         return LLVM::LoadOp::create(b, loc, type, view.address(b, loc, at), alignment,
                                     /*isVolatile=*/true);
       };
       if (rowVector) {
-        SmallVector<Value> at(lead);
-        at.push_back(rowAt);
-        values[slot] = arith::SelectOp::create(b, loc, ok, load(f32, at, 4), zero);
+        values[slot] = arith::SelectOp::create(b, loc, ok, load(f32, rowAt, 4), zero);
         continue;
       }
       for (int64_t j = 0; j < nTiles; ++j) {
-        SmallVector<Value> at(lead);
-        at.push_back(rowAt);
+        SmallVector<Value> at(rowAt);
         at.push_back(addIndex(b, loc, mulIndex(b, loc, t.c, indexConstant(b, loc, 2)),
                               indexConstant(b, loc, 8 * j)));
         Value pair = load(VectorType::get({2}, f32), at, 8);
@@ -155,9 +174,11 @@ struct BlockStoreFromRegisters : OpConversionPattern<tile::BlockStoreOp> {
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
     int64_t rowsPerWarp = rowsPerWarpOf(*layout);
-    auto [view, lead, row0, bound, rowBase] =
+    BlockRows rows =
         blockRows(b, op, adaptor.getView(), op.getView().getType(), adaptor.getIndices(),
-                  adaptor.getBound(), rowsPerWarp);
+                  adaptor.getBound(), adaptor.getHeadRows(), rowsPerWarp);
+    const KernelView &view = rows.view;
+    Value row0 = rows.row0, bound = rows.bound, rowBase = rows.threadRow;
     Value val = adaptor.getValue();
     ThreadCoordinates t = threadCoordinates(b, op);
     bool rowVector = layout->getKind() == Kind::AccumulatorRows;
@@ -175,9 +196,9 @@ struct BlockStoreFromRegisters : OpConversionPattern<tile::BlockStoreOp> {
       auto guard = scf::IfOp::create(b, loc, ok, /*withElseRegion=*/false);
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(guard.thenBlock());
+      SmallVector<Value> rowAt = rows.at(b, loc, row);
       if (rowVector) {
-        SmallVector<Value> at(lead);
-        at.push_back(row);
+        SmallVector<Value> at(rowAt);
         Value x = extractValue(b, loc, val, slot);
         if (view.elementType != x.getType())
           x = arith::TruncFOp::create(b, loc, view.elementType, x);
@@ -185,8 +206,7 @@ struct BlockStoreFromRegisters : OpConversionPattern<tile::BlockStoreOp> {
         continue;
       }
       for (int64_t j = 0; j < nTiles; ++j) {
-        SmallVector<Value> at(lead);
-        at.push_back(row);
+        SmallVector<Value> at(rowAt);
         at.push_back(addIndex(b, loc, mulIndex(b, loc, t.c, indexConstant(b, loc, 2)),
                               indexConstant(b, loc, 8 * j)));
         int64_t e = 4 * (mt * nTiles + j) + 2 * h;

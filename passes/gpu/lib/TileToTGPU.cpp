@@ -195,6 +195,12 @@ struct TileToTGPU : public tilefuse::tgpu::impl::TileToTGPUBase<TileToTGPU> {
   LogicalResult checkInput(func::FuncOp kernel) {
     // Outer ops first: a loop that may not carry a shared block is the error, not its body.
     WalkResult walk = kernel.walk<WalkOrder::PreOrder>([&](Operation *op) -> WalkResult {
+      // The async copies address whole rows of one head; packed rows (GQA packing) load to
+      // registers only (TileConfig::verify keeps q=shared and pack_gqa apart).
+      if (auto load = dyn_cast<tile::BlockLoadOp>(op); load && load.getHeadRows() &&
+                                                        isShared(load.getResult()))
+        return op->emitOpError("packed rows (pack_gqa) are loaded into registers only, not "
+                               "copied to shared memory");
       for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults())) {
         auto tensor = dyn_cast<RankedTensorType>(v.getType());
         if (tensor && !tensor.getEncoding())

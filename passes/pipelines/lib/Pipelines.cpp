@@ -31,6 +31,7 @@ void tilefuse::buildTileFrontEndPipeline(OpPassManager &pm, const FrontEndOption
   TileTilingOptions tiling;
   tiling.blockM = options.blockM;
   tiling.blockN = options.blockN;
+  tiling.packGqa = options.packGqa;
   pm.addNestedPass<func::FuncOp>(createTileTiling(tiling));
   pm.addNestedPass<func::FuncOp>(createTileOnlineSoftmax());
   pm.addNestedPass<func::FuncOp>(createTileUnscaledRowMax());

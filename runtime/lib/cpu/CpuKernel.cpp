@@ -15,6 +15,7 @@
 #include "tilefuse/dialect/TileOps.h"
 #include "tilefuse/passes/Passes.h"
 #include "tilefuse/passes/Pipelines.h"
+#include "tilefuse/runtime/device/LaunchAbi.h"
 #include "llvm/Support/TargetSelect.h"
 
 #include <mutex>
@@ -46,6 +47,7 @@ struct CpuKernel::Impl {
   KernelFn fn = nullptr;
   SplitKernelFn splitFn = nullptr;
   int64_t blockM = 64;
+  bool packGqa = false;
 };
 
 CpuKernel::CpuKernel(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
@@ -96,7 +98,9 @@ CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   feo.blockN = options.blockN;
   feo.instrument = options.instrument;
   feo.splitKv = options.splitKv;
+  feo.packGqa = options.packGqa;
   impl->blockM = options.blockM;
+  impl->packGqa = options.packGqa;
   buildTileToCpuPipeline(pm, feo);
   if (failed(pm.run(*module)))
     return makeError("compiling " + bufferName + " failed:\n" + diagnostics);
@@ -130,7 +134,7 @@ llvm::Error CpuKernel::run(const HostView &q, const HostView &k, const HostView 
       return e;
   if (llvm::Error e = cpu::checkShapes(q, k, v, o, lse))
     return e;
-  int64_t B = q.sizes[0], H = q.sizes[1], M = q.sizes[2];
+  int64_t B = q.sizes[0], H = q.sizes[1], Hkv = k.sizes[1], M = q.sizes[2];
   cpu::Descriptor<4> d4[4];
   for (int i = 0; i < 4; ++i)
     d4[i] = cpu::describe<4>(*views[i]);
@@ -141,13 +145,15 @@ llvm::Error CpuKernel::run(const HostView &q, const HostView &k, const HostView 
     return llvm::Error::success();
   }
   // The split workspace (tile-split-kv): partial O [S*B, H, M, Dv] and LSE [S*B, H, M] in f32,
-  // contiguous, and one arrival counter per row block, zero before the launch.
-  int64_t S = kvSplits, Dv = o.sizes[3], rowBlocks = (M + impl->blockM - 1) / impl->blockM;
+  // contiguous, and one arrival counter per program of the grid, zero before the launch.
+  int64_t S = kvSplits, Dv = o.sizes[3];
+  launch_abi::Grid grid = launch_abi::programGrid(B, H, Hkv, M, impl->blockM, impl->packGqa);
   std::vector<float> outputPart(size_t(S * B * H * M * Dv)), lsePart(size_t(S * B * H * M));
-  std::vector<int32_t> counters(size_t(B * H * rowBlocks), 0);
+  std::vector<int32_t> counters(size_t(grid.batch * grid.heads * grid.rowBlocks), 0);
   auto outputPartD = cpu::describe<4>(HostView::contiguous(outputPart.data(), {S * B, H, M, Dv}));
   auto lsePartD = cpu::describe<3>(HostView::contiguous(lsePart.data(), {S * B, H, M, 0}, 3));
-  auto countersD = cpu::describe<3>(HostView::contiguous(counters.data(), {B, H, rowBlocks, 0}, 3));
+  auto countersD = cpu::describe<3>(HostView::contiguous(
+      counters.data(), {grid.batch, grid.heads, grid.rowBlocks, 0}, 3));
   impl->splitFn(&d4[0], &d4[1], &d4[2], &d4[3], &d3, &outputPartD, &lsePartD, &countersD, S);
   // The merging program of each row block resets its counter: a counter left over means a row
   // block that never merged.

@@ -186,12 +186,14 @@ llvm::Expected<KernelMetadata> KernelMetadata::parse(llvm::StringRef json,
     *integer.field = *v;
   }
 
-  if (const llvm::json::Value *split = object->get("split_kv")) {
-    std::optional<bool> v = split->getAsBoolean();
-    if (!v)
-      return fail("\"split_kv\" must be true or false");
-    metadata.splitKv = *v;
-  }
+  for (auto [key, field] : {std::pair{"split_kv", &metadata.splitKv},
+                             std::pair{"pack_gqa", &metadata.packGqa}})
+    if (const llvm::json::Value *flag = object->get(key)) {
+      std::optional<bool> v = flag->getAsBoolean();
+      if (!v)
+        return fail(llvm::Twine("\"") + key + "\" must be true or false");
+      *field = *v;
+    }
 
   if (const llvm::json::Value *scale = object->get("scale")) {
     std::optional<double> v = scale->getAsNumber();
@@ -288,8 +290,9 @@ llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metada
     return fail("D is " + llvm::Twine(shape.D) + " but the kernel was compiled for head dim " +
                 llvm::Twine(metadata.headDim));
   // CUDA's grid limits: x < 2^31, y and z <= 65535.
-  int64_t rowBlocks = (shape.M + metadata.blockM - 1) / metadata.blockM;
-  if (rowBlocks > std::numeric_limits<int32_t>::max())
+  launch_abi::Grid grid = launch_abi::programGrid(shape.B, shape.H, shape.Hkv, shape.M,
+                                                  metadata.blockM, metadata.packGqa);
+  if (grid.rowBlocks > std::numeric_limits<int32_t>::max())
     return fail("M (" + llvm::Twine(shape.M) + ") needs more than 2^31-1 row blocks");
   if (shape.H > 65535 || shape.B > 65535)
     return fail("H and B must be at most 65535 (grid y and z), not " + llvm::Twine(shape.H) +
@@ -537,7 +540,9 @@ int64_t CudaKernel::splitCountFor(const AttentionShape &shape) const {
   const KernelMetadata &metadata = impl->metadata;
   if (!metadata.splitKv)
     return 1;
-  int64_t programs = shape.B * shape.H * ((shape.M + metadata.blockM - 1) / metadata.blockM);
+  launch_abi::Grid grid = launch_abi::programGrid(shape.B, shape.H, shape.Hkv, shape.M,
+                                                  metadata.blockM, metadata.packGqa);
+  int64_t programs = grid.batch * grid.heads * grid.rowBlocks;
   int64_t keyBlocks = (shape.N + metadata.blockN - 1) / metadata.blockN;
   int64_t wanted = (2 * std::max(impl->multiprocessors, 1) + programs - 1) / std::max<int64_t>(programs, 1);
   return std::clamp<int64_t>(std::min(wanted, keyBlocks / 4), 1, 128);
@@ -588,8 +593,9 @@ llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buff
       return makeError(ErrorKind::InvalidArgument,
                        "launch of '" + metadata.name + "': kvSplits must be 0 (choose) or more, "
                        "not " + llvm::Twine(kvSplits));
-    launch_abi::SplitWorkspace layout = launch_abi::splitWorkspace(
-        splits, shape.B, shape.H, shape.M, metadata.headDim, metadata.blockM);
+    launch_abi::SplitWorkspace layout =
+        launch_abi::splitWorkspace(splits, shape.B, shape.H, shape.Hkv, shape.M,
+                                   metadata.headDim, metadata.blockM, metadata.packGqa);
     if (splits * shape.B * shape.H * shape.M * metadata.headDim > INT32_MAX)
       return makeError(ErrorKind::InvalidArgument,
                        "launch of '" + metadata.name + "': the split workspace (" +
@@ -639,9 +645,10 @@ llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buff
                          " for a kernel compiled without split-KV");
   }
 
-  auto gridX =
-      static_cast<unsigned>((shape.M + metadata.blockM - 1) / metadata.blockM * splits);
-  auto gridY = static_cast<unsigned>(shape.H), gridZ = static_cast<unsigned>(shape.B);
+  launch_abi::Grid grid = launch_abi::programGrid(shape.B, shape.H, shape.Hkv, shape.M,
+                                                  metadata.blockM, metadata.packGqa);
+  auto gridX = static_cast<unsigned>(grid.rowBlocks * splits);
+  auto gridY = static_cast<unsigned>(grid.heads), gridZ = static_cast<unsigned>(grid.batch);
   auto threads = static_cast<unsigned>(metadata.threads);
   auto sharedBytes = static_cast<unsigned>(metadata.sharedBytes);
   if (llvm::Error error = check(

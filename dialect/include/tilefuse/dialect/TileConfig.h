@@ -11,7 +11,7 @@
 //
 // Text form (print/parse), KEY=VALUE pairs separated by commas, in this order:
 //
-//   Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2
+//   Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,pack_gqa=false
 //
 // A field may be unset ("the tuned default": defaultTileConfig for the head dimension and chip);
 // print() leaves unset fields out, so "" is the all-default configuration. parse() also takes the
@@ -54,6 +54,10 @@ struct TileConfig {
   /// Key ring stages (tgpu-pipeline): copies run stages - 1 key blocks ahead of the one read;
   /// 2 to 4. Every stage costs one key block of shared memory.
   std::optional<int64_t> stages;
+  /// GQA packing (tile-tiling): the query heads that share a key/value head are the rows of one
+  /// program's tile (G heads x M rows as G·M packed rows), so the group's keys are read once per
+  /// program instead of once per query head; the grid is (B, Hkv, ceil(G·M / Br)).
+  std::optional<bool> packGqa;
 
   /// Every field set (what compileToPTX compiles, what the tuner enumerates and stores).
   bool isComplete() const;

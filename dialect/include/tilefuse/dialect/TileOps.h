@@ -25,6 +25,15 @@ namespace tilefuse::tile {
 /// (O_part, LSE_part, the arrival counters) and the split count; its grid has a split dimension.
 /// The GPU launch ABI's split form follows from it (tilefuse/runtime/device/LaunchAbi.h).
 constexpr llvm::StringLiteral kSplitKVAttr = "tile.split_kv";
+
+/// A view row of a block op with packed rows (`packed %headRows`, tile.block_load): packed row
+/// p of the group starting at head `head` is row p mod headRows of head head + p div headRows.
+/// The one definition of the map; every lowering of a packed op emits it through this.
+struct HeadAndRow {
+  mlir::Value head, row;
+};
+HeadAndRow unpackRow(mlir::OpBuilder &b, mlir::Location loc, mlir::Value head,
+                     mlir::Value packedRow, mlir::Value headRows);
 } // namespace tilefuse::tile
 
 #endif

@@ -194,29 +194,52 @@ def Tile_YieldOp : Tile_Op<"yield", [Pure, Terminator, ReturnLike,
 // Tiled form: block ops inside the program grid (scf.forall) and key/value loops (scf.for).
 //===----------------------------------------------------------------------===//
 
-def Tile_BlockLoadOp : Tile_Op<"block_load"> {
+def Tile_BlockLoadOp : Tile_Op<"block_load", [AttrSizedOperandSegments]> {
   let summary = "loads a block of rows of a view; rows at or past `bound` read as zero";
   let description = [{
     `indices` address the leading dimensions of `view`; the last index is the first row of the
     block. The block spans the result's row count from there, and every trailing dimension of the
     view in full. Rows at or beyond `bound` are not read and are zero in the result, so any
     sequence length works with any block size.
+
+    With `packed %R` the block's rows run through the last two indexed dimensions (heads, then
+    rows) together: block row i is row (r + i) mod R of head h + (r + i) div R, where h and r
+    are the last two indices, and `bound` counts packed rows. Tiling packs the query heads that
+    share a key/value head this way (TileConfig pack_gqa): G heads of R rows are one sequence of
+    G·R rows (`tile::unpackRow` is the one definition of the map).
   }];
   let arguments = (ins Arg<Tile_View, "source view", [MemRead]>:$view, Variadic<Index>:$indices,
-                       Index:$bound);
+                       Index:$bound, Optional<Index>:$head_rows);
   let results = (outs Tile_Tensor:$result);
+  let builders = [
+    OpBuilder<(ins "mlir::Type":$result, "mlir::Value":$view, "mlir::ValueRange":$indices,
+                   "mlir::Value":$bound), [{
+      build($_builder, $_state, result, view, indices, bound, mlir::Value());
+    }]>
+  ];
   let assemblyFormat = [{
-    $view `[` $indices `]` `bound` $bound attr-dict `:` type($view) `->` type($result)
+    $view `[` $indices `]` `bound` $bound (`packed` $head_rows^)? attr-dict `:` type($view) `->`
+    type($result)
   }];
   let hasVerifier = 1;
 }
 
-def Tile_BlockStoreOp : Tile_Op<"block_store"> {
+def Tile_BlockStoreOp : Tile_Op<"block_store", [AttrSizedOperandSegments]> {
   let summary = "stores a block of rows to a view; rows at or past `bound` are not written";
+  let description = [{
+    The mirror of tile.block_load, `packed` included.
+  }];
   let arguments = (ins Tile_Tensor:$value, Arg<Tile_View, "target view", [MemWrite]>:$view,
-                       Variadic<Index>:$indices, Index:$bound);
+                       Variadic<Index>:$indices, Index:$bound, Optional<Index>:$head_rows);
+  let builders = [
+    OpBuilder<(ins "mlir::Value":$value, "mlir::Value":$view, "mlir::ValueRange":$indices,
+                   "mlir::Value":$bound), [{
+      build($_builder, $_state, value, view, indices, bound, mlir::Value());
+    }]>
+  ];
   let assemblyFormat = [{
-    $value `,` $view `[` $indices `]` `bound` $bound attr-dict `:` type($value) `,` type($view)
+    $value `,` $view `[` $indices `]` `bound` $bound (`packed` $head_rows^)? attr-dict `:`
+    type($value) `,` type($view)
   }];
   let hasVerifier = 1;
 }
@@ -243,12 +266,24 @@ def Tile_BlockDotOp : Tile_Op<"block_dot", [Pure]> {
 
 class Tile_BlockRegionOp<string mnemonic> : Tile_Op<mnemonic, [RecursiveMemoryEffects,
     AllTypesMatch<["input", "result"]>, SingleBlock]> {
+  let description = [{
+    The region sees element (i, j) at (batch, head, row + i, col + j); with `packed %R` the rows
+    are packed as tile.block_load's are: (batch, head + (row + i) div R, (row + i) mod R,
+    col + j).
+  }];
   let arguments = (ins Tile_F32Block2D:$input, Index:$batch, Index:$head, Index:$row,
-                       Index:$col);
+                       Index:$col, Optional<Index>:$head_rows);
   let results = (outs Tile_F32Block2D:$result);
   let regions = (region SizedRegion<1>:$body);
+  let builders = [
+    OpBuilder<(ins "mlir::Type":$result, "mlir::Value":$input, "mlir::Value":$batch,
+                   "mlir::Value":$head, "mlir::Value":$row, "mlir::Value":$col), [{
+      build($_builder, $_state, result, input, batch, head, row, col, mlir::Value());
+    }]>
+  ];
   let assemblyFormat = [{
-    $input `at` `(` $batch `,` $head `,` $row `,` $col `)` attr-dict `:` type($input) $body
+    $input `at` `(` $batch `,` $head `,` $row `,` $col `)` (`packed` $head_rows^)? attr-dict `:`
+    type($input) $body
   }];
   let hasRegionVerifier = 1;
 }

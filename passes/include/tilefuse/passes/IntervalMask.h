@@ -23,14 +23,15 @@ struct BlockClassification {
 };
 
 /// Emits, at the builder's insertion point, the interval evaluation of `maskBody` (block
-/// arguments b, h, q_idx, kv_idx; yields i1) for b, h exact and q_idx in [rowLo, rowHi], kv_idx in
-/// [colLo, colHi] (closed, index-typed). Ops the evaluator does not model give "may keep, may
-/// drop": conservative, never a wrong empty or full.
+/// arguments b, h, q_idx, kv_idx; yields i1) for b exact, h in [headLo, headHi] (one head, or the
+/// heads of a block of packed rows), q_idx in [rowLo, rowHi], kv_idx in [colLo, colHi] (closed,
+/// index-typed). Ops the evaluator does not model give "may keep, may drop": conservative,
+/// never a wrong empty or full.
 BlockClassification emitIntervalMaskEvaluation(mlir::OpBuilder &b, mlir::Location loc,
                                                mlir::Region &maskBody, mlir::Value batch,
-                                               mlir::Value head, mlir::Value rowLo,
-                                               mlir::Value rowHi, mlir::Value colLo,
-                                               mlir::Value colHi);
+                                               mlir::Value headLo, mlir::Value headHi,
+                                               mlir::Value rowLo, mlir::Value rowHi,
+                                               mlir::Value colLo, mlir::Value colHi);
 
 } // namespace tilefuse
 

@@ -58,12 +58,18 @@ def TileTiling : Pass<"tile-tiling", "mlir::func::FuncOp"> {
     sum, normalized P x V), each sweep a loop over Bc-column blocks of K and V; the online-softmax
     pass later fuses the sweeps. Row and column blocks at the end of the sequences are masked
     (loads past the bound read zero, the key bound joins the mask region), so any M and N work.
+    With GQA packing a program is instead a Br-row block of the G·M packed rows of the G query
+    heads that share one key/value head (grid (batch, kv head, ceil(G·M / Br))), so each key
+    block is read once per group.
   }];
   let options = [
     Option<"blockM", "block-m", "int64_t", "64",
            "Br: rows of Q per program, where the module's tile.config sets no Br">,
     Option<"blockN", "block-n", "int64_t", "64",
-           "Bc: columns of K/V per loop iteration, where the module's tile.config sets no Bc">
+           "Bc: columns of K/V per loop iteration, where the module's tile.config sets no Bc">,
+    Option<"packGqa", "pack-gqa", "bool", "false",
+           "Pack the query heads of a key/value head into one program's rows, where the "
+           "module's tile.config sets no pack_gqa">
   ];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
                            "mlir::math::MathDialect", "mlir::tensor::TensorDialect",

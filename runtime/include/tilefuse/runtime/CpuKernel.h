@@ -35,6 +35,9 @@ struct CpuCompileOptions {
   /// Split-KV (tile-split-kv): every row block's keys are shared out over `kvSplits` programs
   /// (CpuKernel::run's argument) whose partial results are merged.
   bool splitKv = false;
+  /// GQA packing (TileConfig pack_gqa): a program's rows are the packed rows of the query heads
+  /// that share a key/value head.
+  bool packGqa = false;
 };
 
 /// Key/value blocks that ran, by class (only with CpuCompileOptions::instrument).

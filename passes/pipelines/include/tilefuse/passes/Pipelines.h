@@ -25,6 +25,10 @@ struct FrontEndOptions : public mlir::PassPipelineOptions<FrontEndOptions> {
   Option<int64_t> blockN{*this, "block-n",
                          llvm::cl::desc("Bc: key/value columns per block (tile-tiling's block-n)"),
                          llvm::cl::init(64)};
+  Option<bool> packGqa{*this, "pack-gqa",
+                        llvm::cl::desc("Pack the query heads of a key/value head into one "
+                                       "program's rows (tile-tiling's pack-gqa)"),
+                        llvm::cl::init(false)};
   Option<bool> instrument{*this, "instrument",
                           llvm::cl::desc("Count visited blocks (tile.block_event)"),
                           llvm::cl::init(false)};

@@ -89,6 +89,9 @@ struct KernelMetadata {
   /// A split-KV kernel (tile-split-kv; optional key "split_kv"): it takes LaunchAbi.h's split
   /// parameters, and each launch chooses the key splits S.
   bool splitKv = false;
+  /// GQA packing (optional key "pack_gqa"): a program's rows are the packed rows of a key/value
+  /// head's query heads, which sets the grid (launch_abi::programGrid).
+  bool packGqa = false;
 
   /// Parses and checks a sidecar; `origin` (e.g. its path) prefixes error messages. A sidecar
   /// without "declared_sizes" (written before launches checked them) is rejected, with a message

@@ -12,8 +12,9 @@
 //   v_b, v_h, v_n, o_b, o_h, o_m,    which is contiguous
 //   lse_b, lse_h
 // Q and O are B x H x M x D, K and V are B x Hkv x N x D (the kernel's dtype), LSE is B x H x M
-// (f32). Grid (ceil(M / block_m), H, B), block (threads, 1, 1), dynamic shared memory
-// shared_bytes (the kernel's metadata).
+// (f32). Grid programGrid(...) (ceil(M / block_m), H, B; with GQA packing ceil(H / Hkv * M /
+// block_m), Hkv, B), block (threads, 1, 1), dynamic shared memory shared_bytes (the kernel's
+// metadata).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TILEFUSE_RUNTIME_DEVICE_LAUNCHABI_H
@@ -113,14 +114,28 @@ inline std::string strideName(int index) {
   return strideName(tensor, index - firstStride(tensor));
 }
 
+/// The program grid (blockIdx x, y, z). A program is one block_m-row block of one query head's
+/// rows; with GQA packing (metadata "pack_gqa": true, TileConfig pack_gqa) its rows are packed
+/// rows of the G = H / Hkv query heads that share a key/value head (G·M of them per key/value
+/// head), so the grid runs over key/value heads.
+struct Grid {
+  long long rowBlocks = 0, heads = 0, batch = 0;
+};
+constexpr Grid programGrid(long long B, long long H, long long Hkv, long long M, long long blockM,
+                           bool packGqa) {
+  long long rows = packGqa ? H / Hkv * M : M;
+  return {(rows + blockM - 1) / blockM, packGqa ? Hkv : H, B};
+}
+
 /// Split-KV kernels (tile-split-kv; metadata "split_kv": true) take four parameters after
 /// those above: the workspace's device pointers o_part, lse_part and counters, then S (i64, the
 /// key splits per row block, >= 1). The launcher owns the workspace (splitWorkspace's layout):
 ///   o_part    [S*B, H, M, D] f32, contiguous    a program's normalized partial O, row s*B + b
 ///   lse_part  [S*B, H, M] f32, contiguous       its partial logsumexp
-///   counters  [B, H, ceil(M / block_m)] i32     arrivals per row block: zero before the first
-///                                               launch; every launch leaves them zero
-/// and the grid is (ceil(M / block_m) * S, H, B), blockIdx.x = s * ceil(M / block_m) + row block.
+///   counters  [grid.batch, grid.heads, grid.rowBlocks] i32   arrivals per program's row
+///             block (programGrid): zero before the first launch; every launch leaves them zero
+/// and the grid is (grid.rowBlocks * S, grid.heads, B), blockIdx.x = s * grid.rowBlocks + row
+/// block.
 inline constexpr const char *kSplitPointerNames[] = {"o_part", "lse_part", "counters"};
 inline constexpr int kSplitPointerCount = 3;
 inline constexpr const char *kSplitCountName = "S";
@@ -135,11 +150,12 @@ struct SplitWorkspace {
   long long counterBytes = 0;
 };
 constexpr long long alignTo256(long long bytes) { return (bytes + 255) / 256 * 256; }
-constexpr SplitWorkspace splitWorkspace(long long S, long long B, long long H, long long M,
-                                        long long D, long long blockM) {
+constexpr SplitWorkspace splitWorkspace(long long S, long long B, long long H, long long Hkv,
+                                        long long M, long long D, long long blockM,
+                                        bool packGqa) {
   SplitWorkspace w;
-  long long rowBlocks = (M + blockM - 1) / blockM;
-  w.counterBytes = B * H * rowBlocks * 4;
+  Grid grid = programGrid(B, H, Hkv, M, blockM, packGqa);
+  w.counterBytes = grid.batch * grid.heads * grid.rowBlocks * 4;
   w.countersOffset = 0;
   w.outputPartOffset = alignTo256(w.counterBytes);
   w.lsePartOffset = w.outputPartOffset + alignTo256(S * B * H * M * D * 4);

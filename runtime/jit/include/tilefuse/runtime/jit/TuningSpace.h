@@ -64,9 +64,11 @@ struct TuningAxes {
   std::vector<QOperand> qOperand;
   std::vector<CopyIssue> copyIssue;
   std::vector<int64_t> stages;
+  std::vector<bool> packGqa = {false};
 
   /// Br 64/128/256, Bc 32/64/128/256, rows per warp 16/32, Q in registers or shared, both copy
-  /// issues, 2 or 3 key ring stages; mma.sync, and wgmma on sm_90a.
+  /// issues, 2 or 3 key ring stages; mma.sync, and wgmma on sm_90a; GQA packing off (the
+  /// split-KV kernels, where it pays, ask for it).
   static TuningAxes forChip(llvm::StringRef chip);
 };
 
