@@ -52,6 +52,14 @@ echo "build-gpu: $(du -h "$out/tilefuse-gpu-tests" | cut -f1) tilefuse-gpu-tests
 # The kernel set (scripts/compile-kernels.sh): every bundled kernel, plus attention and causal at
 # head dim 128 and in f16, each NAME.ptx with its launch metadata NAME.json.
 scripts/compile-kernels.sh "$out/kernels"
+# The decode bench's unpacked column: split-KV attention with GQA packing off (pack_gqa=false),
+# beside the packed default of kernels-split.
+mkdir -p "$out/kernels-split-unpacked"
+rm -f "$out/kernels-split-unpacked"/*
+for d in 64 128; do
+  build/tools/tilefuse compile --kernel attention --head-dim "$d" --split-kv \
+    --config pack_gqa=false --emit ptx -o "$out/kernels-split-unpacked/attention_d$d.ptx" || exit 1
+done
 # The split-KV kernels (tile-split-kv), apart: their sidecars say "split_kv" and the GPU tests run
 # them at several split counts (scripts/gpu-run.sh tests-split).
 KERNEL_SET=split exec scripts/compile-kernels.sh "$out/kernels-split" --split-kv

@@ -100,11 +100,14 @@ for step in "${steps[@]}"; do
         --gtest_brief=1 --gtest_filter='GpuAttention*'
       ;;
     decode)
-      # Decode rows: the plain kernels, the split-KV ones (tf:split), SDPA and a device copy.
+      # Decode rows: the plain kernels, the split-KV ones (tf:split, GQA-packed) and unpacked
+      # (tf:unpacked), SDPA and a device copy.
       run_step decode python3 tools/bench/bench.py --ptx-dir build-gpu/kernels \
         --lib build-gpu/libtilefuse_cuda.so --out "$out/decode.json" \
         --impls tilefuse,sdpa-flash,sdpa-cudnn --variant split=build-gpu/kernels-split \
-        --decode "${DECODE_LENGTHS:-1024,4096,32768,131072}"
+        --variant unpacked=build-gpu/kernels-split-unpacked ${DECODE_VARIANTS:-} \
+        --decode "${DECODE_LENGTHS:-1024,4096,32768,131072}" \
+        --decode-shape "${DECODE_SHAPE:-8,32,8,128}"
       ;;
     sanitize)
       # Small cases only: the sanitizers slow kernels down by orders of magnitude. The float64
