@@ -179,7 +179,7 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip) {
   c.copyIssue = CopyIssue::Eager;
   c.stages = 2;
   // Packing pays where a key/value head's query rows would otherwise be spread over programs that
-  // each read its keys (decode); the split-KV kernels ask for it (CompileOptions).
+  // each read its keys (decode); the split-KV kernels ask for it (splitKvTileConfig).
   c.packGqa = false;
   // Measured on the H200 (docs/perf.md, 2026-11-29). sm_90a: one warpgroup (Br = 64) with
   // wgmma; Bc = 128 at D <= 64, 64 at D = 128 (the best of 64/128 x 64/128 over N = 4k, 16k).
@@ -196,6 +196,14 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip) {
   c.blockN = 64;
   c.blockM = headDim <= 64 ? 128 : 64;
   c.rowsPerWarp = headDim <= 64 ? 32 : 16;
+  return c;
+}
+
+TileConfig tilefuse::splitKvTileConfig(int64_t headDim, llvm::StringRef chip) {
+  TileConfig c;
+  c.packGqa = true;
+  if (chip == "sm_90a" && headDim <= 128)
+    c.blockN = 128;
   return c;
 }
 

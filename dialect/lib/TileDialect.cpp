@@ -68,3 +68,19 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op, NamedAttribut
                            << attribute.getValue();
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// #tile.grid: a grid dimension as a device mapping of scf.forall
+//===----------------------------------------------------------------------===//
+
+int64_t GridDimAttr::getMappingId() const { return static_cast<int64_t>(getValue()); }
+bool GridDimAttr::isLinearMapping() const { return false; }
+int64_t GridDimAttr::getRelativeIndex() const { return getMappingId(); }
+
+ArrayAttr tilefuse::tile::gridMapping(MLIRContext *context, bool split) {
+  SmallVector<Attribute> dims;
+  for (GridDim d : {GridDim::Batch, GridDim::Head, GridDim::RowBlock, GridDim::Split})
+    if (d != GridDim::Split || split)
+      dims.push_back(GridDimAttr::get(context, d));
+  return ArrayAttr::get(context, dims);
+}

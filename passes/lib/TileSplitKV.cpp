@@ -136,7 +136,8 @@ struct TileSplitKVPass : public tilefuse::impl::TileSplitKVBase<TileSplitKVPass>
     b.setInsertionPoint(k.grid);
     SmallVector<OpFoldResult> bounds = k.grid.getMixedUpperBound();
     bounds.push_back(splits);
-    auto grid = scf::ForallOp::create(b, loc, bounds, ValueRange(), std::nullopt);
+    auto grid = scf::ForallOp::create(b, loc, bounds, ValueRange(),
+                                      tile::gridMapping(ctx, /*split=*/true));
     Block *body = grid.getBody();
     body->getOperations().splice(body->getTerminator()->getIterator(),
                                  k.grid.getBody()->getOperations(),

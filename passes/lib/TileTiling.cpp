@@ -144,7 +144,7 @@ public:
 
     auto forall = scf::ForallOp::create(
         b, loc, ArrayRef<OpFoldResult>{batch, packGqa ? kvHeads : heads, rowBlocks},
-        ValueRange{}, /*mapping=*/std::nullopt);
+        ValueRange{}, tile::gridMapping(b.getContext(), /*split=*/false));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(forall.getBody());
     bIdx = forall.getInductionVar(0);

@@ -228,11 +228,10 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   k.name = kernel.getSymName().str();
   k.dtype = elt.isBF16() ? "bf16" : "f16";
   k.headDim = qTy.getDimSize(3);
-  TileConfig requested = options.tiles;
-  // Split-KV serves decode, where a key/value head's query rows are few: packing them into one
-  // program reads its keys once instead of once per query head (unless the caller says).
-  if (options.splitKv && !requested.packGqa)
-    requested.packGqa = true;
+  // Split-KV serves decode: its defaults (splitKvTileConfig) under what the caller set.
+  TileConfig requested = options.splitKv
+                             ? splitKvTileConfig(k.headDim, options.chip).overriddenBy(options.tiles)
+                             : options.tiles;
   auto resolved = resolveTileConfig(requested, k.headDim, options.chip);
   if (!resolved)
     return badConfig(resolved.takeError());

@@ -56,7 +56,7 @@ module attributes {tilefuse.threads = {kernel = 128 : i64}} {
       %mx = tile.reduce max %s1 : !acc -> !rows
       tile.block_store %s1, %O[%b, %h, %r] bound %m : !acc, !qkv
       tile.block_store %mx, %LSE[%b, %h, %r] bound %m : !rows, !lse
-    }
+    } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
     return
   }
 }
@@ -98,7 +98,7 @@ module attributes {tilefuse.threads = {sync = 128 : i64}} {
       %pa = tgpu.pack_operand_a %p : !acc -> !qa
       %o = tgpu.mma %pa, %vb : !qa, !tile -> !acc
       tile.block_store %o, %O[%b, %h, %r] bound %m : !acc, !qkv
-    }
+    } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
     return
   }
 }
@@ -166,6 +166,25 @@ func.func @no_threads(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
 module attributes {tilefuse.threads = {two_views = 128 : i64}} {
   // expected-error @below {{a GPU kernel takes the views (Q, K, V, O, LSE) and returns nothing}}
   func.func @two_views(%Q: memref<?x?x?x64xbf16>, %K: memref<?x?x?x64xbf16>) {
+    return
+  }
+}
+
+// -----
+
+!qkv = memref<?x?x?x64xbf16>
+!lse = memref<?x?x?xf32>
+
+// The grid is read by its mapping: an unmapped forall may have lost a unit dimension to
+// canonicalization (one key/value head, packed), so it is not taken by position.
+module attributes {tilefuse.threads = {unmapped = 128 : i64}} {
+  func.func @unmapped(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+    %c0 = arith.constant 0 : index
+    %m = memref.dim %Q, %c0 : !qkv
+    // expected-error @below {{the GPU grid is (batch, head, row block[, key split]): a rank-3 or rank-4 scf.forall mapped to #tile.grid<batch, head, row_block[, split]>, without outputs}}
+    // expected-error @below {{failed to legalize operation 'scf.forall'}}
+    scf.forall (%b, %r) in (%m, %m) {
+    }
     return
   }
 }

@@ -4,6 +4,8 @@
 // RUN:   --tile-online-softmax --tile-block-pruning | FileCheck %s --check-prefix=PRUNE
 // RUN: tilefuse-opt %s -split-input-file --tile-specialize="config=pack_gqa=true" \
 // RUN:   --tile-tiling="block-m=64 block-n=32" | FileCheck %s --check-prefix=CONFIG
+// RUN: tilefuse-opt %s -split-input-file --tile-tiling="block-m=64 block-n=32 pack-gqa=true" \
+// RUN:   --canonicalize | FileCheck %s --check-prefix=UNIT
 
 // GQA packing: the G = H / Hkv query heads that share a key/value head are one program's rows.
 // The grid runs over (batch, kv head, ceil(G·M / Br)); Q, O and LSE are addressed at the
@@ -38,6 +40,7 @@
 // CHECK:           tile.block_load %[[V]][%[[BI]], %[[HK]], %{{.+}}] bound %{{.+}} :
 // CHECK:           tile.block_store %{{.+}}, %[[O]][%[[BI]], %[[H0]], %[[ROW0]]] bound %[[ROWS]] packed %[[M]] :
 // CHECK:           tile.block_store %{{.+}}, %[[LSE]][%[[BI]], %[[H0]], %[[ROW0]]] bound %[[ROWS]] packed %[[M]] :
+// CHECK:         } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
 
 // Pruning classifies a block of packed rows over the heads and query rows it holds: its first
 // and last packed rows unpacked (div/rem by M); within one head the rows are exact, across
@@ -69,5 +72,28 @@ func.func @gqa_causal(%Q: !qo, %K: !kv, %V: !kv, %O: !qo, %LSE: !lse) {
   %o = tile.dot %p, %v : !scores, !kvin -> !out
   tile.store %o, %O : !out, !qo
   tile.store %lse, %LSE : tensor<?x8x?xf32>, !lse
+  return
+}
+
+// -----
+
+// One key/value head (MQA), packed: the grid's head dimension has one program, and the mapped
+// forall keeps it through canonicalization (an unmapped one would lose it, and the GPU grid would
+// be read one dimension off).
+// UNIT-LABEL: func.func @mqa
+// UNIT:         scf.forall (%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}}, 1, %{{.+}}) {
+// UNIT:         } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+!q1 = memref<?x8x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!kv1 = memref<?x1x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse1 = memref<?x8x?xf32, strided<[?, ?, 1], offset: ?>>
+func.func @mqa(%Q: !q1, %K: !kv1, %V: !kv1, %O: !q1, %LSE: !lse1) {
+  %q = tile.load %Q : !q1 -> tensor<?x8x?x64xbf16>
+  %k = tile.load %K : !kv1 -> tensor<?x1x?x64xbf16>
+  %v = tile.load %V : !kv1 -> tensor<?x1x?x64xbf16>
+  %s = tile.dot %q, %k transpose_rhs : tensor<?x8x?x64xbf16>, tensor<?x1x?x64xbf16> -> tensor<?x8x?x?xf32>
+  %p, %lse = tile.softmax %s : tensor<?x8x?x?xf32> -> tensor<?x8x?x?xf32>, tensor<?x8x?xf32>
+  %o = tile.dot %p, %v : tensor<?x8x?x?xf32>, tensor<?x1x?x64xbf16> -> tensor<?x8x?x64xf32>
+  tile.store %o, %O : tensor<?x8x?x64xf32>, !q1
+  tile.store %lse, %LSE : tensor<?x8x?xf32>, !lse1
   return
 }

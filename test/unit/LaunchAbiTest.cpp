@@ -99,3 +99,23 @@ TEST(LaunchAbi, SidecarSaysSplitKV) {
   EXPECT_NE(llvm::toString(refused.takeError()).find("\"split_kv\" must be true or false"),
             std::string::npos);
 }
+
+// The launcher's split count (CudaKernel::chooseKeySplits): one wave of CTAs where it can, never
+// a split for a grid that fills the GPU, at least four key blocks per split.
+TEST(LaunchAbi, KeySplitPolicy) {
+  using runtime::cuda::CudaKernel;
+  // Decode, B = 8 x 8 KV heads packed: 64 programs on 132 SMs x 2. S = 4 is one wave of 256;
+  // S = 5 would add a second wave of 56 CTAs.
+  EXPECT_EQ(CudaKernel::chooseKeySplits(64, 264, 512), 4);
+  EXPECT_EQ(CudaKernel::chooseKeySplits(64, 264, 64), 4);
+  // B = 1: 8 programs take 32 splits of 16 key blocks each, one wave of 256 CTAs.
+  EXPECT_EQ(CudaKernel::chooseKeySplits(8, 264, 512), 32);
+  // Short keys: at most keyBlocks / 4 splits, and none below four blocks.
+  EXPECT_EQ(CudaKernel::chooseKeySplits(8, 264, 16), 4);
+  EXPECT_EQ(CudaKernel::chooseKeySplits(8, 264, 3), 1);
+  // A full grid is not split.
+  EXPECT_EQ(CudaKernel::chooseKeySplits(264, 264, 4096), 1);
+  EXPECT_EQ(CudaKernel::chooseKeySplits(1000, 264, 4096), 1);
+  // At most 128.
+  EXPECT_EQ(CudaKernel::chooseKeySplits(1, 1000, 100000), 128);
+}

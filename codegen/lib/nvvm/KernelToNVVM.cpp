@@ -28,9 +28,13 @@ struct ForallToBlockIds : OpConversionPattern<scf::ForallOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(scf::ForallOp op, OpAdaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    if ((op.getRank() != 3 && op.getRank() != 4) || !op.getOutputs().empty())
+    // The grid's dimensions by their mapping (tile-tiling, tile-split-kv), not by position
+    // alone: an unmapped forall may have lost unit dimensions to canonicalization.
+    if ((op.getRank() != 3 && op.getRank() != 4) || !op.getOutputs().empty() ||
+        op.getMappingAttr() != tile::gridMapping(op.getContext(), op.getRank() == 4))
       return op.emitOpError("the GPU grid is (batch, head, row block[, key split]): a rank-3 "
-                            "or rank-4 scf.forall without outputs");
+                            "or rank-4 scf.forall mapped to #tile.grid<batch, head, row_block"
+                            "[, split]>, without outputs");
     Location loc = op.getLoc();
     SmallVector<Value> ids = {gpu::BlockIdOp::create(rewriter, loc, gpu::Dimension::z),
                               gpu::BlockIdOp::create(rewriter, loc, gpu::Dimension::y),

@@ -368,6 +368,9 @@ struct CudaKernel::Impl {
   int registers = 0;
   int localBytes = 0;
   int multiprocessors = 0;
+  /// CTAs of this kernel one SM holds at once (cuOccupancyMaxActiveBlocksPerMultiprocessor);
+  /// with the SM count, the slots a split-KV launch fills.
+  int blocksPerSM = 0;
 
   /// A split-KV kernel's workspace (LaunchAbi.h): grown on demand; its first `zeroedCounters`
   /// bytes are zero between launches (every launch leaves its counters zero).
@@ -506,6 +509,13 @@ llvm::Expected<std::unique_ptr<CudaKernel>> CudaKernel::load(llvm::StringRef ptx
                 llvm::Twine(metadata.sharedBytes) + ")"))
       return std::move(error);
 
+  // The occupancy sizes split-KV launches; a driver that cannot say leaves the two per SM
+  // these kernels are built for (registers and shared memory allow two at D <= 128).
+  if (cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&impl->blocksPerSM, impl->function,
+                                                     static_cast<int>(metadata.threads),
+                                                     size_t(metadata.sharedBytes)) != CUDA_SUCCESS ||
+      impl->blocksPerSM < 1)
+    impl->blocksPerSM = 2;
   impl->metadata = std::move(metadata);
   return std::unique_ptr<CudaKernel>(new CudaKernel(std::move(impl)));
 }
@@ -544,8 +554,33 @@ int64_t CudaKernel::splitCountFor(const AttentionShape &shape) const {
                                                   metadata.blockM, metadata.packGqa);
   int64_t programs = grid.batch * grid.heads * grid.rowBlocks;
   int64_t keyBlocks = (shape.N + metadata.blockN - 1) / metadata.blockN;
-  int64_t wanted = (2 * std::max(impl->multiprocessors, 1) + programs - 1) / std::max<int64_t>(programs, 1);
-  return std::clamp<int64_t>(std::min(wanted, keyBlocks / 4), 1, 128);
+  int64_t slots = int64_t(std::max(impl->multiprocessors, 1)) * std::max(impl->blocksPerSM, 1);
+  return chooseKeySplits(programs, slots, keyBlocks);
+}
+
+int64_t CudaKernel::chooseKeySplits(int64_t programs, int64_t slots, int64_t keyBlocks) {
+  programs = std::max<int64_t>(programs, 1);
+  slots = std::max<int64_t>(slots, 1);
+  // A grid that fills every slot already gains only a tail from splitting, and pays the merge.
+  if (programs >= slots)
+    return 1;
+  // Each split at least four key blocks (the merge and the prologue amortized), at most 128.
+  int64_t most = std::clamp<int64_t>(keyBlocks / 4, 1, 128);
+  // The time of S splits, in key blocks of one CTA: its waves, ceil(S·programs / slots), each as
+  // long as a split's share of the keys plus what a CTA costs besides its key loop (the Q load,
+  // the partial store and its share of the merge: about two key blocks). The fewest splits among
+  // equals (less merging).
+  constexpr int64_t overhead = 2;
+  int64_t best = 1, bestTime = std::numeric_limits<int64_t>::max();
+  for (int64_t s = 1; s <= most; ++s) {
+    int64_t waves = (s * programs + slots - 1) / slots;
+    int64_t time = waves * ((keyBlocks + s - 1) / s + overhead);
+    if (time < bestTime) {
+      best = s;
+      bestTime = time;
+    }
+  }
+  return best;
 }
 
 llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buffers,

@@ -84,6 +84,8 @@ const EntryPoint entryPointTable[] = {
     TILEFUSE_ENTRY_POINT(cuModuleGetFunction, cuModuleGetFunction, 2000),
     TILEFUSE_ENTRY_POINT(cuFuncGetAttribute, cuFuncGetAttribute, 2020),
     TILEFUSE_ENTRY_POINT(cuFuncSetAttribute, cuFuncSetAttribute, 9000),
+    TILEFUSE_ENTRY_POINT(cuOccupancyMaxActiveBlocksPerMultiprocessor,
+                         cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050),
     TILEFUSE_ENTRY_POINT(cuLaunchKernel, cuLaunchKernel, 4000),
     TILEFUSE_ENTRY_POINT(cuMemAlloc, cuMemAlloc_v2, 3020),
     TILEFUSE_ENTRY_POINT(cuMemFree, cuMemFree_v2, 3020),

@@ -115,6 +115,8 @@ struct DriverApi {
   CUresult (*cuModuleGetFunction)(CUfunction *function, CUmodule module, const char *name);
   CUresult (*cuFuncGetAttribute)(int *value, CUfunction_attribute attribute, CUfunction function);
   CUresult (*cuFuncSetAttribute)(CUfunction function, CUfunction_attribute attribute, int value);
+  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *blocks, CUfunction function,
+                                                          int blockSize, size_t sharedBytes);
   CUresult (*cuLaunchKernel)(CUfunction function, unsigned gridX, unsigned gridY, unsigned gridZ,
                              unsigned blockX, unsigned blockY, unsigned blockZ,
                              unsigned sharedMemBytes, CUstream stream, void **kernelParams,

@@ -80,6 +80,8 @@ TILEFUSE_SAME_PROTOTYPE(cuModuleUnload, cuModuleUnload, 2000);
 TILEFUSE_SAME_PROTOTYPE(cuModuleGetFunction, cuModuleGetFunction, 2000);
 TILEFUSE_SAME_PROTOTYPE(cuFuncGetAttribute, cuFuncGetAttribute, 2020);
 TILEFUSE_SAME_PROTOTYPE(cuFuncSetAttribute, cuFuncSetAttribute, 9000);
+TILEFUSE_SAME_PROTOTYPE(cuOccupancyMaxActiveBlocksPerMultiprocessor,
+                        cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050);
 TILEFUSE_SAME_PROTOTYPE(cuLaunchKernel, cuLaunchKernel, 4000);
 TILEFUSE_SAME_PROTOTYPE(cuMemAlloc_v2, cuMemAlloc, 3020);
 TILEFUSE_SAME_PROTOTYPE(cuMemFree_v2, cuMemFree, 3020);

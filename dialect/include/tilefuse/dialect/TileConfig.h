@@ -91,6 +91,11 @@ llvm::hash_code hash_value(const TileConfig &config);
 /// sm_90a, mma.sync elsewhere. The autotuner's baseline.
 TileConfig defaultTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a");
 
+/// What a split-KV (decode) kernel sets over defaultTileConfig: GQA packing (a key/value head's
+/// keys read once for all its query heads), and on sm_90a at head dims up to 128 key blocks of
+/// 128 (fewer, longer loads in flight per CTA; docs/perf.md, 2026-11-30, fifth session).
+TileConfig splitKvTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a");
+
 /// The complete configuration compileToPTX compiles for `requested`: its set fields, the rest
 /// from defaultTileConfig (from the mma.sync table when a set field rules wgmma out), then
 /// verified. Errors say which setting is wrong.

@@ -19,6 +19,7 @@ include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/Traits.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
+include "mlir/Dialect/SCF/IR/DeviceMappingInterface.td"
 
 def Tile_Dialect : Dialect {
   let name = "tile";
@@ -82,5 +83,25 @@ def Tile_BlockClass : I32EnumAttr<"BlockClass", "classification of a (row block,
   let genSpecializedAttr = 0;
 }
 def Tile_BlockClassAttr : EnumAttr<Tile_Dialect, Tile_BlockClass, "block_class">;
+
+def Tile_GridDim : I32EnumAttr<"GridDim", "a dimension of a kernel's program grid", [
+    I32EnumAttrCase<"Batch", 0, "batch">,
+    I32EnumAttrCase<"Head", 1, "head">,
+    I32EnumAttrCase<"RowBlock", 2, "row_block">,
+    I32EnumAttrCase<"Split", 3, "split">
+  ]> {
+  let cppNamespace = "::tilefuse::tile";
+  let genSpecializedAttr = 0;
+}
+def Tile_GridDimAttr : EnumAttr<Tile_Dialect, Tile_GridDim, "grid",
+    [DeclareAttrInterfaceMethods<DeviceMappingAttrInterface>]> {
+  let description = [{
+    The mapping of a kernel grid's scf.forall dimension: its programs per batch, per (query or,
+    packed, key/value) head, per row block and per key split (tile-split-kv). The GPU lowering
+    maps the grid by these names, and a mapped scf.forall keeps its unit dimensions (a grid
+    with one key/value head or one batch is still the grid the launch ABI describes).
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
 
 #endif // TILEFUSE_DIALECT_TILEDIALECT_TD

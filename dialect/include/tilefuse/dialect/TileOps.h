@@ -3,6 +3,7 @@
 #define TILEFUSE_DIALECT_TILEOPS_H
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/Dialect/SCF/IR/DeviceMappingInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
@@ -25,6 +26,9 @@ namespace tilefuse::tile {
 /// (O_part, LSE_part, the arrival counters) and the split count; its grid has a split dimension.
 /// The GPU launch ABI's split form follows from it (tilefuse/runtime/device/LaunchAbi.h).
 constexpr llvm::StringLiteral kSplitKVAttr = "tile.split_kv";
+
+/// The mapping of a kernel grid's scf.forall: #tile.grid<batch>, <head>, <row_block>[, <split>].
+mlir::ArrayAttr gridMapping(mlir::MLIRContext *context, bool split);
 
 /// A view row of a block op with packed rows (`packed %headRows`, tile.block_load): packed row
 /// p of the group starting at head `head` is row p mod headRows of head head + p div headRows.

@@ -169,10 +169,16 @@ public:
                      const AttentionShape &shape, const AttentionStrides &strides,
                      int64_t kvSplits = 0) const;
 
-  /// The key splits a launch of this kernel on `shape` uses when none is asked for: enough
-  /// programs for two per SM (the grid underfills the GPU otherwise: decode), each split at
-  /// least four key blocks long, at most 128; 1 for a kernel that is not split-KV.
+  /// The key splits a launch of this kernel on `shape` uses when none is asked for:
+  /// chooseKeySplits over the grid's programs, the CTAs the GPU holds at once (SMs times this
+  /// kernel's occupancy) and the key blocks; 1 for a kernel that is not split-KV.
   int64_t splitCountFor(const AttentionShape &shape) const;
+  /// The split policy: 1 when `programs` fill the `slots` (CTAs resident at once); else the
+  /// S (each split at least four of the `keyBlocks`, at most 128) with the least time in waves
+  /// of S·programs CTAs times a split's key blocks plus a CTA's fixed cost, the fewest splits
+  /// among equals. Decode: 64 programs on 264 slots take S = 4 (256 CTAs, one wave), not 5
+  /// (320 CTAs, a second wave of 56).
+  static int64_t chooseKeySplits(int64_t programs, int64_t slots, int64_t keyBlocks);
 
   const KernelMetadata &metadata() const;
   /// The JIT's info log (ptxas: registers, spills, shared memory).
