@@ -87,7 +87,8 @@ Kernel::Kernel(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 Kernel::~Kernel() = default;
 
 Status Kernel::launch(void *stream, const void *q, const void *k, const void *v, void *o,
-                      float *lse, const AttentionShape &shape, const int64_t *strides) const {
+                      float *lse, const AttentionShape &shape, const int64_t *strides,
+                      int64_t kvSplits) const {
   auto address = [](const void *p) {
     return static_cast<cu::DevicePtr>(reinterpret_cast<uintptr_t>(p));
   };
@@ -98,13 +99,22 @@ Status Kernel::launch(void *stream, const void *q, const void *k, const void *v,
   // Before the module is loaded, the arguments are checked here, so a bad launch is
   // InvalidArgument with or without a GPU; once it is, CudaKernel::launch checks them (once per
   // launch).
-  if (!impl->module->loaded.load(std::memory_order_acquire))
+  if (!impl->module->loaded.load(std::memory_order_acquire)) {
+    if (kvSplits < 0 || (kvSplits > 1 && !impl->compiled->splitKv))
+      return Status(StatusCode::InvalidArgument,
+                    "launch of '" + impl->compiled->name + "': kvSplits " +
+                        std::to_string(kvSplits) +
+                        (kvSplits < 0 ? " must be 0 (the launcher chooses) or more"
+                                      : " for a kernel compiled without split-KV (KernelSpec::"
+                                        "splitKv)"));
     if (llvm::Error error = cu::validateLaunch(impl->metadata, buffers, s, layout))
       return statusOf(std::move(error));
+  }
   auto loaded = impl->load();
   if (!loaded)
     return statusOf(loaded.takeError());
-  return statusOf((*loaded)->launch(static_cast<CUstream_st *>(stream), buffers, s, layout));
+  return statusOf(
+      (*loaded)->launch(static_cast<CUstream_st *>(stream), buffers, s, layout, kvSplits));
 }
 
 const std::string &Kernel::name() const { return impl->compiled->name; }

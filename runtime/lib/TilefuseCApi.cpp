@@ -152,6 +152,18 @@ int tilefuse_attention_launch(const tilefuse_attention *kernel, void *stream, co
                 err, errlen);
 }
 
+int tilefuse_attention_launch_split(const tilefuse_attention *kernel, void *stream,
+                                    const void *q, const void *k, const void *v, void *o,
+                                    float *lse, int64_t B, int64_t H, int64_t Hkv, int64_t M,
+                                    int64_t N, int64_t D, const int64_t *strides,
+                                    int64_t kv_splits, char *err, size_t errlen) {
+  if (!kernel)
+    return invalid("tilefuse_attention_launch_split: kernel is NULL", err, errlen);
+  return report(kernel->kernel->launch(stream, q, k, v, o, lse, {B, H, Hkv, M, N, D}, strides,
+                                       kv_splits),
+                err, errlen);
+}
+
 void tilefuse_attention_release(tilefuse_attention *kernel) { delete kernel; }
 
 int tilefuse_reference_attention(const tilefuse_spec *spec, const double *q, const double *k,

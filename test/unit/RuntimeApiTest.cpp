@@ -116,6 +116,19 @@ TEST(RuntimeApi, SpecializesAndConfigures) {
   EXPECT_NE(split->metadataJson().find("\"split_kv\": true"), std::string::npos);
   EXPECT_EQ(plain->metadataJson().find("split_kv"), std::string::npos);
   EXPECT_NE(split->ptx().find("atom.global.add"), std::string::npos);
+  // Its defaults (splitKvTileConfig): GQA packing, which sets the grid, so the metadata says it.
+  EXPECT_NE(split->metadataJson().find("\"pack_gqa\": true"), std::string::npos);
+  EXPECT_NE(split->config().find("pack_gqa=true"), std::string::npos);
+  // Split counts a launch may not take are refused before the driver is needed.
+  int64_t dummy = 0;
+  Status bad = split->launch(nullptr, &dummy, &dummy, &dummy, &dummy, nullptr,
+                             {1, 1, 1, 1, 1, 128}, nullptr, -2);
+  EXPECT_EQ(bad.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(bad.message().find("kvSplits -2"), std::string::npos) << bad.message();
+  bad = plain->launch(nullptr, &dummy, &dummy, &dummy, &dummy, nullptr, {1, 1, 1, 1, 1, 128},
+                      nullptr, 4);
+  EXPECT_EQ(bad.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(bad.message().find("without split-KV"), std::string::npos) << bad.message();
 }
 
 TEST(RuntimeApi, CompilesDslSource) {

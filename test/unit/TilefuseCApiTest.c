@@ -76,9 +76,21 @@ int main(void) {
              strstr(tilefuse_attention_metadata(again), "\"split_kv\": true") != NULL &&
              strstr(tilefuse_attention_ptx(again), "atom.global.add") != NULL,
          "split_kv", err);
-  if (again)
+  expect(again != NULL && strstr(tilefuse_attention_metadata(again), "\"pack_gqa\": true") != NULL,
+         "split kernels pack GQA groups", tilefuse_attention_metadata(again));
+  if (again) {
+    /* A caller's split count is checked before the driver is needed. */
+    status = tilefuse_attention_launch_split(again, NULL, fake, fake, fake, fake, (float *)fake, 1,
+                                             1, 1, 1, 1, 128, NULL, -1, err, sizeof err);
+    expect(status == TILEFUSE_ERROR_INVALID_ARGUMENT && strstr(err, "kvSplits -1") != NULL,
+           "a negative split count", err);
     tilefuse_attention_release(again);
+  }
   spec.split_kv = 0;
+  status = tilefuse_attention_launch_split(kernel, NULL, fake, fake, fake, fake, (float *)fake, 1, 1,
+                                           1, 1, 1, 128, NULL, 3, err, sizeof err);
+  expect(status == TILEFUSE_ERROR_INVALID_ARGUMENT && strstr(err, "without split-KV") != NULL,
+         "split launch of an unsplit kernel", err);
 
   /* Errors. */
   spec.kernel = "no_such_kernel";

@@ -116,6 +116,15 @@ int tilefuse_attention_launch(const tilefuse_attention *kernel, void *stream, co
                               int64_t H, int64_t Hkv, int64_t M, int64_t N, int64_t D,
                               const int64_t *strides, char *err, size_t errlen);
 
+/* tilefuse_attention_launch with the key splits of a split-KV kernel (spec->split_kv): each row
+ * block's keys shared out over `kv_splits` CTAs; 0 lets the launcher choose (what
+ * tilefuse_attention_launch does). An unsplit kernel takes 0 or 1. */
+int tilefuse_attention_launch_split(const tilefuse_attention *kernel, void *stream,
+                                    const void *q, const void *k, const void *v, void *o,
+                                    float *lse, int64_t B, int64_t H, int64_t Hkv, int64_t M,
+                                    int64_t N, int64_t D, const int64_t *strides,
+                                    int64_t kv_splits, char *err, size_t errlen);
+
 /* Drops this reference; NULL is ignored. */
 void tilefuse_attention_release(tilefuse_attention *kernel);
 

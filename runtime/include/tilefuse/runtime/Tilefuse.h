@@ -138,8 +138,13 @@ public:
   /// is needed (InvalidArgument, nothing launched). The first launch loads the module into the CUDA
   /// context current on the calling thread (device 0's primary context when there is none);
   /// later launches must run in that context. Asynchronous; thread-safe.
+  ///
+  /// `kvSplits`: a split-KV kernel's key splits per row block (KernelSpec::splitKv); 0 lets the
+  /// launcher choose from the GPU's size, the kernel's occupancy and the shape. An unsplit
+  /// kernel takes 0 or 1; a negative count is InvalidArgument.
   Status launch(void *stream, const void *q, const void *k, const void *v, void *o, float *lse,
-                const AttentionShape &shape, const int64_t *strides = nullptr) const;
+                const AttentionShape &shape, const int64_t *strides = nullptr,
+                int64_t kvSplits = 0) const;
 
   const std::string &name() const;  ///< the kernel function (PTX .entry)
   const std::string &dtype() const; ///< "bf16" or "f16"
