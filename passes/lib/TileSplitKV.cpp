@@ -11,7 +11,8 @@
 //                           O_part [S·B, H, M, D] and LSE_part [S·B, H, M]
 //   the last to arrive      (tile.split_arrive on the row block's counter) merges the S
 //                           partials: LSE = log Σ_s exp(LSE_s), O = Σ_s exp(LSE_s − LSE) O_s, and
-//                           stores O and LSE where the kernel stored them
+//                           stores O and LSE where the kernel stored them; it reads the
+//                           partials a few splits at a time, so their loads overlap
 //
 // An empty share (S larger than the row block's key blocks, or a fully masked row) has
 // LSE_s = −inf and O_s = 0 and weighs nothing; all shares empty gives O = 0 and LSE = −inf, what
@@ -32,6 +33,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
+#include "tilefuse/dialect/KernelConfig.h"
 #include "tilefuse/dialect/TileOps.h"
 
 namespace tilefuse {
@@ -192,34 +194,70 @@ struct TileSplitKVPass : public tilefuse::impl::TileSplitKVBase<TileSplitKVPass>
     Value negInf = splat(b, mergeLoc, rowType, -inf), zeros = splat(b, mergeLoc, rowType, 0);
     Value ones = splat(b, mergeLoc, rowType, 1);
     Value bound = k.outputStore.getBound();
+    // Split t's partial LSE and O (workspace row t·B + b).
+    auto loadPartial = [&](OpBuilder &b, Location loc, Value t) -> std::pair<Value, Value> {
+      Value tRow = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, t, batches),
+                                         batch);
+      Value lse = BlockLoadOp::create(b, loc, rowType, lsePart, ValueRange{tRow, outHead, row},
+                                      bound, headRows);
+      Value out = BlockLoadOp::create(b, loc, accType, outputPart,
+                                      ValueRange{tRow, outHead, row}, bound, headRows);
+      return {lse, out};
+    };
+    // Online: rescale what was merged (max, sum, acc) to the new max and add one partial. A
+    // max of -inf (nothing yet) is taken as 0 so that -inf - max stays -inf (weight 0), not NaN.
+    auto combine = [&](OpBuilder &b, Location loc, SmallVector<Value, 3> merged, Value lse,
+                       Value out) -> SmallVector<Value, 3> {
+      Value max = merged[0], sum = merged[1], acc = merged[2];
+      Value newMax = arith::MaximumFOp::create(b, loc, max, lse);
+      Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, newMax, negInf);
+      Value safeMax = arith::SelectOp::create(b, loc, none, zeros, newMax);
+      Value alpha = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, max, safeMax));
+      Value beta = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, lse, safeMax));
+      Value newSum =
+          arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, sum, alpha), beta);
+      Value scaledAcc =
+          arith::MulFOp::create(b, loc, acc, BroadcastOp::create(b, loc, accType, alpha));
+      Value scaledOut =
+          arith::MulFOp::create(b, loc, out, BroadcastOp::create(b, loc, accType, beta));
+      return {newMax, newSum, arith::AddFOp::create(b, loc, scaledAcc, scaledOut)};
+    };
+    // The merge is the last CTA's alone, after every other split finished: its time is the
+    // latency of its loads. So they go a batch of splits at a time, all loads first (in flight
+    // together), then the combines; the S mod batch left over one by one. A batch's partial
+    // tiles are live at once: up to four, within a budget of values per thread (a warp holds
+    // rows_per_warp rows of the head dim). The budget is what ptxas fits without spilling:
+    // 128 for wgmma kernels (d128: two tiles, 254 registers), 64 for mma.sync ones, whose
+    // fragments take more (sm_80 d64 spills with two).
+    FailureOr<TileConfig> config = tile::readModuleConfig(func);
+    if (failed(config))
+      return signalPassFailure();
+    int64_t valuesPerThread = config->rowsPerWarp.value_or(16) * headDim / 32;
+    int64_t budget = config->mma == MmaKind::Sync ? 64 : 128;
+    int64_t mergeBatch =
+        std::clamp<int64_t>(budget / std::max<int64_t>(valuesPerThread, 1), 1, 4);
+    Value batchSize = indexConstant(b, mergeLoc, mergeBatch);
+    Value whole = arith::MulIOp::create(
+        b, mergeLoc, arith::DivUIOp::create(b, mergeLoc, splits, batchSize), batchSize);
+    SmallVector<Value> init = {negInf, zeros, splat(b, mergeLoc, accType, 0)};
+    auto batched = scf::ForOp::create(
+        b, mergeLoc, zero, whole, batchSize, init,
+        [&](OpBuilder &b, Location loc, Value t0, ValueRange carried) {
+          SmallVector<std::pair<Value, Value>> partials;
+          for (int64_t u = 0; u < mergeBatch; ++u)
+            partials.push_back(loadPartial(
+                b, loc, arith::AddIOp::create(b, loc, t0, indexConstant(b, loc, u))));
+          SmallVector<Value, 3> merged(carried.begin(), carried.end());
+          for (auto [lse, out] : partials)
+            merged = combine(b, loc, merged, lse, out);
+          scf::YieldOp::create(b, loc, merged);
+        });
     auto loop = scf::ForOp::create(
-        b, mergeLoc, zero, splits, one,
-        ValueRange{negInf, zeros, splat(b, mergeLoc, accType, 0)},
+        b, mergeLoc, whole, splits, one, batched.getResults(),
         [&](OpBuilder &b, Location loc, Value t, ValueRange carried) {
-          Value max = carried[0], sum = carried[1], acc = carried[2];
-          Value tRow = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, t, batches),
-                                             batch);
-          Value lse = BlockLoadOp::create(b, loc, rowType, lsePart,
-                                          ValueRange{tRow, outHead, row}, bound, headRows);
-          Value out = BlockLoadOp::create(b, loc, accType, outputPart,
-                                          ValueRange{tRow, outHead, row}, bound, headRows);
-          // Online: rescale what was merged to the new max. A max of -inf (nothing yet) is
-          // taken as 0 so that -inf - max stays -inf (weight 0) instead of NaN.
-          Value newMax = arith::MaximumFOp::create(b, loc, max, lse);
-          Value none =
-              arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, newMax, negInf);
-          Value safeMax = arith::SelectOp::create(b, loc, none, zeros, newMax);
-          Value alpha =
-              math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, max, safeMax));
-          Value beta = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, lse, safeMax));
-          Value newSum = arith::AddFOp::create(
-              b, loc, arith::MulFOp::create(b, loc, sum, alpha), beta);
-          Value scaledAcc = arith::MulFOp::create(
-              b, loc, acc, BroadcastOp::create(b, loc, accType, alpha));
-          Value scaledOut = arith::MulFOp::create(
-              b, loc, out, BroadcastOp::create(b, loc, accType, beta));
-          Value newAcc = arith::AddFOp::create(b, loc, scaledAcc, scaledOut);
-          scf::YieldOp::create(b, loc, ValueRange{newMax, newSum, newAcc});
+          auto [lse, out] = loadPartial(b, loc, t);
+          SmallVector<Value, 3> merged(carried.begin(), carried.end());
+          scf::YieldOp::create(b, loc, combine(b, loc, merged, lse, out));
         });
     Value max = loop.getResult(0), sum = loop.getResult(1), acc = loop.getResult(2);
     // No weight at all (every share empty): O = 0 and LSE = -inf + log 0 = -inf.

@@ -24,7 +24,18 @@
 // CHECK:           tile.block_store %[[R]]#0, %[[LP]][%[[ROW]], %[[H]], %{{.+}}] bound %{{.+}} : tensor<16xf32>, memref<?x?x?xf32>
 // CHECK:           %[[LAST:.+]] = tile.split_arrive %[[CNT]][%[[B]], %[[H]], %[[MB]]] count %[[S]]
 // CHECK:           scf.if %[[LAST]] {
-// CHECK:             %[[M:.+]]:3 = scf.for %[[T:.+]] = %{{.+}} to %[[S]] step %{{.+}} iter_args
+// The merge reads the partials four splits at a time (their loads in flight together), then
+// the S mod 4 left over one by one.
+// CHECK:             %[[C4:.+]] = arith.constant 4 : index
+// CHECK:             %[[QUARTER:.+]] = arith.divui %[[S]], %[[C4]] : index
+// CHECK:             %[[WHOLE:.+]] = arith.muli %[[QUARTER]], %[[C4]] : index
+// CHECK:             %[[M4:.+]]:3 = scf.for %{{.+}} = %{{.+}} to %[[WHOLE]] step %[[C4]] iter_args
+// CHECK-COUNT-4:       tile.block_load %[[LP]]
+// CHECK-NOT:           math.exp
+// CHECK:               arith.maximumf
+// CHECK-COUNT-8:       math.exp
+// CHECK:               scf.yield
+// CHECK:             %[[M:.+]]:3 = scf.for %[[T:.+]] = %[[WHOLE]] to %[[S]] step %{{.+}} iter_args(%{{.+}} = %[[M4]]#0, %{{.+}} = %[[M4]]#1, %{{.+}} = %[[M4]]#2)
 // CHECK:               %[[TB:.+]] = arith.muli %[[T]], %[[NB]] : index
 // CHECK:               %[[TROW:.+]] = arith.addi %[[TB]], %[[B]] : index
 // CHECK:               tile.block_load %[[LP]][%[[TROW]], %[[H]], %{{.+}}] {{.*}} -> tensor<16xf32>
