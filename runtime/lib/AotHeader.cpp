@@ -35,7 +35,7 @@ static constexpr llvm::StringLiteral headerTemplate = R"tilefuse_c(/* @NAME@.h -
  *
  *   CUresult @NAME@_launch(CUstream stream, const void *q, const void *k, const void *v,
  *                      void *o, float *lse, int64_t B, int64_t H, int64_t Hkv, int64_t M,
- *                      int64_t N, const int64_t strides[@STRIDE_COUNT@]);
+ *                      int64_t N, const int64_t strides[@STRIDE_COUNT@]@SPLIT_SIGNATURE_DOC@);
  *
  * Enqueues O = softmax(S) V on `stream` (NULL: the legacy default stream), with S the kernel's
  * scaled (and, as the kernel says, modified and masked) scores Q K^T, and writes LSE, the natural
@@ -53,7 +53,7 @@ static constexpr llvm::StringLiteral headerTemplate = R"tilefuse_c(/* @NAME@.h -
  * Hkv; B and H at most 65535; M and N below 2^31; strides non-negative, even for q and o,
  * multiples of 8 for k and v; every tensor's largest element offset below 2^31 (the kernel
  * indexes in 32 bits); q, o and lse 4-byte aligned, k and v 16-byte aligned.
- *
+@SPLIT_DOC@ *
  * The first call loads the module into the CUDA context current on the calling thread (device
  * 0's primary context, made current, when there is none); later calls must run with that
  * context current, or with none (CUDA_ERROR_INVALID_CONTEXT otherwise). The module stays
@@ -82,6 +82,8 @@ static constexpr llvm::StringLiteral headerTemplate = R"tilefuse_c(/* @NAME@.h -
 /* 1: a program's rows are the packed rows of the H / Hkv query heads of a key/value head (GQA
    packing), so the grid runs over key/value heads */
 #define @UPPER@_PACK_GQA @PACK_GQA@
+/* 1: a split-KV kernel (its launcher takes a workspace and the key splits) */
+#define @UPPER@_SPLIT_KV @SPLIT_KV@
 #define @UPPER@_THREADS @THREADS@
 #define @UPPER@_SHARED_BYTES @SHARED_BYTES@
 
@@ -265,14 +267,15 @@ static inline const char *@NAME@_check(const void *q, const void *k, const void 
   return NULL;
 }
 
-static inline CUresult @NAME@_launch(CUstream stream, const void *q, const void *k,
+@SPLIT_WORKSPACE@static inline CUresult @NAME@_launch(CUstream stream, const void *q, const void *k,
                                      const void *v, void *o, float *lse, int64_t B, int64_t H,
                                      int64_t Hkv, int64_t M, int64_t N,
-                                     const int64_t strides[@STRIDE_COUNT@]) {
+                                     const int64_t strides[@STRIDE_COUNT@]@SPLIT_SIGNATURE@) {
   CUdeviceptr pointers[@TENSOR_COUNT@];
   int64_t sizes[@SIZE_COUNT@];
   int64_t s[@STRIDE_COUNT@];
-  void *parameters[@PARAMETER_COUNT@];
+  void *parameters[@LAUNCH_PARAMETER_COUNT@];
+@SPLIT_LOCALS@
   CUfunction function;
   CUcontext loaded, current = NULL;
   CUresult result;
@@ -280,6 +283,7 @@ static inline CUresult @NAME@_launch(CUstream stream, const void *q, const void 
   int i;
   if (@NAME@_check(q, k, v, o, lse, B, H, Hkv, M, N, strides) != NULL)
     return CUDA_ERROR_INVALID_VALUE;
+@SPLIT_CHECK@
   result = @NAME@_function(&function, &loaded);
   if (result != CUDA_SUCCESS)
     return result;
@@ -301,11 +305,11 @@ static inline CUresult @NAME@_launch(CUstream stream, const void *q, const void 
     parameters[@FIRST_SIZE@ + i] = &sizes[i];
   for (i = 0; i < @STRIDE_COUNT@; ++i)
     parameters[@FIRST_STRIDE@ + i] = &s[i];
-  /* The program grid (launch_abi::programGrid). */
+@SPLIT_PACK@  /* The program grid (launch_abi::programGrid). */
   rowBlocks = (unsigned)(((@UPPER@_PACK_GQA ? H / Hkv * M : M) + @UPPER@_BLOCK_M - 1) /
                          @UPPER@_BLOCK_M);
   heads = (unsigned)(@UPPER@_PACK_GQA ? Hkv : H);
-  return cuLaunchKernel(function, rowBlocks, heads, (unsigned)B, @UPPER@_THREADS, 1, 1,
+  return cuLaunchKernel(function, rowBlocks@SPLIT_GRID@, heads, (unsigned)B, @UPPER@_THREADS, 1, 1,
                         @UPPER@_SHARED_BYTES, stream, parameters, NULL);
 }
 
@@ -318,6 +322,52 @@ static_assert(launch_abi::firstStride(1) == 3 && launch_abi::firstStride(2) == 6
                   launch_abi::firstStride(3) == 9 && launch_abi::firstStride(4) == 12 &&
                   launch_abi::kStrideCount == 14,
               "the launch ABI's strides moved: update the header template's indices");
+
+// A split-KV kernel's additions (tile-split-kv; LaunchAbi.h's split form and workspace layout).
+static constexpr llvm::StringLiteral splitDoc = R"tilefuse_c( *
+ * Split-KV: each row block's keys are shared out over `splits` CTAs (at least 1), whose partial
+ * results the last of them merges exactly. They meet in `workspace`, a device allocation of at
+ * least @NAME@_split_workspace(splits, B, H, Hkv, M).bytes bytes whose counters must be zero
+ * before its first launch (@NAME@_split_workspace_init, or cuMemsetD8 of the whole buffer);
+ * every launch leaves them zero. Launches that share a workspace must be ordered (one stream).
+ * The runtime (tilefuse::Kernel::launch) picks the split count from the GPU's size; here the
+ * caller does: enough CTAs to fill the GPU in one wave, each split at least four key blocks of
+ * @BLOCK_N@.
+)tilefuse_c";
+
+static constexpr llvm::StringLiteral splitWorkspace = R"tilefuse_c(/* Where a split launch's workspace
+ * puts its arrays (launch_abi::splitWorkspace): the arrival counters (one per program of the
+ * unsplit grid), then the partial O (splits*B x H x M x D floats) and LSE (splits*B x H x M),
+ * each 256-byte aligned. */
+typedef struct {
+  size_t counters, counter_bytes, o_part, lse_part, bytes;
+} @NAME@_split_workspace_layout;
+
+static inline size_t @NAME@_align256_(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+static inline @NAME@_split_workspace_layout @NAME@_split_workspace(int64_t splits, int64_t B,
+                                                                 int64_t H, int64_t Hkv,
+                                                                 int64_t M) {
+  @NAME@_split_workspace_layout w;
+  int64_t rows = @UPPER@_PACK_GQA ? H / Hkv * M : M;
+  int64_t programs = B * (@UPPER@_PACK_GQA ? Hkv : H) * ((rows + @UPPER@_BLOCK_M - 1) /
+                                                        @UPPER@_BLOCK_M);
+  w.counters = 0;
+  w.counter_bytes = (size_t)programs * 4;
+  w.o_part = @NAME@_align256_(w.counter_bytes);
+  w.lse_part = w.o_part + @NAME@_align256_((size_t)(splits * B * H * M) * @UPPER@_HEAD_DIM * 4);
+  w.bytes = w.lse_part + @NAME@_align256_((size_t)(splits * B * H * M) * 4);
+  return w;
+}
+
+/* Zeroes the counters of a workspace for these sizes (any split count), on `stream`. */
+static inline CUresult @NAME@_split_workspace_init(CUdeviceptr workspace, int64_t B, int64_t H,
+                                                   int64_t Hkv, int64_t M, CUstream stream) {
+  @NAME@_split_workspace_layout w = @NAME@_split_workspace(1, B, H, Hkv, M);
+  return cuMemsetD8Async(workspace + w.counters, 0, w.counter_bytes, stream);
+}
+
+)tilefuse_c";
 
 static constexpr llvm::StringLiteral sharedOptIn =
     R"tilefuse_c(  /* More than 48 KiB of dynamic shared memory must be opted in to per kernel. */
@@ -473,5 +523,45 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
   values["GIVEN_SIZES"] = givenSizes;
   values["SHARED_OPT_IN"] =
       kernel.sharedBytes > 48 * 1024 ? substitute(sharedOptIn, values) : std::string();
+  // The split form: the workspace and the key splits after the ABI's parameters.
+  bool split = kernel.splitKv;
+  values["SPLIT_KV"] = split ? "1" : "0";
+  values["LAUNCH_PARAMETER_COUNT"] = std::to_string(
+      launch_abi::kParameterCount + (split ? launch_abi::kSplitParameterCount : 0));
+  values["SPLIT_SIGNATURE"] = split ? ",\n                                     "
+                                      "CUdeviceptr workspace, int64_t splits"
+                                    : "";
+  values["SPLIT_SIGNATURE_DOC"] =
+      split ? ",\n *                      CUdeviceptr workspace, int64_t splits" : "";
+  values["SPLIT_DOC"] = split ? substitute(splitDoc, values) : "";
+  values["SPLIT_WORKSPACE"] = split ? substitute(splitWorkspace, values) : "";
+  values["SPLIT_LOCALS"] = split ? "  CUdeviceptr split_pointers[" +
+                                       std::to_string(launch_abi::kSplitPointerCount) +
+                                       "];\n  " + symbol + "_split_workspace_layout layout;\n"
+                                 : "";
+  // The merge indexes the partials in 32 bits too.
+  values["SPLIT_CHECK"] =
+      split ? "  if (splits < 1 || splits > INT32_MAX || workspace == 0 ||\n"
+              "      splits * B * H * M * " + std::to_string(kernel.headDim) +
+                  " > (int64_t)INT32_MAX)\n"
+              "    return CUDA_ERROR_INVALID_VALUE;\n"
+            : "";
+  std::string splitPack;
+  if (split) {
+    splitPack = "  /* The split form: o_part, lse_part, counters, then the split count. */\n"
+                "  layout = " + symbol + "_split_workspace(splits, B, H, Hkv, M);\n";
+    // The layout's fields are named as the ABI names the pointers.
+    for (int i = 0; i < launch_abi::kSplitPointerCount; ++i) {
+      splitPack += "  split_pointers[" + std::to_string(i) + "] = workspace + layout." +
+                   launch_abi::kSplitPointerNames[i] + ";\n  parameters[" +
+                   std::to_string(launch_abi::kParameterCount + i) + "] = &split_pointers[" +
+                   std::to_string(i) + "];\n";
+    }
+    splitPack += "  parameters[" +
+                 std::to_string(launch_abi::kParameterCount + launch_abi::kSplitPointerCount) +
+                 "] = &splits;\n";
+  }
+  values["SPLIT_PACK"] = splitPack;
+  values["SPLIT_GRID"] = split ? " * (unsigned)splits" : "";
   return substitute(headerTemplate, values);
 }

@@ -47,6 +47,40 @@ step "--emit header --name, head dim 128, f16" "$tilefuse" compile --kernel caus
 step "--emit header for gqa (declares H = 8, Hkv = 2)" "$tilefuse" compile --kernel gqa \
   --emit header -o gqa.h
 step "gqa.h embeds its declared sizes" grep -q '{-1, 8, -1, 64}, /\* Q: B H M D \*/' gqa.h
+step "--emit header --split-kv" "$tilefuse" compile --kernel causal --split-kv --emit header \
+  --name causal_split -o causal_split.h
+step "causal_split.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra \
+  -pedantic -Werror -isystem "$cuda_include" -x c -c causal_split.h -o header5.o
+# The header's workspace layout is a C copy of launch_abi::splitWorkspace: they must agree.
+abi_include=$(cd "$(dirname "$check_c")/../../runtime/device/include" && pwd)
+if command -v c++ > /dev/null; then
+  cat > layout.cpp <<'CPP'
+#include "causal_split.h"
+#include "tilefuse/runtime/device/LaunchAbi.h"
+#include <cstdio>
+int main() {
+  namespace abi = tilefuse::launch_abi;
+  const long long shapes[][5] = {{1, 1, 1, 1, 1}, {3, 2, 4, 2, 300}, {8, 1, 8, 2, 5},
+                                 {128, 8, 32, 8, 1}, {5, 2, 6, 3, 1000}};
+  int bad = 0;
+  for (const auto &s : shapes) {
+    causal_split_split_workspace_layout c = causal_split_split_workspace(s[0], s[1], s[2], s[3], s[4]);
+    abi::SplitWorkspace a = abi::splitWorkspace(s[0], s[1], s[2], s[3], s[4], CAUSAL_SPLIT_HEAD_DIM,
+                                                CAUSAL_SPLIT_BLOCK_M, CAUSAL_SPLIT_PACK_GQA);
+    if ((long long)c.counters != a.countersOffset || (long long)c.counter_bytes != a.counterBytes ||
+        (long long)c.o_part != a.outputPartOffset || (long long)c.lse_part != a.lsePartOffset ||
+        (long long)c.bytes != a.bytes) {
+      std::printf("layout differs at S=%lld B=%lld H=%lld Hkv=%lld M=%lld\n", s[0], s[1], s[2],
+                  s[3], s[4]);
+      bad = 1;
+    }
+  }
+  return bad;
+}
+CPP
+  step "the header's split workspace is launch_abi::splitWorkspace" sh -c \
+    "c++ -std=c++17 -Wall -Werror -I. -isystem '$cuda_include' -I'$abi_include' layout.cpp -o layout && ./layout"
+fi
 step "C99 -Wall -Werror" "$cc" -std=c99 -Wall -Werror -I"$cuda_include" -x c -c causal.h \
   -o header.o
 step "C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra -pedantic -Werror \
@@ -58,7 +92,7 @@ fi
 step "gqa.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra -pedantic \
   -Werror -isystem "$cuda_include" -x c -c gqa.h -o header4.o
 step "two headers in one translation unit" sh -c "printf '#include \"causal.h\"\n#include \"causal_f16_d128.h\"\n' > both.c && '$cc' -std=c99 -Wall -Werror -I. -I'$cuda_include' -c both.c -o both.o"
-step "AotCheck.c builds against causal.h and gqa.h" "$cc" -std=c99 -O2 -Wall -Wextra -Werror \
+step "AotCheck.c builds against causal.h, causal_split.h and gqa.h" "$cc" -std=c99 -O2 -Wall -Wextra -Werror \
   -I. -I"$cuda_include" "$check_c" -o aot-check -L"$cuda_lib" -lcuda -lpthread -lm
 if [ "$status" = 0 ]; then
   # Without a driver, the toolkit's stub stands in for libcuda.so.1 (its calls all fail).

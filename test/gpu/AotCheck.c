@@ -14,6 +14,11 @@
  *      head counts than gqa declares, and gqa_launch refuses it before any driver call;
  *   4. the launcher's checks: H % Hkv, odd q stride, misaligned k, NULL lse, and gqa with 6
  *      heads (nothing launched: its poisoned output stays untouched);
+ *   6. causal_split.h, the causal kernel with --split-kv (GQA-packed): its launcher with a
+ *      workspace from causal_split_split_workspace, zeroed once by causal_split_split_workspace_init
+ *      and reused across launches, at split counts 1, 3 and 8, grouped heads, M = N = 300 and a
+ *      decode-like M = 5, N = 2000; on the host, a split count of 0 and a NULL workspace are
+ *      refused before any driver call;
  *   5. the `--emit cubin` file (argv[1]) loads with cuModuleLoad and has the kernel; with
  *      argv[2], the PTX it came from loads through the driver's JIT too. Both loads are timed
  *      (run with CUDA_CACHE_DISABLE=1 for a cold JIT).
@@ -29,6 +34,7 @@
  *===----------------------------------------------------------------------===*/
 #define _POSIX_C_SOURCE 200809L
 #include "causal.h"
+#include "causal_split.h"
 #include "gqa.h"
 
 #include <math.h>
@@ -317,6 +323,54 @@ static void one(const char *name, int64_t B, int64_t H, int64_t Hkv, int64_t M, 
   tearDown(&p);
 }
 
+/* Test 6: the split-KV header, one workspace for every launch (zeroed once; each launch leaves
+ * its counters zero), against the same float64 causal attention. */
+static void splitLaunches(CUstream stream) {
+  static const struct {
+    const char *name;
+    int64_t B, H, Hkv, M, N, splits;
+  } cases[] = {
+      {"split: 1 split", 2, 4, 2, 300, 300, 1},
+      {"split: 3 splits", 2, 4, 2, 300, 300, 3},
+      {"split: 8 splits, decode-like", 1, 8, 2, 5, 2000, 8},
+      {"split: 3 splits again (counters left zero)", 2, 4, 2, 300, 300, 3},
+  };
+  CUdeviceptr workspace = 0;
+  size_t bytes = 0, i;
+  for (i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    causal_split_split_workspace_layout w = causal_split_split_workspace(
+        cases[i].splits, cases[i].B, cases[i].H, cases[i].Hkv, cases[i].M);
+    if (w.bytes > bytes)
+      bytes = w.bytes;
+  }
+  CHECK_CU(cuMemAlloc(&workspace, bytes));
+  /* Zeroed once for the largest shape's counters: they are the first bytes of any layout. */
+  CHECK_CU(cuMemsetD8(workspace, 0, bytes));
+  CHECK_CU(causal_split_split_workspace_init(workspace, 2, 4, 2, 300, stream));
+  for (i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    Problem p;
+    Outputs out;
+    CUresult r;
+    layout(&p, cases[i].B, cases[i].H, cases[i].Hkv, cases[i].M, cases[i].N, 0);
+    setUp(&p);
+    allocOutputs(&p, &out);
+    r = causal_split_launch(stream, (const void *)(uintptr_t)p.dq, (const void *)(uintptr_t)p.dk,
+                            (const void *)(uintptr_t)p.dv, (void *)(uintptr_t)out.o,
+                            (float *)(uintptr_t)out.lse, p.B, p.H, p.Hkv, p.M, p.N, NULL,
+                            workspace, cases[i].splits);
+    if (r != CUDA_SUCCESS) {
+      fail(cases[i].name, errorName(r));
+    } else {
+      CHECK_CU(cuStreamSynchronize(stream));
+      compare(cases[i].name, &p, &out);
+    }
+    cuMemFree(out.o);
+    cuMemFree(out.lse);
+    tearDown(&p);
+  }
+  cuMemFree(workspace);
+}
+
 static void expectRejected(const char *name, const char *expected, const void *q, const void *k,
                            const void *v, void *o, float *lse, int64_t H, int64_t Hkv,
                            const int64_t *strides) {
@@ -564,6 +618,15 @@ static void hostChecks(void) {
       fail(cases[i].name, "causal_check's answer");
   }
   declaredSizeChecks();
+  /* The split launcher refuses a split count below 1 and a missing workspace before it needs
+   * the driver. */
+  if (causal_split_launch(NULL, a, a, a, o, lse, 1, 4, 2, 64, 64, NULL, 0x400000, 0) !=
+          CUDA_ERROR_INVALID_VALUE ||
+      causal_split_launch(NULL, a, a, a, o, lse, 1, 4, 2, 64, 64, NULL, 0, 3) !=
+          CUDA_ERROR_INVALID_VALUE)
+    fail("split launches without splits or workspace", "not refused");
+  else
+    printf("[ok  ] check: split count 0 and a NULL workspace refused\n");
 }
 
 int main(int argc, char **argv) {
@@ -602,6 +665,7 @@ int main(int argc, char **argv) {
   one("M > N", 1, 2, 2, 333, 100, 0, stream);
   one("strided (B,M,H,D) Q/O, padded K/V/LSE", 2, 4, 1, 257, 190, 1, stream);
   one("one row, one key", 1, 1, 1, 1, 1, 0, stream);
+  splitLaunches(stream);
   validation(stream);
   CHECK_CU(cuStreamDestroy(stream));
   if (argc > 1)

@@ -30,6 +30,19 @@
 // SM80: .target sm_80
 // SM80: atom.global.add.u32
 
-// RUN: not tilefuse compile --kernel attention --split-kv --emit header -o %t/x.h 2>&1 \
-// RUN:   | FileCheck %s --check-prefix=HEADER
-// HEADER: error: --split-kv needs --emit ptx or cubin (the AOT header's launcher has no split-KV workspace yet)
+// --emit header of a split kernel: the launcher takes the workspace and the split count, packs
+// the ABI's split parameters and multiplies the grid's x by the splits; the workspace layout
+// and its initializer come with it.
+// RUN: tilefuse compile --kernel attention --split-kv --emit header --name decode -o %t/decode.h
+// RUN: FileCheck %s --check-prefix=HEADER --input-file %t/decode.h
+// HEADER: #define DECODE_PACK_GQA 1
+// HEADER: #define DECODE_SPLIT_KV 1
+// HEADER: static inline decode_split_workspace_layout decode_split_workspace(int64_t splits,
+// HEADER: static inline CUresult decode_split_workspace_init(CUdeviceptr workspace,
+// HEADER: static inline CUresult decode_launch(
+// HEADER:   const int64_t strides[14],
+// HEADER-NEXT: CUdeviceptr workspace, int64_t splits) {
+// HEADER:   void *parameters[28];
+// HEADER:   parameters[24] = &split_pointers[0];
+// HEADER:   parameters[27] = &splits;
+// HEADER:   return cuLaunchKernel(function, rowBlocks * (unsigned)splits, heads,

@@ -762,12 +762,8 @@ static int compileMain() {
     }
     return writeOutput(cOutput, *object, /*text=*/false) ? 0 : 1;
   }
-  // (--emit reference: the float64 reference is the same function, split or not.)
-  if (cSplitKv && cEmit == "header") {
-    fmt::print(stderr, "error: --split-kv needs --emit ptx or cubin (the AOT header's launcher "
-                       "has no split-KV workspace yet)\n");
-    return 2;
-  }
+  // (--emit reference: the float64 reference is the same function, split or not. --emit header
+  // of a split kernel: its launcher takes the workspace and the split count.)
   if (cEmit == "header" && !cName.empty() && !isValidHeaderSymbol(cName)) {
     fmt::print(stderr, "error: --name '{}' is not a C identifier starting with a letter\n",
                cName.getValue());
