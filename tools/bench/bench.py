@@ -60,9 +60,10 @@ class Unavailable(Exception):
 class Tilefuse:
     """libtilefuse_cuda.so and the attention / causal kernels of a directory."""
 
-    def __init__(self, lib_path, ptx_dir):
+    def __init__(self, lib_path, ptx_dir, kv_splits=0):
         # (causal, head_dim, dtype, seq bucket or None) -> (kernel handle, sidecar path, scale)
         self.kernels = {}
+        self.kv_splits = kv_splits  # a split-KV kernel's key splits (0: the launcher's choice)
         self.error = None
         self._err = ctypes.create_string_buffer(4096)
         try:
@@ -73,9 +74,9 @@ class Tilefuse:
         vp, i64 = ctypes.c_void_p, ctypes.c_int64
         lib.tilefuse_cuda_load.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
                                            ctypes.POINTER(vp), ctypes.c_char_p, ctypes.c_size_t]
-        lib.tilefuse_cuda_launch.argtypes = ([vp, vp] + [vp] * 5 + [i64] * 6 +
-                                             [ctypes.POINTER(i64), ctypes.c_char_p,
-                                              ctypes.c_size_t])
+        lib.tilefuse_cuda_launch_split.argtypes = ([vp, vp] + [vp] * 5 + [i64] * 6 +
+                                                   [ctypes.POINTER(i64), i64, ctypes.c_char_p,
+                                                    ctypes.c_size_t])
         lib.tilefuse_cuda_free.argtypes = [vp]
         lib.tilefuse_cuda_available.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
         self.lib = lib
@@ -129,8 +130,9 @@ class Tilefuse:
                                         *o.stride()[:3], *lse.stride()[:2])
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
         args = (kernel[0], stream, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
-                lse.data_ptr(), B, H, Hkv, M, N, D, strides, self._err, len(self._err))
-        launch = self.lib.tilefuse_cuda_launch
+                lse.data_ptr(), B, H, Hkv, M, N, D, strides, self.kv_splits, self._err,
+                len(self._err))
+        launch = self.lib.tilefuse_cuda_launch_split
 
         # args holds only the buffers' addresses: `run` keeps both buffers alive, or the freed
         # LSE buffer would be the next allocation while the launches still write it.
@@ -260,8 +262,9 @@ def main():
     parser.add_argument("--impls", default=",".join(IMPLS))
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--reps", type=int, default=30)
-    parser.add_argument("--variant", action="append", default=[], metavar="NAME=DIR",
-                        help="also time the kernels of DIR as column tf:NAME (repeatable)")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=DIR[:S]",
+                        help="also time the kernels of DIR as column tf:NAME (repeatable); "
+                             ":S launches split-KV kernels with S key splits")
     parser.add_argument("--tuned-dir", default=None, metavar="DIR",
                         help="column 'tuned': the kernels `tilefuse tune --emit-dir DIR` wrote")
     parser.add_argument("--decode", default=None, metavar="N,N,...",
@@ -276,14 +279,18 @@ def main():
     for impl in impls:
         if impl not in IMPLS:
             parser.error(f"unknown implementation {impl} (have {', '.join(IMPLS)})")
-    variants = {}
+    variants = {}  # column -> (DIR, key splits)
     for item in args.variant:
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
-            parser.error(f"--variant takes NAME=DIR, not {item!r}")
-        variants["tf:" + name] = path
+            parser.error(f"--variant takes NAME=DIR[:S], not {item!r}")
+        head, colon, tail = path.rpartition(":")
+        splits = 0
+        if colon and tail.isdigit():
+            path, splits = head, int(tail)
+        variants["tf:" + name] = (path, splits)
     if args.tuned_dir:
-        variants["tuned"] = args.tuned_dir
+        variants["tuned"] = (args.tuned_dir, 0)
     impls += list(variants)
 
     try:
@@ -309,8 +316,8 @@ def main():
                   file=sys.stderr)
 
     variant_kernels = {}  # impl -> its Tilefuse, for the report
-    for impl, path in variants.items():
-        variant = Tilefuse(args.lib, path)
+    for impl, (path, splits) in variants.items():
+        variant = Tilefuse(args.lib, path, kv_splits=splits)
         variant_kernels[impl] = variant
         preparers[impl] = variant.prepare
         if variant.error:

@@ -58,6 +58,15 @@ int tilefuse_cuda_launch(const tilefuse_kernel *kernel, void *stream, const void
                          int64_t Hkv, int64_t M, int64_t N, int64_t D, const int64_t *strides,
                          char *err, size_t errlen);
 
+/* tilefuse_cuda_launch with a split-KV kernel's key splits (its sidecar says "split_kv"): each
+ * row block's keys shared out over `kv_splits` CTAs; 0 lets the launcher choose, as
+ * tilefuse_cuda_launch does. An unsplit kernel takes 0 or 1. */
+int tilefuse_cuda_launch_split(const tilefuse_kernel *kernel, void *stream, const void *q,
+                               const void *k, const void *v, void *o, void *lse, int64_t B,
+                               int64_t H, int64_t Hkv, int64_t M, int64_t N, int64_t D,
+                               const int64_t *strides, int64_t kv_splits, char *err,
+                               size_t errlen);
+
 /* Unloads the kernel; NULL is ignored. */
 void tilefuse_cuda_free(tilefuse_kernel *kernel);
 

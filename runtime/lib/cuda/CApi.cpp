@@ -91,18 +91,28 @@ int tilefuse_cuda_load_data(const char *ptx, const char *json, tilefuse_kernel *
   return adopt(CudaKernel::load(ptx, std::move(*metadata)), out, err, errlen);
 }
 
-int tilefuse_cuda_launch(const tilefuse_kernel *kernel, void *stream, const void *q,
-                         const void *k, const void *v, void *o, void *lse, int64_t B, int64_t H,
-                         int64_t Hkv, int64_t M, int64_t N, int64_t D, const int64_t *strides,
-                         char *err, size_t errlen) {
+int tilefuse_cuda_launch_split(const tilefuse_kernel *kernel, void *stream, const void *q,
+                               const void *k, const void *v, void *o, void *lse, int64_t B,
+                               int64_t H, int64_t Hkv, int64_t M, int64_t N, int64_t D,
+                               const int64_t *strides, int64_t kv_splits, char *err,
+                               size_t errlen) {
   if (!kernel)
     return invalidArgument("tilefuse_cuda_launch: kernel is NULL", err, errlen);
   AttentionShape shape{B, H, Hkv, M, N, D};
   AttentionBuffers buffers{address(q), address(k), address(v), address(o), address(lse)};
   AttentionStrides layout = strides ? AttentionStrides::fromArray(strides)
                                     : AttentionStrides::contiguous(shape);
-  return report(kernel->kernel->launch(static_cast<CUstream_st *>(stream), buffers, shape, layout),
+  return report(kernel->kernel->launch(static_cast<CUstream_st *>(stream), buffers, shape, layout,
+                                       kv_splits),
                 err, errlen);
+}
+
+int tilefuse_cuda_launch(const tilefuse_kernel *kernel, void *stream, const void *q,
+                         const void *k, const void *v, void *o, void *lse, int64_t B, int64_t H,
+                         int64_t Hkv, int64_t M, int64_t N, int64_t D, const int64_t *strides,
+                         char *err, size_t errlen) {
+  return tilefuse_cuda_launch_split(kernel, stream, q, k, v, o, lse, B, H, Hkv, M, N, D, strides,
+                                    /*kv_splits=*/0, err, errlen);
 }
 
 void tilefuse_cuda_free(tilefuse_kernel *kernel) { delete kernel; }
