@@ -108,8 +108,11 @@ TEST(LaunchAbi, KeySplitPolicy) {
   // S = 5 would add a second wave of 56 CTAs.
   EXPECT_EQ(CudaKernel::chooseKeySplits(64, 264, 512), 4);
   EXPECT_EQ(CudaKernel::chooseKeySplits(64, 264, 64), 4);
-  // B = 1: 8 programs take 32 splits of 16 key blocks each, one wave of 256 CTAs.
-  EXPECT_EQ(CudaKernel::chooseKeySplits(8, 264, 512), 32);
+  // B = 1: 8 programs, one wave whatever S up to 33; the merge's cost (one partial per split)
+  // against the split length puts S near sqrt(512): 19 splits of 27 key blocks.
+  EXPECT_EQ(CudaKernel::chooseKeySplits(8, 264, 512), 19);
+  // Measured (B = 1, 32k, Bc = 128: 256 key blocks): S = 16 beat S = 32 by 9%.
+  EXPECT_EQ(CudaKernel::chooseKeySplits(8, 264, 256), 16);
   // Short keys: at most keyBlocks / 4 splits, and none below four blocks.
   EXPECT_EQ(CudaKernel::chooseKeySplits(8, 264, 16), 4);
   EXPECT_EQ(CudaKernel::chooseKeySplits(8, 264, 3), 1);

@@ -175,8 +175,8 @@ public:
   int64_t splitCountFor(const AttentionShape &shape) const;
   /// The split policy: 1 when `programs` fill the `slots` (CTAs resident at once); else the
   /// S (each split at least four of the `keyBlocks`, at most 128) with the least time in waves
-  /// of S·programs CTAs times a split's key blocks plus a CTA's fixed cost, the fewest splits
-  /// among equals. Decode: 64 programs on 264 slots take S = 4 (256 CTAs, one wave), not 5
+  /// of S·programs CTAs times a split's key blocks plus a CTA's fixed cost, plus the merge's
+  /// one partial per split; the fewest splits among equals. Decode: 64 programs on 264 slots take S = 4 (256 CTAs, one wave), not 5
   /// (320 CTAs, a second wave of 56).
   static int64_t chooseKeySplits(int64_t programs, int64_t slots, int64_t keyBlocks);
 
