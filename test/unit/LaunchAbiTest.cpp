@@ -108,11 +108,11 @@ TEST(LaunchAbi, KeySplitPolicy) {
   // S = 5 would add a second wave of 56 CTAs.
   EXPECT_EQ(CudaKernel::chooseKeySplits(64, 264, 512), 4);
   EXPECT_EQ(CudaKernel::chooseKeySplits(64, 264, 64), 4);
-  // B = 1: 8 programs, one wave whatever S up to 33; the merge's cost (one partial per split)
-  // against the split length puts S near sqrt(512): 19 splits of 27 key blocks.
-  EXPECT_EQ(CudaKernel::chooseKeySplits(8, 264, 512), 19);
-  // Measured (B = 1, 32k, Bc = 128: 256 key blocks): S = 16 beat S = 32 by 9%.
-  EXPECT_EQ(CudaKernel::chooseKeySplits(8, 264, 256), 16);
+  // B = 1: 8 programs, one wave whatever S up to 33; the merge's cost (half a key block per
+  // split) against the split length decides. Measured (Bc = 128): at 32k (256 key blocks) S = 16
+  // beat S = 32 by 9%, at 4k (32 key blocks) S = 8 beat S = 4 by 20%.
+  EXPECT_EQ(CudaKernel::chooseKeySplits(8, 264, 256), 20);
+  EXPECT_EQ(CudaKernel::chooseKeySplits(8, 264, 32), 8);
   // Short keys: at most keyBlocks / 4 splits, and none below four blocks.
   EXPECT_EQ(CudaKernel::chooseKeySplits(8, 264, 16), 4);
   EXPECT_EQ(CudaKernel::chooseKeySplits(8, 264, 3), 1);

@@ -566,17 +566,17 @@ int64_t CudaKernel::chooseKeySplits(int64_t programs, int64_t slots, int64_t key
     return 1;
   // Each split at least four key blocks (the merge and the prologue amortized), at most 128.
   int64_t most = std::clamp<int64_t>(keyBlocks / 4, 1, 128);
-  // The time of S splits, in key blocks of one CTA: its waves, ceil(S·programs / slots), each as
-  // long as a split's share of the keys plus what a CTA costs besides its key loop (the Q load
-  // and the partial store: about two key blocks); then the merge, which the last CTA of a row
-  // block runs alone, reading one partial per split (about a key block each: measured on the
-  // H200, B = 1 decode at 32k ran 9% faster at S = 16 than at S = 32, both one wave). The
-  // fewest splits among equals.
-  constexpr int64_t ctaOverhead = 2, mergePerSplit = 1;
+  // The time of S splits, in half key blocks of one CTA: its waves, ceil(S·programs / slots),
+  // each as long as a split's share of the keys plus what a CTA costs besides its key loop (the
+  // Q load and the partial store: about two key blocks); then the merge, which the last CTA of
+  // a row block runs alone, reading one partial per split: about half a key block each (fit to
+  // the H200's B = 1 decode: at 32k S = 16 ran 9% faster than S = 32, both one wave; at 4k
+  // S = 8 ran 20% faster than S = 4). The fewest splits among equals.
+  constexpr int64_t ctaOverhead = 2;
   int64_t best = 1, bestTime = std::numeric_limits<int64_t>::max();
   for (int64_t s = 1; s <= most; ++s) {
     int64_t waves = (s * programs + slots - 1) / slots;
-    int64_t time = waves * ((keyBlocks + s - 1) / s + ctaOverhead) + s * mergePerSplit;
+    int64_t time = 2 * waves * ((keyBlocks + s - 1) / s + ctaOverhead) + s;
     if (time < bestTime) {
       best = s;
       bestTime = time;
