@@ -190,7 +190,10 @@ def flex(torch, q, k, v, causal, scale):
     if causal:
         block_mask = create_block_mask(lambda b, h, q_idx, kv_idx: q_idx >= kv_idx, None, None,
                                        q.shape[2], k.shape[2], device=q.device)
-    return lambda: compiled(q, k, v, block_mask=block_mask, scale=scale)
+    # Grouped-query heads (decode rows) as SDPA and tilefuse map them; with one query row,
+    # flex_attention runs its decoding kernel (FlexDecoding).
+    gqa = q.shape[1] != k.shape[1]
+    return lambda: compiled(q, k, v, block_mask=block_mask, scale=scale, enable_gqa=gqa)
 
 
 _flex_cache = {}
