@@ -35,6 +35,7 @@
 #include "tilefuse/runtime/Reference.h"
 #include "tilefuse/runtime/Tilefuse.h"
 #include "tilefuse/runtime/cuda/CudaKernel.h"
+#include "tilefuse/runtime/device/LaunchAbi.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -214,6 +215,16 @@ static cl::opt<std::string> device("device",
                                    cl::init("auto"), cl::sub(runCmd), cl::cat(runCategory));
 static cl::opt<unsigned> seed("seed", cl::desc("random seed"), cl::init(1), cl::sub(runCmd),
                               cl::cat(runCategory));
+static cl::opt<bool> runSplitKv(
+    "split-kv",
+    cl::desc("Run the split-KV kernel (tile-split-kv, GQA-packed as split kernels are): each "
+             "row block's keys shared out over --kv-splits programs and merged"),
+    cl::init(false), cl::sub(runCmd), cl::cat(runCategory));
+static cl::opt<int64_t> runKvSplits(
+    "kv-splits",
+    cl::desc("--split-kv: key splits per row block (0: the launcher's choice on the GPU, 4 on "
+             "the CPU)"),
+    cl::init(0), cl::sub(runCmd), cl::cat(runCategory));
 static cl::opt<bool> runBackward(
     "backward",
     cl::desc("Run the kernel's derived backward (tiled, on the CPU reference backend) after its "
@@ -279,6 +290,19 @@ static int runMain() {
 
   if (runDeterministic && !runBackward) {
     fmt::print(stderr, "error: --deterministic is an option of --backward\n");
+    return 2;
+  }
+  if (runKvSplits != 0 && !runSplitKv) {
+    fmt::print(stderr, "error: --kv-splits is an option of --split-kv\n");
+    return 2;
+  }
+  if (runKvSplits < 0) {
+    fmt::print(stderr, "error: --kv-splits must be 0 (the launcher's choice) or more, not {}\n",
+               runKvSplits.getValue());
+    return 2;
+  }
+  if (runSplitKv && runBackward) {
+    fmt::print(stderr, "error: --split-kv is a forward kernel; --backward runs the unsplit one\n");
     return 2;
   }
   if (runBackward) {
@@ -400,6 +424,10 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
   opts.blockM = blockM;
   opts.blockN = blockN;
   opts.instrument = true;
+  // The split kernel as the GPU compiles it: GQA-packed (splitKvTileConfig).
+  opts.splitKv = runSplitKv;
+  opts.packGqa = runSplitKv;
+  int64_t splits = runSplitKv ? (runKvSplits > 0 ? runKvSplits.getValue() : 4) : 1;
   auto t0 = std::chrono::steady_clock::now();
   auto kernel = CpuKernel::compile(text, bufferName, opts);
   if (!kernel) {
@@ -420,18 +448,22 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
   auto ov = HostView::contiguous(ob.data(), {p.B, p.H, p.M, p.D});
   auto lv = HostView::contiguous(lseb.data(), {p.B, p.H, p.M, 0}, 3);
   t0 = std::chrono::steady_clock::now();
-  if (llvm::Error e = (*kernel)->run(qv, kv, vv, ov, lv, &counts)) {
+  if (llvm::Error e = (*kernel)->run(qv, kv, vv, ov, lv, &counts, splits)) {
     fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
     return 1;
   }
   double runMs = msSince(t0);
 
-  int64_t programs = p.B * p.H * ((p.M + blockM - 1) / blockM);
+  launch_abi::Grid grid =
+      launch_abi::programGrid(p.B, p.H, p.Hkv, p.M, blockM, /*packGqa=*/runSplitKv);
+  int64_t programs = grid.batch * grid.heads * grid.rowBlocks;
   int64_t allBlocks = programs * ((p.N + blockN - 1) / blockN);
   fmt::print("kernel       {} ({}), {} on the CPU reference backend\n", name, bufferName,
              dtype.getValue());
   fmt::print("shape        B={} H={} Hkv={} M={} N={} D={}  Br={} Bc={}\n", p.B, p.H, p.Hkv, p.M,
              p.N, p.D, blockM.getValue(), blockN.getValue());
+  if (runSplitKv)
+    fmt::print("split-KV     {} key splits per row block, GQA-packed\n", splits);
   fmt::print("compile      {:.1f} ms   run {:.1f} ms\n", compileMs, runMs);
   fmt::print("blocks       {} visited of {} ({} full, {} partial)\n", counts.visited(), allBlocks,
              counts.full, counts.partial);
@@ -551,6 +583,7 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
     return fail(dev.takeError());
   PtxCompileOptions opts; // block sizes: the tuned defaults for the kernel's head dimension
   opts.elementType = dtype;
+  opts.splitKv = runSplitKv;
   auto chip = chipForComputeCapability(dev->computeMajor, dev->computeMinor, dev->name);
   if (!chip)
     return fail(chip.takeError());
@@ -608,7 +641,7 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
                                  lse->address()};
   t0 = std::chrono::steady_clock::now();
   if (llvm::Error e = (*kernel)->launch(stream->handle(), buffers, shape,
-                                        cuda::AttentionStrides::contiguous(shape)))
+                                        cuda::AttentionStrides::contiguous(shape), runKvSplits))
     return fail(std::move(e));
   if (llvm::Error e = stream->synchronize())
     return fail(std::move(e));
@@ -624,6 +657,10 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
              dev->name, opts.chip);
   fmt::print("shape        B={} H={} Hkv={} M={} N={} D={}  Br={} Bc={}\n", p.B, p.H, p.Hkv, p.M,
              p.N, p.D, compiled->blockM, compiled->blockN);
+  if (runSplitKv)
+    fmt::print("split-KV     {} key splits per row block ({}), {}\n",
+               runKvSplits > 0 ? runKvSplits.getValue() : (*kernel)->splitCountFor(shape),
+               runKvSplits > 0 ? "--kv-splits" : "the launcher's choice", compiled->tiles.print());
   fmt::print("compile      {:.1f} ms (PTX + driver JIT)   run {:.3f} ms\n", compileMs, runMs);
   // P is rounded to the storage type for the P x V MMA, and O once more on the store.
   return checkAgainstReference(reference, in, ob, lseb, in.et == ElementType::BF16 ? 1e-2 : 3e-3);
