@@ -331,8 +331,9 @@ static constexpr llvm::StringLiteral splitDoc = R"tilefuse_c( *
  * before its first launch (@NAME@_split_workspace_init, or cuMemsetD8 of the whole buffer);
  * every launch leaves them zero. Launches that share a workspace must be ordered (one stream).
  * The runtime (tilefuse::Kernel::launch) picks the split count from the GPU's size; here the
- * caller does: enough CTAs to fill the GPU in one wave, each split at least four key blocks of
- * @BLOCK_N@.
+ * caller does: about enough CTAs to fill the GPU in one wave, each split at least one key
+ * block of @BLOCK_N@ (and, for short keys, fewer splits: each CTA also loads Q and the last
+ * one merges).
 )tilefuse_c";
 
 static constexpr llvm::StringLiteral splitWorkspace = R"tilefuse_c(/* Where a split launch's workspace

@@ -101,7 +101,7 @@ TEST(LaunchAbi, SidecarSaysSplitKV) {
 }
 
 // The launcher's split count (CudaKernel::chooseKeySplits): one wave of CTAs where it can, never
-// a split for a grid that fills the GPU, at least four key blocks per split.
+// a split for a grid that fills the GPU, at least one key block per split.
 TEST(LaunchAbi, KeySplitPolicy) {
   using runtime::cuda::CudaKernel;
   // Decode, B = 8 x 8 KV heads packed: 64 programs on 132 SMs x 2. S = 4 is one wave of 256;
@@ -113,9 +113,12 @@ TEST(LaunchAbi, KeySplitPolicy) {
   // beat S = 32 by 9%, at 4k (32 key blocks) S = 8 beat S = 4 by 20%.
   EXPECT_EQ(CudaKernel::chooseKeySplits(8, 264, 256), 20);
   EXPECT_EQ(CudaKernel::chooseKeySplits(8, 264, 32), 8);
-  // Short keys: at most keyBlocks / 4 splits, and none below four blocks.
+  // Short keys: at most one split per key block; measured (B = 8, 512 keys, 4 key blocks of
+  // 128): 2 splits beat 1 by 8%.
   EXPECT_EQ(CudaKernel::chooseKeySplits(8, 264, 16), 4);
-  EXPECT_EQ(CudaKernel::chooseKeySplits(8, 264, 3), 1);
+  EXPECT_EQ(CudaKernel::chooseKeySplits(8, 264, 3), 3);
+  EXPECT_EQ(CudaKernel::chooseKeySplits(64, 264, 4), 2);
+  EXPECT_EQ(CudaKernel::chooseKeySplits(64, 264, 1), 1);
   // A full grid is not split.
   EXPECT_EQ(CudaKernel::chooseKeySplits(264, 264, 4096), 1);
   EXPECT_EQ(CudaKernel::chooseKeySplits(1000, 264, 4096), 1);

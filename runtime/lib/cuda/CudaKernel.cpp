@@ -564,8 +564,9 @@ int64_t CudaKernel::chooseKeySplits(int64_t programs, int64_t slots, int64_t key
   // A grid that fills every slot already gains only a tail from splitting, and pays the merge.
   if (programs >= slots)
     return 1;
-  // Each split at least four key blocks (the merge and the prologue amortized), at most 128.
-  int64_t most = std::clamp<int64_t>(keyBlocks / 4, 1, 128);
+  // Each split at least one key block, at most 128 splits; the model below weighs the fixed
+  // costs (a sweep on the H200: at 512 keys, B = 8, two splits of two blocks beat one by 8%).
+  int64_t most = std::clamp<int64_t>(keyBlocks, 1, 128);
   // The time of S splits, in half key blocks of one CTA: its waves, ceil(S·programs / slots),
   // each as long as a split's share of the keys plus what a CTA costs besides its key loop (the
   // Q load and the partial store: about two key blocks); then the merge, which the last CTA of

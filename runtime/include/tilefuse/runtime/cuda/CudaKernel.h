@@ -174,7 +174,7 @@ public:
   /// kernel's occupancy) and the key blocks; 1 for a kernel that is not split-KV.
   int64_t splitCountFor(const AttentionShape &shape) const;
   /// The split policy: 1 when `programs` fill the `slots` (CTAs resident at once); else the
-  /// S (each split at least four of the `keyBlocks`, at most 128) with the least time in waves
+  /// S (each split at least one of the `keyBlocks`, at most 128) with the least time in waves
   /// of S·programs CTAs times a split's key blocks plus a CTA's fixed cost, plus the merge's
   /// one partial per split; the fewest splits among equals. Decode: 64 programs on 264 slots take S = 4 (256 CTAs, one wave), not 5
   /// (320 CTAs, a second wave of 56).
