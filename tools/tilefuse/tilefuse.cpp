@@ -424,9 +424,9 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
   opts.blockM = blockM;
   opts.blockN = blockN;
   opts.instrument = true;
-  // The split kernel as the GPU compiles it: GQA-packed (splitKvTileConfig).
+  // The split kernel packed as the GPU compiles it (splitKvTileConfig's pack_gqa).
   opts.splitKv = runSplitKv;
-  opts.packGqa = runSplitKv;
+  opts.packGqa = runSplitKv && splitKvTileConfig(0, "").packGqa.value_or(false);
   int64_t splits = runSplitKv ? (runKvSplits > 0 ? runKvSplits.getValue() : 4) : 1;
   auto t0 = std::chrono::steady_clock::now();
   auto kernel = CpuKernel::compile(text, bufferName, opts);
@@ -454,8 +454,7 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
   }
   double runMs = msSince(t0);
 
-  launch_abi::Grid grid =
-      launch_abi::programGrid(p.B, p.H, p.Hkv, p.M, blockM, /*packGqa=*/runSplitKv);
+  launch_abi::Grid grid = launch_abi::programGrid(p.B, p.H, p.Hkv, p.M, blockM, opts.packGqa);
   int64_t programs = grid.batch * grid.heads * grid.rowBlocks;
   int64_t allBlocks = programs * ((p.N + blockN - 1) / blockN);
   fmt::print("kernel       {} ({}), {} on the CPU reference backend\n", name, bufferName,
@@ -463,7 +462,8 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
   fmt::print("shape        B={} H={} Hkv={} M={} N={} D={}  Br={} Bc={}\n", p.B, p.H, p.Hkv, p.M,
              p.N, p.D, blockM.getValue(), blockN.getValue());
   if (runSplitKv)
-    fmt::print("split-KV     {} key splits per row block, GQA-packed\n", splits);
+    fmt::print("split-KV     {} key splits per row block{}\n", splits,
+               opts.packGqa ? ", GQA-packed" : "");
   fmt::print("compile      {:.1f} ms   run {:.1f} ms\n", compileMs, runMs);
   fmt::print("blocks       {} visited of {} ({} full, {} partial)\n", counts.visited(), allBlocks,
              counts.full, counts.partial);
