@@ -171,6 +171,25 @@ LogicalResult SoftmaxFromLseOp::verify() {
   return success();
 }
 
+/// The scalar body of tile.map and tile.block_map: one f32 argument per operand, one f32
+/// yielded (the result element).
+static LogicalResult verifyElementBody(Operation *op, Region &body, size_t operands) {
+  Block &block = body.front();
+  if (block.getNumArguments() != operands)
+    return op->emitOpError() << "body must take one f32 per operand (" << operands << "), got "
+                             << block.getNumArguments() << " arguments";
+  for (BlockArgument arg : block.getArguments())
+    if (!arg.getType().isF32())
+      return op->emitOpError() << "body argument #" << arg.getArgNumber()
+                               << " must be f32, got " << arg.getType();
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return op->emitOpError("body must end with tile.yield");
+  if (yield.getValues().size() != 1 || !yield.getValues()[0].getType().isF32())
+    return yield.emitOpError("must yield exactly one f32 (the result element)");
+  return success();
+}
+
 LogicalResult MapOp::verifyRegions() {
   if (getInputs().empty())
     return emitOpError("needs at least one operand");
@@ -195,20 +214,7 @@ LogicalResult MapOp::verifyRegions() {
   }
   if (!sameRankOperand)
     return emitOpError("needs an operand of the result's rank");
-  Block &block = getBody().front();
-  if (block.getNumArguments() != getInputs().size())
-    return emitOpError() << "body must take one f32 per operand (" << getInputs().size()
-                         << "), got " << block.getNumArguments() << " arguments";
-  for (BlockArgument arg : block.getArguments())
-    if (!arg.getType().isF32())
-      return emitOpError() << "body argument #" << arg.getArgNumber() << " must be f32, got "
-                           << arg.getType();
-  auto yield = dyn_cast<YieldOp>(block.getTerminator());
-  if (!yield)
-    return emitOpError("body must end with tile.yield");
-  if (yield.getValues().size() != 1 || !yield.getValues()[0].getType().isF32())
-    return yield.emitOpError("must yield exactly one f32 (the result element)");
-  return success();
+  return verifyElementBody(*this, getBody(), getInputs().size());
 }
 
 LogicalResult RowReduceOp::verify() {
@@ -363,20 +369,7 @@ LogicalResult BlockMapOp::verifyRegions() {
                            << shape[0] << "x" << shape[1] << " or a vector of " << shape[0]
                            << " rows";
   }
-  Block &block = getBody().front();
-  if (block.getNumArguments() != getInputs().size())
-    return emitOpError() << "body must take one f32 per operand (" << getInputs().size()
-                         << "), got " << block.getNumArguments() << " arguments";
-  for (BlockArgument arg : block.getArguments())
-    if (!arg.getType().isF32())
-      return emitOpError() << "body argument #" << arg.getArgNumber() << " must be f32, got "
-                           << arg.getType();
-  auto yield = dyn_cast<YieldOp>(block.getTerminator());
-  if (!yield)
-    return emitOpError("body must end with tile.yield");
-  if (yield.getValues().size() != 1 || !yield.getValues()[0].getType().isF32())
-    return yield.emitOpError("must yield exactly one f32 (the result element)");
-  return success();
+  return verifyElementBody(*this, getBody(), getInputs().size());
 }
 
 LogicalResult BlockAtomicAddOp::verify() {

@@ -438,6 +438,14 @@ Status hostStatus(llvm::Error error) {
   return Status(StatusCode::InvalidArgument, llvm::toString(std::move(error)));
 }
 
+/// The 14 element strides of contiguous q, k, v, o and lse, in Kernel::launch's order.
+std::array<int64_t, 14> contiguousForwardStrides(const AttentionShape &s) {
+  auto qs = contiguousStrides(s.H, s.M, s.D), ks = contiguousStrides(s.Hkv, s.N, s.D);
+  auto ls = contiguousStrides(s.H, s.M, 1);
+  return {qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], ks[0], ks[1], ks[2],
+          qs[0], qs[1], qs[2], ls[0], ls[1]};
+}
+
 Status checkHostShape(const AttentionShape &s) {
   if (s.B <= 0 || s.H <= 0 || s.Hkv <= 0 || s.M <= 0 || s.N <= 0 || s.D <= 0)
     return Status(StatusCode::InvalidArgument, "B, H, Hkv, M, N and D must be positive");
@@ -450,14 +458,10 @@ Status HostAttention::forward(const void *q, const void *k, const void *v, void 
   if (Status st = checkHostShape(s); !st.ok())
     return st;
   std::array<int64_t, 14> st{};
-  if (strides) {
+  if (strides)
     std::copy(strides, strides + 14, st.begin());
-  } else {
-    auto qs = contiguousStrides(s.H, s.M, s.D), ks = contiguousStrides(s.Hkv, s.N, s.D);
-    auto ls = contiguousStrides(s.H, s.M, 1);
-    st = {qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], ks[0], ks[1], ks[2],
-          qs[0], qs[1], qs[2], ls[0], ls[1]};
-  }
+  else
+    st = contiguousForwardStrides(s);
   return hostStatus(impl->kernel->forward(
       hostView(q, {s.B, s.H, s.M, s.D}, &st[0]), hostView(k, {s.B, s.Hkv, s.N, s.D}, &st[3]),
       hostView(v, {s.B, s.Hkv, s.N, s.D}, &st[6]), hostView(o, {s.B, s.H, s.M, s.D}, &st[9]),
@@ -473,11 +477,13 @@ Status HostAttention::backward(const void *q, const void *k, const void *v, cons
   if (strides) {
     std::copy(strides, strides + 26, st.begin());
   } else {
-    auto qs = contiguousStrides(s.H, s.M, s.D), ks = contiguousStrides(s.Hkv, s.N, s.D);
-    auto ls = contiguousStrides(s.H, s.M, 1);
-    st = {qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], ks[0], ks[1], ks[2], qs[0], qs[1], qs[2],
-          ls[0], ls[1], qs[0], qs[1], qs[2], qs[0], qs[1], qs[2], ks[0], ks[1], ks[2],
-          ks[0], ks[1], ks[2]};
+    // The forward's 14 (q, k, v, o, lse), then dO and dQ like q, dK and dV like k.
+    std::array<int64_t, 14> forward = contiguousForwardStrides(s);
+    std::copy(forward.begin(), forward.end(), st.begin());
+    for (int i = 0; i < 3; ++i) {
+      st[14 + i] = st[17 + i] = forward[i];
+      st[20 + i] = st[23 + i] = forward[3 + i];
+    }
   }
   std::array<int64_t, 4> qShape{s.B, s.H, s.M, s.D}, kShape{s.B, s.Hkv, s.N, s.D};
   return hostStatus(impl->kernel->backward(
