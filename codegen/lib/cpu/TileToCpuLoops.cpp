@@ -180,6 +180,23 @@ struct BlockLoadLowering : OpConversionPattern<BlockLoadOp> {
   }
 };
 
+/// For each element `iv` of a block (of `shape`) written to a view at `indices` (the last is the
+/// block's first row), only where its row is below `bound`: `write(b, loc, iv, view indices)`.
+void forEachWrittenElement(ConversionPatternRewriter &rw, Location loc, ArrayRef<int64_t> shape,
+                           ValueRange indices, Value bound, Value headRows,
+                           function_ref<void(OpBuilder &, Location, ValueRange, ValueRange)> write) {
+  ValueRange lead = indices.drop_back();
+  Value row0 = indices.back();
+  forEachElement(rw, loc, shape, [&](OpBuilder &b, Location l, ValueRange iv) {
+    Value row = arith::AddIOp::create(b, l, row0, iv[0]);
+    Value inside = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, row, bound);
+    scf::IfOp::create(b, l, inside, [&](OpBuilder &tb, Location tl) {
+      write(tb, tl, iv, viewIndices(tb, tl, lead, row, iv, headRows));
+      scf::YieldOp::create(tb, tl);
+    });
+  });
+}
+
 struct BlockStoreLowering : OpConversionPattern<BlockStoreOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(BlockStoreOp op, OpAdaptor a,
@@ -187,19 +204,12 @@ struct BlockStoreLowering : OpConversionPattern<BlockStoreOp> {
     Location loc = op.getLoc();
     auto ty = cast<MemRefType>(a.getValue().getType());
     Type viewElt = op.getView().getType().getElementType();
-    ValueRange all = a.getIndices();
-    ValueRange lead = all.drop_back();
-    Value row0 = all.back();
-    forEachElement(rw, loc, ty.getShape(), [&](OpBuilder &b, Location l, ValueRange iv) {
-      Value row = arith::AddIOp::create(b, l, row0, iv[0]);
-      Value inside = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, row, a.getBound());
-      scf::IfOp::create(b, l, inside, [&](OpBuilder &tb, Location tl) {
-        Value v = memref::LoadOp::create(tb, tl, a.getValue(), iv);
-        memref::StoreOp::create(tb, tl, convertScalar(tb, tl, v, viewElt), a.getView(),
-                                viewIndices(tb, tl, lead, row, iv, a.getHeadRows()));
-        scf::YieldOp::create(tb, tl);
-      });
-    });
+    forEachWrittenElement(
+        rw, loc, ty.getShape(), a.getIndices(), a.getBound(), a.getHeadRows(),
+        [&](OpBuilder &b, Location l, ValueRange iv, ValueRange at) {
+          Value v = memref::LoadOp::create(b, l, a.getValue(), iv);
+          memref::StoreOp::create(b, l, convertScalar(b, l, v, viewElt), a.getView(), at);
+        });
     rw.eraseOp(op);
     return success();
   }
@@ -388,21 +398,13 @@ struct BlockAtomicAddLowering : OpConversionPattern<BlockAtomicAddOp> {
                                 ConversionPatternRewriter &rw) const override {
     Location loc = op.getLoc();
     auto ty = cast<MemRefType>(a.getValue().getType());
-    ValueRange all = a.getIndices();
-    ValueRange lead = all.drop_back();
-    Value row0 = all.back();
-    forEachElement(rw, loc, ty.getShape(), [&](OpBuilder &b, Location l, ValueRange iv) {
-      Value row = arith::AddIOp::create(b, l, row0, iv[0]);
-      Value inside = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, row, a.getBound());
-      scf::IfOp::create(b, l, inside, [&](OpBuilder &tb, Location tl) {
-        SmallVector<Value> at = viewIndices(tb, tl, lead, row, iv, Value());
-        Value old = memref::LoadOp::create(tb, tl, a.getView(), at);
-        Value add = memref::LoadOp::create(tb, tl, a.getValue(), iv);
-        memref::StoreOp::create(tb, tl, arith::AddFOp::create(tb, tl, old, add), a.getView(),
-                                at);
-        scf::YieldOp::create(tb, tl);
-      });
-    });
+    forEachWrittenElement(
+        rw, loc, ty.getShape(), a.getIndices(), a.getBound(), /*headRows=*/Value(),
+        [&](OpBuilder &b, Location l, ValueRange iv, ValueRange at) {
+          Value old = memref::LoadOp::create(b, l, a.getView(), at);
+          Value add = memref::LoadOp::create(b, l, a.getValue(), iv);
+          memref::StoreOp::create(b, l, arith::AddFOp::create(b, l, old, add), a.getView(), at);
+        });
     rw.eraseOp(op);
     return success();
   }
