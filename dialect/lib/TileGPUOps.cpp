@@ -81,6 +81,8 @@ LogicalResult AsyncCopyOp::verify() {
   if (buffer.getSharedTile().rowBytes() % 16)
     return emitOpError() << "cp.async moves 16-byte chunks; a row of "
                          << buffer.getSharedTile().rowBytes() << " bytes is not whole chunks";
+  if (getPageTable() && view.getRank() != 4)
+    return emitOpError("a paged copy reads a rank-4 cache at (batch, head, row)");
   return success();
 }
 

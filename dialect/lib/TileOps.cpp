@@ -70,6 +70,21 @@ LogicalResult LoadOp::verify() {
   if (viewTy.getElementType() != resTy.getElementType())
     return emitOpError("result element type ")
            << resTy.getElementType() << " differs from the view's " << viewTy.getElementType();
+  if (static_cast<bool>(getPageTable()) != static_cast<bool>(getKvLengths()))
+    return emitOpError("a paged load takes both `pages` (the page table) and `lengths`");
+  if (isPaged()) {
+    // The view is P x Hkv x S x D, the result B x Hkv x N x D: only heads and D correspond.
+    if (viewTy.getRank() != 4)
+      return emitOpError("a paged load reads a rank-4 pages x heads x page rows x D cache");
+    for (int64_t d : {1, 3})
+      if (!sizesAgree(viewTy.getDimSize(d), resTy.getDimSize(d)))
+        return emitOpError() << "result dimension " << d << " (" << dimStr(resTy.getDimSize(d))
+                             << ") differs from the cache's (" << dimStr(viewTy.getDimSize(d))
+                             << ")";
+    if (viewTy.getDimSize(2) == 0)
+      return emitOpError("a paged cache's pages must have at least one row");
+    return success();
+  }
   if (failed(verifyCompatibleShape(viewTy.getShape(), resTy.getShape())))
     return emitOpError("result shape does not match the view shape");
   return success();
@@ -281,9 +296,23 @@ static LogicalResult verifyPacked(Operation *op, Value headRows, size_t numIndic
   return success();
 }
 
+PageAndRow tilefuse::tile::pagedRow(
+    OpBuilder &b, Location loc, Value row, Value pageSize,
+    function_ref<Value(OpBuilder &, Location, Value)> readTable) {
+  Value column = b.createOrFold<arith::DivUIOp>(loc, row, pageSize);
+  return {readTable(b, loc, column), b.createOrFold<arith::RemUIOp>(loc, row, pageSize)};
+}
+
 LogicalResult BlockLoadOp::verify() {
   if (failed(verifyPacked(*this, getHeadRows(), getIndices().size())))
     return failure();
+  if (getPageTable()) {
+    if (getHeadRows())
+      return emitOpError("packed rows are rows of query heads; a paged cache holds keys and "
+                         "values: `packed` and `pages` do not go together");
+    if (getView().getType().getRank() != 4 || getIndices().size() != 3)
+      return emitOpError("a paged load reads a rank-4 cache at (batch, head, row)");
+  }
   if (getView().getType().getElementType() != getResult().getType().getElementType())
     return emitOpError("result element type must equal the view's");
   return verifyBlockAccess(*this, getView().getType(), getResult().getType(),

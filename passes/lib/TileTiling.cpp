@@ -10,6 +10,11 @@
 // the Q, O and LSE blocks and the score and mask regions take `packed M`, so a row's head and
 // query index come from its packed row, and the group's keys are read once per program.
 //
+// A paged K/V cache (tile.load `pages %table lengths %lens`, see tile-paged-kv) gives the K and
+// V block loads `pages %table`, and each program reads its batch's key count from lens: the key
+// loop, the key-bound mask and the loads' bound all take it, so pruning and split-KV see a
+// per-sequence range.
+//
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/Passes.h"
 
@@ -107,6 +112,11 @@ FailureOr<AttentionChain> matchChain(SoftmaxOp softmax) {
       return load.emitOpError("the head dimension must be static to be tiled");
   if (c.q.getView().getType().getDimSize(3) != c.k.getView().getType().getDimSize(3))
     return c.qk.emitOpError("query and key head dimensions differ");
+  if (c.q.isPaged())
+    return c.q.emitOpError("the queries cannot be paged: only the key/value cache is");
+  if (c.k.getPageTable() != c.v.getPageTable() || c.k.getKvLengths() != c.v.getKvLengths())
+    return c.v.emitOpError("keys and values must be paged alike: one page table and one "
+                           "lengths operand for both, or neither paged");
   return c;
 }
 
@@ -134,13 +144,19 @@ public:
     Value heads = memref::DimOp::create(b, loc, Q, 1);
     M = memref::DimOp::create(b, loc, Q, 2);
     Value kvHeads = memref::DimOp::create(b, loc, K, 1);
-    N = memref::DimOp::create(b, loc, K, 2);
+    // The key count: the views' (the same for every program), or a paged cache's per batch,
+    // read by each program below.
+    pageTable = c.k.getPageTable();
+    if (!pageTable)
+      N = memref::DimOp::create(b, loc, K, 2);
     Value group = arith::DivUIOp::create(b, loc, heads, kvHeads);
     // A program's rows: one head's M rows, or (packed) the group's G·M rows; rowBound bounds
     // them either way.
     rowBound = packGqa ? arith::MulIOp::create(b, loc, group, M).getResult() : M;
     Value rowBlocks = arith::CeilDivUIOp::create(b, loc, rowBound, idx(br));
-    Value colBlocks = arith::CeilDivUIOp::create(b, loc, N, idx(bc));
+    Value colBlocks;
+    if (!pageTable)
+      colBlocks = arith::CeilDivUIOp::create(b, loc, N, idx(bc));
 
     auto forall = scf::ForallOp::create(
         b, loc, ArrayRef<OpFoldResult>{batch, packGqa ? kvHeads : heads, rowBlocks},
@@ -149,6 +165,11 @@ public:
     b.setInsertionPointToStart(forall.getBody());
     bIdx = forall.getInductionVar(0);
     row0 = arith::MulIOp::create(b, loc, forall.getInductionVar(2), idx(br));
+    if (pageTable) {
+      Value length = memref::LoadOp::create(b, loc, c.k.getKvLengths(), ValueRange{bIdx});
+      N = arith::IndexCastUIOp::create(b, loc, b.getIndexType(), length);
+      colBlocks = arith::CeilDivUIOp::create(b, loc, N, idx(bc));
+    }
     if (packGqa) {
       // hIdx is the group's first query head; a row's own head comes from its packed row.
       hkv = forall.getInductionVar(1);
@@ -199,7 +220,7 @@ public:
                           auto vElt = c.v.getView().getType().getElementType();
                           Value vBlock = BlockLoadOp::create(
                               b, loc, RankedTensorType::get({bc, accTy.getDimSize(1)}, vElt), V,
-                              ValueRange{bIdx, hkv, col0}, N);
+                              ValueRange{bIdx, hkv, col0}, N, Value(), pageTable);
                           return BlockDotOp::create(b, loc, accTy, p, vBlock, acc,
                                                     /*transpose_rhs=*/false);
                         });
@@ -245,8 +266,9 @@ private:
     Value col0 = arith::MulIOp::create(b, loc, j, idx(bc));
     auto kElt = c.k.getView().getType().getElementType();
     int64_t d = c.k.getView().getType().getDimSize(3);
-    Value kBlock = BlockLoadOp::create(b, loc, RankedTensorType::get({bc, d}, kElt),
-                                       c.k.getView(), ValueRange{bIdx, hkv, col0}, N);
+    Value kBlock =
+        BlockLoadOp::create(b, loc, RankedTensorType::get({bc, d}, kElt), c.k.getView(),
+                            ValueRange{bIdx, hkv, col0}, N, Value(), pageTable);
     Value s = BlockDotOp::create(b, loc, scoreTy, qBlock, kBlock, Value(),
                                  /*transpose_rhs=*/true);
     BlockMaskOp lastMask;
@@ -302,6 +324,7 @@ private:
   Type f32;
   RankedTensorType rowTy, scoreTy, accTy;
   Value M, N, rowBound, bIdx, hIdx, row0, hkv, qBlock;
+  Value pageTable; // the K/V cache's page table when paged (tile.load `pages`), else null
   Value headRows; // M when packed (the `packed` operand of the Q/O/LSE blocks and regions)
 };
 

@@ -5,7 +5,9 @@
 #include "tilefuse/kernels/Registry.h"
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -65,8 +67,15 @@ std::unique_ptr<ReferenceKernel> test::compileBundledReference(const std::string
 
 test::RunResult test::runAgainstReference(const CpuKernel &kernel,
                                           const ReferenceKernel &referenceKernel,
-                                          reference::Problem p, unsigned seed, int64_t kvSplits) {
+                                          reference::Problem p, unsigned seed, int64_t kvSplits,
+                                          const Paging *paging) {
   RunResult r;
+  if (paging) {
+    EXPECT_EQ(paging->lengths.size(), size_t(p.B));
+    p.N = 0;
+    for (int64_t length : paging->lengths)
+      p.N = std::max(p.N, length);
+  }
   ElementType et = kernel.elementType();
   size_t es = reference::elementSize(et);
   std::mt19937 rng(seed);
@@ -84,21 +93,91 @@ test::RunResult test::runAgainstReference(const CpuKernel &kernel,
   auto vv = HostView::contiguous(vb.data(), {p.B, p.Hkv, p.N, p.D});
   auto ov = HostView::contiguous(ob.data(), {p.B, p.H, p.M, p.D});
   auto lv = HostView::contiguous(lseb.data(), {p.B, p.H, p.M, 0}, 3);
-  if (llvm::Error e = kernel.run(qv, kv, vv, ov, lv, &r.counts, kvSplits)) {
+  // Paged: the same keys and values in a cache of pages, NaN where no sequence has a row.
+  std::vector<char> kCache, vCache;
+  std::vector<int32_t> table, lengths;
+  PagedKV paged;
+  if (paging) {
+    int64_t ps = paging->pageSize;
+    int64_t perSequence = std::max<int64_t>(1, (p.N + ps - 1) / ps);
+    int64_t pages = p.B * perSequence + 3;
+    std::vector<int32_t> order(pages);
+    for (int64_t i = 0; i < pages; ++i)
+      order[i] = int32_t(i);
+    std::shuffle(order.begin(), order.end(), rng);
+    size_t rowBytes = p.D * es, cacheBytes = size_t(pages * ps * p.Hkv) * rowBytes;
+    kCache.assign(cacheBytes, static_cast<char>(0xff));
+    vCache.assign(cacheBytes, static_cast<char>(0xff));
+    table.assign(size_t(p.B * perSequence), 0);
+    for (int64_t b = 0; b < p.B; ++b) {
+      lengths.push_back(int32_t(paging->lengths[b]));
+      for (int64_t i = 0; i < perSequence; ++i)
+        table[b * perSequence + i] = order[b * perSequence + i];
+      for (int64_t n = 0; n < paging->lengths[b]; ++n)
+        for (int64_t h = 0; h < p.Hkv; ++h) {
+          // [pages, page size, Hkv, D]
+          int64_t page = table[b * perSequence + n / ps];
+          size_t to = size_t(((page * ps + n % ps) * p.Hkv + h) * p.D) * es;
+          size_t from = size_t(((b * p.Hkv + h) * p.N + n) * p.D) * es;
+          std::memcpy(&kCache[to], &kb[from], rowBytes);
+          std::memcpy(&vCache[to], &vb[from], rowBytes);
+        }
+    }
+    auto cacheView = [&](std::vector<char> &cache) {
+      HostView view;
+      view.data = cache.data();
+      view.sizes = {pages, p.Hkv, ps, p.D};
+      view.strides = {ps * p.Hkv * p.D, p.D, p.Hkv * p.D, 1};
+      return view;
+    };
+    kv = cacheView(kCache);
+    vv = cacheView(vCache);
+    paged.pageTable = table.data();
+    paged.pagesPerSequence = perSequence;
+    paged.tableStride = perSequence;
+    paged.kvLengths = lengths.data();
+  }
+  if (llvm::Error e =
+          kernel.run(qv, kv, vv, ov, lv, &r.counts, kvSplits, paging ? &paged : nullptr)) {
     ADD_FAILURE() << llvm::toString(std::move(e));
     r.allWritten = false;
     return r;
   }
   std::vector<double> refO(nq, NAN), refL(nl, NAN);
-  if (llvm::Error e = referenceKernel.run(
-          HostView::contiguous(q.data(), {p.B, p.H, p.M, p.D}),
-          HostView::contiguous(k.data(), {p.B, p.Hkv, p.N, p.D}),
-          HostView::contiguous(v.data(), {p.B, p.Hkv, p.N, p.D}),
-          HostView::contiguous(refO.data(), {p.B, p.H, p.M, p.D}),
-          HostView::contiguous(refL.data(), {p.B, p.H, p.M, 0}, 3))) {
-    ADD_FAILURE() << llvm::toString(std::move(e));
-    r.allWritten = false;
-    return r;
+  // The reference of batches [b0, b0 + batches) with their first `keys` keys.
+  auto runReference = [&](int64_t b0, int64_t batches, int64_t keys) -> bool {
+    size_t qAt = size_t(b0 * p.H * p.M * p.D), kAt = size_t(b0 * p.Hkv * p.N * p.D);
+    size_t lAt = size_t(b0 * p.H * p.M);
+    if (keys == 0) { // no keys: every row is masked
+      std::fill_n(refO.begin() + qAt, batches * p.H * p.M * p.D, 0.0);
+      std::fill_n(refL.begin() + lAt, batches * p.H * p.M,
+                  -std::numeric_limits<double>::infinity());
+      return true;
+    }
+    auto kvView = [&](std::vector<double> &x) {
+      HostView view = HostView::contiguous(x.data() + kAt, {batches, p.Hkv, p.N, p.D});
+      view.sizes[2] = keys;
+      return view;
+    };
+    if (llvm::Error e = referenceKernel.run(
+            HostView::contiguous(q.data() + qAt, {batches, p.H, p.M, p.D}), kvView(k), kvView(v),
+            HostView::contiguous(refO.data() + qAt, {batches, p.H, p.M, p.D}),
+            HostView::contiguous(refL.data() + lAt, {batches, p.H, p.M, 0}, 3))) {
+      ADD_FAILURE() << llvm::toString(std::move(e));
+      r.allWritten = false;
+      return false;
+    }
+    return true;
+  };
+  // Paged, each sequence has its own length: one reference run per batch (the bundled and test
+  // variants' regions do not read the batch index, which restarts at 0 in each).
+  if (!paging) {
+    if (!runReference(0, p.B, p.N))
+      return r;
+  } else {
+    for (int64_t b = 0; b < p.B; ++b)
+      if (!runReference(b, 1, paging->lengths[b]))
+        return r;
   }
   auto o = reference::loadAs(et, ob.data(), nq);
   double num = 0, den = 0;

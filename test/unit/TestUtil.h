@@ -40,10 +40,19 @@ struct RunResult {
   runtime::BlockCounts counts;
 };
 
+/// A paged run (kernels compiled with pagedKv): the key/value rows of each batch and the page
+/// size. The keys and values are drawn as for a contiguous run (N = the longest length), then
+/// copied into a cache in vLLM's [pages, page size, Hkv, D] layout whose pages the sequences
+/// get in a random order; rows no sequence owns are NaN, so a read past a length shows.
+struct Paging {
+  int64_t pageSize = 16;
+  std::vector<int64_t> lengths; ///< one per batch
+};
+
 RunResult runAgainstReference(const runtime::CpuKernel &kernel,
                               const runtime::ReferenceKernel &reference,
                               runtime::reference::Problem p, unsigned seed,
-                              int64_t kvSplits = 1);
+                              int64_t kvSplits = 1, const Paging *paging = nullptr);
 
 //===----------------------------------------------------------------------===//
 // Hand-written semantics, independent of the DSL and the compiler: the tests' own statement of

@@ -138,6 +138,21 @@ SmallVector<Value> viewIndices(OpBuilder &b, Location loc, ValueRange lead, Valu
   return out;
 }
 
+/// Indices of the paged cache element for block element `iv` at logical (batch, head, row)
+/// (`lead` is batch, head): tile::pagedRow's page and row within it.
+SmallVector<Value> pagedViewIndices(OpBuilder &b, Location loc, Value view, Value table,
+                                    ValueRange lead, Value row, ValueRange iv) {
+  Value pageSize = b.createOrFold<memref::DimOp>(loc, view, 2);
+  tile::PageAndRow at = tile::pagedRow(
+      b, loc, row, pageSize, [&](OpBuilder &b, Location loc, Value column) -> Value {
+        Value page = memref::LoadOp::create(b, loc, table, ValueRange{lead[0], column});
+        return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), page);
+      });
+  SmallVector<Value> out = {at.page, lead[1], at.row};
+  out.append(iv.begin() + 1, iv.end());
+  return out;
+}
+
 struct BlockLoadLowering : OpConversionPattern<BlockLoadOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(BlockLoadOp op, OpAdaptor a,
@@ -159,8 +174,11 @@ struct BlockLoadLowering : OpConversionPattern<BlockLoadOp> {
       auto ifOp = scf::IfOp::create(
           b, l, inside,
           [&](OpBuilder &tb, Location tl) {
-            Value v = memref::LoadOp::create(tb, tl, a.getView(),
-                                             viewIndices(tb, tl, lead, row, iv, a.getHeadRows()));
+            Value v = memref::LoadOp::create(
+                tb, tl, a.getView(),
+                a.getPageTable()
+                    ? pagedViewIndices(tb, tl, a.getView(), a.getPageTable(), lead, row, iv)
+                    : viewIndices(tb, tl, lead, row, iv, a.getHeadRows()));
             if (bits)
               v = arith::BitcastOp::create(tb, tl, bits, v);
             scf::YieldOp::create(tb, tl, v);

@@ -1,6 +1,6 @@
 //===- Pipelines.cpp - the named tilefuse pipelines, end to end -----------===//
 //
-//   tile-front-end  levels 1-4: tile-check-written-form, tile-tiling, tile-online-softmax,
+//   tile-front-end  levels 1-4: tile-check-written-form, [tile-paged-kv], tile-tiling, tile-online-softmax,
 //                   tile-unscaled-row-max, tile-block-pruning, [tile-split-kv], cleanup
 //   tile-to-cpu     the front end, then the CPU reference lowering to the LLVM dialect
 //   tile-to-cpu-backward
@@ -27,6 +27,8 @@ using namespace mlir;
 
 void tilefuse::buildTileFrontEndPipeline(OpPassManager &pm, const FrontEndOptions &options) {
   pm.addPass(createTileCheckWrittenForm());
+  if (options.pagedKv)
+    pm.addNestedPass<func::FuncOp>(createTilePagedKV());
   // tile-tiling uses these where the module's tile.config sets no Br / Bc.
   TileTilingOptions tiling;
   tiling.blockM = options.blockM;
@@ -81,6 +83,7 @@ void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOption
   }
   FrontEndOptions frontEnd;
   frontEnd.splitKv = options.splitKv;
+  frontEnd.pagedKv = options.pagedKv;
   buildTileFrontEndPipeline(pm, frontEnd);
   pm.addNestedPass<func::FuncOp>(createTilePipeline());
   // The layouts, the copy issue and the tile sizes come from the module's tile.config.

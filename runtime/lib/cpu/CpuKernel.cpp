@@ -41,11 +41,17 @@ struct CpuKernel::Impl {
   int64_t headDim = 0;
   using D4 = cpu::Descriptor<4>;
   using D3 = cpu::Descriptor<3>;
+  using D2 = cpu::Descriptor<2>;
+  using D1 = cpu::Descriptor<1>;
+  /// The entry's C interface: (Q, K, V, O, LSE), then tile-paged-kv's page table and lengths,
+  /// then tile-split-kv's partial O and LSE, arrival counters and split count.
   using KernelFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *);
-  /// tile-split-kv's entry: the partial O and LSE, the arrival counters and the split count.
   using SplitKernelFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *, D4 *, D3 *, D3 *, int64_t);
-  KernelFn fn = nullptr;
-  SplitKernelFn splitFn = nullptr;
+  using PagedKernelFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *, D2 *, D1 *);
+  using PagedSplitKernelFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *, D2 *, D1 *, D4 *, D3 *,
+                                      D3 *, int64_t);
+  void *entry = nullptr;
+  bool split = false, paged = false;
   int64_t blockM = 64;
   bool packGqa = false;
 };
@@ -73,9 +79,13 @@ CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   static const char *kArgNames[] = {"Q", "K", "V", "O", "LSE"};
   static const int kRanks[] = {4, 4, 4, 4, 3};
   auto argTypes = kernel.getArgumentTypes();
-  if (argTypes.size() != 5 || kernel.getNumResults() != 0)
+  // A kernel written paged by hand takes the page table and lengths after the views.
+  bool writtenPaged = options.pagedKv && argTypes.size() == 7;
+  if ((argTypes.size() != 5 && !writtenPaged) || kernel.getNumResults() != 0)
     return makeError(bufferName + ": kernel @" + impl->name +
-                     " must take (Q, K, V, O, LSE) memrefs and return nothing");
+                     " must take (Q, K, V, O, LSE) memrefs" +
+                     (options.pagedKv ? " (and, written paged, the page table and lengths)" : "") +
+                     " and return nothing");
   for (unsigned i = 0; i < 5; ++i) {
     auto spec = cpu::specOf(argTypes[i], kArgNames[i], kRanks[i], impl->name, bufferName);
     if (!spec)
@@ -99,6 +109,7 @@ CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   feo.instrument = options.instrument;
   feo.splitKv = options.splitKv;
   feo.packGqa = options.packGqa;
+  feo.pagedKv = options.pagedKv;
   impl->blockM = options.blockM;
   impl->packGqa = options.packGqa;
   buildTileToCpuPipeline(pm, feo);
@@ -113,35 +124,56 @@ CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   auto sym = (*engine)->lookup("_mlir_ciface_" + impl->name);
   if (!sym)
     return makeError("JIT: kernel entry not found: " + llvm::toString(sym.takeError()));
-  if (options.splitKv)
-    impl->splitFn = reinterpret_cast<Impl::SplitKernelFn>(*sym);
-  else
-    impl->fn = reinterpret_cast<Impl::KernelFn>(*sym);
+  impl->entry = reinterpret_cast<void *>(*sym);
+  impl->split = options.splitKv;
+  impl->paged = options.pagedKv;
   impl->engine = std::move(*engine);
   return std::unique_ptr<CpuKernel>(new CpuKernel(std::move(impl)));
 }
 
 llvm::Error CpuKernel::run(const HostView &q, const HostView &k, const HostView &v,
                            const HostView &o, const HostView &lse, BlockCounts *counts,
-                           int64_t kvSplits) const {
-  if (kvSplits < 1 || (!impl->splitFn && kvSplits != 1))
-    return makeError("kvSplits must be 1" + llvm::Twine(impl->splitFn ? " or more" : "") +
+                           int64_t kvSplits, const PagedKV *paged) const {
+  if (kvSplits < 1 || (!impl->split && kvSplits != 1))
+    return makeError("kvSplits must be 1" + llvm::Twine(impl->split ? " or more" : "") +
                      " for kernel @" + impl->name + ", not " + llvm::Twine(kvSplits) +
-                     (impl->splitFn ? "" : " (compile it with splitKv to split the keys)"));
+                     (impl->split ? "" : " (compile it with splitKv to split the keys)"));
+  if (impl->paged != (paged != nullptr))
+    return makeError("kernel @" + impl->name +
+                     (impl->paged ? " reads a paged K/V cache: pass its page table and lengths"
+                                  : " reads contiguous K and V: compile it with pagedKv to pass "
+                                    "a page table"));
   const HostView *views[] = {&q, &k, &v, &o, &lse};
   for (int i = 0; i < 5; ++i)
     if (llvm::Error e = cpu::checkView(impl->args[i], *views[i], impl->name))
       return e;
-  if (llvm::Error e = cpu::checkShapes(q, k, v, o, lse))
+  if (llvm::Error e = paged ? cpu::checkPagedShapes(q, k, v, o, lse, *paged)
+                            : cpu::checkShapes(q, k, v, o, lse))
     return e;
   int64_t B = q.sizes[0], H = q.sizes[1], Hkv = k.sizes[1], M = q.sizes[2];
   cpu::Descriptor<4> d4[4];
   for (int i = 0; i < 4; ++i)
     d4[i] = cpu::describe<4>(*views[i]);
   cpu::Descriptor<3> d3 = cpu::describe<3>(lse);
+  Impl::D2 table{};
+  Impl::D1 lengths{};
+  if (paged) {
+    table.allocated = table.aligned = const_cast<int32_t *>(paged->pageTable);
+    table.sizes[0] = B;
+    table.sizes[1] = paged->pagesPerSequence;
+    table.strides[0] = paged->tableStride;
+    table.strides[1] = 1;
+    lengths.allocated = lengths.aligned = const_cast<int32_t *>(paged->kvLengths);
+    lengths.sizes[0] = B;
+    lengths.strides[0] = 1;
+  }
   cpu::CountBlockEvents counting(counts);
-  if (!impl->splitFn) {
-    impl->fn(&d4[0], &d4[1], &d4[2], &d4[3], &d3);
+  if (!impl->split) {
+    if (paged)
+      reinterpret_cast<Impl::PagedKernelFn>(impl->entry)(&d4[0], &d4[1], &d4[2], &d4[3], &d3,
+                                                         &table, &lengths);
+    else
+      reinterpret_cast<Impl::KernelFn>(impl->entry)(&d4[0], &d4[1], &d4[2], &d4[3], &d3);
     return llvm::Error::success();
   }
   // The split workspace (tile-split-kv): partial O [S*B, H, M, Dv] and LSE [S*B, H, M] in f32,
@@ -154,7 +186,13 @@ llvm::Error CpuKernel::run(const HostView &q, const HostView &k, const HostView 
   auto lsePartD = cpu::describe<3>(HostView::contiguous(lsePart.data(), {S * B, H, M, 0}, 3));
   auto countersD = cpu::describe<3>(HostView::contiguous(
       counters.data(), {grid.batch, grid.heads, grid.rowBlocks, 0}, 3));
-  impl->splitFn(&d4[0], &d4[1], &d4[2], &d4[3], &d3, &outputPartD, &lsePartD, &countersD, S);
+  if (paged)
+    reinterpret_cast<Impl::PagedSplitKernelFn>(impl->entry)(&d4[0], &d4[1], &d4[2], &d4[3], &d3,
+                                                            &table, &lengths, &outputPartD,
+                                                            &lsePartD, &countersD, S);
+  else
+    reinterpret_cast<Impl::SplitKernelFn>(impl->entry)(&d4[0], &d4[1], &d4[2], &d4[3], &d3,
+                                                       &outputPartD, &lsePartD, &countersD, S);
   // The merging program of each row block resets its counter: a counter left over means a row
   // block that never merged.
   if (llvm::any_of(counters, [](int32_t c) { return c != 0; }))

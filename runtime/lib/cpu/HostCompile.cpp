@@ -178,6 +178,51 @@ llvm::Error checkShapes(const HostView &q, const HostView &k, const HostView &v,
   return llvm::Error::success();
 }
 
+llvm::Error checkPagedShapes(const HostView &q, const HostView &k, const HostView &v,
+                             const HostView &o, const HostView &lse, const PagedKV &paged) {
+  int64_t B = q.sizes[0], H = q.sizes[1], M = q.sizes[2], Hkv = k.sizes[1];
+  int64_t pages = k.sizes[0], pageSize = k.sizes[2];
+  if (o.sizes[0] != B || lse.sizes[0] != B)
+    return makeError("Q, O and LSE must have the same batch size");
+  if (Hkv == 0 || H % Hkv != 0)
+    return makeError("query heads (" + llvm::Twine(H) +
+                     ") must be a multiple of key/value heads (" + llvm::Twine(Hkv) + ")");
+  if (v.sizes[0] != pages || v.sizes[1] != Hkv || v.sizes[2] != pageSize)
+    return makeError("the K and V caches must have the same pages, heads and page size");
+  if (pageSize < 1)
+    return makeError("a paged cache's pages must hold at least one row");
+  if (k.sizes[3] != q.sizes[3])
+    return makeError("K's head dimension must equal Q's");
+  if (o.sizes[1] != H || o.sizes[2] != M || o.sizes[3] != v.sizes[3])
+    return makeError("O must be B x H x M x Dv");
+  if (lse.sizes[1] != H || lse.sizes[2] != M)
+    return makeError("LSE must be B x H x M");
+  if (!paged.pageTable || !paged.kvLengths)
+    return makeError("a paged launch needs the page table and the lengths");
+  if (paged.pagesPerSequence < 0 || (B > 1 && paged.tableStride < paged.pagesPerSequence))
+    return makeError("the page table's rows (stride " + llvm::Twine(paged.tableStride) +
+                     ") must hold pagesPerSequence (" + llvm::Twine(paged.pagesPerSequence) +
+                     ") entries");
+  // Host memory: every entry a sequence reads is checked, so a bad table is an error here, not
+  // a read out of bounds.
+  for (int64_t b = 0; b < B; ++b) {
+    int64_t length = paged.kvLengths[b];
+    if (length < 0 || length > paged.pagesPerSequence * pageSize)
+      return makeError("batch " + llvm::Twine(b) + " has " + llvm::Twine(length) +
+                       " key/value rows; its table row holds " +
+                       llvm::Twine(paged.pagesPerSequence) + " pages of " +
+                       llvm::Twine(pageSize));
+    for (int64_t i = 0; i * pageSize < length; ++i) {
+      int64_t page = paged.pageTable[b * paged.tableStride + i];
+      if (page < 0 || page >= pages)
+        return makeError("page table entry [" + llvm::Twine(b) + ", " + llvm::Twine(i) +
+                         "] is " + llvm::Twine(page) + ", not a page of the cache (0 to " +
+                         llvm::Twine(pages - 1) + ")");
+    }
+  }
+  return llvm::Error::success();
+}
+
 static thread_local BlockCounts *activeCounts = nullptr;
 
 extern "C" void tilefuseCpuBlockEvent(int32_t kind) {

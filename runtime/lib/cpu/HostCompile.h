@@ -89,6 +89,11 @@ llvm::Error checkView(const ArgSpec &spec, const HostView &view, llvm::StringRef
 llvm::Error checkShapes(const HostView &q, const HostView &k, const HostView &v,
                         const HostView &o, const HostView &lse);
 
+/// The same for a paged K/V cache (PagedKV): K and V are pages x Hkv x page size x D, the table
+/// has a row per batch, and every page a sequence's kvLengths rows use is a page of K and V.
+llvm::Error checkPagedShapes(const HostView &q, const HostView &k, const HostView &v,
+                             const HostView &o, const HostView &lse, const PagedKV &paged);
+
 /// The memref descriptor of MLIR's C interface for a ranked memref.
 template <int N> struct Descriptor {
   void *allocated;

@@ -72,7 +72,7 @@ def TGPU_StageOp : TGPU_Op<"stage", [Pure, DeclareOpInterfaceMethods<InferTypeOp
 // Asynchronous copies
 //===----------------------------------------------------------------------===//
 
-def TGPU_AsyncCopyOp : TGPU_Op<"async_copy"> {
+def TGPU_AsyncCopyOp : TGPU_Op<"async_copy", [AttrSizedOperandSegments]> {
   let summary = "cp.async of a block of rows from a global view into a shared buffer";
   let description = [{
     The CTA's threads copy the buffer's rows of `view` starting at row `indices[-1]` (the other
@@ -80,7 +80,9 @@ def TGPU_AsyncCopyOp : TGPU_Op<"async_copy"> {
     view's last dimension, in 16-byte chunks. Rows at or past `bound` are not read and are
     zero in the buffer. The copy is complete once a `nvgpu.device_async_wait` on a group
     (`nvgpu.device_async_create_group`) holding the returned token has returned; the waiting
-    threads then see their own chunks, and the others' after a barrier.
+    threads then see their own chunks, and the others' after a barrier. With `pages %table`
+    the view is a paged cache and the indices are logical (batch, head, row), as in
+    tile.block_load.
 
     ```mlir
     %t = tgpu.async_copy %k[%b, %h, %n0] bound %n into %buf
@@ -90,11 +92,13 @@ def TGPU_AsyncCopyOp : TGPU_Op<"async_copy"> {
     ```
   }];
   let arguments = (ins Arg<TGPU_View, "source view", [MemRead]>:$view, Variadic<Index>:$indices,
-                       Index:$bound, Arg<TGPU_Buffer, "destination", [MemWrite]>:$buffer);
+                       Index:$bound, Arg<TGPU_Buffer, "destination", [MemWrite]>:$buffer,
+                       Arg<Optional<MemRefRankOf<[I32], [2]>>, "page table",
+                           [MemRead]>:$page_table);
   let results = (outs NVGPU_DeviceAsyncToken:$token);
   let assemblyFormat = [{
-    $view `[` $indices `]` `bound` $bound `into` $buffer attr-dict `:` type($view) `,`
-    type($buffer)
+    $view `[` $indices `]` `bound` $bound (`pages` $page_table^)? `into` $buffer attr-dict `:`
+    type($view) `,` type($buffer) (`,` type($page_table)^)?
   }];
   let hasVerifier = 1;
 }

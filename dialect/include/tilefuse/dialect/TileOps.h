@@ -27,6 +27,11 @@ namespace tilefuse::tile {
 /// The GPU launch ABI's split form follows from it (tilefuse/runtime/device/LaunchAbi.h).
 constexpr llvm::StringLiteral kSplitKVAttr = "tile.split_kv";
 
+/// On a kernel tile-paged-kv rewrote: after (Q, K, V, O, LSE) it takes the page table
+/// (B x pages per sequence, i32) and the key/value rows per batch (B, i32), and K and V are
+/// paged caches (tile.load's `pages`). The GPU launch ABI's paged form follows from it.
+constexpr llvm::StringLiteral kPagedKVAttr = "tile.paged_kv";
+
 /// The mapping of a kernel grid's scf.forall: #tile.grid<batch>, <head>, <row_block>[, <split>].
 mlir::ArrayAttr gridMapping(mlir::MLIRContext *context, bool split);
 
@@ -38,6 +43,19 @@ struct HeadAndRow {
 };
 HeadAndRow unpackRow(mlir::OpBuilder &b, mlir::Location loc, mlir::Value head,
                      mlir::Value packedRow, mlir::Value headRows);
+
+/// Where logical row `row` of a paged cache lives (tile.load / tile.block_load `pages`): row
+/// row mod S of page table[batch, row div S], S = `pageSize`. `readTable(column)` emits the
+/// read of table[batch, column] (as an index): each backend reads memory its own way. The one
+/// definition of the map; every lowering of a paged op emits it through this.
+struct PageAndRow {
+  mlir::Value page, row;
+};
+PageAndRow pagedRow(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row,
+                    mlir::Value pageSize,
+                    llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
+                                                   mlir::Value column)>
+                        readTable);
 } // namespace tilefuse::tile
 
 #endif

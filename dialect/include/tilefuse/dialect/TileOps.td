@@ -21,16 +21,43 @@ def Tile_F32Block1D : 1DTensorOf<[F32]>;
 // Written form: whole-tensor ops over B x H x M x D views.
 //===----------------------------------------------------------------------===//
 
-def Tile_LoadOp : Tile_Op<"load"> {
+def Tile_PageTable : MemRefRankOf<[I32], [2]>;
+def Tile_KVLengths : MemRefRankOf<[I32], [1]>;
+
+def Tile_LoadOp : Tile_Op<"load", [AttrSizedOperandSegments]> {
   let summary = "reads a whole B x H x L x D strided view (or a B x H x M one) as a tensor";
   let description = [{
     A rank-4 view holds rows of a head (Q, K, V, O, dO); a rank-3 view holds one value per query
     row (a logsumexp, read back by a derived backward kernel).
+
+    With `pages %table lengths %lens` the view is a paged key/value cache, P x Hkv x S x D
+    (pages of S rows; vLLM's and FlashInfer's [pages, S, Hkv, D] is this with strides), and the
+    result is B x Hkv x N x D: row n of batch b is row n mod S of page table[b, n div S], and
+    batch b has lens[b] rows (N is their maximum; rows past lens[b] are not keys). The table is
+    B x (pages per sequence), i32; lens is B, i32. tile-paged-kv writes K's and V's loads this
+    way, so every variant runs on a paged cache (`tile::pagedRow` is the one definition of the
+    map).
+
+        %k = tile.load %Kc pages %table lengths %lens
+            : memref<?x?x?x128xbf16>, memref<?x?xi32>, memref<?xi32> -> tensor<?x?x?x128xbf16>
   }];
-  let arguments = (ins Arg<Tile_View, "source view", [MemRead]>:$view);
+  let arguments = (ins Arg<Tile_View, "source view", [MemRead]>:$view,
+                       Arg<Optional<Tile_PageTable>, "page table", [MemRead]>:$page_table,
+                       Arg<Optional<Tile_KVLengths>, "rows per batch", [MemRead]>:$kv_lengths);
   let results = (outs Tile_Tensor:$result);
-  let assemblyFormat = "$view attr-dict `:` type($view) `->` type($result)";
+  let builders = [
+    OpBuilder<(ins "mlir::Type":$result, "mlir::Value":$view), [{
+      build($_builder, $_state, result, view, mlir::Value(), mlir::Value());
+    }]>
+  ];
+  let assemblyFormat = [{
+    $view (`pages` $page_table^ `lengths` $kv_lengths)? attr-dict `:` type($view)
+    (`,` type($page_table)^ `,` type($kv_lengths))? `->` type($result)
+  }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    bool isPaged() { return static_cast<bool>(getPageTable()); }
+  }];
 }
 
 def Tile_StoreOp : Tile_Op<"store"> {
@@ -207,19 +234,24 @@ def Tile_BlockLoadOp : Tile_Op<"block_load", [AttrSizedOperandSegments]> {
     are the last two indices, and `bound` counts packed rows. Tiling packs the query heads that
     share a key/value head this way (TileConfig pack_gqa): G heads of R rows are one sequence of
     G·R rows (`tile::unpackRow` is the one definition of the map).
+
+    With `pages %table` the view is a paged cache (P x H x S x D, see tile.load) and the indices
+    are logical (batch, head, row): row n reads view[table[batch, n div S], head, n mod S]
+    (`tile::pagedRow`). Rows at or past `bound` read no table entry.
   }];
   let arguments = (ins Arg<Tile_View, "source view", [MemRead]>:$view, Variadic<Index>:$indices,
-                       Index:$bound, Optional<Index>:$head_rows);
+                       Index:$bound, Optional<Index>:$head_rows,
+                       Arg<Optional<Tile_PageTable>, "page table", [MemRead]>:$page_table);
   let results = (outs Tile_Tensor:$result);
   let builders = [
     OpBuilder<(ins "mlir::Type":$result, "mlir::Value":$view, "mlir::ValueRange":$indices,
-                   "mlir::Value":$bound), [{
-      build($_builder, $_state, result, view, indices, bound, mlir::Value());
+                   "mlir::Value":$bound, CArg<"mlir::Value", "{}">:$head_rows), [{
+      build($_builder, $_state, result, view, indices, bound, head_rows, mlir::Value());
     }]>
   ];
   let assemblyFormat = [{
-    $view `[` $indices `]` `bound` $bound (`packed` $head_rows^)? attr-dict `:` type($view) `->`
-    type($result)
+    $view `[` $indices `]` `bound` $bound (`packed` $head_rows^)? (`pages` $page_table^)?
+    attr-dict `:` type($view) (`,` type($page_table)^)? `->` type($result)
   }];
   let hasVerifier = 1;
 }

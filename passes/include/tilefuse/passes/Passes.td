@@ -49,6 +49,23 @@ def TileSpecialize : Pass<"tile-specialize", "mlir::ModuleOp"> {
   ];
 }
 
+def TilePagedKV : Pass<"tile-paged-kv", "mlir::func::FuncOp"> {
+  let summary = "Makes a kernel read its keys and values from a paged cache";
+  let description = [{
+    Any variant, written for contiguous K and V, becomes its paged-KV form: the function gets
+    two trailing arguments, the page table (B x pages per sequence, i32) and the key/value rows
+    of each batch (B, i32), and every tile.load of a view that a tile.dot takes as its right
+    operand (K in Q·Kᵀ, V in P·V) reads through them (tile.load `pages ... lengths ...`). K
+    and V become caches of pages, P x Hkv x S x D (S rows a page, any S >= 1; vLLM's
+    [pages, S, Hkv, D] layout is this with strides). Score and mask regions see the same
+    logical key indices, so masks, pruning and split-KV work per sequence unchanged. A K or V
+    view used by anything but its load (a memref.dim, whose meaning would change) is an error
+    at that use. Runs on the written form, before tile-tiling; marks the function
+    tile.paged_kv.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def TileTiling : Pass<"tile-tiling", "mlir::func::FuncOp"> {
   let summary = "Rewrites written-form attention into a grid of programs over Br x Bc blocks";
   let description = [{

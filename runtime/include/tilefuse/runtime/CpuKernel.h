@@ -38,6 +38,9 @@ struct CpuCompileOptions {
   /// GQA packing (TileConfig pack_gqa): a program's rows are the packed rows of the query heads
   /// that share a key/value head.
   bool packGqa = false;
+  /// Paged KV (tile-paged-kv): K and V are paged caches, addressed through CpuKernel::run's
+  /// PagedKV.
+  bool pagedKv = false;
 };
 
 /// Key/value blocks that ran, by class (only with CpuCompileOptions::instrument).
@@ -58,10 +61,13 @@ public:
   /// Runs attention on host views: Q, O are B x H x M x D; K, V are B x Hkv x N x D; lse is
   /// B x H x M f32. Shapes and strides are checked against each other and the kernel's types.
   /// `kvSplits`: the key splits per row block of a split-KV kernel (CpuCompileOptions::splitKv;
-  /// its workspace is allocated here); 1 for any other kernel.
+  /// its workspace is allocated here); 1 for any other kernel. `paged`: a paged kernel's page
+  /// table and lengths (CpuCompileOptions::pagedKv; K and V are then pages x Hkv x page size x
+  /// D caches, and every table entry a sequence uses is checked against them); null for any
+  /// other kernel.
   llvm::Error run(const HostView &q, const HostView &k, const HostView &v, const HostView &o,
-                  const HostView &lse, BlockCounts *counts = nullptr,
-                  int64_t kvSplits = 1) const;
+                  const HostView &lse, BlockCounts *counts = nullptr, int64_t kvSplits = 1,
+                  const PagedKV *paged = nullptr) const;
 
   llvm::StringRef name() const;
   ElementType elementType() const;

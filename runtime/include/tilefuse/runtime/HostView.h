@@ -32,6 +32,20 @@ struct HostView {
   }
 };
 
+/// The addressing of a paged key/value cache (kernels compiled with paged KV, tile-paged-kv):
+/// K and V are pages x Hkv x pageSize x D views, and batch b's key/value row n is row
+/// n % pageSize of page pageTable[b * tableStride + n / pageSize]; batch b has kvLengths[b] rows.
+/// The pointers are host pointers for the CPU backend, device pointers for a GPU launch.
+struct PagedKV {
+  const int32_t *pageTable = nullptr; ///< B x pagesPerSequence, row stride tableStride
+  int64_t pagesPerSequence = 0;
+  int64_t tableStride = 0;
+  const int32_t *kvLengths = nullptr; ///< B
+  /// An upper bound of kvLengths (a GPU launch cannot read device memory to find it: the split
+  /// policy sizes its splits by it). 0: pagesPerSequence * pageSize.
+  int64_t maxKvLength = 0;
+};
+
 } // namespace tilefuse::runtime
 
 #endif

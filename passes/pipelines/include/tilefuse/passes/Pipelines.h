@@ -36,6 +36,10 @@ struct FrontEndOptions : public mlir::PassPipelineOptions<FrontEndOptions> {
                        llvm::cl::desc("Split each row block's keys across a grid dimension and "
                                       "merge the partials (tile-split-kv; split-KV decode)"),
                        llvm::cl::init(false)};
+  Option<bool> pagedKv{*this, "paged-kv",
+                       llvm::cl::desc("Read K and V from a paged cache through a page table "
+                                      "and per-batch lengths (tile-paged-kv)"),
+                       llvm::cl::init(false)};
 };
 
 /// Options of the GPU pipeline: the kernel configuration and the target.
@@ -54,6 +58,10 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
   Option<bool> splitKv{*this, "split-kv",
                        llvm::cl::desc("tile-split-kv: the kernel takes the split workspace and "
                                       "count (LaunchAbi.h's split form)"),
+                       llvm::cl::init(false)};
+  Option<bool> pagedKv{*this, "paged-kv",
+                       llvm::cl::desc("tile-paged-kv: K and V are paged caches; the kernel takes "
+                                      "the page table and lengths (LaunchAbi.h's paged form)"),
                        llvm::cl::init(false)};
 };
 

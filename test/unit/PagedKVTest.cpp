@@ -1,0 +1,161 @@
+//===- PagedKVTest.cpp - paged K/V caches on the CPU against float64 -------===//
+//
+// tile-paged-kv makes any variant read its keys and values through a page table, with a length
+// per sequence. Every bundled variant and the three test-only variants, compiled paged and run
+// on the CPU backend, against the float64 reference of the same DSL text on the contiguous keys
+// and values each sequence owns: odd page sizes (1, 5, 16, 48, 256), ragged lengths (0 to 1000,
+// one sequence empty), decode and prefill row counts, unsplit, split (S up to more than a
+// sequence has key blocks) and split with GQA packing. The cache's other rows are NaN, so a
+// row read past a sequence's length, or from a wrong page, shows in the output.
+//
+//===----------------------------------------------------------------------===//
+#include "TestUtil.h"
+
+#include "tilefuse/kernels/Registry.h"
+
+#include <gtest/gtest.h>
+
+using namespace tilefuse;
+using namespace tilefuse::runtime;
+
+namespace {
+
+struct PagedCase {
+  std::string kernel; ///< a bundled kernel, or test/variants/NAME with testOnly
+  bool testOnly = false;
+  bool split = false;
+  bool pack = false;
+};
+
+std::string caseName(const PagedCase &c) {
+  return c.kernel + (c.split ? "_split" : "") + (c.pack ? "_packed" : "");
+}
+
+class PagedKVCases : public testing::TestWithParam<PagedCase> {};
+
+TEST_P(PagedKVCases, MatchesFloat64Reference) {
+  const PagedCase &c = GetParam();
+  std::string text, fileName;
+  if (c.testOnly) {
+    text = test::readTestVariant(c.kernel);
+    fileName = c.kernel + ".mlir";
+  } else {
+    const kernels::KernelSource *src = kernels::find(c.kernel);
+    ASSERT_NE(src, nullptr) << c.kernel;
+    text = src->text;
+    fileName = src->fileName;
+  }
+  CpuCompileOptions opts;
+  opts.blockM = 16;
+  opts.blockN = 16;
+  opts.pagedKv = true;
+  opts.splitKv = c.split;
+  opts.packGqa = c.pack;
+  auto kernel = CpuKernel::compile(text, fileName, opts);
+  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+  auto reference = test::compileReference(text, fileName);
+  ASSERT_TRUE(reference);
+  bool fixedHeads = c.kernel == "gqa" || c.kernel == "mqa";
+  struct Shape {
+    int64_t M, pageSize;
+    std::vector<int64_t> lengths;
+    int64_t splits;
+  };
+  std::vector<Shape> shapes = {
+      {1, 16, {1000, 1, 0, 17}, 7},   {1, 5, {33, 300, 64, 2}, 3},  {1, 1, {40, 3, 19, 1}, 2},
+      {1, 256, {700, 255, 257, 5}, 64}, {3, 48, {100, 49, 0, 300}, 5}, {40, 16, {50, 300, 7, 128}, 2},
+  };
+  unsigned seed = 11;
+  for (const Shape &s : shapes) {
+    reference::Problem p;
+    p.M = s.M;
+    p.D = (*kernel)->headDim();
+    p.H = fixedHeads ? 8 : 4;
+    p.Hkv = c.kernel == "gqa" ? 2 : c.kernel == "mqa" ? 1 : c.kernel == "attention" ? 2 : p.H;
+    if (c.testOnly)
+      p.H = p.Hkv = 3;
+    if (c.kernel == "gqa_head_window") {
+      p.H = 6;
+      p.Hkv = 2;
+    }
+    test::Paging paging;
+    paging.pageSize = s.pageSize;
+    paging.lengths = s.lengths;
+    p.B = int64_t(s.lengths.size());
+    if (fixedHeads) { // 8 query heads: two sequences keep the run short
+      paging.lengths.resize(2);
+      p.B = 2;
+    }
+    int64_t splits = c.split ? s.splits : 1;
+    SCOPED_TRACE(testing::Message() << caseName(c) << " M=" << s.M << " page=" << s.pageSize
+                                    << " splits=" << splits);
+    test::RunResult r = test::runAgainstReference(**kernel, *reference, p, seed++, splits, &paging);
+    EXPECT_TRUE(r.allWritten) << "NaN or poison in the output: a row past a sequence's length "
+                                 "or of a wrong page was read, or an element was not written";
+    EXPECT_TRUE(r.lseInfMatches) << "fully masked rows must have logsumexp -inf, others finite";
+    EXPECT_LE(r.outError, 8e-3);
+    EXPECT_LE(r.lseError, 1e-5);
+  }
+}
+
+std::vector<PagedCase> pagedCases() {
+  std::vector<PagedCase> cases;
+  for (const char *k : {"attention", "causal", "sliding_window", "alibi", "softcap", "prefix_lm",
+                        "gqa", "mqa"})
+    for (auto [split, pack] : {std::pair{false, false}, {true, false}, {true, true}})
+      cases.push_back({k, false, split, pack});
+  for (const char *k : {"chunked_local", "softcap_head_bias", "gqa_head_window"})
+    for (auto [split, pack] : {std::pair{false, false}, {true, true}})
+      cases.push_back({k, true, split, pack});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllVariants, PagedKVCases, testing::ValuesIn(pagedCases()),
+                         [](const testing::TestParamInfo<PagedCase> &info) {
+                           return caseName(info.param);
+                         });
+
+/// A bad table, a length past the table's pages and a launch of the wrong form are errors,
+/// never reads out of bounds.
+TEST(PagedKVLaunch, BadTablesAndFormsAreErrors) {
+  const kernels::KernelSource &src = *kernels::find("attention");
+  CpuCompileOptions opts;
+  opts.elementType = "f32";
+  opts.pagedKv = true;
+  auto paged = CpuKernel::compile(src.text, src.fileName, opts);
+  ASSERT_TRUE(bool(paged)) << llvm::toString(paged.takeError());
+  opts.pagedKv = false;
+  auto contiguous = CpuKernel::compile(src.text, src.fileName, opts);
+  ASSERT_TRUE(bool(contiguous)) << llvm::toString(contiguous.takeError());
+  int64_t D = (*paged)->headDim(), pageSize = 4, pages = 3;
+  std::vector<float> q(D, 1.0f), cache(pages * pageSize * D, 1.0f), o(D), lse(1);
+  auto q4 = HostView::contiguous(q.data(), {1, 1, 1, D});
+  auto o4 = HostView::contiguous(o.data(), {1, 1, 1, D});
+  auto lse3 = HostView::contiguous(lse.data(), {1, 1, 1, 0}, 3);
+  auto cache4 = HostView::contiguous(cache.data(), {pages, 1, pageSize, D});
+  std::vector<int32_t> table = {2, 0}, lengths = {7};
+  runtime::PagedKV kv;
+  kv.pageTable = table.data();
+  kv.pagesPerSequence = 2;
+  kv.tableStride = 2;
+  kv.kvLengths = lengths.data();
+  auto expectError = [&](llvm::Error e, llvm::StringRef needle) {
+    ASSERT_TRUE(bool(e)) << "expected an error with '" << needle.str() << "'";
+    std::string message = llvm::toString(std::move(e));
+    EXPECT_NE(message.find(needle.str()), std::string::npos) << message;
+  };
+  EXPECT_FALSE(bool((*paged)->run(q4, cache4, cache4, o4, lse3, nullptr, 1, &kv)));
+  table[1] = 3;
+  expectError((*paged)->run(q4, cache4, cache4, o4, lse3, nullptr, 1, &kv),
+              "page table entry [0, 1] is 3, not a page of the cache");
+  table[1] = 0;
+  lengths[0] = 9;
+  expectError((*paged)->run(q4, cache4, cache4, o4, lse3, nullptr, 1, &kv),
+              "batch 0 has 9 key/value rows; its table row holds 2 pages of 4");
+  lengths[0] = 7;
+  expectError((*paged)->run(q4, cache4, cache4, o4, lse3), "pass its page table and lengths");
+  expectError((*contiguous)->run(q4, cache4, cache4, o4, lse3, nullptr, 1, &kv),
+              "compile it with pagedKv");
+}
+
+} // namespace
