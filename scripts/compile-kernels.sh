@@ -11,6 +11,7 @@
 #
 #   scripts/compile-kernels.sh DIR [tilefuse compile options...]
 #   KERNEL_SET=split scripts/compile-kernels.sh DIR --split-kv    the split-KV set
+#   KERNEL_SET=paged scripts/compile-kernels.sh DIR               the paged-KV set
 set -uo pipefail
 cd "$(dirname "$0")/.."
 (($#)) || { echo "usage: $0 DIR [tilefuse compile options...]" >&2; exit 2; }
@@ -44,6 +45,24 @@ compile() { # compile OUTPUT_NAME (--kernel NAME | FILE) [tilefuse compile optio
   rm -f "$dir/$name.reference.o"
 }
 
+if [ "${KERNEL_SET:-full}" = paged ]; then
+  # The paged-KV set (KERNEL_SET=paged): every bundled variant and the test-only ones read
+  # through a page table (tile-paged-kv), unsplit (NAME) and split (NAME_split, the decode
+  # form); attention at head dim 128 (the decode bench's) and on sm_80.
+  for kernel in $("$tilefuse" list | awk '{print $1}'); do
+    compile "$kernel" --kernel "$kernel" --paged-kv "$@"
+    compile "${kernel}_split" --kernel "$kernel" --paged-kv --split-kv "$@"
+  done
+  for variant in test/variants/*.mlir; do
+    compile "$(basename "$variant" .mlir)_split" "$variant" --paged-kv --split-kv "$@"
+  done
+  compile attention_d128 --kernel attention --head-dim 128 --paged-kv "$@"
+  compile attention_d128_split --kernel attention --head-dim 128 --paged-kv --split-kv "$@"
+  compile attention_sm80_split --kernel attention --arch sm_80 --paged-kv --split-kv "$@"
+  echo "compile-kernels: $(ls "$dir"/*.ptx 2>/dev/null | wc -l) kernels in $dir${*:+ ($*)}"
+  ((${#failed[@]} == 0)) || { echo "compile-kernels: FAILED: ${failed[*]}" >&2; exit 1; }
+  exit 0
+fi
 if [ "${KERNEL_SET:-full}" = split ]; then
   # The split-KV set (KERNEL_SET=split, with --split-kv): the decode shapes' kernels and one of
   # each mask class, both chips, the test-only variants whose masks and scores read positions

@@ -20,6 +20,8 @@
 #              HMMA, LDL/STL (spills), barriers, instructions; the listings under $OUT/sass/
 #   tests-split  the split-KV kernels (build-gpu/kernels-split) at several split counts, and
 #              memcheck + racecheck on their small cases
+#   tests-paged  the paged-KV kernels (build-gpu/kernels-paged), unsplit and split, on ragged
+#              sequences in pages of odd and even sizes, and memcheck + racecheck on small cases
 #   decode     bench.py --decode: one query row, GQA 32/8, D = 128, KV 1k-128k; GB/s beside SDPA
 #              and a device copy (DECODE_LENGTHS=...)
 #   tune       `tilefuse tune` of the self-contained build: attention and causal at head dim 64
@@ -96,6 +98,18 @@ for step in "${steps[@]}"; do
         compute-sanitizer --tool memcheck --error-exitcode 1 --print-limit 20 "$tests" \
         --gtest_brief=1 --gtest_filter='GpuAttention*'
       run_step racecheck-split env TILEFUSE_PTX_DIR=build-gpu/kernels-split TILEFUSE_GPU_SMALL=1 \
+        compute-sanitizer --tool racecheck --error-exitcode 1 --print-limit 20 "$tests" \
+        --gtest_brief=1 --gtest_filter='GpuAttention*'
+      ;;
+    tests-paged)
+      # The paged-KV kernels (unsplit and split) against float64 on ragged sequences, then
+      # memcheck and racecheck on their small cases.
+      run_step gpu-tests-paged env TILEFUSE_PTX_DIR=build-gpu/kernels-paged "$tests" \
+        --gtest_brief=1 --gtest_filter='GpuAttention*'
+      run_step memcheck-paged env TILEFUSE_PTX_DIR=build-gpu/kernels-paged TILEFUSE_GPU_SMALL=1 \
+        compute-sanitizer --tool memcheck --error-exitcode 1 --print-limit 20 "$tests" \
+        --gtest_brief=1 --gtest_filter='GpuAttention*'
+      run_step racecheck-paged env TILEFUSE_PTX_DIR=build-gpu/kernels-paged TILEFUSE_GPU_SMALL=1 \
         compute-sanitizer --tool racecheck --error-exitcode 1 --print-limit 20 "$tests" \
         --gtest_brief=1 --gtest_filter='GpuAttention*'
       ;;

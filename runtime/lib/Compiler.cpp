@@ -34,6 +34,8 @@ std::string CompiledKernel::metadataJson() const {
     o["tile_config"] = tiles.print();
   if (splitKv)
     o["split_kv"] = true;
+  if (pagedKv)
+    o["paged_kv"] = true;
   // The grid depends on it (launch_abi::programGrid): a launch needs it, unlike tile_config.
   if (tiles.packGqa.value_or(false))
     o["pack_gqa"] = true;
@@ -83,6 +85,7 @@ llvm::Expected<CompiledKernel> CompiledKernel::fromMetadataJson(llvm::StringRef 
     k.tiles = *tiles;
   }
   k.splitKv = o->getBoolean("split_kv").value_or(false);
+  k.pagedKv = o->getBoolean("paged_kv").value_or(false);
   k.ptx = std::move(ptx);
   return k;
 }
@@ -200,8 +203,12 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
         return fail(bufferName + ": expected one kernel function");
       kernel = fn;
     }
-  if (!kernel || kernel.getNumArguments() != cuda::abiTensorCount)
-    return fail(bufferName + ": expected one kernel function taking (Q, K, V, O, LSE)");
+  // A kernel written paged takes the page table and lengths after the views.
+  unsigned arguments = kernel ? kernel.getNumArguments() : 0;
+  if (!kernel || (arguments != cuda::abiTensorCount &&
+                  !(options.pagedKv && arguments == cuda::abiTensorCount + 2)))
+    return fail(bufferName + ": expected one kernel function taking (Q, K, V, O, LSE)" +
+                (options.pagedKv ? " (written paged: and the page table and lengths)" : ""));
   // Every static size of the signature goes into the launch metadata: a launch with other sizes
   // would compute wrong results, so every launch path checks them.
   for (auto [index, tensor] : llvm::enumerate(cuda::abiTensors())) {
@@ -212,6 +219,13 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
     for (auto [dim, size] : llvm::enumerate(type.getShape())) {
       if (ShapedType::isDynamic(size))
         continue;
+      // Paged, K's and V's first and third dimensions are the cache's pages and page size,
+      // launch parameters that no signature fixes.
+      if (options.pagedKv && tensor.dimensions[2] == cuda::SizeParameter::N &&
+          (dim == 0 || dim == 2))
+        return fail(bufferName + ": " + tensor.name + " is a paged cache: its dimension " +
+                    llvm::Twine(dim) + " (" + (dim == 0 ? "pages" : "page size") +
+                    ") is given at launch; declare it ?");
       if (size < 1)
         return fail(bufferName + ": " + tensor.name + " declares dimension " + llvm::Twine(dim) +
                     " (" + cuda::sizeParameterName(tensor.dimensions[dim]) + ") as " +
@@ -250,6 +264,8 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   gpo.features = options.features;
   gpo.splitKv = options.splitKv;
   k.splitKv = options.splitKv;
+  gpo.pagedKv = options.pagedKv;
+  k.pagedKv = options.pagedKv;
   tilefuse::buildTileToPTXPipeline(pm, gpo);
   instrument(pm, "2-tile-to-ptx");
   if (failed(pm.run(*module)))

@@ -89,6 +89,8 @@ static std::string keyText(llvm::StringRef header, llvm::StringRef source,
   // A split-KV kernel has another signature: never the same entry as the unsplit one.
   if (options.splitKv)
     os << "split_kv=1\n";
+  if (options.pagedKv)
+    os << "paged_kv=1\n";
   os << "head_dim=" << options.headDim << "\n"
      << "dtype=" << options.elementType << "\n"
      << "source_bytes=" << source.size() << "\n"

@@ -37,6 +37,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -196,13 +197,28 @@ struct Case {
   bool interleaved;
   /// A split-KV kernel's key splits (CudaKernel::launch's kvSplits; 0: its own choice).
   int64_t kvSplits = 0;
+  /// A paged-KV kernel's rows per page (0: not paged). Its sequences have the lengths
+  /// pagedLengths gives (N the longest), in a cache whose pages they get in a random order.
+  int64_t pageSize = 0;
 
   std::string name() const {
     return "B" + std::to_string(B) + "_H" + std::to_string(H) + "_Hkv" + std::to_string(Hkv) +
            "_M" + std::to_string(M) + "_N" + std::to_string(N) +
-           (interleaved ? "_bmhd" : "_bhmd") + (kvSplits ? "_S" + std::to_string(kvSplits) : "");
+           (interleaved ? "_bmhd" : "_bhmd") + (kvSplits ? "_S" + std::to_string(kvSplits) : "") +
+           (pageSize ? "_P" + std::to_string(pageSize) : "");
   }
 };
+
+/// The ragged lengths of a paged case: N, then about two thirds of it, then one row, then none
+/// (an empty sequence: zero output, logsumexp -inf), repeating.
+std::vector<int64_t> pagedLengths(const Case &c) {
+  std::vector<int64_t> lengths;
+  for (int64_t b = 0; b < c.B; ++b)
+    lengths.push_back(b % 4 == 0 ? c.N : b % 4 == 1 ? std::max<int64_t>(1, c.N * 2 / 3 - 5)
+                                     : b % 4 == 2 ? 1
+                                                  : 0);
+  return lengths;
+}
 
 /// Extra LSE elements per row in interleaved cases; they must keep their poison.
 constexpr int64_t lsePadding = 5;
@@ -216,6 +232,21 @@ std::vector<Case> casesFor(const KernelMetadata &metadata, bool smallOnly) {
   };
   int64_t H = declaredOr(/*Q*/ 0, 1, 3);
   int64_t Hkv = declaredOr(/*K*/ 1, 1, H);
+  if (metadata.pagedKv) {
+    // Ragged sequences in pages of odd and even sizes (interleaved: vLLM's [pages, page size,
+    // Hkv, D] cache), decode and prefill; split kernels at their own and fixed split counts.
+    if (name == "attention" || name == "gqa_head_window") {
+      H = 8;
+      Hkv = 2;
+    }
+    int64_t S = metadata.splitKv ? 7 : 0, S2 = metadata.splitKv ? 64 : 0;
+    if (smallOnly)
+      return {{4, H, Hkv, 1, 1000, true, S, 16}, {2, H, Hkv, 17, 300, false, 0, 5}};
+    return {{4, H, Hkv, 1, 1000, true, 0, 16},    {4, H, Hkv, 1, 4096, true, S, 5},
+            {4, H, Hkv, 1, 32768, true, 0, 256},  {4, H, Hkv, 1, 777, false, S2, 1},
+            {2, H, Hkv, 17, 1000, true, 0, 48},   {2, H, Hkv, 300, 2000, false, S, 64},
+            {2, H, Hkv, 1000, 1000, true, 0, 16}};
+  }
   if (metadata.splitKv) {
     // Decode (one query row, long keys) with the launcher's split count and fixed ones: one
     // split, a few, more than there are key blocks (empty shares); prefill shapes too. Kernels
@@ -344,9 +375,67 @@ void runCase(const KernelFiles &files, const KernelMetadata &metadata, const Cas
                           uploadInput(metadata.dtype, kLayout, draw(kLayout.logicalCount()), k));
   TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer vDevice,
                           uploadInput(metadata.dtype, vLayout, draw(vLayout.logicalCount()), v));
+  size_t elementBytes = ref::elementSize(metadata.dtype);
+
+  // Paged: the same keys and values, each sequence's first lengths[b] rows, in a cache of
+  // pages (interleaved: [pages, page size, Hkv, D]; else [pages, Hkv, page size, D]) that the
+  // sequences get in a random order; rows no sequence owns are NaN. K and V become the caches.
+  std::vector<int64_t> lengths;
+  PagedKV paged;
+  std::optional<DeviceBuffer> tableDevice, lengthsDevice;
+  if (c.pageSize) {
+    lengths = pagedLengths(c);
+    int64_t ps = c.pageSize, perSequence = (p.N + ps - 1) / ps;
+    int64_t pages = p.B * perSequence + 3;
+    std::vector<int32_t> order(pages), table(p.B * perSequence), lengths32;
+    for (int64_t i = 0; i < pages; ++i)
+      order[i] = int32_t(i);
+    std::shuffle(order.begin(), order.end(), rng);
+    std::copy_n(order.begin(), table.size(), table.begin());
+    for (int64_t length : lengths)
+      lengths32.push_back(int32_t(length));
+    if (c.interleaved) {
+      strides.kB = strides.vB = ps * p.Hkv * D;
+      strides.kH = strides.vH = D;
+      strides.kN = strides.vN = p.Hkv * D;
+    } else {
+      strides.kB = strides.vB = p.Hkv * ps * D;
+      strides.kH = strides.vH = ps * D;
+      strides.kN = strides.vN = D;
+    }
+    auto cache = [&](const std::vector<double> &logical) -> llvm::Expected<DeviceBuffer> {
+      std::vector<char> bytes(size_t(pages * ps * p.Hkv * D) * elementBytes, char(0xFF));
+      std::vector<float> row(D);
+      for (int64_t b = 0; b < p.B; ++b)
+        for (int64_t h = 0; h < p.Hkv; ++h)
+          for (int64_t n = 0; n < lengths[b]; ++n) {
+            int64_t page = table[b * perSequence + n / ps];
+            int64_t at = page * strides.kB + h * strides.kH + (n % ps) * strides.kN;
+            for (int64_t d = 0; d < D; ++d)
+              row[d] = float(logical[((b * p.Hkv + h) * p.N + n) * D + d]);
+            ref::storeAs(metadata.dtype, row, bytes.data() + at * elementBytes);
+          }
+      auto buffer = DeviceBuffer::allocate(bytes.size());
+      if (!buffer)
+        return buffer.takeError();
+      if (llvm::Error error = buffer->upload(bytes.data(), bytes.size()))
+        return std::move(error);
+      return std::move(*buffer);
+    };
+    TF_ASSERT_OK_AND_ASSIGN(kDevice, cache(k));
+    TF_ASSERT_OK_AND_ASSIGN(vDevice, cache(v));
+    TF_ASSERT_OK_AND_ASSIGN(tableDevice, DeviceBuffer::allocate(table.size() * 4));
+    TF_ASSERT_OK(tableDevice->upload(table.data(), table.size() * 4));
+    TF_ASSERT_OK_AND_ASSIGN(lengthsDevice, DeviceBuffer::allocate(lengths32.size() * 4));
+    TF_ASSERT_OK(lengthsDevice->upload(lengths32.data(), lengths32.size() * 4));
+    paged.pageTable = reinterpret_cast<const int32_t *>(tableDevice->address());
+    paged.kvLengths = reinterpret_cast<const int32_t *>(lengthsDevice->address());
+    paged.pagesPerSequence = paged.tableStride = perSequence;
+    paged.pageSize = ps;
+    paged.pages = pages;
+  }
 
   // Poison the outputs: 0xFF bytes are NaN in bf16, f16 and f32.
-  size_t elementBytes = ref::elementSize(metadata.dtype);
   TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer oDevice,
                           DeviceBuffer::allocate(oLayout.storageCount() * elementBytes));
   TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer lseDevice,
@@ -357,7 +446,8 @@ void runCase(const KernelFiles &files, const KernelMetadata &metadata, const Cas
   TF_ASSERT_OK_AND_ASSIGN(Stream stream, Stream::create());
   AttentionBuffers buffers{qDevice.address(), kDevice.address(), vDevice.address(),
                            oDevice.address(), lseDevice.address()};
-  TF_ASSERT_OK(kernel.launch(stream.handle(), buffers, shape, strides, c.kvSplits));
+  TF_ASSERT_OK(kernel.launch(stream.handle(), buffers, shape, strides, c.kvSplits,
+                             c.pageSize ? &paged : nullptr));
   TF_ASSERT_OK(stream.synchronize());
 
   std::vector<char> oStorage(oDevice.size()), lseStorage(lseDevice.size());
@@ -371,13 +461,27 @@ void runCase(const KernelFiles &files, const KernelMetadata &metadata, const Cas
   std::memcpy(lse.data(), lseBytes.data(), lseBytes.size());
 
   // The float64 reference, derived from the kernel's own DSL text, on every core.
+  // Paged, per sequence on its own keys (the variants' regions do not read the batch index).
   std::vector<double> refOut(oLayout.logicalCount()), refLse(lseLayout.logicalCount());
-  TF_ASSERT_OK(loaded.reference->run(
-      HostView::contiguous(q.data(), {p.B, p.H, p.M, D}),
-      HostView::contiguous(k.data(), {p.B, p.Hkv, p.N, D}),
-      HostView::contiguous(v.data(), {p.B, p.Hkv, p.N, D}),
-      HostView::contiguous(refOut.data(), {p.B, p.H, p.M, D}),
-      HostView::contiguous(refLse.data(), {p.B, p.H, p.M, 0}, 3)));
+  for (int64_t b0 = 0; b0 < p.B; b0 += c.pageSize ? 1 : p.B) {
+    int64_t batches = c.pageSize ? 1 : p.B, keys = c.pageSize ? lengths[b0] : p.N;
+    size_t qAt = size_t(b0 * p.H * p.M * D), kAt = size_t(b0 * p.Hkv * p.N * D);
+    size_t lAt = size_t(b0 * p.H * p.M);
+    if (keys == 0) { // an empty sequence: every row masked
+      std::fill_n(refOut.begin() + qAt, batches * p.H * p.M * D, 0.0);
+      std::fill_n(refLse.begin() + lAt, batches * p.H * p.M, -INFINITY);
+      continue;
+    }
+    auto kvView = [&](std::vector<double> &x) {
+      HostView view = HostView::contiguous(x.data() + kAt, {batches, p.Hkv, p.N, D});
+      view.sizes[2] = keys;
+      return view;
+    };
+    TF_ASSERT_OK(loaded.reference->run(
+        HostView::contiguous(q.data() + qAt, {batches, p.H, p.M, D}), kvView(k), kvView(v),
+        HostView::contiguous(refOut.data() + qAt, {batches, p.H, p.M, D}),
+        HostView::contiguous(refLse.data() + lAt, {batches, p.H, p.M, 0}, 3)));
+  }
 
   Comparison cmp;
   compareOutput(out, refOut, cmp);

@@ -160,6 +160,10 @@ static cl::opt<bool> cSplitKv("split-kv",
                               cl::desc("Split-KV (tile-split-kv): each row block's keys shared "
                                        "out over S CTAs chosen at launch (decode); not header"),
                               cl::init(false), cl::sub(compileCmd), cl::cat(compileCategory));
+static cl::opt<bool> cPagedKv("paged-kv",
+                              cl::desc("Paged KV (tile-paged-kv): K and V are paged caches read "
+                                       "through a page table and per-sequence lengths"),
+                              cl::init(false), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<bool> cDeterministic(
     "deterministic",
     cl::desc("--backward --emit tiled: dQ by the ordered loop over key blocks instead of atomic "
@@ -813,6 +817,7 @@ static int compileMain() {
   opts.chip = cArch;
   opts.features = cPtxVersion;
   opts.splitKv = cSplitKv;
+  opts.pagedKv = cPagedKv;
   // The single options first: TileConfig's fields, the choices read by TileConfig::set under
   // the option's own name, so their values are checked and named like --config's.
   if (cBlockM)

@@ -3,7 +3,8 @@
 // tgpu.async_copy: the CTA's threads copy the block's rows in 16-byte chunks with
 // cp.async.cg (global -> shared, bypassing L1), chunk i of the block by thread i % threads,
 // each to its swizzled place in the buffer; rows at or past the bound copy 0 bytes (the
-// hardware zero-fills them). nvgpu.device_async_create_group is cp.async.commit_group and
+// hardware zero-fills them). A paged copy (`pages %table`) maps each row through
+// tile::pagedRow, one table read per row a thread copies. nvgpu.device_async_create_group is cp.async.commit_group and
 // nvgpu.device_async_wait cp.async.wait_group N: groups are counted, so a token is a
 // placeholder i32 once converted.
 //
@@ -14,6 +15,7 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "tilefuse/dialect/TileGPUOps.h"
+#include "tilefuse/dialect/TileOps.h"
 
 using namespace mlir;
 using namespace tilefuse;
@@ -41,6 +43,31 @@ struct AsyncCopyToCpAsync : OpConversionPattern<tgpu::AsyncCopyOp> {
     Value row0 = lead.pop_back_val();
     Value bound = adaptor.getBound();
     Value lastRow = arith::SubIOp::create(b, loc, bound, indexConstant(b, loc, 1));
+    // A paged cache (tile-paged-kv): the view indices of a logical (batch, head) row. A row past
+    // the bound, whose chunk copies 0 bytes, reads table[batch, 0] (every table row has one
+    // entry) and the cache's page 0, so even an empty sequence addresses valid memory.
+    std::optional<KernelView> table;
+    Value pageSize;
+    if (Value pages = adaptor.getPageTable()) {
+      table = KernelView::unpack(b, loc, pages, cast<MemRefType>(op.getPageTable().getType()));
+      pageSize = view.sizes[2];
+    }
+    Value zeroIndex = indexConstant(b, loc, 0);
+    auto rowIndices = [&](Value gRow, Value inBounds) -> SmallVector<Value> {
+      SmallVector<Value> at(lead);
+      if (!table) {
+        at.push_back(b.createOrFold<arith::MinUIOp>(loc, gRow, lastRow));
+        return at;
+      }
+      Value row = arith::SelectOp::create(b, loc, inBounds, gRow, zeroIndex);
+      tile::PageAndRow paged = tile::pagedRow(
+          b, loc, row, pageSize, [&](OpBuilder &b, Location loc, Value column) -> Value {
+            Value page = table->load(b, loc, ValueRange{lead[0], column});
+            return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), page);
+          });
+      Value page = arith::SelectOp::create(b, loc, inBounds, paged.page, zeroIndex);
+      return {page, lead[1], paged.row};
+    };
     ThreadCoordinates t = threadCoordinates(b, op);
     Value dst = rematerializedPerIteration(b, loc, adaptor.getBuffer(), op);
 
@@ -69,10 +96,9 @@ struct AsyncCopyToCpAsync : OpConversionPattern<tgpu::AsyncCopyOp> {
                          indexConstant(b, loc, i * rowsPerRound * tile.rowPitchBytes()))
               : sharedChunkOffset(b, loc, tile, r, ch);
       Value gRow = addIndex(b, loc, row0, r);
-      SmallVector<Value> at(lead);
-      at.push_back(b.createOrFold<arith::MinUIOp>(loc, gRow, lastRow));
-      at.push_back(mulIndex(b, loc, ch, indexConstant(b, loc, elementsPerChunk)));
       Value inBounds = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, gRow, bound);
+      SmallVector<Value> at = rowIndices(gRow, inBounds);
+      at.push_back(mulIndex(b, loc, ch, indexConstant(b, loc, elementsPerChunk)));
       Value bytes = arith::SelectOp::create(b, loc, inBounds, i32Constant(b, loc, 16),
                                             i32Constant(b, loc, 0));
       auto copy = [&] {

@@ -7,7 +7,9 @@
 // converted type is; a dimension the ABI has no size for (D) is the type's static size. The program grid,
 // scf.forall (batch, head, row block), maps to (blockIdx.z, blockIdx.y, blockIdx.x). A split-KV
 // kernel (tile-split-kv) also takes the workspace pointers and S, and its grid's x is
-// split * row blocks + row block.
+// split * row blocks + row block. A paged kernel (tile-paged-kv) takes the page table, the
+// lengths, the table's row stride and the page size before those; its K and V views are the
+// caches, page_size rows a page.
 //
 //===----------------------------------------------------------------------===//
 #include "TGPUToNVVMPatterns.h"
@@ -17,6 +19,8 @@
 #include "tilefuse/dialect/KernelConfig.h"
 #include "tilefuse/dialect/TileOps.h"
 #include "tilefuse/runtime/device/LaunchAbi.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace tilefuse;
@@ -64,19 +68,23 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
                                                                int64_t threads) {
   MLIRContext *ctx = fn.getContext();
   namespace abi = launch_abi;
-  // tile-split-kv's kernels take the workspace views and the split count after the ABI's views.
+  // tile-paged-kv's kernels take the page table and lengths after the ABI's views, and
+  // tile-split-kv's the workspace views and the split count after those.
+  bool paged = fn->hasAttr(tile::kPagedKVAttr);
   bool split = fn->hasAttr(tile::kSplitKVAttr);
   unsigned viewCount = abi::kTensorCount;
-  unsigned arguments = viewCount + (split ? abi::kSplitParameterCount : 0);
+  unsigned pagedArguments = paged ? abi::kPagedPointerCount : 0;
+  unsigned arguments = viewCount + pagedArguments + (split ? abi::kSplitParameterCount : 0);
   auto argumentTypes = fn.getArgumentTypes();
   if (fn.getNumArguments() != arguments || !fn.getResultTypes().empty() ||
       !llvm::all_of(argumentTypes.take_front(arguments - (split ? 1 : 0)),
                     [](Type t) { return isa<MemRefType>(t); }) ||
       (split && !argumentTypes.back().isIndex()))
-    return fn.emitError(split ? "a split-KV GPU kernel takes the views (Q, K, V, O, LSE, O_part, "
-                                "LSE_part, counters), the split count and returns nothing"
-                              : "a GPU kernel takes the views (Q, K, V, O, LSE) and returns "
-                                "nothing");
+    return fn.emitError() << "a " << (paged ? "paged " : "") << (split ? "split-KV " : "")
+                          << "GPU kernel takes the views (Q, K, V, O, LSE"
+                          << (paged ? ", page table, lengths" : "")
+                          << (split ? ", O_part, LSE_part, counters), the split count" : ")")
+                          << " and returns nothing";
   for (auto [i, t] : llvm::enumerate(argumentTypes.take_front(viewCount))) {
     auto m = cast<MemRefType>(t);
     if (m.getRank() != abi::kTensors[i].rank)
@@ -101,6 +109,10 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
   auto global = LLVM::LLVMPointerType::get(ctx, 1);
   SmallVector<Type> params(abi::kTensorCount, global);
   params.append(abi::kSizeCount + abi::kStrideCount, b.getI64Type());
+  if (paged) {
+    params.append(abi::kPagedPointerCount, global);
+    params.append(abi::kPagedSizeCount, b.getI64Type()); // table_b, page_size
+  }
   if (split) {
     params.append(abi::kSplitPointerCount, global);
     params.push_back(b.getI64Type()); // S
@@ -136,24 +148,42 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
     }
     return UnrealizedConversionCastOp::create(b, loc, type, v).getResult(0);
   };
+  // Paged: K and V are pages x Hkv x page_size x D caches whose page count the kernel never
+  // needs (the table picks pages), and the table and lengths views follow the ABI's views.
+  unsigned firstPaged = abi::kParameterCount;
+  Value unbounded = constant(std::numeric_limits<int32_t>::max());
   SmallVector<Value> views;
   for (auto [i, t] : llvm::enumerate(argumentTypes.take_front(abi::kTensorCount))) {
     auto type = cast<MemRefType>(t);
     const abi::Tensor &tensor = abi::kTensors[i];
+    bool cache = paged && tensor.dimensions[2] == abi::SizeParameter::N;
     SmallVector<Value> sizes, strides;
     for (int64_t d = 0; d < type.getRank(); ++d) {
       int sizeIndex = abi::sizeIndex(tensor.dimensions[d]);
-      sizes.push_back(sizeIndex >= 0 ? narrow(entry.getArgument(abi::kFirstSize + sizeIndex))
-                                     : constant(type.getDimSize(d)));
+      if (cache && d == 0)
+        sizes.push_back(unbounded);
+      else if (cache && d == 2)
+        sizes.push_back(narrow(entry.getArgument(firstPaged + abi::kPagedPointerCount + 1)));
+      else
+        sizes.push_back(sizeIndex >= 0 ? narrow(entry.getArgument(abi::kFirstSize + sizeIndex))
+                                       : constant(type.getDimSize(d)));
       // The innermost dimension is contiguous; the others take their stride parameters.
       strides.push_back(d + 1 < type.getRank() ? narrow(stride(abi::firstStride(i) + d))
                                                : constant(1));
     }
     views.push_back(makeView(type, entry.getArgument(i), sizes, strides));
   }
+  if (paged) {
+    Value B = size(abi::SizeParameter::B), one = constant(1);
+    Value tableRows = narrow(entry.getArgument(firstPaged + abi::kPagedPointerCount));
+    views.push_back(makeView(cast<MemRefType>(argumentTypes[views.size()]),
+                             entry.getArgument(firstPaged), {B, unbounded}, {tableRows, one}));
+    views.push_back(makeView(cast<MemRefType>(argumentTypes[views.size()]),
+                             entry.getArgument(firstPaged + 1), {B}, {one}));
+  }
   if (split) {
     // The workspace is contiguous (LaunchAbi.h): strides are products of the sizes.
-    unsigned firstPointer = abi::kParameterCount;
+    unsigned firstPointer = abi::kParameterCount + (paged ? abi::kPagedParameterCount : 0);
     Value splits = entry.getArgument(firstPointer + abi::kSplitPointerCount);
     Value S = narrow(splits);
     Value B = size(abi::SizeParameter::B), H = size(abi::SizeParameter::H);

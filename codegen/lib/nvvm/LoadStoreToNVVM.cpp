@@ -68,6 +68,9 @@ struct BlockLoadToRegisters : OpConversionPattern<tile::BlockLoadOp> {
     std::optional<tgpu::RegisterLayout> layout = registerLayoutOf(op.getType());
     if (!layout || layout->getKind() != tgpu::RegisterLayout::Kind::OperandA)
       return rewriter.notifyMatchFailure(op, "loads into registers only A fragments");
+    if (op.getPageTable())
+      return op.emitOpError("a paged cache's blocks are copied to shared memory (keys and "
+                            "values), not loaded into registers");
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
     int64_t rowsPerWarp = rowsPerWarpOf(*layout), cols = op.getType().getDimSize(1);
@@ -115,8 +118,8 @@ struct BlockLoadToAccumulator : OpConversionPattern<tile::BlockLoadOp> {
     using Kind = tgpu::RegisterLayout::Kind;
     if (!layout || layout->getKind() == Kind::OperandA)
       return rewriter.notifyMatchFailure(op, "loads accumulators and their rows");
-    if (!op.getType().getElementType().isF32())
-      return op.emitOpError("an accumulator is loaded from an f32 view only");
+    if (!op.getType().getElementType().isF32() || op.getPageTable())
+      return op.emitOpError("an accumulator is loaded from an f32 view only, not paged");
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
     int64_t rowsPerWarp = rowsPerWarpOf(*layout);
@@ -237,10 +240,23 @@ struct DimOfView : OpConversionPattern<memref::DimOp> {
   }
 };
 
+/// memref.load of a kernel view: one element from global memory (tile-paged-kv's per-sequence
+/// lengths, read once per program).
+struct LoadOfView : OpConversionPattern<memref::LoadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(memref::LoadOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    KernelView view =
+        KernelView::unpack(rewriter, op.getLoc(), adaptor.getMemref(), op.getMemRefType());
+    rewriter.replaceOp(op, view.load(rewriter, op.getLoc(), adaptor.getIndices()));
+    return success();
+  }
+};
+
 } // namespace
 
 void tilefuse::nvvm::populateLoadStoreToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
                                                      RewritePatternSet &patterns) {
-  patterns.add<BlockLoadToRegisters, BlockLoadToAccumulator, BlockStoreFromRegisters, DimOfView>(
-      converter, patterns.getContext());
+  patterns.add<BlockLoadToRegisters, BlockLoadToAccumulator, BlockStoreFromRegisters, DimOfView,
+               LoadOfView>(converter, patterns.getContext());
 }

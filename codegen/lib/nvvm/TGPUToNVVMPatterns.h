@@ -94,6 +94,8 @@ struct KernelView {
                            mlir::MemRefType type);
   /// Address of element (indices...) in global memory.
   mlir::Value address(mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange indices) const;
+  /// Element (indices...), loaded from global memory.
+  mlir::Value load(mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange indices) const;
 };
 
 /// `pointer` recomputed in every iteration of the loop around `op` (an opaque move that takes

@@ -130,6 +130,10 @@ Value KernelView::address(OpBuilder &b, Location loc, ValueRange indices) const 
                              ValueRange{offset64});
 }
 
+Value KernelView::load(OpBuilder &b, Location loc, ValueRange indices) const {
+  return LLVM::LoadOp::create(b, loc, elementType, address(b, loc, indices));
+}
+
 Value tilefuse::nvvm::rematerializedPerIteration(OpBuilder &b, Location loc, Value pointer,
                                                  Operation *op) {
   auto loop = op->getParentOfType<scf::ForOp>();

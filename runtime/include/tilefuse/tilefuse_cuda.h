@@ -67,6 +67,23 @@ int tilefuse_cuda_launch_split(const tilefuse_kernel *kernel, void *stream, cons
                                const int64_t *strides, int64_t kv_splits, char *err,
                                size_t errlen);
 
+/* A paged-KV kernel's launch (its sidecar says "paged_kv"; `tilefuse compile --paged-kv`): k_cache
+ * and v_cache are caches of `pages` pages of `page_size` rows, pages x Hkv x page_size x D with
+ * the strides k_b, k_h, k_n (and v_...) of a page, a head and a row: vLLM's and FlashInfer's
+ * [pages, page_size, Hkv, D] layout is page_size*Hkv*D, D, Hkv*D. Batch b's key/value row n is
+ * row n % page_size of page page_table[b * table_stride + n / page_size]; page_table (B rows
+ * of pages_per_sequence >= 1 entries) and kv_lengths (B) are int32 device pointers, and N is an
+ * upper bound of the lengths (the split count is chosen by it). The table's entries must be
+ * pages of the caches: they are on the device and not checked. `strides` as in
+ * tilefuse_cuda_launch, not NULL. kv_splits as in tilefuse_cuda_launch_split. */
+int tilefuse_cuda_launch_paged(const tilefuse_kernel *kernel, void *stream, const void *q,
+                               const void *k_cache, const void *v_cache, void *o, void *lse,
+                               int64_t B, int64_t H, int64_t Hkv, int64_t M, int64_t N, int64_t D,
+                               const int64_t *strides, const int32_t *page_table,
+                               int64_t pages_per_sequence, int64_t table_stride,
+                               const int32_t *kv_lengths, int64_t page_size, int64_t pages,
+                               int64_t kv_splits, char *err, size_t errlen);
+
 /* Unloads the kernel; NULL is ignored. */
 void tilefuse_cuda_free(tilefuse_kernel *kernel);
 

@@ -197,6 +197,10 @@ llvm::Error checkPagedShapes(const HostView &q, const HostView &k, const HostVie
     return makeError("O must be B x H x M x Dv");
   if (lse.sizes[1] != H || lse.sizes[2] != M)
     return makeError("LSE must be B x H x M");
+  if ((paged.pageSize && paged.pageSize != pageSize) || (paged.pages && paged.pages != pages))
+    return makeError("the paged launch's page size and pages (" + llvm::Twine(paged.pageSize) +
+                     ", " + llvm::Twine(paged.pages) + ") differ from the caches' (" +
+                     llvm::Twine(pageSize) + ", " + llvm::Twine(pages) + ")");
   if (!paged.pageTable || !paged.kvLengths)
     return makeError("a paged launch needs the page table and the lengths");
   if (paged.pagesPerSequence < 0 || (B > 1 && paged.tableStride < paged.pagesPerSequence))

@@ -107,6 +107,34 @@ int tilefuse_cuda_launch_split(const tilefuse_kernel *kernel, void *stream, cons
                 err, errlen);
 }
 
+int tilefuse_cuda_launch_paged(const tilefuse_kernel *kernel, void *stream, const void *q,
+                               const void *k_cache, const void *v_cache, void *o, void *lse,
+                               int64_t B, int64_t H, int64_t Hkv, int64_t M, int64_t N, int64_t D,
+                               const int64_t *strides, const int32_t *page_table,
+                               int64_t pages_per_sequence, int64_t table_stride,
+                               const int32_t *kv_lengths, int64_t page_size, int64_t pages,
+                               int64_t kv_splits, char *err, size_t errlen) {
+  if (!kernel)
+    return invalidArgument("tilefuse_cuda_launch_paged: kernel is NULL", err, errlen);
+  if (!strides)
+    return invalidArgument("tilefuse_cuda_launch_paged: strides must not be NULL (the caches' "
+                           "page, head and row strides)",
+                           err, errlen);
+  AttentionShape shape{B, H, Hkv, M, N, D};
+  AttentionBuffers buffers{address(q), address(k_cache), address(v_cache), address(o),
+                           address(lse)};
+  tilefuse::runtime::PagedKV paged;
+  paged.pageTable = page_table;
+  paged.pagesPerSequence = pages_per_sequence;
+  paged.tableStride = table_stride;
+  paged.kvLengths = kv_lengths;
+  paged.pageSize = page_size;
+  paged.pages = pages;
+  return report(kernel->kernel->launch(static_cast<CUstream_st *>(stream), buffers, shape,
+                                       AttentionStrides::fromArray(strides), kv_splits, &paged),
+                err, errlen);
+}
+
 int tilefuse_cuda_launch(const tilefuse_kernel *kernel, void *stream, const void *q,
                          const void *k, const void *v, void *o, void *lse, int64_t B, int64_t H,
                          int64_t Hkv, int64_t M, int64_t N, int64_t D, const int64_t *strides,

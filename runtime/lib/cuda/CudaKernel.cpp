@@ -187,7 +187,8 @@ llvm::Expected<KernelMetadata> KernelMetadata::parse(llvm::StringRef json,
   }
 
   for (auto [key, field] : {std::pair{"split_kv", &metadata.splitKv},
-                             std::pair{"pack_gqa", &metadata.packGqa}})
+                             std::pair{"pack_gqa", &metadata.packGqa},
+                             std::pair{"paged_kv", &metadata.pagedKv}})
     if (const llvm::json::Value *flag = object->get(key)) {
       std::optional<bool> v = flag->getAsBoolean();
       if (!v)
@@ -269,10 +270,38 @@ llvm::Error tilefuse::runtime::cuda::checkDeclaredSizes(const DeclaredSizes &dec
 llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metadata,
                                                     const AttentionBuffers &buffers,
                                                     const AttentionShape &shape,
-                                                    const AttentionStrides &strides) {
+                                                    const AttentionStrides &strides,
+                                                    const PagedKV *paged) {
   auto fail = [&](const llvm::Twine &why) {
     return makeError(ErrorKind::InvalidArgument, "launch of '" + metadata.name + "': " + why);
   };
+  if (metadata.pagedKv != (paged != nullptr))
+    return fail(metadata.pagedKv ? "the kernel reads a paged K/V cache: pass its page table and "
+                                   "lengths"
+                                 : "the kernel reads contiguous K and V: compile it with paged "
+                                   "KV to pass a page table");
+  if (paged) {
+    if (paged->pageSize < 1 || paged->pages < 1 || paged->pagesPerSequence < 1)
+      return fail("a paged launch needs page size, pages and pages per sequence of at least 1, "
+                  "not " + llvm::Twine(paged->pageSize) + ", " + llvm::Twine(paged->pages) +
+                  " and " + llvm::Twine(paged->pagesPerSequence));
+    if (shape.B > 1 && paged->tableStride < paged->pagesPerSequence)
+      return fail("the page table's row stride (" + llvm::Twine(paged->tableStride) +
+                  ") is less than its pages per sequence (" +
+                  llvm::Twine(paged->pagesPerSequence) + ")");
+    if (shape.N > paged->pagesPerSequence * paged->pageSize)
+      return fail("N (" + llvm::Twine(shape.N) + ", the longest sequence) is more than a table "
+                  "row's " + llvm::Twine(paged->pagesPerSequence) + " pages of " +
+                  llvm::Twine(paged->pageSize) + " rows");
+    auto address = [](const int32_t *p) { return reinterpret_cast<uintptr_t>(p); };
+    for (auto [name, pointer] : {std::pair{"page table", address(paged->pageTable)},
+                                 std::pair{"lengths", address(paged->kvLengths)}})
+      if (!pointer || pointer % 4)
+        return fail(llvm::Twine("the ") + name + " pointer must be non-null and 4-byte aligned");
+    if ((shape.B - 1) * paged->tableStride + paged->pagesPerSequence >
+        std::numeric_limits<int32_t>::max())
+      return fail("the page table spans more than 2^31 entries; the kernels index in 32 bits");
+  }
   using P = SizeParameter;
   for (P parameter : {P::B, P::H, P::Hkv, P::M, P::N, P::D})
     if (shape.size(parameter) <= 0)
@@ -312,13 +341,18 @@ llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metada
     return off;
   };
   const auto &sv = strideValues;
+  // K and V: B x Hkv x N x D, or paged, pages x Hkv x page size x D.
+  std::pair<int64_t, int64_t> cacheRows =
+      paged ? std::pair{paged->pages, paged->pageSize} : std::pair{shape.B, shape.N};
   struct {
     const char *name;
     int64_t last;
   } extents[] = {
       {"q", lastOffset({{shape.B, sv[0]}, {shape.H, sv[1]}, {shape.M, sv[2]}, {shape.D, 1}})},
-      {"k", lastOffset({{shape.B, sv[3]}, {shape.Hkv, sv[4]}, {shape.N, sv[5]}, {shape.D, 1}})},
-      {"v", lastOffset({{shape.B, sv[6]}, {shape.Hkv, sv[7]}, {shape.N, sv[8]}, {shape.D, 1}})},
+      {"k", lastOffset({{cacheRows.first, sv[3]}, {shape.Hkv, sv[4]}, {cacheRows.second, sv[5]},
+                        {shape.D, 1}})},
+      {"v", lastOffset({{cacheRows.first, sv[6]}, {shape.Hkv, sv[7]}, {cacheRows.second, sv[8]},
+                        {shape.D, 1}})},
       {"o", lastOffset({{shape.B, sv[9]}, {shape.H, sv[10]}, {shape.M, sv[11]}, {shape.D, 1}})},
       {"lse", lastOffset({{shape.B, sv[12]}, {shape.H, sv[13]}, {shape.M, 1}})}};
   for (const auto &extent : extents)
@@ -588,9 +622,9 @@ int64_t CudaKernel::chooseKeySplits(int64_t programs, int64_t slots, int64_t key
 
 llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buffers,
                                const AttentionShape &shape, const AttentionStrides &strides,
-                               int64_t kvSplits) const {
+                               int64_t kvSplits, const PagedKV *paged) const {
   const KernelMetadata &metadata = impl->metadata;
-  if (llvm::Error error = validateLaunch(metadata, buffers, shape, strides))
+  if (llvm::Error error = validateLaunch(metadata, buffers, shape, strides, paged))
     return error;
 
   const DriverApi &cu = api();
@@ -614,13 +648,28 @@ llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buff
   for (int i = 0; i < launch_abi::kSizeCount; ++i)
     sizes[i] = shape.size(launch_abi::kSizes[i]);
   std::array<int64_t, AttentionStrides::count> strideValues = strides.toArray();
-  void *parameters[launch_abi::kParameterCount + launch_abi::kSplitParameterCount];
+  void *parameters[launch_abi::kParameterCount + launch_abi::kPagedParameterCount +
+                   launch_abi::kSplitParameterCount];
   for (int i = 0; i < launch_abi::kTensorCount; ++i)
     parameters[i] = &pointers[i];
   for (int i = 0; i < launch_abi::kSizeCount; ++i)
     parameters[launch_abi::kFirstSize + i] = &sizes[i];
   for (int i = 0; i < launch_abi::kStrideCount; ++i)
     parameters[launch_abi::kFirstStride + i] = &strideValues[i];
+  // The paged parameters, then the split ones (LaunchAbi.h).
+  int firstSplit = launch_abi::kParameterCount;
+  CUdeviceptr pagedPointers[launch_abi::kPagedPointerCount] = {};
+  int64_t pagedSizes[launch_abi::kPagedSizeCount] = {};
+  if (paged) {
+    pagedPointers[0] = reinterpret_cast<CUdeviceptr>(paged->pageTable);
+    pagedPointers[1] = reinterpret_cast<CUdeviceptr>(paged->kvLengths);
+    pagedSizes[0] = paged->tableStride;
+    pagedSizes[1] = paged->pageSize;
+    for (int i = 0; i < launch_abi::kPagedPointerCount; ++i)
+      parameters[firstSplit++] = &pagedPointers[i];
+    for (int i = 0; i < launch_abi::kPagedSizeCount; ++i)
+      parameters[firstSplit++] = &pagedSizes[i];
+  }
 
   int64_t splits = 1;
   CUdeviceptr splitPointers[launch_abi::kSplitPointerCount] = {};
@@ -675,8 +724,8 @@ llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buff
     splitPointers[1] = impl->workspace + layout.lsePartOffset;
     splitPointers[2] = impl->workspace + layout.countersOffset;
     for (int i = 0; i < launch_abi::kSplitPointerCount; ++i)
-      parameters[launch_abi::kParameterCount + i] = &splitPointers[i];
-    parameters[launch_abi::kParameterCount + launch_abi::kSplitPointerCount] = &splits;
+      parameters[firstSplit + i] = &splitPointers[i];
+    parameters[firstSplit + launch_abi::kSplitPointerCount] = &splits;
   } else if (kvSplits > 1) {
     return makeError(ErrorKind::InvalidArgument,
                      "launch of '" + metadata.name + "': kvSplits " + llvm::Twine(kvSplits) +

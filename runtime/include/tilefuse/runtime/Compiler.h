@@ -32,6 +32,8 @@ struct PtxCompileOptions {
   /// tile-split-kv: each row block's keys shared out over S programs and merged (split-KV
   /// decode); the kernel takes LaunchAbi.h's split parameters and CudaKernel::launch picks S.
   bool splitKv = false;
+  /// tile-paged-kv: K and V are paged caches; the kernel takes LaunchAbi.h's paged parameters.
+  bool pagedKv = false;
   /// When not empty, the IR after each stage goes to files under this directory (the source,
   /// one file per pass in MLIR's IR file tree, the PTX and the metadata). Not part of what is
   /// compiled: the kernel cache leaves it out of its key.
@@ -48,6 +50,8 @@ struct CompiledKernel {
   TileConfig tiles;
   /// Compiled with split-KV (the sidecar's "split_kv": launches pass the split parameters).
   bool splitKv = false;
+  /// Compiled with paged KV (the sidecar's "paged_kv": launches pass the paged parameters).
+  bool pagedKv = false;
   /// Every static size of the kernel's signature (after specialization), checked at launch.
   cuda::DeclaredSizes declaredSizes;
   /// The JSON sidecar: {"name", "block_m", "block_n", "threads", "head_dim", "dtype",

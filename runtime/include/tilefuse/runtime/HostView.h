@@ -41,9 +41,10 @@ struct PagedKV {
   int64_t pagesPerSequence = 0;
   int64_t tableStride = 0;
   const int32_t *kvLengths = nullptr; ///< B
-  /// An upper bound of kvLengths (a GPU launch cannot read device memory to find it: the split
-  /// policy sizes its splits by it). 0: pagesPerSequence * pageSize.
-  int64_t maxKvLength = 0;
+  /// Rows per page and pages of the K and V caches. A GPU launch takes them from here (its K
+  /// and V are bare pointers, and N is an upper bound of kvLengths); the CPU backend reads them
+  /// from the cache views, which they must match when set.
+  int64_t pageSize = 0, pages = 0;
 };
 
 } // namespace tilefuse::runtime

@@ -92,6 +92,9 @@ struct KernelMetadata {
   /// GQA packing (optional key "pack_gqa"): a program's rows are the packed rows of a key/value
   /// head's query heads, which sets the grid (launch_abi::programGrid).
   bool packGqa = false;
+  /// A paged-KV kernel (tile-paged-kv; optional key "paged_kv"): K and V are paged caches, and
+  /// launches pass LaunchAbi.h's paged parameters (a PagedKV).
+  bool pagedKv = false;
 
   /// Parses and checks a sidecar; `origin` (e.g. its path) prefixes error messages. A sidecar
   /// without "declared_sizes" (written before launches checked them) is rejected, with a message
@@ -140,8 +143,13 @@ struct AttentionBuffers {
 /// within the device's limits, non-negative strides, non-null pointers aligned to their element
 /// type. Errors are ErrorKind::InvalidArgument; a declared-size mismatch names the tensor, the
 /// dimension (index and size parameter), the given and the declared size.
+/// A paged kernel (metadata.pagedKv) needs `paged` (device pointers; N is then an upper bound
+/// of its lengths, K and V are paged caches with strides k_b, k_h, k_n of page, head and row),
+/// any other none; the table's entries are the caller's to keep within the caches' pages (they
+/// live on the device, unread here).
 llvm::Error validateLaunch(const KernelMetadata &metadata, const AttentionBuffers &buffers,
-                           const AttentionShape &shape, const AttentionStrides &strides);
+                           const AttentionShape &shape, const AttentionStrides &strides,
+                           const PagedKV *paged = nullptr);
 
 /// One kernel loaded into the context current at load time.
 class CudaKernel {
@@ -165,9 +173,11 @@ public:
   /// chosen by splitCountFor), in a workspace the kernel object owns (LaunchAbi.h's layout,
   /// grown on demand). Launches on one stream use it in order; a launch on another stream
   /// first waits for the previous one's stream, so concurrent streams stay correct.
+  ///
+  /// A paged-KV kernel (metadata.pagedKv) reads K and V through `paged` (validateLaunch).
   llvm::Error launch(CUstream_st *stream, const AttentionBuffers &buffers,
                      const AttentionShape &shape, const AttentionStrides &strides,
-                     int64_t kvSplits = 0) const;
+                     int64_t kvSplits = 0, const PagedKV *paged = nullptr) const;
 
   /// The key splits a launch of this kernel on `shape` uses when none is asked for:
   /// chooseKeySplits over the grid's programs, the CTAs the GPU holds at once (SMs times this

@@ -127,6 +127,22 @@ constexpr Grid programGrid(long long B, long long H, long long Hkv, long long M,
   return {(rows + blockM - 1) / blockM, packGqa ? Hkv : H, B};
 }
 
+/// Paged-KV kernels (tile-paged-kv; metadata "paged_kv": true) read K and V from paged caches,
+/// pages x Hkv x page_size x D (vLLM's [pages, page_size, Hkv, D] is k_b = page_size·Hkv·D,
+/// k_h = D, k_n = Hkv·D): batch b's key/value row n is row n mod page_size of page
+/// page_table[b·table_b + n div page_size], and batch b has kv_lengths[b] rows. N is then an
+/// upper bound of the lengths (the launcher sizes its key splits by it; the kernel reads the
+/// lengths). They take four parameters after those above (and before the split ones):
+///   page_table   i32 pointer, B rows of table_b entries (at least one each)
+///   kv_lengths   i32 pointer, B entries, each at most N
+///   table_b      i64, the table's row stride in entries
+///   page_size    i64, rows per page (>= 1)
+inline constexpr const char *kPagedPointerNames[] = {"page_table", "kv_lengths"};
+inline constexpr int kPagedPointerCount = 2;
+inline constexpr const char *kPagedSizeNames[] = {"table_b", "page_size"};
+inline constexpr int kPagedSizeCount = 2;
+inline constexpr int kPagedParameterCount = kPagedPointerCount + kPagedSizeCount;
+
 /// Split-KV kernels (tile-split-kv; metadata "split_kv": true) take four parameters after
 /// those above: the workspace's device pointers o_part, lse_part and counters, then S (i64, the
 /// key splits per row block, >= 1). The launcher owns the workspace (splitWorkspace's layout):
