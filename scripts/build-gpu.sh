@@ -60,8 +60,15 @@ for d in 64 128; do
   build/tools/tilefuse compile --kernel attention --head-dim "$d" --split-kv \
     --config pack_gqa=false --emit ptx -o "$out/kernels-split-unpacked/attention_d$d.ptx" || exit 1
 done
-# The paged-KV kernels (tile-paged-kv), unsplit and split (scripts/gpu-run.sh tests-paged).
+# The paged-KV kernels (tile-paged-kv), unsplit and split (scripts/gpu-run.sh tests-paged), and
+# the decode bench's paged column: split-KV attention read through a page table.
 KERNEL_SET=paged scripts/compile-kernels.sh "$out/kernels-paged" || exit 1
+mkdir -p "$out/kernels-paged-bench"
+rm -f "$out/kernels-paged-bench"/*
+for d in 64 128; do
+  build/tools/tilefuse compile --kernel attention --head-dim "$d" --split-kv --paged-kv \
+    --emit ptx -o "$out/kernels-paged-bench/attention_d$d.ptx" || exit 1
+done
 # The split-KV kernels (tile-split-kv), apart: their sidecars say "split_kv" and the GPU tests run
 # them at several split counts (scripts/gpu-run.sh tests-split).
 KERNEL_SET=split exec scripts/compile-kernels.sh "$out/kernels-split" --split-kv

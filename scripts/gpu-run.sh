@@ -115,11 +115,14 @@ for step in "${steps[@]}"; do
       ;;
     decode)
       # Decode rows: the plain kernels, the split-KV ones (tf:split, GQA-packed) and unpacked
-      # (tf:unpacked), SDPA and a device copy.
+      # (tf:unpacked), the split-KV ones on a paged cache of 16- and 128-row pages (tf:paged16,
+      # tf:paged128), SDPA and a device copy.
       run_step decode python3 tools/bench/bench.py --ptx-dir build-gpu/kernels \
         --lib build-gpu/libtilefuse_cuda.so --out "$out/decode.json" \
         --impls tilefuse,sdpa-flash,sdpa-cudnn --variant split=build-gpu/kernels-split \
-        --variant unpacked=build-gpu/kernels-split-unpacked ${DECODE_VARIANTS:-} \
+        --variant unpacked=build-gpu/kernels-split-unpacked \
+        --variant paged16=build-gpu/kernels-paged-bench@16 \
+        --variant paged128=build-gpu/kernels-paged-bench@128 ${DECODE_VARIANTS:-} \
         --decode "${DECODE_LENGTHS:-1024,4096,32768,131072}" \
         --decode-shape "${DECODE_SHAPE:-8,32,8,128}"
       ;;

@@ -88,7 +88,7 @@ Kernel::~Kernel() = default;
 
 Status Kernel::launch(void *stream, const void *q, const void *k, const void *v, void *o,
                       float *lse, const AttentionShape &shape, const int64_t *strides,
-                      int64_t kvSplits) const {
+                      int64_t kvSplits, const PagedKV *paged) const {
   auto address = [](const void *p) {
     return static_cast<cu::DevicePtr>(reinterpret_cast<uintptr_t>(p));
   };
@@ -107,14 +107,18 @@ Status Kernel::launch(void *stream, const void *q, const void *k, const void *v,
                         (kvSplits < 0 ? " must be 0 (the launcher chooses) or more"
                                       : " for a kernel compiled without split-KV (KernelSpec::"
                                         "splitKv)"));
-    if (llvm::Error error = cu::validateLaunch(impl->metadata, buffers, s, layout))
+    if (paged && !strides)
+      return Status(StatusCode::InvalidArgument,
+                    "launch of '" + impl->compiled->name + "': a paged launch needs the "
+                    "strides (the caches' page, head and row strides)");
+    if (llvm::Error error = cu::validateLaunch(impl->metadata, buffers, s, layout, paged))
       return statusOf(std::move(error));
   }
   auto loaded = impl->load();
   if (!loaded)
     return statusOf(loaded.takeError());
-  return statusOf(
-      (*loaded)->launch(static_cast<CUstream_st *>(stream), buffers, s, layout, kvSplits));
+  return statusOf((*loaded)->launch(static_cast<CUstream_st *>(stream), buffers, s, layout,
+                                    kvSplits, paged));
 }
 
 const std::string &Kernel::name() const { return impl->compiled->name; }
@@ -346,6 +350,7 @@ Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> 
   options.elementType = spec.dtype;
   options.params = spec.params;
   options.splitKv = spec.splitKv;
+  options.pagedKv = spec.pagedKv;
   if (!spec.ptxFeatures.empty())
     options.features = spec.ptxFeatures;
   if (!spec.arch.empty()) {
@@ -357,7 +362,8 @@ Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> 
   // The tuned configuration replaces the default only: an explicit one is the caller's choice.
   std::string configSource = tiles->empty() ? "default" : "explicit";
   AutotuneMode mode = spec.autotune.value_or(impl->options.autotune);
-  if (tiles->empty() && mode != AutotuneMode::Off) {
+  // The tuner times contiguous launches: a paged kernel keeps its default configuration.
+  if (tiles->empty() && mode != AutotuneMode::Off && !spec.pagedKv) {
     // The default configuration first: it resolves the dtype and head dim the key needs (and
     // is what runs when there is no tuned one); a cache hit after the first call.
     auto byDefault = impl->cache.getOrCompile(source, bufferName, options);

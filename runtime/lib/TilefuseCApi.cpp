@@ -122,6 +122,7 @@ static int toKernelSpec(const tilefuse_spec *spec, const char *caller, KernelSpe
   k.seqLen = s.seq_len;
   k.deterministic = s.deterministic != 0;
   k.splitKv = s.split_kv != 0;
+  k.pagedKv = s.paged_kv != 0;
   return TILEFUSE_OK;
 }
 
@@ -161,6 +162,28 @@ int tilefuse_attention_launch_split(const tilefuse_attention *kernel, void *stre
     return invalid("tilefuse_attention_launch_split: kernel is NULL", err, errlen);
   return report(kernel->kernel->launch(stream, q, k, v, o, lse, {B, H, Hkv, M, N, D}, strides,
                                        kv_splits),
+                err, errlen);
+}
+
+int tilefuse_attention_launch_paged(const tilefuse_attention *kernel, void *stream,
+                                    const void *q, const void *k_cache, const void *v_cache,
+                                    void *o, float *lse, int64_t B, int64_t H, int64_t Hkv,
+                                    int64_t M, int64_t N, int64_t D, const int64_t *strides,
+                                    const int32_t *page_table, int64_t pages_per_sequence,
+                                    int64_t table_stride, const int32_t *kv_lengths,
+                                    int64_t page_size, int64_t pages, int64_t kv_splits,
+                                    char *err, size_t errlen) {
+  if (!kernel)
+    return invalid("tilefuse_attention_launch_paged: kernel is NULL", err, errlen);
+  PagedKV paged;
+  paged.pageTable = page_table;
+  paged.pagesPerSequence = pages_per_sequence;
+  paged.tableStride = table_stride;
+  paged.kvLengths = kv_lengths;
+  paged.pageSize = page_size;
+  paged.pages = pages;
+  return report(kernel->kernel->launch(stream, q, k_cache, v_cache, o, lse,
+                                       {B, H, Hkv, M, N, D}, strides, kv_splits, &paged),
                 err, errlen);
 }
 

@@ -65,6 +65,47 @@ module attributes {tilefuse.threads = {kernel = 128 : i64}} {
 
 !qkv = memref<?x?x?x64xbf16>
 !lse = memref<?x?x?xf32>
+!table = memref<?x?xi32, strided<[?, 1]>>
+!tile = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+
+// A paged kernel (tile-paged-kv): the launch ABI's four paged parameters follow the 24 (the
+// table, the lengths, the table's row stride and the page size); the sequence's length is one
+// load; each copied row reads its page from the table (tile::pagedRow: row / page size, row mod
+// page size), then its chunk at (page, head, row in page).
+// CHECK-LABEL: gpu.func @paged
+// CHECK-SAME:    (%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, {{.+}}: i64, %[[TABLE:[^:]+]]: !llvm.ptr<1>, %[[LENGTHS:[^:]+]]: !llvm.ptr<1>, %{{[^:]+}}: i64, %[[PAGE:[^:]+]]: i64) kernel
+// CHECK:         llvm.trunc %[[PAGE]] : i64 to i32
+// CHECK:         llvm.getelementptr %[[LENGTHS]]
+// CHECK:         %[[LENGTH:.+]] = llvm.load %{{.+}} : !llvm.ptr<1> -> i32
+// CHECK:         %[[N:.+]] = arith.index_castui %[[LENGTH]] : i32 to index
+// CHECK:         %[[IN:.+]] = arith.cmpi ult, %{{.+}}, %[[N]] : index
+// CHECK:         %[[ROW:.+]] = arith.select %[[IN]], %{{.+}}, %c0 : index
+// CHECK:         arith.divui %[[ROW]], %[[PS:.+]] : index
+// CHECK:         llvm.getelementptr %[[TABLE]]
+// CHECK:         llvm.load %{{.+}} : !llvm.ptr<1> -> i32
+// CHECK:         arith.remui %[[ROW]], %[[PS]] : index
+// CHECK:         nvvm.cp.async.shared.global
+module attributes {tilefuse.threads = {paged = 128 : i64}} {
+  func.func @paged(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse, %T: !table,
+                   %L: memref<?xi32>) attributes {tile.paged_kv} {
+    %c0 = arith.constant 0 : index
+    %buffer = tgpu.alloc {offset = 0 : i64} : !tile
+    %m = memref.dim %Q, %c0 : !qkv
+    scf.forall (%b, %h, %r) in (%m, %m, %m) {
+      %length = memref.load %L[%b] : memref<?xi32>
+      %n = arith.index_castui %length : i32 to index
+      %t = tgpu.async_copy %K[%b, %h, %r] bound %n pages %T into %buffer : !qkv, !tile, !table
+      %g = nvgpu.device_async_create_group %t
+      nvgpu.device_async_wait %g {numGroups = 0 : i32}
+    } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+    return
+  }
+}
+
+// -----
+
+!qkv = memref<?x?x?x64xbf16>
+!lse = memref<?x?x?xf32>
 !acc = tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
 !qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
 !tile = !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>

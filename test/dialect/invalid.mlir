@@ -748,3 +748,27 @@ func.func @block_atomic_add_shape(%v: tensor<64x32xf32>, %ws: memref<?x?x?x16xf3
   tile.block_atomic_add %v, %ws[%i, %i, %i] bound %i : tensor<64x32xf32>, memref<?x?x?x16xf32>
   return
 }
+
+// -----
+
+func.func @paged_rank3(%c: memref<?x?x?xf32>, %t: memref<?x?xi32>, %l: memref<?xi32>) {
+  // expected-error @+1 {{'tile.load' op a paged load reads a rank-4 pages x heads x page rows x D cache}}
+  %x = tile.load %c pages %t lengths %l : memref<?x?x?xf32>, memref<?x?xi32>, memref<?xi32> -> tensor<?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @paged_head_dim(%c: memref<?x?x?x64xbf16>, %t: memref<?x?xi32>, %l: memref<?xi32>) {
+  // expected-error @+1 {{'tile.load' op result dimension 3 (32) differs from the cache's (64)}}
+  %x = tile.load %c pages %t lengths %l : memref<?x?x?x64xbf16>, memref<?x?xi32>, memref<?xi32> -> tensor<?x?x?x32xbf16>
+  return
+}
+
+// -----
+
+func.func @paged_and_packed(%c: memref<?x?x?x64xbf16>, %t: memref<?x?xi32>, %i: index) {
+  // expected-error @+1 {{'tile.block_load' op packed rows are rows of query heads; a paged cache holds keys and values: `packed` and `pages` do not go together}}
+  %x = tile.block_load %c[%i, %i, %i] bound %i packed %i pages %t : memref<?x?x?x64xbf16>, memref<?x?xi32> -> tensor<32x64xbf16>
+  return
+}

@@ -337,3 +337,16 @@ func.func @backward_block_ops(%p: tensor<64x32xf32>, %do: tensor<64x16xbf16>,
   tile.block_atomic_add %dq, %ws[%i, %i, %i] bound %n : tensor<64x16xf32>, memref<?x?x?x16xf32>
   return %dv, %both, %m : tensor<32x16xf32>, tensor<32x16xf32>, tensor<64x32xf32>
 }
+
+// -----
+
+// A paged key/value cache: the written-form load and the tiled block load.
+// CHECK-LABEL: func.func @paged
+// CHECK:         tile.load %{{.+}} pages %{{.+}} lengths %{{.+}} : memref<?x?x?x64xbf16>, memref<?x?xi32>, memref<?xi32> -> tensor<?x?x?x64xbf16>
+// CHECK:         tile.block_load %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}] bound %{{.+}} pages %{{.+}} : memref<?x?x?x64xbf16>, memref<?x?xi32> -> tensor<32x64xbf16>
+func.func @paged(%c: memref<?x?x?x64xbf16>, %t: memref<?x?xi32>, %l: memref<?xi32>, %i: index)
+    -> (tensor<?x?x?x64xbf16>, tensor<32x64xbf16>) {
+  %x = tile.load %c pages %t lengths %l : memref<?x?x?x64xbf16>, memref<?x?xi32>, memref<?xi32> -> tensor<?x?x?x64xbf16>
+  %y = tile.block_load %c[%i, %i, %i] bound %i pages %t : memref<?x?x?x64xbf16>, memref<?x?xi32> -> tensor<32x64xbf16>
+  return %x, %y : tensor<?x?x?x64xbf16>, tensor<32x64xbf16>
+}

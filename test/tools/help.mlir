@@ -19,7 +19,7 @@
 // HIDDEN: --amdgpu-
 
 // RUN: %tilefuse compile --help | FileCheck %s --check-prefix=COMPILE
-// RUN: %tilefuse compile --help | awk 'END { if (NR > 80) { print NR " lines"; exit 1 } }'
+// RUN: %tilefuse compile --help | awk 'END { if (NR > 90) { print NR " lines"; exit 1 } }'
 // COMPILE: USAGE: tilefuse compile [options] [FILE.mlir]
 // COMPILE: MLIR options (as in mlir-opt):
 // COMPILE: --mlir-print-ir-after-all

@@ -129,6 +129,41 @@ TEST(RuntimeApi, SpecializesAndConfigures) {
                       nullptr, 4);
   EXPECT_EQ(bad.code(), StatusCode::InvalidArgument);
   EXPECT_NE(bad.message().find("without split-KV"), std::string::npos) << bad.message();
+
+  // Paged KV is its own kernel too (the paged launch ABI), split or not, and its launches are
+  // checked against its form before the driver is needed.
+  KernelSpec pagedSpec = splitSpec;
+  pagedSpec.pagedKv = true;
+  std::shared_ptr<const Kernel> paged;
+  s = runtime.getKernel(pagedSpec, paged);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_NE(paged->cacheKey(), split->cacheKey());
+  EXPECT_NE(paged->metadataJson().find("\"paged_kv\": true"), std::string::npos);
+  EXPECT_EQ(split->metadataJson().find("paged_kv"), std::string::npos);
+  bad = paged->launch(nullptr, &dummy, &dummy, &dummy, &dummy, nullptr, {1, 1, 1, 1, 1, 128});
+  EXPECT_EQ(bad.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(bad.message().find("pass its page table"), std::string::npos) << bad.message();
+  int32_t table[2] = {0, 1}, lengths[1] = {20};
+  PagedKV kv;
+  kv.pageTable = table;
+  kv.kvLengths = lengths;
+  kv.pagesPerSequence = kv.tableStride = 2;
+  kv.pageSize = 16;
+  kv.pages = 2;
+  bad = paged->launch(nullptr, &dummy, &dummy, &dummy, &dummy, nullptr, {1, 1, 1, 1, 20, 128},
+                      nullptr, 0, &kv);
+  EXPECT_EQ(bad.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(bad.message().find("needs the strides"), std::string::npos) << bad.message();
+  int64_t strides[14] = {128, 128, 128, 2048, 128, 128, 2048, 128, 128, 128, 128, 128, 1, 1};
+  bad = paged->launch(nullptr, &dummy, &dummy, &dummy, &dummy, nullptr, {1, 1, 1, 1, 40, 128},
+                      strides, 0, &kv);
+  EXPECT_EQ(bad.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(bad.message().find("more than a table row's 2 pages of 16 rows"), std::string::npos)
+      << bad.message();
+  bad = plain->launch(nullptr, &dummy, &dummy, &dummy, &dummy, nullptr, {1, 1, 1, 1, 1, 128},
+                      strides, 0, &kv);
+  EXPECT_EQ(bad.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(bad.message().find("compile it with paged"), std::string::npos) << bad.message();
 }
 
 TEST(RuntimeApi, CompilesDslSource) {

@@ -60,10 +60,12 @@ class Unavailable(Exception):
 class Tilefuse:
     """libtilefuse_cuda.so and the attention / causal kernels of a directory."""
 
-    def __init__(self, lib_path, ptx_dir, kv_splits=0):
+    def __init__(self, lib_path, ptx_dir, kv_splits=0, page_size=16):
         # (causal, head_dim, dtype, seq bucket or None) -> (kernel handle, sidecar path, scale)
         self.kernels = {}
+        self.paged = set()  # the keys of paged-KV kernels (sidecar "paged_kv")
         self.kv_splits = kv_splits  # a split-KV kernel's key splits (0: the launcher's choice)
+        self.page_size = page_size  # a paged kernel's rows per page
         self.error = None
         self._err = ctypes.create_string_buffer(4096)
         try:
@@ -76,6 +78,11 @@ class Tilefuse:
                                            ctypes.POINTER(vp), ctypes.c_char_p, ctypes.c_size_t]
         lib.tilefuse_cuda_launch_split.argtypes = ([vp, vp] + [vp] * 5 + [i64] * 6 +
                                                    [ctypes.POINTER(i64), i64, ctypes.c_char_p,
+                                                    ctypes.c_size_t])
+        i32p = ctypes.c_void_p
+        lib.tilefuse_cuda_launch_paged.argtypes = ([vp, vp] + [vp] * 5 + [i64] * 6 +
+                                                   [ctypes.POINTER(i64), i32p, i64, i64, i32p,
+                                                    i64, i64, i64, ctypes.c_char_p,
                                                     ctypes.c_size_t])
         lib.tilefuse_cuda_free.argtypes = [vp]
         lib.tilefuse_cuda_available.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
@@ -111,6 +118,8 @@ class Tilefuse:
             print(f"tilefuse: cannot load {ptx}: {self._err.value.decode()}", file=sys.stderr)
             return
         self.kernels[key] = (handle, sidecar, scale)
+        if meta.get("paged_kv"):
+            self.paged.add(key)
 
     def prepare(self, torch, q, k, v, causal, scale):
         if self.error:
@@ -118,8 +127,10 @@ class Tilefuse:
         B, H, M, D = q.shape
         Hkv, N = k.shape[1], k.shape[2]
         dtype = "bf16" if q.dtype == torch.bfloat16 else "f16"
-        kernel = self.kernels.get((causal, D, dtype, seq_bucket(max(M, N)))) or \
-            self.kernels.get((causal, D, dtype, None))
+        key = (causal, D, dtype, seq_bucket(max(M, N)))
+        if key not in self.kernels:
+            key = (causal, D, dtype, None)
+        kernel = self.kernels.get(key)
         if kernel is None:
             raise Unavailable(f"no {'causal' if causal else 'attention'} kernel for D={D}")
         if abs(scale - kernel[2]) > 1e-9 * scale:
@@ -133,10 +144,39 @@ class Tilefuse:
                 lse.data_ptr(), B, H, Hkv, M, N, D, strides, self.kv_splits, self._err,
                 len(self._err))
         launch = self.lib.tilefuse_cuda_launch_split
-
-        # args holds only the buffers' addresses: `run` keeps both buffers alive, or the freed
-        # LSE buffer would be the next allocation while the launches still write it.
         buffers = (o, lse)
+        if key in self.paged:
+            # The same keys and values in vLLM's cache layout, [pages, page size, Hkv, D], the
+            # sequences' pages in a random order (timed on the cache, not on k and v).
+            P = self.page_size
+            per_sequence = (N + P - 1) // P
+            pages = B * per_sequence
+            gen = torch.Generator(device=q.device).manual_seed(P)
+            order = torch.randperm(pages, device=q.device, generator=gen)
+            table = order.view(B, per_sequence).to(torch.int32).contiguous()
+            lengths = torch.full((B,), N, device=q.device, dtype=torch.int32)
+            caches = []
+            for x in (k, v):
+                padded = torch.zeros((B, Hkv, per_sequence * P, D), device=q.device,
+                                     dtype=x.dtype)
+                padded[:, :, :N] = x
+                cache = torch.empty((pages, P, Hkv, D), device=q.device, dtype=x.dtype)
+                cache[order] = padded.view(B, Hkv, per_sequence, P, D).permute(
+                    0, 2, 3, 1, 4).reshape(pages, P, Hkv, D)
+                caches.append(cache)
+            kc, vc = caches
+            strides = (ctypes.c_int64 * 14)(*q.stride()[:3], kc.stride(0), kc.stride(2),
+                                            kc.stride(1), vc.stride(0), vc.stride(2),
+                                            vc.stride(1), *o.stride()[:3], *lse.stride()[:2])
+            args = (kernel[0], stream, q.data_ptr(), kc.data_ptr(), vc.data_ptr(), o.data_ptr(),
+                    lse.data_ptr(), B, H, Hkv, M, N, D, strides, table.data_ptr(), per_sequence,
+                    per_sequence, lengths.data_ptr(), P, pages, self.kv_splits, self._err,
+                    len(self._err))
+            launch = self.lib.tilefuse_cuda_launch_paged
+            buffers = (o, lse, kc, vc, table, lengths)
+
+        # args holds only the buffers' addresses: `run` keeps the buffers alive, or a freed one
+        # would be the next allocation while the launches still use it.
 
         def run():
             if launch(*args) != 0:
@@ -265,9 +305,10 @@ def main():
     parser.add_argument("--impls", default=",".join(IMPLS))
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--reps", type=int, default=30)
-    parser.add_argument("--variant", action="append", default=[], metavar="NAME=DIR[:S]",
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=DIR[:S][@P]",
                         help="also time the kernels of DIR as column tf:NAME (repeatable); "
-                             ":S launches split-KV kernels with S key splits")
+                             ":S launches split-KV kernels with S key splits, @P paged-KV "
+                             "kernels with P rows per page (default 16)")
     parser.add_argument("--tuned-dir", default=None, metavar="DIR",
                         help="column 'tuned': the kernels `tilefuse tune --emit-dir DIR` wrote")
     parser.add_argument("--decode", default=None, metavar="N,N,...",
@@ -282,18 +323,22 @@ def main():
     for impl in impls:
         if impl not in IMPLS:
             parser.error(f"unknown implementation {impl} (have {', '.join(IMPLS)})")
-    variants = {}  # column -> (DIR, key splits)
+    variants = {}  # column -> (DIR, key splits, page size)
     for item in args.variant:
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
-            parser.error(f"--variant takes NAME=DIR[:S], not {item!r}")
+            parser.error(f"--variant takes NAME=DIR[:S][@P], not {item!r}")
+        page_size = 16
+        head, at, tail = path.rpartition("@")
+        if at and tail.isdigit() and int(tail) > 0:
+            path, page_size = head, int(tail)
         head, colon, tail = path.rpartition(":")
         splits = 0
         if colon and tail.isdigit():
             path, splits = head, int(tail)
-        variants["tf:" + name] = (path, splits)
+        variants["tf:" + name] = (path, splits, page_size)
     if args.tuned_dir:
-        variants["tuned"] = (args.tuned_dir, 0)
+        variants["tuned"] = (args.tuned_dir, 0, 16)
     impls += list(variants)
 
     try:
@@ -319,8 +364,8 @@ def main():
                   file=sys.stderr)
 
     variant_kernels = {}  # impl -> its Tilefuse, for the report
-    for impl, (path, splits) in variants.items():
-        variant = Tilefuse(args.lib, path, kv_splits=splits)
+    for impl, (path, splits, page_size) in variants.items():
+        variant = Tilefuse(args.lib, path, kv_splits=splits, page_size=page_size)
         variant_kernels[impl] = variant
         preparers[impl] = variant.prepare
         if variant.error:

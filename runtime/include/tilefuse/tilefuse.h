@@ -67,6 +67,8 @@ typedef struct tilefuse_spec {
                                run, instead of by atomic adds; the forward ignores it */
   int split_kv;             /* nonzero: split-KV (each row block's keys shared out over CTAs
                                and merged; decode); each launch picks the split count */
+  int paged_kv;             /* nonzero: K and V are paged caches read through a page table
+                               (tilefuse_attention_launch_paged); not tuned */
 } tilefuse_spec;
 
 /* A compiled kernel (a reference to one held by the process-wide runtime). */
@@ -124,6 +126,23 @@ int tilefuse_attention_launch_split(const tilefuse_attention *kernel, void *stre
                                     float *lse, int64_t B, int64_t H, int64_t Hkv, int64_t M,
                                     int64_t N, int64_t D, const int64_t *strides,
                                     int64_t kv_splits, char *err, size_t errlen);
+
+/* A paged-KV kernel's launch (spec->paged_kv): k_cache and v_cache are caches of `pages` pages
+ * of `page_size` rows, pages x Hkv x page_size x D with the strides k_b, k_h, k_n (and v_...) of
+ * a page, a head and a row (vLLM's [pages, page_size, Hkv, D]: page_size*Hkv*D, D, Hkv*D);
+ * `strides` must not be NULL. Batch b's key/value row n is row n % page_size of page
+ * page_table[b * table_stride + n / page_size]; page_table (B rows of pages_per_sequence >= 1
+ * entries) and kv_lengths (B) are int32 device pointers; N is an upper bound of the lengths.
+ * The table's entries must be pages of the caches (device memory: not checked). kv_splits as
+ * in tilefuse_attention_launch_split. */
+int tilefuse_attention_launch_paged(const tilefuse_attention *kernel, void *stream,
+                                    const void *q, const void *k_cache, const void *v_cache,
+                                    void *o, float *lse, int64_t B, int64_t H, int64_t Hkv,
+                                    int64_t M, int64_t N, int64_t D, const int64_t *strides,
+                                    const int32_t *page_table, int64_t pages_per_sequence,
+                                    int64_t table_stride, const int32_t *kv_lengths,
+                                    int64_t page_size, int64_t pages, int64_t kv_splits,
+                                    char *err, size_t errlen);
 
 /* Drops this reference; NULL is ignored. */
 void tilefuse_attention_release(tilefuse_attention *kernel);

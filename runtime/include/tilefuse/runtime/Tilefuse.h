@@ -29,6 +29,8 @@
 #ifndef TILEFUSE_RUNTIME_TILEFUSE_H
 #define TILEFUSE_RUNTIME_TILEFUSE_H
 
+#include "tilefuse/runtime/HostView.h"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -113,7 +115,15 @@ struct KernelSpec {
   /// for decode and other grids too small for the GPU. Each launch picks S from the SM count
   /// and the shape. A separate kernel (its own cache entry) from the unsplit one.
   bool splitKv = false;
+  /// Paged KV (tile-paged-kv): K and V are paged caches, read through a page table and a
+  /// length per sequence (Kernel::launch's `paged`); any variant, split or not. Not tuned: it
+  /// runs the default (or explicit) configuration.
+  bool pagedKv = false;
 };
+
+/// A paged key/value cache's page table and lengths (tilefuse/runtime/HostView.h; device
+/// pointers for Kernel::launch).
+using runtime::PagedKV;
 
 /// Sizes: Q and O are B x H x M x D, K and V are B x Hkv x N x D, LSE is B x H x M.
 struct AttentionShape {
@@ -142,9 +152,15 @@ public:
   /// `kvSplits`: a split-KV kernel's key splits per row block (KernelSpec::splitKv); 0 lets the
   /// launcher choose from the GPU's size, the kernel's occupancy and the shape. An unsplit
   /// kernel takes 0 or 1; a negative count is InvalidArgument.
+  ///
+  /// `paged`: a paged kernel's page table and lengths (KernelSpec::pagedKv; null for any other
+  /// kernel). k and v are then the caches, pages x Hkv x page size x D with the strides k_b,
+  /// k_h, k_n of a page, a head and a row (vLLM's [pages, page size, Hkv, D]: page size·Hkv·D,
+  /// D, Hkv·D; `strides` must be given), and N is an upper bound of the lengths. The table's
+  /// entries must be pages of the caches (device memory: not checked).
   Status launch(void *stream, const void *q, const void *k, const void *v, void *o, float *lse,
                 const AttentionShape &shape, const int64_t *strides = nullptr,
-                int64_t kvSplits = 0) const;
+                int64_t kvSplits = 0, const PagedKV *paged = nullptr) const;
 
   const std::string &name() const;  ///< the kernel function (PTX .entry)
   const std::string &dtype() const; ///< "bf16" or "f16"
