@@ -64,10 +64,16 @@ done
 # the decode bench's paged column: split-KV attention read through a page table.
 KERNEL_SET=paged scripts/compile-kernels.sh "$out/kernels-paged" || exit 1
 mkdir -p "$out/kernels-paged-bench"
-rm -f "$out/kernels-paged-bench"/*
+rm -rf "$out"/kernels-paged-bench*/*
 for d in 64 128; do
   build/tools/tilefuse compile --kernel attention --head-dim "$d" --split-kv --paged-kv \
     --emit ptx -o "$out/kernels-paged-bench/attention_d$d.ptx" || exit 1
+  # The page size fixed at compile time (tile-paged-kv's page-size), 16 and 128 rows.
+  for p in 16 128; do
+    mkdir -p "$out/kernels-paged-bench-p$p"
+    build/tools/tilefuse compile --kernel attention --head-dim "$d" --split-kv --paged-kv \
+      --page-size "$p" --emit ptx -o "$out/kernels-paged-bench-p$p/attention_d$d.ptx" || exit 1
+  done
 done
 # The split-KV kernels (tile-split-kv), apart: their sidecars say "split_kv" and the GPU tests run
 # them at several split counts (scripts/gpu-run.sh tests-split).

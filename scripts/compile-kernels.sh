@@ -59,6 +59,10 @@ if [ "${KERNEL_SET:-full}" = paged ]; then
   compile attention_d128 --kernel attention --head-dim 128 --paged-kv "$@"
   compile attention_d128_split --kernel attention --head-dim 128 --paged-kv --split-kv "$@"
   compile attention_sm80_split --kernel attention --arch sm_80 --paged-kv --split-kv "$@"
+  # A page size fixed at compile time: 16 rows (vLLM's default) and 48 (not a power of two).
+  compile attention_d128_split_p16 --kernel attention --head-dim 128 --paged-kv --split-kv \
+    --page-size 16 "$@"
+  compile causal_p48 --kernel causal --paged-kv --page-size 48 "$@"
   echo "compile-kernels: $(ls "$dir"/*.ptx 2>/dev/null | wc -l) kernels in $dir${*:+ ($*)}"
   ((${#failed[@]} == 0)) || { echo "compile-kernels: FAILED: ${failed[*]}" >&2; exit 1; }
   exit 0

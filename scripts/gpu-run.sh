@@ -122,7 +122,9 @@ for step in "${steps[@]}"; do
         --impls tilefuse,sdpa-flash,sdpa-cudnn --variant split=build-gpu/kernels-split \
         --variant unpacked=build-gpu/kernels-split-unpacked \
         --variant paged16=build-gpu/kernels-paged-bench@16 \
-        --variant paged128=build-gpu/kernels-paged-bench@128 ${DECODE_VARIANTS:-} \
+        --variant paged128=build-gpu/kernels-paged-bench@128 \
+        --variant p16fixed=build-gpu/kernels-paged-bench-p16@16 \
+        --variant p128fixed=build-gpu/kernels-paged-bench-p128@128 ${DECODE_VARIANTS:-} \
         --decode "${DECODE_LENGTHS:-1024,4096,32768,131072}" \
         --decode-shape "${DECODE_SHAPE:-8,32,8,128}"
       ;;

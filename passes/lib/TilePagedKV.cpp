@@ -26,6 +26,34 @@ using namespace tilefuse::tile;
 namespace {
 
 struct TilePagedKVPass : public tilefuse::impl::TilePagedKVBase<TilePagedKVPass> {
+  using TilePagedKVBase::TilePagedKVBase;
+
+  /// A fixed page size goes into the caches' types, where every lowering reads it.
+  LogicalResult fixPageSize(func::FuncOp func, ArrayRef<LoadOp> loads) {
+    if (pageSize < 0)
+      return func.emitError() << "tile-paged-kv: page-size must be positive (or 0: any), not "
+                              << pageSize;
+    if (pageSize == 0)
+      return success();
+    llvm::SmallDenseSet<unsigned, 2> caches;
+    for (LoadOp load : loads)
+      caches.insert(cast<BlockArgument>(load.getView()).getArgNumber());
+    SmallVector<Type> inputs(func.getArgumentTypes());
+    for (unsigned i : caches) {
+      auto type = cast<MemRefType>(inputs[i]);
+      SmallVector<int64_t> shape(type.getShape());
+      if (!ShapedType::isDynamic(shape[2]) && shape[2] != pageSize)
+        return func.emitError() << "tile-paged-kv: argument " << i << " declares " << shape[2]
+                                << " rows a page, not page-size " << pageSize;
+      shape[2] = pageSize;
+      inputs[i] = MemRefType::get(shape, type.getElementType(), type.getLayout(),
+                                  type.getMemorySpace());
+      func.getArgument(i).setType(inputs[i]);
+    }
+    func.setType(FunctionType::get(func.getContext(), inputs, func.getResultTypes()));
+    return success();
+  }
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.isExternal())
@@ -53,6 +81,8 @@ struct TilePagedKVPass : public tilefuse::impl::TilePagedKVBase<TilePagedKVPass>
                  lengths.getArgNumber() == arguments - 1;
         })) {
       func->setAttr(kPagedKVAttr, UnitAttr::get(&getContext()));
+      if (failed(fixPageSize(func, loads.getArrayRef())))
+        return signalPassFailure();
       return;
     }
     for (LoadOp load : loads) {
@@ -101,6 +131,13 @@ struct TilePagedKVPass : public tilefuse::impl::TilePagedKVBase<TilePagedKVPass>
       load.getResult().replaceAllUsesWith(paged.getResult());
       load.erase();
     }
+    SmallVector<LoadOp> paged;
+    func.walk([&](LoadOp load) {
+      if (load.isPaged())
+        paged.push_back(load);
+    });
+    if (failed(fixPageSize(func, paged)))
+      return signalPassFailure();
     // The launch ABI's paged form (tilefuse/runtime/device/LaunchAbi.h) follows from this mark.
     func->setAttr(kPagedKVAttr, b.getUnitAttr());
   }

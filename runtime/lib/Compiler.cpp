@@ -36,6 +36,8 @@ std::string CompiledKernel::metadataJson() const {
     o["split_kv"] = true;
   if (pagedKv)
     o["paged_kv"] = true;
+  if (pageSize)
+    o["page_size"] = pageSize;
   // The grid depends on it (launch_abi::programGrid): a launch needs it, unlike tile_config.
   if (tiles.packGqa.value_or(false))
     o["pack_gqa"] = true;
@@ -86,6 +88,7 @@ llvm::Expected<CompiledKernel> CompiledKernel::fromMetadataJson(llvm::StringRef 
   }
   k.splitKv = o->getBoolean("split_kv").value_or(false);
   k.pagedKv = o->getBoolean("paged_kv").value_or(false);
+  k.pageSize = o->getInteger("page_size").value_or(0);
   k.ptx = std::move(ptx);
   return k;
 }
@@ -266,6 +269,12 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   k.splitKv = options.splitKv;
   gpo.pagedKv = options.pagedKv;
   k.pagedKv = options.pagedKv;
+  if (options.pageSize && !options.pagedKv)
+    return fail(bufferName + ": a page size is an option of paged KV");
+  if (options.pageSize < 0)
+    return fail(bufferName + ": the page size must be positive (or 0: any)");
+  gpo.pageSize = options.pageSize;
+  k.pageSize = options.pageSize;
   tilefuse::buildTileToPTXPipeline(pm, gpo);
   instrument(pm, "2-tile-to-ptx");
   if (failed(pm.run(*module)))

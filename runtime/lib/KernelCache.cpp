@@ -91,6 +91,8 @@ static std::string keyText(llvm::StringRef header, llvm::StringRef source,
     os << "split_kv=1\n";
   if (options.pagedKv)
     os << "paged_kv=1\n";
+  if (options.pageSize)
+    os << "page_size=" << options.pageSize << "\n";
   os << "head_dim=" << options.headDim << "\n"
      << "dtype=" << options.elementType << "\n"
      << "source_bytes=" << source.size() << "\n"

@@ -351,6 +351,7 @@ Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> 
   options.params = spec.params;
   options.splitKv = spec.splitKv;
   options.pagedKv = spec.pagedKv;
+  options.pageSize = spec.pageSize;
   if (!spec.ptxFeatures.empty())
     options.features = spec.ptxFeatures;
   if (!spec.arch.empty()) {

@@ -123,6 +123,7 @@ static int toKernelSpec(const tilefuse_spec *spec, const char *caller, KernelSpe
   k.deterministic = s.deterministic != 0;
   k.splitKv = s.split_kv != 0;
   k.pagedKv = s.paged_kv != 0;
+  k.pageSize = s.page_size;
   return TILEFUSE_OK;
 }
 

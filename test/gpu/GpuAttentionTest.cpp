@@ -240,12 +240,21 @@ std::vector<Case> casesFor(const KernelMetadata &metadata, bool smallOnly) {
       Hkv = 2;
     }
     int64_t S = metadata.splitKv ? 7 : 0, S2 = metadata.splitKv ? 64 : 0;
-    if (smallOnly)
-      return {{4, H, Hkv, 1, 1000, true, S, 16}, {2, H, Hkv, 17, 300, false, 0, 5}};
-    return {{4, H, Hkv, 1, 1000, true, 0, 16},    {4, H, Hkv, 1, 4096, true, S, 5},
-            {4, H, Hkv, 1, 32768, true, 0, 256},  {4, H, Hkv, 1, 777, false, S2, 1},
-            {2, H, Hkv, 17, 1000, true, 0, 48},   {2, H, Hkv, 300, 2000, false, S, 64},
-            {2, H, Hkv, 1000, 1000, true, 0, 16}};
+    std::vector<Case> cases =
+        smallOnly ? std::vector<Case>{{4, H, Hkv, 1, 1000, true, S, 16},
+                                      {2, H, Hkv, 17, 300, false, 0, 5}}
+                  : std::vector<Case>{{4, H, Hkv, 1, 1000, true, 0, 16},
+                                      {4, H, Hkv, 1, 4096, true, S, 5},
+                                      {4, H, Hkv, 1, 32768, true, 0, 256},
+                                      {4, H, Hkv, 1, 777, false, S2, 1},
+                                      {2, H, Hkv, 17, 1000, true, 0, 48},
+                                      {2, H, Hkv, 300, 2000, false, S, 64},
+                                      {2, H, Hkv, 1000, 1000, true, 0, 16}};
+    // A kernel compiled for one page size runs every case in pages of that size.
+    if (metadata.pageSize)
+      for (Case &c : cases)
+        c.pageSize = metadata.pageSize;
+    return cases;
   }
   if (metadata.splitKv) {
     // Decode (one query row, long keys) with the launcher's split count and fixed ones: one

@@ -1,4 +1,17 @@
 // RUN: tilefuse-opt %s -split-input-file -tile-paged-kv -verify-diagnostics | FileCheck %s
+// RUN: tilefuse-opt %s -split-input-file -tile-paged-kv=page-size=16 -verify-diagnostics \
+// RUN:   | FileCheck %s --check-prefix=FIXED
+
+// With page-size the caches' types fix their rows a page (the third dimension), written paged
+// or not; the other views keep theirs.
+// FIXED-LABEL: func.func @attention
+// FIXED-SAME:    %arg0: memref<?x?x?x64xbf16
+// FIXED-SAME:    %arg1: memref<?x?x16x64xbf16
+// FIXED-SAME:    %arg2: memref<?x?x16x64xbf16
+// FIXED-SAME:    %arg3: memref<?x?x?x64xbf16
+// FIXED-LABEL: func.func @written_paged
+// FIXED-SAME:    %arg1: memref<?x?x16x64xbf16
+// FIXED-SAME:    %arg2: memref<?x?x16x64xbf16
 
 // Any variant becomes paged: the page table and the lengths are appended to the signature, and
 // the loads a dot takes as its right operand (K in Q.K^T, V in P.V) read through them.

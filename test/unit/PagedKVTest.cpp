@@ -13,6 +13,7 @@
 
 #include "tilefuse/kernels/Registry.h"
 
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 using namespace tilefuse;
@@ -114,6 +115,55 @@ INSTANTIATE_TEST_SUITE_P(AllVariants, PagedKVCases, testing::ValuesIn(pagedCases
                          [](const testing::TestParamInfo<PagedCase> &info) {
                            return caseName(info.param);
                          });
+
+/// A page size fixed at compile time (the caches' types say it; the lowerings divide by a
+/// constant): the same results, and a cache of another page size is refused.
+TEST(PagedKVFixedPageSize, MatchesFloat64ReferenceAndChecksThePageSize) {
+  for (const char *name : {"attention", "causal", "sliding_window"}) {
+    const kernels::KernelSource &src = *kernels::find(name);
+    CpuCompileOptions opts;
+    opts.blockM = 16;
+    opts.blockN = 32;
+    opts.pagedKv = true;
+    opts.pageSize = 16;
+    opts.splitKv = true;
+    opts.packGqa = true;
+    auto kernel = CpuKernel::compile(src.text, src.fileName, opts);
+    ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+    auto reference = test::compileReference(src.text, src.fileName);
+    ASSERT_TRUE(reference);
+    reference::Problem p;
+    p.M = 1;
+    p.D = (*kernel)->headDim();
+    p.H = 4;
+    p.Hkv = 2;
+    p.B = 4;
+    test::Paging paging;
+    paging.pageSize = 16;
+    paging.lengths = {1000, 33, 0, 16};
+    for (int64_t splits : {1, 5}) {
+      SCOPED_TRACE(testing::Message() << name << " splits=" << splits);
+      test::RunResult r = test::runAgainstReference(**kernel, *reference, p, 3, splits, &paging);
+      EXPECT_TRUE(r.allWritten);
+      EXPECT_TRUE(r.lseInfMatches);
+      EXPECT_LE(r.outError, 8e-3);
+      EXPECT_LE(r.lseError, 1e-5);
+    }
+    // Pages of 5 rows for a kernel compiled for 16.
+    paging.pageSize = 5;
+    testing::TestPartResultArray failures;
+    {
+      testing::ScopedFakeTestPartResultReporter reporter(
+          testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
+      (void)test::runAgainstReference(**kernel, *reference, p, 3, 1, &paging);
+    }
+    ASSERT_EQ(failures.size(), 1);
+    EXPECT_NE(std::string(failures.GetTestPartResult(0).message())
+                  .find("was compiled for pages of 16 rows, not 5"),
+              std::string::npos)
+        << failures.GetTestPartResult(0).message();
+  }
+}
 
 /// A bad table, a length past the table's pages and a launch of the wrong form are errors,
 /// never reads out of bounds.

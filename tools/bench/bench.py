@@ -60,12 +60,15 @@ class Unavailable(Exception):
 class Tilefuse:
     """libtilefuse_cuda.so and the attention / causal kernels of a directory."""
 
-    def __init__(self, lib_path, ptx_dir, kv_splits=0, page_size=16):
+    def __init__(self, lib_path, ptx_dir, kv_splits=0, page_size=16, page_layout="nhd"):
         # (causal, head_dim, dtype, seq bucket or None) -> (kernel handle, sidecar path, scale)
         self.kernels = {}
         self.paged = set()  # the keys of paged-KV kernels (sidecar "paged_kv")
         self.kv_splits = kv_splits  # a split-KV kernel's key splits (0: the launcher's choice)
         self.page_size = page_size  # a paged kernel's rows per page
+        # a paged cache's layout: nhd, [pages, page size, Hkv, D] (vLLM's), or hnd,
+        # [pages, Hkv, page size, D] (FlashInfer's other one: a head's rows of a page adjacent)
+        self.page_layout = page_layout
         self.error = None
         self._err = ctypes.create_string_buffer(4096)
         try:
@@ -160,14 +163,19 @@ class Tilefuse:
                 padded = torch.zeros((B, Hkv, per_sequence * P, D), device=q.device,
                                      dtype=x.dtype)
                 padded[:, :, :N] = x
-                cache = torch.empty((pages, P, Hkv, D), device=q.device, dtype=x.dtype)
-                cache[order] = padded.view(B, Hkv, per_sequence, P, D).permute(
-                    0, 2, 3, 1, 4).reshape(pages, P, Hkv, D)
-                caches.append(cache)
+                # pages x Hkv x P x D, as views of the cache in either layout
+                if self.page_layout == "hnd":
+                    cache = torch.empty((pages, Hkv, P, D), device=q.device, dtype=x.dtype)
+                    view = cache
+                else:
+                    cache = torch.empty((pages, P, Hkv, D), device=q.device, dtype=x.dtype)
+                    view = cache.permute(0, 2, 1, 3)
+                view[order] = padded.view(B, Hkv, per_sequence, P, D).permute(
+                    0, 2, 1, 3, 4).reshape(pages, Hkv, P, D)
+                caches.append(view)
             kc, vc = caches
-            strides = (ctypes.c_int64 * 14)(*q.stride()[:3], kc.stride(0), kc.stride(2),
-                                            kc.stride(1), vc.stride(0), vc.stride(2),
-                                            vc.stride(1), *o.stride()[:3], *lse.stride()[:2])
+            strides = (ctypes.c_int64 * 14)(*q.stride()[:3], *kc.stride()[:3], *vc.stride()[:3],
+                                            *o.stride()[:3], *lse.stride()[:2])
             args = (kernel[0], stream, q.data_ptr(), kc.data_ptr(), vc.data_ptr(), o.data_ptr(),
                     lse.data_ptr(), B, H, Hkv, M, N, D, strides, table.data_ptr(), per_sequence,
                     per_sequence, lengths.data_ptr(), P, pages, self.kv_splits, self._err,
@@ -305,10 +313,12 @@ def main():
     parser.add_argument("--impls", default=",".join(IMPLS))
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--reps", type=int, default=30)
-    parser.add_argument("--variant", action="append", default=[], metavar="NAME=DIR[:S][@P]",
+    parser.add_argument("--variant", action="append", default=[],
+                        metavar="NAME=DIR[:S][@P[hnd]]",
                         help="also time the kernels of DIR as column tf:NAME (repeatable); "
                              ":S launches split-KV kernels with S key splits, @P paged-KV "
-                             "kernels with P rows per page (default 16)")
+                             "kernels with P rows per page (default 16) in vLLM's [pages, P, "
+                             "Hkv, D] cache, @Phnd in a [pages, Hkv, P, D] one")
     parser.add_argument("--tuned-dir", default=None, metavar="DIR",
                         help="column 'tuned': the kernels `tilefuse tune --emit-dir DIR` wrote")
     parser.add_argument("--decode", default=None, metavar="N,N,...",
@@ -316,6 +326,10 @@ def main():
                              "these key/value lengths, GB/s of K and V read beside a device copy")
     parser.add_argument("--decode-shape", default="8,32,8,128", metavar="B,H,Hkv,D",
                         help="--decode: batch, query heads, key/value heads, head dim")
+    parser.add_argument("--decode-layout", choices=("bhsd", "bshd"), default="bhsd",
+                        help="--decode: K and V stored B x Hkv x N x D (a head's rows adjacent) "
+                             "or B x N x Hkv x D (a token's heads adjacent, as a KV cache "
+                             "appends them; every column reads the same strided views)")
     args = parser.parse_args()
     if args.reps < 20:
         parser.error("--reps must be at least 20")
@@ -328,17 +342,19 @@ def main():
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
             parser.error(f"--variant takes NAME=DIR[:S][@P], not {item!r}")
-        page_size = 16
+        page_size, page_layout = 16, "nhd"
         head, at, tail = path.rpartition("@")
+        if at and tail.endswith("hnd"):
+            tail, page_layout = tail[:-3], "hnd"
         if at and tail.isdigit() and int(tail) > 0:
             path, page_size = head, int(tail)
         head, colon, tail = path.rpartition(":")
         splits = 0
         if colon and tail.isdigit():
             path, splits = head, int(tail)
-        variants["tf:" + name] = (path, splits, page_size)
+        variants["tf:" + name] = (path, splits, page_size, page_layout)
     if args.tuned_dir:
-        variants["tuned"] = (args.tuned_dir, 0, 16)
+        variants["tuned"] = (args.tuned_dir, 0, 16, "nhd")
     impls += list(variants)
 
     try:
@@ -364,8 +380,9 @@ def main():
                   file=sys.stderr)
 
     variant_kernels = {}  # impl -> its Tilefuse, for the report
-    for impl, (path, splits, page_size) in variants.items():
-        variant = Tilefuse(args.lib, path, kv_splits=splits, page_size=page_size)
+    for impl, (path, splits, page_size, page_layout) in variants.items():
+        variant = Tilefuse(args.lib, path, kv_splits=splits, page_size=page_size,
+                           page_layout=page_layout)
         variant_kernels[impl] = variant
         preparers[impl] = variant.prepare
         if variant.error:
@@ -488,21 +505,26 @@ def run_decode(args, torch, device, flush, impls, preparers, variants):
     timing, so the ratio to the copy is measured, not assumed."""
     B, H, Hkv, D = (int(x) for x in args.decode_shape.split(","))
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}; "
-          f"decode B={B} H={H} Hkv={Hkv} D={D} bf16: GB/s of K and V read (x copy), median of "
-          f"{args.reps}")
+          f"decode B={B} H={H} Hkv={Hkv} D={D} bf16, K and V {args.decode_layout}: GB/s of K and "
+          f"V read (x copy), median of {args.reps}")
     columns = impls + ["copy"]
     print(f"{'KV length':<12}" + "".join(f"{i:>18}" for i in columns) + f"{'tilefuse err':>14}")
     results = []
     for n in [int(x) for x in args.decode.split(",")]:
         gen = torch.Generator(device=device).manual_seed(n)
         q = torch.randn((B, H, 1, D), device=device, dtype=torch.bfloat16, generator=gen)
-        k, v = (torch.randn((B, Hkv, n, D), device=device, dtype=torch.bfloat16, generator=gen)
-                for _ in range(2))
+        if args.decode_layout == "bshd":
+            k, v = (torch.randn((B, n, Hkv, D), device=device, dtype=torch.bfloat16,
+                                generator=gen).transpose(1, 2) for _ in range(2))
+        else:
+            k, v = (torch.randn((B, Hkv, n, D), device=device, dtype=torch.bfloat16,
+                                generator=gen) for _ in range(2))
         scale = 1 / math.sqrt(D)
         kv_bytes = 2 * B * Hkv * n * D * 2
         src = torch.empty(kv_bytes, dtype=torch.int8, device=device)
         dst = torch.empty_like(src)
-        result = {"mode": "decode", "B": B, "H": H, "Hkv": Hkv, "D": D, "M": 1, "N": n,
+        result = {"mode": "decode", "layout": args.decode_layout, "B": B, "H": H, "Hkv": Hkv,
+                  "D": D, "M": 1, "N": n,
                   "bytes": kv_bytes, "ms": {}, "gbps": {}, "n/a": {}, "max_rel_err": {}}
         ready, outputs = {"copy": lambda: dst.copy_(src)}, {}
         for impl in impls:

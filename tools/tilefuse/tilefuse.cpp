@@ -164,6 +164,10 @@ static cl::opt<bool> cPagedKv("paged-kv",
                               cl::desc("Paged KV (tile-paged-kv): K and V are paged caches read "
                                        "through a page table and per-sequence lengths"),
                               cl::init(false), cl::sub(compileCmd), cl::cat(compileCategory));
+static cl::opt<int64_t> cPageSize("page-size",
+                                  cl::desc("--paged-kv: rows per page, fixed in the kernel "
+                                           "(divisions by a constant; 0: any, given at launch)"),
+                                  cl::init(0), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<bool> cDeterministic(
     "deterministic",
     cl::desc("--backward --emit tiled: dQ by the ordered loop over key blocks instead of atomic "
@@ -818,6 +822,7 @@ static int compileMain() {
   opts.features = cPtxVersion;
   opts.splitKv = cSplitKv;
   opts.pagedKv = cPagedKv;
+  opts.pageSize = cPageSize;
   // The single options first: TileConfig's fields, the choices read by TileConfig::set under
   // the option's own name, so their values are checked and named like --config's.
   if (cBlockM)

@@ -50,7 +50,9 @@ struct AsyncCopyToCpAsync : OpConversionPattern<tgpu::AsyncCopyOp> {
     Value pageSize;
     if (Value pages = adaptor.getPageTable()) {
       table = KernelView::unpack(b, loc, pages, cast<MemRefType>(op.getPageTable().getType()));
-      pageSize = view.sizes[2];
+      // A fixed page size (tile-paged-kv's page-size) is the type's: a constant divisor.
+      pageSize = viewType.isDynamicDim(2) ? view.sizes[2]
+                                          : indexConstant(b, loc, viewType.getDimSize(2));
     }
     Value zeroIndex = indexConstant(b, loc, 0);
     auto rowIndices = [&](Value gRow, Value inBounds) -> SmallVector<Value> {
@@ -80,47 +82,74 @@ struct AsyncCopyToCpAsync : OpConversionPattern<tgpu::AsyncCopyOp> {
     Value r0 = arith::DivUIOp::create(b, loc, t.tid, indexConstant(b, loc, chunksPerRow));
     Value ch0 = arith::RemUIOp::create(b, loc, t.tid, indexConstant(b, loc, chunksPerRow));
     Value firstOffset = sharedChunkOffset(b, loc, tile, r0, ch0);
+    // A paged copy reads every round's page from the table before the first copy: the reads
+    // are then in flight together (a cp.async between them would order them one after
+    // another, a global load's latency each).
+    struct Round {
+      Value chunkIdx, offset, bytes;
+      SmallVector<Value> at;
+      bool guarded;
+    };
+    auto copy = [&](const Round &round) {
+      auto emit = [&] {
+        NVVM::CpAsyncOp::create(b, loc, sharedAddress(b, loc, dst, round.offset),
+                                view.address(b, loc, round.at), b.getI32IntegerAttr(16),
+                                NVVM::LoadCacheModifierKindAttr::get(
+                                    b.getContext(), NVVM::LoadCacheModifierKind::CG),
+                                round.bytes);
+      };
+      if (!round.guarded) {
+        emit();
+        return;
+      }
+      // The last round has fewer chunks than threads.
+      auto guard = scf::IfOp::create(
+          b, loc,
+          b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, round.chunkIdx,
+                                        indexConstant(b, loc, chunks)),
+          /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(guard.thenBlock());
+      emit();
+    };
+    SmallVector<Round> pending;
     for (int64_t i = 0; i * threads < chunks; ++i) {
-      Value chunkIdx = addIndex(b, loc, t.tid, indexConstant(b, loc, i * threads));
+      Round round;
+      round.chunkIdx = addIndex(b, loc, t.tid, indexConstant(b, loc, i * threads));
       Value r = sameSwizzle
                     ? addIndex(b, loc, r0, indexConstant(b, loc, i * rowsPerRound))
-                    : arith::DivUIOp::create(b, loc, chunkIdx, indexConstant(b, loc, chunksPerRow))
+                    : arith::DivUIOp::create(b, loc, round.chunkIdx,
+                                             indexConstant(b, loc, chunksPerRow))
                           .getResult();
       Value ch = sameSwizzle ? ch0
-                             : arith::RemUIOp::create(b, loc, chunkIdx,
+                             : arith::RemUIOp::create(b, loc, round.chunkIdx,
                                                       indexConstant(b, loc, chunksPerRow))
                                    .getResult();
-      Value offset =
+      round.offset =
           sameSwizzle
               ? addIndex(b, loc, firstOffset,
                          indexConstant(b, loc, i * rowsPerRound * tile.rowPitchBytes()))
               : sharedChunkOffset(b, loc, tile, r, ch);
       Value gRow = addIndex(b, loc, row0, r);
-      Value inBounds = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, gRow, bound);
-      SmallVector<Value> at = rowIndices(gRow, inBounds);
-      at.push_back(mulIndex(b, loc, ch, indexConstant(b, loc, elementsPerChunk)));
-      Value bytes = arith::SelectOp::create(b, loc, inBounds, i32Constant(b, loc, 16),
-                                            i32Constant(b, loc, 0));
-      auto copy = [&] {
-        NVVM::CpAsyncOp::create(b, loc, sharedAddress(b, loc, dst, offset),
-                                view.address(b, loc, at), b.getI32IntegerAttr(16),
-                                NVVM::LoadCacheModifierKindAttr::get(
-                                    b.getContext(), NVVM::LoadCacheModifierKind::CG),
-                                bytes);
+      auto rowInBounds = [&] {
+        return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, gRow, bound);
       };
-      if ((i + 1) * threads <= chunks) {
-        copy();
-      } else { // the last round has fewer chunks than threads
-        auto guard = scf::IfOp::create(
-            b, loc,
-            b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, chunkIdx,
-                                          indexConstant(b, loc, chunks)),
-            /*withElseRegion=*/false);
-        OpBuilder::InsertionGuard g(b);
-        b.setInsertionPointToStart(guard.thenBlock());
-        copy();
-      }
+      // (A contiguous copy computes the bound check after the address, as it always has.)
+      Value inBounds = table ? rowInBounds() : Value();
+      round.at = rowIndices(gRow, inBounds);
+      round.at.push_back(mulIndex(b, loc, ch, indexConstant(b, loc, elementsPerChunk)));
+      if (!inBounds)
+        inBounds = rowInBounds();
+      round.bytes = arith::SelectOp::create(b, loc, inBounds, i32Constant(b, loc, 16),
+                                            i32Constant(b, loc, 0));
+      round.guarded = (i + 1) * threads > chunks;
+      if (table)
+        pending.push_back(std::move(round));
+      else
+        copy(round);
     }
+    for (const Round &round : pending)
+      copy(round);
     // The token only orders the group after the copy; cp.async counts groups.
     rewriter.replaceOp(op, i32Constant(b, loc, 0));
     return success();

@@ -162,8 +162,10 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
       int sizeIndex = abi::sizeIndex(tensor.dimensions[d]);
       if (cache && d == 0)
         sizes.push_back(unbounded);
-      else if (cache && d == 2)
+      else if (cache && d == 2 && type.isDynamicDim(2))
         sizes.push_back(narrow(entry.getArgument(firstPaged + abi::kPagedPointerCount + 1)));
+      else if (cache && d == 2) // a fixed page size (the launch checked page_size against it)
+        sizes.push_back(constant(type.getDimSize(2)));
       else
         sizes.push_back(sizeIndex >= 0 ? narrow(entry.getArgument(abi::kFirstSize + sizeIndex))
                                        : constant(type.getDimSize(d)));

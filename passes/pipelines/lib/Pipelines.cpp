@@ -27,8 +27,11 @@ using namespace mlir;
 
 void tilefuse::buildTileFrontEndPipeline(OpPassManager &pm, const FrontEndOptions &options) {
   pm.addPass(createTileCheckWrittenForm());
-  if (options.pagedKv)
-    pm.addNestedPass<func::FuncOp>(createTilePagedKV());
+  if (options.pagedKv) {
+    TilePagedKVOptions paged;
+    paged.pageSize = options.pageSize;
+    pm.addNestedPass<func::FuncOp>(createTilePagedKV(paged));
+  }
   // tile-tiling uses these where the module's tile.config sets no Br / Bc.
   TileTilingOptions tiling;
   tiling.blockM = options.blockM;
@@ -84,6 +87,7 @@ void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOption
   FrontEndOptions frontEnd;
   frontEnd.splitKv = options.splitKv;
   frontEnd.pagedKv = options.pagedKv;
+  frontEnd.pageSize = options.pageSize;
   buildTileFrontEndPipeline(pm, frontEnd);
   pm.addNestedPass<func::FuncOp>(createTilePipeline());
   // The layouts, the copy issue and the tile sizes come from the module's tile.config.

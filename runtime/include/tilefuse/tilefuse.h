@@ -69,6 +69,8 @@ typedef struct tilefuse_spec {
                                and merged; decode); each launch picks the split count */
   int paged_kv;             /* nonzero: K and V are paged caches read through a page table
                                (tilefuse_attention_launch_paged); not tuned */
+  int64_t page_size;        /* paged_kv: rows per page fixed at compile time (faster), or 0:
+                               any, given at each launch */
 } tilefuse_spec;
 
 /* A compiled kernel (a reference to one held by the process-wide runtime). */

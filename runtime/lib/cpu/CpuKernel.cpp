@@ -52,6 +52,7 @@ struct CpuKernel::Impl {
                                       D3 *, int64_t);
   void *entry = nullptr;
   bool split = false, paged = false;
+  int64_t pageSize = 0; ///< fixed at compile time (0: any)
   int64_t blockM = 64;
   bool packGqa = false;
 };
@@ -110,6 +111,8 @@ CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   feo.splitKv = options.splitKv;
   feo.packGqa = options.packGqa;
   feo.pagedKv = options.pagedKv;
+  feo.pageSize = options.pageSize;
+  impl->pageSize = options.pageSize;
   impl->blockM = options.blockM;
   impl->packGqa = options.packGqa;
   buildTileToCpuPipeline(pm, feo);
@@ -150,6 +153,9 @@ llvm::Error CpuKernel::run(const HostView &q, const HostView &k, const HostView 
   if (llvm::Error e = paged ? cpu::checkPagedShapes(q, k, v, o, lse, *paged)
                             : cpu::checkShapes(q, k, v, o, lse))
     return e;
+  if (paged && impl->pageSize && k.sizes[2] != impl->pageSize)
+    return makeError("kernel @" + impl->name + " was compiled for pages of " +
+                     llvm::Twine(impl->pageSize) + " rows, not " + llvm::Twine(k.sizes[2]));
   int64_t B = q.sizes[0], H = q.sizes[1], Hkv = k.sizes[1], M = q.sizes[2];
   cpu::Descriptor<4> d4[4];
   for (int i = 0; i < 4; ++i)

@@ -196,6 +196,13 @@ llvm::Expected<KernelMetadata> KernelMetadata::parse(llvm::StringRef json,
       *field = *v;
     }
 
+  if (const llvm::json::Value *pageSize = object->get("page_size")) {
+    std::optional<int64_t> v = pageSize->getAsInteger();
+    if (!v || *v < 1 || !metadata.pagedKv)
+      return fail("\"page_size\" must be a positive integer of a paged kernel (\"paged_kv\")");
+    metadata.pageSize = *v;
+  }
+
   if (const llvm::json::Value *scale = object->get("scale")) {
     std::optional<double> v = scale->getAsNumber();
     if (!v || !(*v > 0))
@@ -285,6 +292,9 @@ llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metada
       return fail("a paged launch needs page size, pages and pages per sequence of at least 1, "
                   "not " + llvm::Twine(paged->pageSize) + ", " + llvm::Twine(paged->pages) +
                   " and " + llvm::Twine(paged->pagesPerSequence));
+    if (metadata.pageSize && paged->pageSize != metadata.pageSize)
+      return fail("the kernel was compiled for pages of " + llvm::Twine(metadata.pageSize) +
+                  " rows, not " + llvm::Twine(paged->pageSize));
     if (shape.B > 1 && paged->tableStride < paged->pagesPerSequence)
       return fail("the page table's row stride (" + llvm::Twine(paged->tableStride) +
                   ") is less than its pages per sequence (" +

@@ -61,8 +61,14 @@ def TilePagedKV : Pass<"tile-paged-kv", "mlir::func::FuncOp"> {
     logical key indices, so masks, pruning and split-KV work per sequence unchanged. A K or V
     view used by anything but its load (a memref.dim, whose meaning would change) is an error
     at that use. Runs on the written form, before tile-tiling; marks the function
-    tile.paged_kv.
+    tile.paged_kv. With `page-size` the caches' page size is fixed (their types' third
+    dimension): the lowerings then divide by a constant (a shift for powers of two) instead of
+    by a run-time value, once per row copied.
   }];
+  let options = [
+    Option<"pageSize", "page-size", "int64_t", "0",
+           "Rows per page, fixed in the caches' types (0: any, given at launch)">
+  ];
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 

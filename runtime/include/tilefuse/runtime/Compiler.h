@@ -34,6 +34,8 @@ struct PtxCompileOptions {
   bool splitKv = false;
   /// tile-paged-kv: K and V are paged caches; the kernel takes LaunchAbi.h's paged parameters.
   bool pagedKv = false;
+  /// With pagedKv: rows per page, fixed at compile time (0: any, given at launch).
+  int64_t pageSize = 0;
   /// When not empty, the IR after each stage goes to files under this directory (the source,
   /// one file per pass in MLIR's IR file tree, the PTX and the metadata). Not part of what is
   /// compiled: the kernel cache leaves it out of its key.
@@ -52,6 +54,8 @@ struct CompiledKernel {
   bool splitKv = false;
   /// Compiled with paged KV (the sidecar's "paged_kv": launches pass the paged parameters).
   bool pagedKv = false;
+  /// Its fixed page size (the sidecar's "page_size"; 0: any).
+  int64_t pageSize = 0;
   /// Every static size of the kernel's signature (after specialization), checked at launch.
   cuda::DeclaredSizes declaredSizes;
   /// The JSON sidecar: {"name", "block_m", "block_n", "threads", "head_dim", "dtype",

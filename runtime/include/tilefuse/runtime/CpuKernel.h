@@ -41,6 +41,8 @@ struct CpuCompileOptions {
   /// Paged KV (tile-paged-kv): K and V are paged caches, addressed through CpuKernel::run's
   /// PagedKV.
   bool pagedKv = false;
+  /// With pagedKv: rows per page, fixed at compile time (0: any).
+  int64_t pageSize = 0;
 };
 
 /// Key/value blocks that ran, by class (only with CpuCompileOptions::instrument).

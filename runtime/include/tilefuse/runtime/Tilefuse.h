@@ -119,6 +119,9 @@ struct KernelSpec {
   /// length per sequence (Kernel::launch's `paged`); any variant, split or not. Not tuned: it
   /// runs the default (or explicit) configuration.
   bool pagedKv = false;
+  /// With pagedKv: rows per page, fixed at compile time (divisions by a constant per row copied:
+  /// faster), or 0: any, given at each launch.
+  int64_t pageSize = 0;
 };
 
 /// A paged key/value cache's page table and lengths (tilefuse/runtime/HostView.h; device

@@ -40,6 +40,9 @@ struct FrontEndOptions : public mlir::PassPipelineOptions<FrontEndOptions> {
                        llvm::cl::desc("Read K and V from a paged cache through a page table "
                                       "and per-batch lengths (tile-paged-kv)"),
                        llvm::cl::init(false)};
+  Option<int64_t> pageSize{*this, "page-size",
+                           llvm::cl::desc("--paged-kv: rows per page, fixed (0: any)"),
+                           llvm::cl::init(0)};
 };
 
 /// Options of the GPU pipeline: the kernel configuration and the target.
@@ -63,6 +66,9 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
                        llvm::cl::desc("tile-paged-kv: K and V are paged caches; the kernel takes "
                                       "the page table and lengths (LaunchAbi.h's paged form)"),
                        llvm::cl::init(false)};
+  Option<int64_t> pageSize{*this, "page-size",
+                           llvm::cl::desc("--paged-kv: rows per page, fixed (0: any)"),
+                           llvm::cl::init(0)};
 };
 
 /// tile-check-written-form, tile-tiling, tile-online-softmax, tile-block-pruning, then cleanup.

@@ -95,6 +95,8 @@ struct KernelMetadata {
   /// A paged-KV kernel (tile-paged-kv; optional key "paged_kv"): K and V are paged caches, and
   /// launches pass LaunchAbi.h's paged parameters (a PagedKV).
   bool pagedKv = false;
+  /// A paged kernel's fixed page size (optional key "page_size"; 0: any): launches must pass it.
+  int64_t pageSize = 0;
 
   /// Parses and checks a sidecar; `origin` (e.g. its path) prefixes error messages. A sidecar
   /// without "declared_sizes" (written before launches checked them) is rejected, with a message
