@@ -430,6 +430,11 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
   if (kernel.dtype != "bf16" && kernel.dtype != "f16")
     return fail("the kernel's storage type is " + kernel.dtype + "; the launcher takes bf16 "
                 "and f16 kernels");
+  // The header's launcher passes the contiguous and split forms of the launch ABI; a paged
+  // kernel takes four more parameters, which it would leave out.
+  if (kernel.pagedKv)
+    return fail("a paged-KV kernel has no header launcher yet: emit ptx or cubin and launch it "
+                "with libtilefuse_cuda (tilefuse_cuda_launch_paged)");
   if (kernel.threads <= 0 || kernel.threads > 1024 || kernel.blockM <= 0 || kernel.headDim <= 0 ||
       kernel.sharedBytes < 0)
     return fail("the kernel's metadata is out of range");

@@ -45,6 +45,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -228,6 +229,14 @@ static cl::opt<bool> runSplitKv(
     cl::desc("Run the split-KV kernel (tile-split-kv, GQA-packed as split kernels are): each "
              "row block's keys shared out over --kv-splits programs and merged"),
     cl::init(false), cl::sub(runCmd), cl::cat(runCategory));
+static cl::opt<bool> runPagedKv(
+    "paged-kv",
+    cl::desc("Run the kernel on a paged K/V cache (tile-paged-kv): vLLM's [pages, page size, Hkv, "
+             "D] layout, the pages in a random order, sequences of ragged lengths (N the longest)"),
+    cl::init(false), cl::sub(runCmd), cl::cat(runCategory));
+static cl::opt<int64_t> runPageSize("page-size",
+                                    cl::desc("--paged-kv: rows per page (fixed in the kernel)"),
+                                    cl::init(16), cl::sub(runCmd), cl::cat(runCategory));
 static cl::opt<int64_t> runKvSplits(
     "kv-splits",
     cl::desc("--split-kv: key splits per row block (0: the launcher's choice on the GPU, 4 on "
@@ -309,6 +318,15 @@ static int runMain() {
                runKvSplits.getValue());
     return 2;
   }
+  if (runPagedKv && runBackward) {
+    fmt::print(stderr, "error: --paged-kv is a forward kernel; --backward runs on contiguous "
+                       "K and V\n");
+    return 2;
+  }
+  if (runPageSize < 1) {
+    fmt::print(stderr, "error: --page-size must be positive, not {}\n", runPageSize.getValue());
+    return 2;
+  }
   if (runSplitKv && runBackward) {
     fmt::print(stderr, "error: --split-kv is a forward kernel; --backward runs the unsplit one\n");
     return 2;
@@ -356,7 +374,21 @@ struct RunInputs {
   ElementType et = ElementType::BF16;
   std::vector<char> q, k, v;
   std::vector<double> qSeen, kSeen, vSeen;
+  /// --paged-kv: each sequence's first lengths[b] keys and values of k and v, in caches of
+  /// `pages` pages of pageSize rows ([pages, pageSize, Hkv, D]), and the page table.
+  struct Paged {
+    int64_t pageSize = 0, pages = 0, perSequence = 0;
+    std::vector<int64_t> lengths;
+    std::vector<int32_t> table, lengths32;
+    std::vector<char> kCache, vCache;
+  };
+  std::optional<Paged> paged;
 };
+
+/// [pages, page size, Hkv, D]: a page, a head, a row.
+static std::array<int64_t, 3> pagedStrides(const reference::Problem &p, int64_t pageSize) {
+  return {pageSize * p.Hkv * p.D, p.D, p.Hkv * p.D};
+}
 
 static RunInputs drawInputs(const ReferenceKernel &f64Reference, int64_t headDim,
                             ElementType et) {
@@ -392,6 +424,35 @@ static RunInputs drawInputs(const ReferenceKernel &f64Reference, int64_t headDim
   in.qSeen = reference::storeAs(et, draw(nq), in.q.data());
   in.kSeen = reference::storeAs(et, draw(nk), in.k.data());
   in.vSeen = reference::storeAs(et, draw(nk), in.v.data());
+  if (runPagedKv) {
+    // Ragged: the first sequence has N keys, the others fewer (one has a single key when B > 2).
+    RunInputs::Paged &paged = in.paged.emplace();
+    int64_t ps = runPageSize;
+    paged.pageSize = ps;
+    for (int64_t b = 0; b < p.B; ++b)
+      paged.lengths.push_back(b == 0 ? p.N : b == 2 ? 1 : std::max<int64_t>(1, p.N - b * p.N / 3));
+    paged.perSequence = (p.N + ps - 1) / ps;
+    paged.pages = p.B * paged.perSequence + 1;
+    std::vector<int32_t> order(paged.pages);
+    for (int64_t i = 0; i < paged.pages; ++i)
+      order[i] = int32_t(i);
+    std::shuffle(order.begin(), order.end(), rng);
+    paged.table.assign(order.begin(), order.begin() + p.B * paged.perSequence);
+    size_t rowBytes = p.D * es;
+    paged.kCache.assign(size_t(paged.pages * ps * p.Hkv) * rowBytes, char(0xff));
+    paged.vCache = paged.kCache;
+    for (int64_t b = 0; b < p.B; ++b) {
+      paged.lengths32.push_back(int32_t(paged.lengths[b]));
+      for (int64_t n = 0; n < paged.lengths[b]; ++n)
+        for (int64_t h = 0; h < p.Hkv; ++h) {
+          int64_t page = paged.table[b * paged.perSequence + n / ps];
+          size_t to = size_t((page * ps + n % ps) * p.Hkv + h) * rowBytes;
+          size_t from = size_t((b * p.Hkv + h) * p.N + n) * rowBytes;
+          std::memcpy(&paged.kCache[to], &in.k[from], rowBytes);
+          std::memcpy(&paged.vCache[to], &in.v[from], rowBytes);
+        }
+    }
+  }
   return in;
 }
 
@@ -403,13 +464,25 @@ static int checkAgainstReference(const ReferenceKernel &referenceKernel, const R
   const reference::Problem &p = in.p;
   std::vector<double> q = in.qSeen, k = in.kSeen, v = in.vSeen;
   std::vector<double> refO(p.B * p.H * p.M * p.D), refL(p.B * p.H * p.M);
-  if (llvm::Error e = referenceKernel.run(HostView::contiguous(q.data(), {p.B, p.H, p.M, p.D}),
-                                          HostView::contiguous(k.data(), {p.B, p.Hkv, p.N, p.D}),
-                                          HostView::contiguous(v.data(), {p.B, p.Hkv, p.N, p.D}),
-                                          HostView::contiguous(refO.data(), {p.B, p.H, p.M, p.D}),
-                                          HostView::contiguous(refL.data(), {p.B, p.H, p.M, 0}, 3))) {
-    fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
-    return 1;
+  // Paged, each sequence on its own keys (one reference run per sequence; the bundled
+  // variants' regions do not read the batch index).
+  int64_t step = in.paged ? 1 : p.B;
+  for (int64_t b0 = 0; b0 < p.B; b0 += step) {
+    int64_t keys = in.paged ? in.paged->lengths[b0] : p.N;
+    size_t qAt = size_t(b0 * p.H * p.M * p.D), kAt = size_t(b0 * p.Hkv * p.N * p.D);
+    size_t lAt = size_t(b0 * p.H * p.M);
+    auto kvView = [&](std::vector<double> &x) {
+      HostView view = HostView::contiguous(x.data() + kAt, {step, p.Hkv, p.N, p.D});
+      view.sizes[2] = keys;
+      return view;
+    };
+    if (llvm::Error e = referenceKernel.run(
+            HostView::contiguous(q.data() + qAt, {step, p.H, p.M, p.D}), kvView(k), kvView(v),
+            HostView::contiguous(refO.data() + qAt, {step, p.H, p.M, p.D}),
+            HostView::contiguous(refL.data() + lAt, {step, p.H, p.M, 0}, 3))) {
+      fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
+      return 1;
+    }
   }
   auto got = reference::loadAs(in.et, o.data(), refO.size());
   std::vector<double> l(lse.begin(), lse.end());
@@ -435,6 +508,8 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
   // The split kernel packed as the GPU compiles it (splitKvTileConfig's pack_gqa).
   opts.splitKv = runSplitKv;
   opts.packGqa = runSplitKv && splitKvTileConfig(0, "").packGqa.value_or(false);
+  opts.pagedKv = runPagedKv;
+  opts.pageSize = runPagedKv ? runPageSize.getValue() : 0;
   int64_t splits = runSplitKv ? (runKvSplits > 0 ? runKvSplits.getValue() : 4) : 1;
   auto t0 = std::chrono::steady_clock::now();
   auto kernel = CpuKernel::compile(text, bufferName, opts);
@@ -455,8 +530,21 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
   auto vv = HostView::contiguous(in.v.data(), {p.B, p.Hkv, p.N, p.D});
   auto ov = HostView::contiguous(ob.data(), {p.B, p.H, p.M, p.D});
   auto lv = HostView::contiguous(lseb.data(), {p.B, p.H, p.M, 0}, 3);
+  PagedKV paged;
+  if (in.paged) {
+    std::array<int64_t, 3> strides = pagedStrides(p, in.paged->pageSize);
+    for (auto [view, cache] : {std::pair{&kv, &in.paged->kCache}, {&vv, &in.paged->vCache}}) {
+      view->data = cache->data();
+      view->sizes = {in.paged->pages, p.Hkv, in.paged->pageSize, p.D};
+      view->strides = {strides[0], strides[1], strides[2], 1};
+    }
+    paged.pageTable = in.paged->table.data();
+    paged.pagesPerSequence = paged.tableStride = in.paged->perSequence;
+    paged.kvLengths = in.paged->lengths32.data();
+  }
   t0 = std::chrono::steady_clock::now();
-  if (llvm::Error e = (*kernel)->run(qv, kv, vv, ov, lv, &counts, splits)) {
+  if (llvm::Error e =
+          (*kernel)->run(qv, kv, vv, ov, lv, &counts, splits, in.paged ? &paged : nullptr)) {
     fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
     return 1;
   }
@@ -472,6 +560,9 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
   if (runSplitKv)
     fmt::print("split-KV     {} key splits per row block{}\n", splits,
                opts.packGqa ? ", GQA-packed" : "");
+  if (in.paged)
+    fmt::print("paged KV     {} pages of {} rows, lengths {}\n", in.paged->pages,
+               in.paged->pageSize, fmt::join(in.paged->lengths, ", "));
   fmt::print("compile      {:.1f} ms   run {:.1f} ms\n", compileMs, runMs);
   fmt::print("blocks       {} visited of {} ({} full, {} partial)\n", counts.visited(), allBlocks,
              counts.full, counts.partial);
@@ -592,6 +683,8 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
   PtxCompileOptions opts; // block sizes: the tuned defaults for the kernel's head dimension
   opts.elementType = dtype;
   opts.splitKv = runSplitKv;
+  opts.pagedKv = runPagedKv;
+  opts.pageSize = runPagedKv ? runPageSize.getValue() : 0;
   auto chip = chipForComputeCapability(dev->computeMajor, dev->computeMinor, dev->name);
   if (!chip)
     return fail(chip.takeError());
@@ -622,7 +715,9 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
       return std::move(e);
     return std::move(*buffer);
   };
-  auto q = upload(in.q), k = upload(in.k), v = upload(in.v);
+  // Paged: K and V are the caches.
+  auto q = upload(in.q), k = upload(in.paged ? in.paged->kCache : in.k),
+       v = upload(in.paged ? in.paged->vCache : in.v);
   if (!q)
     return fail(q.takeError());
   if (!k)
@@ -647,9 +742,34 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
   cuda::AttentionShape shape{p.B, p.H, p.Hkv, p.M, p.N, p.D};
   cuda::AttentionBuffers buffers{q->address(), k->address(), v->address(), o->address(),
                                  lse->address()};
+  cuda::AttentionStrides strides = cuda::AttentionStrides::contiguous(shape);
+  PagedKV paged;
+  std::optional<cuda::DeviceBuffer> table, lengths;
+  if (in.paged) {
+    std::array<int64_t, 3> cache = pagedStrides(p, in.paged->pageSize);
+    strides.kB = strides.vB = cache[0];
+    strides.kH = strides.vH = cache[1];
+    strides.kN = strides.vN = cache[2];
+    auto upload32 = [&](const std::vector<int32_t> &host) {
+      return upload(std::vector<char>(reinterpret_cast<const char *>(host.data()),
+                                      reinterpret_cast<const char *>(host.data() + host.size())));
+    };
+    auto t = upload32(in.paged->table), l = upload32(in.paged->lengths32);
+    if (!t)
+      return fail(t.takeError());
+    if (!l)
+      return fail(l.takeError());
+    table = std::move(*t);
+    lengths = std::move(*l);
+    paged.pageTable = reinterpret_cast<const int32_t *>(table->address());
+    paged.kvLengths = reinterpret_cast<const int32_t *>(lengths->address());
+    paged.pagesPerSequence = paged.tableStride = in.paged->perSequence;
+    paged.pageSize = in.paged->pageSize;
+    paged.pages = in.paged->pages;
+  }
   t0 = std::chrono::steady_clock::now();
-  if (llvm::Error e = (*kernel)->launch(stream->handle(), buffers, shape,
-                                        cuda::AttentionStrides::contiguous(shape), runKvSplits))
+  if (llvm::Error e = (*kernel)->launch(stream->handle(), buffers, shape, strides, runKvSplits,
+                                        in.paged ? &paged : nullptr))
     return fail(std::move(e));
   if (llvm::Error e = stream->synchronize())
     return fail(std::move(e));
@@ -669,6 +789,9 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
     fmt::print("split-KV     {} key splits per row block ({}), {}\n",
                runKvSplits > 0 ? runKvSplits.getValue() : (*kernel)->splitCountFor(shape),
                runKvSplits > 0 ? "--kv-splits" : "the launcher's choice", compiled->tiles.print());
+  if (in.paged)
+    fmt::print("paged KV     {} pages of {} rows, lengths {}\n", in.paged->pages,
+               in.paged->pageSize, fmt::join(in.paged->lengths, ", "));
   fmt::print("compile      {:.1f} ms (PTX + driver JIT)   run {:.3f} ms\n", compileMs, runMs);
   // P is rounded to the storage type for the P x V MMA, and O once more on the store.
   return checkAgainstReference(reference, in, ob, lseb, in.et == ElementType::BF16 ? 1e-2 : 3e-3);
