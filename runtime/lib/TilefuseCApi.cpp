@@ -176,13 +176,8 @@ int tilefuse_attention_launch_paged(const tilefuse_attention *kernel, void *stre
                                     char *err, size_t errlen) {
   if (!kernel)
     return invalid("tilefuse_attention_launch_paged: kernel is NULL", err, errlen);
-  PagedKV paged;
-  paged.pageTable = page_table;
-  paged.pagesPerSequence = pages_per_sequence;
-  paged.tableStride = table_stride;
-  paged.kvLengths = kv_lengths;
-  paged.pageSize = page_size;
-  paged.pages = pages;
+  PagedKV paged = PagedKV::of(page_table, pages_per_sequence, table_stride, kv_lengths,
+                              page_size, pages);
   return report(kernel->kernel->launch(stream, q, k_cache, v_cache, o, lse,
                                        {B, H, Hkv, M, N, D}, strides, kv_splits, &paged),
                 err, errlen);

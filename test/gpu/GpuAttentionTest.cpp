@@ -470,27 +470,10 @@ void runCase(const KernelFiles &files, const KernelMetadata &metadata, const Cas
   std::memcpy(lse.data(), lseBytes.data(), lseBytes.size());
 
   // The float64 reference, derived from the kernel's own DSL text, on every core.
-  // Paged, per sequence on its own keys (the variants' regions do not read the batch index).
+  // Paged, per sequence on its own keys.
   std::vector<double> refOut(oLayout.logicalCount()), refLse(lseLayout.logicalCount());
-  for (int64_t b0 = 0; b0 < p.B; b0 += c.pageSize ? 1 : p.B) {
-    int64_t batches = c.pageSize ? 1 : p.B, keys = c.pageSize ? lengths[b0] : p.N;
-    size_t qAt = size_t(b0 * p.H * p.M * D), kAt = size_t(b0 * p.Hkv * p.N * D);
-    size_t lAt = size_t(b0 * p.H * p.M);
-    if (keys == 0) { // an empty sequence: every row masked
-      std::fill_n(refOut.begin() + qAt, batches * p.H * p.M * D, 0.0);
-      std::fill_n(refLse.begin() + lAt, batches * p.H * p.M, -INFINITY);
-      continue;
-    }
-    auto kvView = [&](std::vector<double> &x) {
-      HostView view = HostView::contiguous(x.data() + kAt, {batches, p.Hkv, p.N, D});
-      view.sizes[2] = keys;
-      return view;
-    };
-    TF_ASSERT_OK(loaded.reference->run(
-        HostView::contiguous(q.data() + qAt, {batches, p.H, p.M, D}), kvView(k), kvView(v),
-        HostView::contiguous(refOut.data() + qAt, {batches, p.H, p.M, D}),
-        HostView::contiguous(refLse.data() + lAt, {batches, p.H, p.M, 0}, 3)));
-  }
+  TF_ASSERT_OK(ref::runPerSequence(*loaded.reference, p, c.pageSize ? &lengths : nullptr,
+                                   q.data(), k.data(), v.data(), refOut.data(), refLse.data()));
 
   Comparison cmp;
   compareOutput(out, refOut, cmp);

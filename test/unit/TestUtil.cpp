@@ -144,40 +144,13 @@ test::RunResult test::runAgainstReference(const CpuKernel &kernel,
     return r;
   }
   std::vector<double> refO(nq, NAN), refL(nl, NAN);
-  // The reference of batches [b0, b0 + batches) with their first `keys` keys.
-  auto runReference = [&](int64_t b0, int64_t batches, int64_t keys) -> bool {
-    size_t qAt = size_t(b0 * p.H * p.M * p.D), kAt = size_t(b0 * p.Hkv * p.N * p.D);
-    size_t lAt = size_t(b0 * p.H * p.M);
-    if (keys == 0) { // no keys: every row is masked
-      std::fill_n(refO.begin() + qAt, batches * p.H * p.M * p.D, 0.0);
-      std::fill_n(refL.begin() + lAt, batches * p.H * p.M,
-                  -std::numeric_limits<double>::infinity());
-      return true;
-    }
-    auto kvView = [&](std::vector<double> &x) {
-      HostView view = HostView::contiguous(x.data() + kAt, {batches, p.Hkv, p.N, p.D});
-      view.sizes[2] = keys;
-      return view;
-    };
-    if (llvm::Error e = referenceKernel.run(
-            HostView::contiguous(q.data() + qAt, {batches, p.H, p.M, p.D}), kvView(k), kvView(v),
-            HostView::contiguous(refO.data() + qAt, {batches, p.H, p.M, p.D}),
-            HostView::contiguous(refL.data() + lAt, {batches, p.H, p.M, 0}, 3))) {
-      ADD_FAILURE() << llvm::toString(std::move(e));
-      r.allWritten = false;
-      return false;
-    }
-    return true;
-  };
-  // Paged, each sequence has its own length: one reference run per batch (the bundled and test
-  // variants' regions do not read the batch index, which restarts at 0 in each).
-  if (!paging) {
-    if (!runReference(0, p.B, p.N))
-      return r;
-  } else {
-    for (int64_t b = 0; b < p.B; ++b)
-      if (!runReference(b, 1, paging->lengths[b]))
-        return r;
+  std::vector<int64_t> perSequence = paging ? paging->lengths : std::vector<int64_t>();
+  if (llvm::Error e = reference::runPerSequence(referenceKernel, p,
+                                                paging ? &perSequence : nullptr, q.data(),
+                                                k.data(), v.data(), refO.data(), refL.data())) {
+    ADD_FAILURE() << llvm::toString(std::move(e));
+    r.allWritten = false;
+    return r;
   }
   auto o = reference::loadAs(et, ob.data(), nq);
   double num = 0, den = 0;

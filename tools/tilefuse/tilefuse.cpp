@@ -464,25 +464,13 @@ static int checkAgainstReference(const ReferenceKernel &referenceKernel, const R
   const reference::Problem &p = in.p;
   std::vector<double> q = in.qSeen, k = in.kSeen, v = in.vSeen;
   std::vector<double> refO(p.B * p.H * p.M * p.D), refL(p.B * p.H * p.M);
-  // Paged, each sequence on its own keys (one reference run per sequence; the bundled
-  // variants' regions do not read the batch index).
-  int64_t step = in.paged ? 1 : p.B;
-  for (int64_t b0 = 0; b0 < p.B; b0 += step) {
-    int64_t keys = in.paged ? in.paged->lengths[b0] : p.N;
-    size_t qAt = size_t(b0 * p.H * p.M * p.D), kAt = size_t(b0 * p.Hkv * p.N * p.D);
-    size_t lAt = size_t(b0 * p.H * p.M);
-    auto kvView = [&](std::vector<double> &x) {
-      HostView view = HostView::contiguous(x.data() + kAt, {step, p.Hkv, p.N, p.D});
-      view.sizes[2] = keys;
-      return view;
-    };
-    if (llvm::Error e = referenceKernel.run(
-            HostView::contiguous(q.data() + qAt, {step, p.H, p.M, p.D}), kvView(k), kvView(v),
-            HostView::contiguous(refO.data() + qAt, {step, p.H, p.M, p.D}),
-            HostView::contiguous(refL.data() + lAt, {step, p.H, p.M, 0}, 3))) {
-      fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
-      return 1;
-    }
+  // Paged, each sequence on its own keys.
+  if (llvm::Error e = reference::runPerSequence(referenceKernel, p,
+                                                in.paged ? &in.paged->lengths : nullptr,
+                                                q.data(), k.data(), v.data(), refO.data(),
+                                                refL.data())) {
+    fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
+    return 1;
   }
   auto got = reference::loadAs(in.et, o.data(), refO.size());
   std::vector<double> l(lse.begin(), lse.end());

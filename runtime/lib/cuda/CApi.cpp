@@ -123,13 +123,8 @@ int tilefuse_cuda_launch_paged(const tilefuse_kernel *kernel, void *stream, cons
   AttentionShape shape{B, H, Hkv, M, N, D};
   AttentionBuffers buffers{address(q), address(k_cache), address(v_cache), address(o),
                            address(lse)};
-  tilefuse::runtime::PagedKV paged;
-  paged.pageTable = page_table;
-  paged.pagesPerSequence = pages_per_sequence;
-  paged.tableStride = table_stride;
-  paged.kvLengths = kv_lengths;
-  paged.pageSize = page_size;
-  paged.pages = pages;
+  auto paged = tilefuse::runtime::PagedKV::of(page_table, pages_per_sequence, table_stride,
+                                              kv_lengths, page_size, pages);
   return report(kernel->kernel->launch(static_cast<CUstream_st *>(stream), buffers, shape,
                                        AttentionStrides::fromArray(strides), kv_splits, &paged),
                 err, errlen);

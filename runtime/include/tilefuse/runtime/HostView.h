@@ -45,6 +45,19 @@ struct PagedKV {
   /// and V are bare pointers, and N is an upper bound of kvLengths); the CPU backend reads them
   /// from the cache views, which they must match when set.
   int64_t pageSize = 0, pages = 0;
+
+  /// The fields in the order of the C APIs' paged launches (tilefuse.h, tilefuse_cuda.h).
+  static PagedKV of(const int32_t *pageTable, int64_t pagesPerSequence, int64_t tableStride,
+                    const int32_t *kvLengths, int64_t pageSize, int64_t pages) {
+    PagedKV paged;
+    paged.pageTable = pageTable;
+    paged.pagesPerSequence = pagesPerSequence;
+    paged.tableStride = tableStride;
+    paged.kvLengths = kvLengths;
+    paged.pageSize = pageSize;
+    paged.pages = pages;
+    return paged;
+  }
 };
 
 } // namespace tilefuse::runtime

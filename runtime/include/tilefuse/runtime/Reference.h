@@ -16,7 +16,9 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -79,6 +81,40 @@ template <typename Engine> std::vector<float> randomNormal(size_t n, Engine &rng
   for (float &f : x)
     f = normal(rng);
   return x;
+}
+
+/// The float64 reference of sequences of their own key lengths (a paged run): sequence b on the
+/// first lengths[b] of its N keys, one run per sequence, or all at once with N keys each when
+/// `lengths` is null. q, k, v, out, lse are contiguous B x H x M x D, B x Hkv x N x D, ...,
+/// B x H x M; a sequence without keys gets out = 0 and lse = -inf, as a fully masked row.
+/// `reference` is anything with ReferenceKernel's run(q, k, v, o, lse). (The regions of the
+/// variants checked this way do not read the batch index, which restarts at 0 per sequence.)
+template <class Reference>
+llvm::Error runPerSequence(const Reference &reference, const Problem &p,
+                           const std::vector<int64_t> *lengths, double *q, double *k, double *v,
+                           double *out, double *lse) {
+  int64_t step = lengths ? 1 : p.B;
+  for (int64_t b0 = 0; b0 < p.B; b0 += step) {
+    int64_t keys = lengths ? (*lengths)[b0] : p.N;
+    size_t qAt = size_t(b0 * p.H * p.M * p.D), kAt = size_t(b0 * p.Hkv * p.N * p.D);
+    size_t lAt = size_t(b0 * p.H * p.M);
+    if (keys == 0) {
+      std::fill_n(out + qAt, step * p.H * p.M * p.D, 0.0);
+      std::fill_n(lse + lAt, step * p.H * p.M, -std::numeric_limits<double>::infinity());
+      continue;
+    }
+    auto kvView = [&](double *x) {
+      HostView view = HostView::contiguous(x + kAt, {step, p.Hkv, p.N, p.D});
+      view.sizes[2] = keys;
+      return view;
+    };
+    if (llvm::Error e = reference.run(
+            HostView::contiguous(q + qAt, {step, p.H, p.M, p.D}), kvView(k), kvView(v),
+            HostView::contiguous(out + qAt, {step, p.H, p.M, p.D}),
+            HostView::contiguous(lse + lAt, {step, p.H, p.M, 0}, 3)))
+      return e;
+  }
+  return llvm::Error::success();
 }
 
 /// Storage conversions (round to nearest even), so inputs can be drawn once and the reference
