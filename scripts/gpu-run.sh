@@ -83,6 +83,19 @@ unpack_full() {
 }
 cli=$full/prefix/bin/tilefuse
 
+# kernel_set_tests NAME DIR: the GPU tests on the kernels of DIR against float64, then memcheck
+# and racecheck on their small cases; logs gpu-tests-NAME, memcheck-NAME, racecheck-NAME.
+kernel_set_tests() {
+  local name=$1 dir=$2 tool
+  run_step "gpu-tests-$name" env TILEFUSE_PTX_DIR="$dir" "$tests" \
+    --gtest_brief=1 --gtest_filter='GpuAttention*'
+  for tool in memcheck racecheck; do
+    run_step "$tool-$name" env TILEFUSE_PTX_DIR="$dir" TILEFUSE_GPU_SMALL=1 \
+      compute-sanitizer --tool "$tool" --error-exitcode 1 --print-limit 20 "$tests" \
+      --gtest_brief=1 --gtest_filter='GpuAttention*'
+  done
+}
+
 for step in "${steps[@]}"; do
   case "$step" in
     tests)
@@ -90,28 +103,12 @@ for step in "${steps[@]}"; do
       run_step capi-test env LD_LIBRARY_PATH=build-gpu build-gpu/tilefuse-capi-test
       ;;
     tests-split)
-      # The split-KV kernels at several split counts against float64, then memcheck and
-      # racecheck on their small cases (the merge's cross-CTA protocol).
-      run_step gpu-tests-split env TILEFUSE_PTX_DIR=build-gpu/kernels-split "$tests" \
-        --gtest_brief=1 --gtest_filter='GpuAttention*'
-      run_step memcheck-split env TILEFUSE_PTX_DIR=build-gpu/kernels-split TILEFUSE_GPU_SMALL=1 \
-        compute-sanitizer --tool memcheck --error-exitcode 1 --print-limit 20 "$tests" \
-        --gtest_brief=1 --gtest_filter='GpuAttention*'
-      run_step racecheck-split env TILEFUSE_PTX_DIR=build-gpu/kernels-split TILEFUSE_GPU_SMALL=1 \
-        compute-sanitizer --tool racecheck --error-exitcode 1 --print-limit 20 "$tests" \
-        --gtest_brief=1 --gtest_filter='GpuAttention*'
+      # The split-KV kernels at several split counts (the merge's cross-CTA protocol).
+      kernel_set_tests split build-gpu/kernels-split
       ;;
     tests-paged)
-      # The paged-KV kernels (unsplit and split) against float64 on ragged sequences, then
-      # memcheck and racecheck on their small cases.
-      run_step gpu-tests-paged env TILEFUSE_PTX_DIR=build-gpu/kernels-paged "$tests" \
-        --gtest_brief=1 --gtest_filter='GpuAttention*'
-      run_step memcheck-paged env TILEFUSE_PTX_DIR=build-gpu/kernels-paged TILEFUSE_GPU_SMALL=1 \
-        compute-sanitizer --tool memcheck --error-exitcode 1 --print-limit 20 "$tests" \
-        --gtest_brief=1 --gtest_filter='GpuAttention*'
-      run_step racecheck-paged env TILEFUSE_PTX_DIR=build-gpu/kernels-paged TILEFUSE_GPU_SMALL=1 \
-        compute-sanitizer --tool racecheck --error-exitcode 1 --print-limit 20 "$tests" \
-        --gtest_brief=1 --gtest_filter='GpuAttention*'
+      # The paged-KV kernels (unsplit and split) on ragged sequences.
+      kernel_set_tests paged build-gpu/kernels-paged
       ;;
     decode)
       # Decode rows: the plain kernels, the split-KV ones (tf:split, GQA-packed) and unpacked

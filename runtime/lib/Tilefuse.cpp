@@ -94,6 +94,12 @@ Status Kernel::launch(void *stream, const void *q, const void *k, const void *v,
   };
   cu::AttentionShape s{shape.B, shape.H, shape.Hkv, shape.M, shape.N, shape.D};
   cu::AttentionBuffers buffers{address(q), address(k), address(v), address(o), address(lse)};
+  // Contiguous strides describe B x Hkv x N x D views, not a paged cache: on every launch, not
+  // only the first, a paged one must say its caches' strides.
+  if (paged && !strides)
+    return Status(StatusCode::InvalidArgument,
+                  "launch of '" + impl->compiled->name + "': a paged launch needs the "
+                  "strides (the caches' page, head and row strides)");
   cu::AttentionStrides layout =
       strides ? cu::AttentionStrides::fromArray(strides) : cu::AttentionStrides::contiguous(s);
   // Before the module is loaded, the arguments are checked here, so a bad launch is
@@ -107,10 +113,6 @@ Status Kernel::launch(void *stream, const void *q, const void *k, const void *v,
                         (kvSplits < 0 ? " must be 0 (the launcher chooses) or more"
                                       : " for a kernel compiled without split-KV (KernelSpec::"
                                         "splitKv)"));
-    if (paged && !strides)
-      return Status(StatusCode::InvalidArgument,
-                    "launch of '" + impl->compiled->name + "': a paged launch needs the "
-                    "strides (the caches' page, head and row strides)");
     if (llvm::Error error = cu::validateLaunch(impl->metadata, buffers, s, layout, paged))
       return statusOf(std::move(error));
   }

@@ -159,16 +159,16 @@ llvm::Error checkView(const ArgSpec &spec, const HostView &view, llvm::StringRef
   return llvm::Error::success();
 }
 
-llvm::Error checkShapes(const HostView &q, const HostView &k, const HostView &v,
-                        const HostView &o, const HostView &lse) {
-  int64_t B = q.sizes[0], H = q.sizes[1], M = q.sizes[2], Hkv = k.sizes[1], N = k.sizes[2];
-  if (k.sizes[0] != B || v.sizes[0] != B || o.sizes[0] != B || lse.sizes[0] != B)
-    return makeError("Q, K, V, O and LSE must have the same batch size");
+/// What contiguous and paged launches share: O and LSE against Q, the head grouping, and K's
+/// head dimension.
+static llvm::Error checkQueryShapes(const HostView &q, const HostView &k, const HostView &v,
+                                    const HostView &o, const HostView &lse) {
+  int64_t B = q.sizes[0], H = q.sizes[1], M = q.sizes[2], Hkv = k.sizes[1];
+  if (o.sizes[0] != B || lse.sizes[0] != B)
+    return makeError("Q, O and LSE must have the same batch size");
   if (Hkv == 0 || H % Hkv != 0)
     return makeError("query heads (" + llvm::Twine(H) +
                      ") must be a multiple of key/value heads (" + llvm::Twine(Hkv) + ")");
-  if (v.sizes[1] != Hkv || v.sizes[2] != N)
-    return makeError("K and V must have the same heads and length");
   if (k.sizes[3] != q.sizes[3])
     return makeError("K's head dimension must equal Q's");
   if (o.sizes[1] != H || o.sizes[2] != M || o.sizes[3] != v.sizes[3])
@@ -178,25 +178,26 @@ llvm::Error checkShapes(const HostView &q, const HostView &k, const HostView &v,
   return llvm::Error::success();
 }
 
+llvm::Error checkShapes(const HostView &q, const HostView &k, const HostView &v,
+                        const HostView &o, const HostView &lse) {
+  int64_t B = q.sizes[0], Hkv = k.sizes[1], N = k.sizes[2];
+  if (k.sizes[0] != B || v.sizes[0] != B)
+    return makeError("Q, K, V, O and LSE must have the same batch size");
+  if (v.sizes[1] != Hkv || v.sizes[2] != N)
+    return makeError("K and V must have the same heads and length");
+  return checkQueryShapes(q, k, v, o, lse);
+}
+
 llvm::Error checkPagedShapes(const HostView &q, const HostView &k, const HostView &v,
                              const HostView &o, const HostView &lse, const PagedKV &paged) {
-  int64_t B = q.sizes[0], H = q.sizes[1], M = q.sizes[2], Hkv = k.sizes[1];
+  int64_t B = q.sizes[0], Hkv = k.sizes[1];
   int64_t pages = k.sizes[0], pageSize = k.sizes[2];
-  if (o.sizes[0] != B || lse.sizes[0] != B)
-    return makeError("Q, O and LSE must have the same batch size");
-  if (Hkv == 0 || H % Hkv != 0)
-    return makeError("query heads (" + llvm::Twine(H) +
-                     ") must be a multiple of key/value heads (" + llvm::Twine(Hkv) + ")");
   if (v.sizes[0] != pages || v.sizes[1] != Hkv || v.sizes[2] != pageSize)
     return makeError("the K and V caches must have the same pages, heads and page size");
   if (pageSize < 1)
     return makeError("a paged cache's pages must hold at least one row");
-  if (k.sizes[3] != q.sizes[3])
-    return makeError("K's head dimension must equal Q's");
-  if (o.sizes[1] != H || o.sizes[2] != M || o.sizes[3] != v.sizes[3])
-    return makeError("O must be B x H x M x Dv");
-  if (lse.sizes[1] != H || lse.sizes[2] != M)
-    return makeError("LSE must be B x H x M");
+  if (llvm::Error e = checkQueryShapes(q, k, v, o, lse))
+    return e;
   if ((paged.pageSize && paged.pageSize != pageSize) || (paged.pages && paged.pages != pages))
     return makeError("the paged launch's page size and pages (" + llvm::Twine(paged.pageSize) +
                      ", " + llvm::Twine(paged.pages) + ") differ from the caches' (" +
