@@ -75,6 +75,17 @@ for d in 64 128; do
       --page-size "$p" --emit ptx -o "$out/kernels-paged-bench-p$p/attention_d$d.ptx" || exit 1
   done
 done
+# The varlen kernels (tile-varlen): every variant on packed sequences (scripts/gpu-run.sh
+# tests-varlen), and the varlen bench's: attention and causal at head dims 64 and 128.
+KERNEL_SET=varlen scripts/compile-kernels.sh "$out/kernels-varlen" || exit 1
+mkdir -p "$out/kernels-varlen-bench"
+rm -f "$out"/kernels-varlen-bench/*
+for d in 64 128; do
+  for kernel in attention causal; do
+    build/tools/tilefuse compile --kernel "$kernel" --head-dim "$d" --varlen --emit ptx \
+      -o "$out/kernels-varlen-bench/${kernel}_d$d.ptx" || exit 1
+  done
+done
 # The split-KV kernels (tile-split-kv), apart: their sidecars say "split_kv" and the GPU tests run
 # them at several split counts (scripts/gpu-run.sh tests-split).
 KERNEL_SET=split exec scripts/compile-kernels.sh "$out/kernels-split" --split-kv

@@ -12,6 +12,7 @@
 #   scripts/compile-kernels.sh DIR [tilefuse compile options...]
 #   KERNEL_SET=split scripts/compile-kernels.sh DIR --split-kv    the split-KV set
 #   KERNEL_SET=paged scripts/compile-kernels.sh DIR               the paged-KV set
+#   KERNEL_SET=varlen scripts/compile-kernels.sh DIR              the varlen set
 set -uo pipefail
 cd "$(dirname "$0")/.."
 (($#)) || { echo "usage: $0 DIR [tilefuse compile options...]" >&2; exit 2; }
@@ -63,6 +64,24 @@ if [ "${KERNEL_SET:-full}" = paged ]; then
   compile attention_d128_split_p16 --kernel attention --head-dim 128 --paged-kv --split-kv \
     --page-size 16 "$@"
   compile causal_p48 --kernel causal --paged-kv --page-size 48 "$@"
+  echo "compile-kernels: $(ls "$dir"/*.ptx 2>/dev/null | wc -l) kernels in $dir${*:+ ($*)}"
+  ((${#failed[@]} == 0)) || { echo "compile-kernels: FAILED: ${failed[*]}" >&2; exit 1; }
+  exit 0
+fi
+if [ "${KERNEL_SET:-full}" = varlen ]; then
+  # The varlen set (KERNEL_SET=varlen): every bundled variant and the test-only ones on packed
+  # batches of variable-length sequences (tile-varlen); attention and causal at head dim 128
+  # (the varlen bench's) and on sm_80.
+  for kernel in $("$tilefuse" list | awk '{print $1}'); do
+    compile "$kernel" --kernel "$kernel" --varlen "$@"
+  done
+  for variant in test/variants/*.mlir; do
+    compile "$(basename "$variant" .mlir)" "$variant" --varlen "$@"
+  done
+  compile attention_d128 --kernel attention --head-dim 128 --varlen "$@"
+  compile causal_d128 --kernel causal --head-dim 128 --varlen "$@"
+  compile attention_sm80 --kernel attention --arch sm_80 --varlen "$@"
+  compile sliding_window_sm80 --kernel sliding_window --arch sm_80 --varlen "$@"
   echo "compile-kernels: $(ls "$dir"/*.ptx 2>/dev/null | wc -l) kernels in $dir${*:+ ($*)}"
   ((${#failed[@]} == 0)) || { echo "compile-kernels: FAILED: ${failed[*]}" >&2; exit 1; }
   exit 0

@@ -22,6 +22,10 @@
 #              memcheck + racecheck on their small cases
 #   tests-paged  the paged-KV kernels (build-gpu/kernels-paged), unsplit and split, on ragged
 #              sequences in pages of odd and even sizes, and memcheck + racecheck on small cases
+#   tests-varlen the varlen kernels (build-gpu/kernels-varlen) on ragged packed sequences, and
+#              memcheck + racecheck on small cases
+#   varlen     bench.py --varlen: prefill on a mix of sequence lengths, packed (tf:varlen) beside
+#              the same sequences padded to the longest (tilefuse, SDPA flash and cuDNN)
 #   decode     bench.py --decode: one query row, GQA 32/8, D = 128, KV 1k-128k; GB/s beside SDPA
 #              and a device copy (DECODE_LENGTHS=...)
 #   tune       `tilefuse tune` of the self-contained build: attention and causal at head dim 64
@@ -109,6 +113,16 @@ for step in "${steps[@]}"; do
     tests-paged)
       # The paged-KV kernels (unsplit and split) on ragged sequences.
       kernel_set_tests paged build-gpu/kernels-paged
+      ;;
+    tests-varlen)
+      # The varlen kernels on ragged packed sequences.
+      kernel_set_tests varlen build-gpu/kernels-varlen
+      ;;
+    varlen)
+      run_step varlen python3 tools/bench/bench.py --ptx-dir build-gpu/kernels \
+        --lib build-gpu/libtilefuse_cuda.so --out "$out/varlen.json" \
+        --impls tilefuse,sdpa-flash,sdpa-cudnn --variant varlen=build-gpu/kernels-varlen-bench \
+        --varlen "${VARLEN_MAX:-1024,4096,16384}" ${VARLEN_ARGS:-}
       ;;
     decode)
       # Decode rows: the plain kernels, the split-KV ones (tf:split, GQA-packed) and unpacked

@@ -72,6 +72,10 @@ LogicalResult LoadOp::verify() {
            << resTy.getElementType() << " differs from the view's " << viewTy.getElementType();
   if (static_cast<bool>(getPageTable()) != static_cast<bool>(getKvLengths()))
     return emitOpError("a paged load takes both `pages` (the page table) and `lengths`");
+  if (getSequences() && isPaged())
+    return emitOpError("a load reads a paged cache or a packed batch (`sequences`), not both");
+  if (getSequences() && viewTy.getRank() != 4)
+    return emitOpError("a packed batch (`sequences`) is read from a rank-4 B x H x L x D view");
   if (isPaged()) {
     // The view is P x Hkv x S x D, the result B x Hkv x N x D: only heads and D correspond.
     if (viewTy.getRank() != 4)

@@ -104,6 +104,12 @@ struct TileSplitKVPass : public tilefuse::impl::TileSplitKVBase<TileSplitKVPass>
     func::FuncOp func = getOperation();
     if (func.isExternal())
       return;
+    if (func->hasAttr(kVarlenAttr)) {
+      // The workspace holds a partial per (split, batch, head, row) of a padded batch.
+      func.emitError("tile-split-kv: a packed batch of variable-length sequences (tile-varlen) "
+                     "is not split");
+      return signalPassFailure();
+    }
     FailureOr<TiledKernel> matched = matchTiledKernel(func);
     if (failed(matched))
       return signalPassFailure();

@@ -15,6 +15,12 @@
 // loop, the key-bound mask and the loads' bound all take it, so pruning and split-KV see a
 // per-sequence range.
 //
+// A packed batch of variable-length sequences (tile.load / tile.store `sequences %cu`, see
+// tile-varlen) gives each program its sequence's row offset cu[b] and length cu[b + 1] - cu[b]:
+// the block loads and stores address rows cu[b] + r of the view's first batch and stop at
+// cu[b + 1], while the score and mask regions keep the indices r within the sequence. A
+// program whose rows all lie past its sequence's end runs no key block.
+//
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/Passes.h"
 
@@ -117,6 +123,13 @@ FailureOr<AttentionChain> matchChain(SoftmaxOp softmax) {
   if (c.k.getPageTable() != c.v.getPageTable() || c.k.getKvLengths() != c.v.getKvLengths())
     return c.v.emitOpError("keys and values must be paged alike: one page table and one "
                            "lengths operand for both, or neither paged");
+  if (c.k.getSequences() != c.v.getSequences())
+    return c.v.emitOpError("keys and values must be packed alike: one `sequences` operand for "
+                           "both, or neither packed");
+  for (StoreOp store : {c.outStore, c.lseStore})
+    if (store && store.getSequences() != c.q.getSequences())
+      return store.emitOpError("the output and logsumexp are per query row: they are packed "
+                               "through the queries' `sequences`, or not at all, as Q is");
   return c;
 }
 
@@ -147,7 +160,7 @@ public:
     // The key count: the views' (the same for every program), or a paged cache's per batch,
     // read by each program below.
     pageTable = c.k.getPageTable();
-    if (!pageTable)
+    if (!pageTable && !c.k.getSequences())
       N = memref::DimOp::create(b, loc, K, 2);
     Value group = arith::DivUIOp::create(b, loc, heads, kvHeads);
     // A program's rows: one head's M rows, or (packed) the group's G·M rows; rowBound bounds
@@ -155,7 +168,7 @@ public:
     rowBound = packGqa ? arith::MulIOp::create(b, loc, group, M).getResult() : M;
     Value rowBlocks = arith::CeilDivUIOp::create(b, loc, rowBound, idx(br));
     Value colBlocks;
-    if (!pageTable)
+    if (N)
       colBlocks = arith::CeilDivUIOp::create(b, loc, N, idx(bc));
 
     auto forall = scf::ForallOp::create(
@@ -170,6 +183,26 @@ public:
       N = arith::IndexCastUIOp::create(b, loc, b.getIndexType(), length);
       colBlocks = arith::CeilDivUIOp::create(b, loc, N, idx(bc));
     }
+    // A packed batch: the program's sequence starts at row cu[b] and has cu[b + 1] - cu[b]
+    // rows; the batch index of a packed view is 0 (its batch stride is not used).
+    qAccess = {bIdx, row0, rowBound};
+    if (Value offsets = c.q.getSequences()) {
+      auto [start, end] = sequence(offsets);
+      rowBound = arith::SubIOp::create(b, loc, end, start);
+      qAccess = {c0, arith::AddIOp::create(b, loc, start, row0), end};
+    }
+    kAccess = {bIdx, Value(), N};
+    if (Value offsets = c.k.getSequences()) {
+      auto [start, end] = sequence(offsets);
+      N = arith::SubIOp::create(b, loc, end, start);
+      kAccess = {c0, start, end};
+      colBlocks = arith::CeilDivUIOp::create(b, loc, N, idx(bc));
+    }
+    if (c.q.getSequences()) {
+      // Rows all past the sequence's end: no key block (nothing of the program is stored).
+      Value live = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row0, rowBound);
+      colBlocks = arith::SelectOp::create(b, loc, live, colBlocks, c0);
+    }
     if (packGqa) {
       // hIdx is the group's first query head; a row's own head comes from its packed row.
       hkv = forall.getInductionVar(1);
@@ -183,7 +216,8 @@ public:
     auto qElt = c.q.getView().getType().getElementType();
     int64_t d = c.q.getView().getType().getDimSize(3);
     qBlock = BlockLoadOp::create(b, loc, RankedTensorType::get({br, d}, qElt), Q,
-                                 ValueRange{bIdx, hIdx, row0}, rowBound, headRows);
+                                 ValueRange{qAccess.batch, hIdx, qAccess.row}, qAccess.bound,
+                                 headRows);
 
     // Sweep 1: row max of the (modified, masked) scores.
     Value negInf = cst(rowTy, -INFINITY), zero = cst(rowTy, 0.0);
@@ -220,22 +254,37 @@ public:
                           auto vElt = c.v.getView().getType().getElementType();
                           Value vBlock = BlockLoadOp::create(
                               b, loc, RankedTensorType::get({bc, accTy.getDimSize(1)}, vElt), V,
-                              ValueRange{bIdx, hkv, col0}, N, Value(), pageTable);
+                              ValueRange{kAccess.batch, hkv, keyRow(col0)}, kAccess.bound,
+                              Value(), pageTable);
                           return BlockDotOp::create(b, loc, accTy, p, vBlock, acc,
                                                     /*transpose_rhs=*/false);
                         });
     BlockStoreOp::create(b, loc, pvLoop.getResult(0), c.outStore.getView(),
-                         ValueRange{bIdx, hIdx, row0}, rowBound, headRows);
+                         ValueRange{qAccess.batch, hIdx, qAccess.row}, qAccess.bound, headRows);
     if (c.lseStore) {
       // logsumexp = m + log(l); -inf for rows with no kept score.
       Value lse = arith::AddFOp::create(b, loc, mSafe, math::LogOp::create(b, loc, l));
-      BlockStoreOp::create(b, loc, lse, c.lseStore.getView(), ValueRange{bIdx, hIdx, row0},
-                           rowBound, headRows);
+      BlockStoreOp::create(b, loc, lse, c.lseStore.getView(),
+                           ValueRange{qAccess.batch, hIdx, qAccess.row}, qAccess.bound, headRows);
     }
   }
 
 private:
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+
+  /// Sequence bIdx's first row and its end, cu[b] and cu[b + 1], as indices.
+  std::pair<Value, Value> sequence(Value offsets) {
+    auto read = [&](Value i) {
+      Value x = memref::LoadOp::create(b, loc, offsets, ValueRange{i});
+      return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), x).getResult();
+    };
+    return {read(bIdx), read(arith::AddIOp::create(b, loc, bIdx, idx(1)))};
+  }
+
+  /// The view row of key block row `col0`: in a packed batch, past the sequence's start.
+  Value keyRow(Value col0) {
+    return kAccess.start ? arith::AddIOp::create(b, loc, kAccess.start, col0).getResult() : col0;
+  }
   Value cst(RankedTensorType ty, double v) {
     return arith::ConstantOp::create(b, loc, ty, splat(ty, v));
   }
@@ -266,9 +315,10 @@ private:
     Value col0 = arith::MulIOp::create(b, loc, j, idx(bc));
     auto kElt = c.k.getView().getType().getElementType();
     int64_t d = c.k.getView().getType().getDimSize(3);
-    Value kBlock =
-        BlockLoadOp::create(b, loc, RankedTensorType::get({bc, d}, kElt), c.k.getView(),
-                            ValueRange{bIdx, hkv, col0}, N, Value(), pageTable);
+    Value kBlock = BlockLoadOp::create(b, loc, RankedTensorType::get({bc, d}, kElt),
+                                       c.k.getView(),
+                                       ValueRange{kAccess.batch, hkv, keyRow(col0)},
+                                       kAccess.bound, Value(), pageTable);
     Value s = BlockDotOp::create(b, loc, scoreTy, qBlock, kBlock, Value(),
                                  /*transpose_rhs=*/true);
     BlockMaskOp lastMask;
@@ -325,6 +375,16 @@ private:
   RankedTensorType rowTy, scoreTy, accTy;
   Value M, N, rowBound, bIdx, hIdx, row0, hkv, qBlock;
   Value pageTable; // the K/V cache's page table when paged (tile.load `pages`), else null
+  /// How the Q/O/LSE blocks are addressed: the batch index, the first row and the rows' bound
+  /// in the view (a packed batch: 0, cu[b] + row0 and cu[b + 1]).
+  struct QueryAccess {
+    Value batch, row, bound;
+  } qAccess;
+  /// How the K/V blocks are: the batch index, the sequence's first row (packed; else null) and
+  /// the rows' bound in the view.
+  struct KeyAccess {
+    Value batch, start, bound;
+  } kAccess;
   Value headRows; // M when packed (the `packed` operand of the Q/O/LSE blocks and regions)
 };
 
@@ -356,8 +416,15 @@ struct TileTilingPass : public tilefuse::impl::TileTilingBase<TileTilingPass> {
       Operation *last = chain->outStore;
       if (chain->lseStore && last->isBeforeInBlock(chain->lseStore))
         last = chain->lseStore;
+      bool packGqa = config->packGqa.value_or(false);
+      if (packGqa && chain->q.getSequences()) {
+        chain->q.emitOpError("GQA packing (pack_gqa) runs a program over the rows of several "
+                             "query heads; a packed batch of variable-length sequences is not "
+                             "supported with it");
+        return signalPassFailure();
+      }
       OpBuilder b(last);
-      TilingEmitter(b, softmax.getLoc(), *chain, br, bc, config->packGqa.value_or(false)).emit();
+      TilingEmitter(b, softmax.getLoc(), *chain, br, bc, packGqa).emit();
 
       IRRewriter rewriter(&getContext());
       rewriter.eraseOp(chain->outStore);

@@ -432,6 +432,9 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
                 "and f16 kernels");
   // The header's launcher passes the contiguous and split forms of the launch ABI; a paged
   // kernel takes four more parameters, which it would leave out.
+  if (kernel.varlen)
+    return fail("a varlen kernel has no header launcher yet: emit ptx or cubin and launch it "
+                "with libtilefuse_cuda (tilefuse_cuda_launch_varlen)");
   if (kernel.pagedKv)
     return fail("a paged-KV kernel has no header launcher yet: emit ptx or cubin and launch it "
                 "with libtilefuse_cuda (tilefuse_cuda_launch_paged)");

@@ -38,6 +38,8 @@ std::string CompiledKernel::metadataJson() const {
     o["paged_kv"] = true;
   if (pageSize)
     o["page_size"] = pageSize;
+  if (varlen)
+    o["varlen"] = true;
   // The grid depends on it (launch_abi::programGrid): a launch needs it, unlike tile_config.
   if (tiles.packGqa.value_or(false))
     o["pack_gqa"] = true;
@@ -89,6 +91,7 @@ llvm::Expected<CompiledKernel> CompiledKernel::fromMetadataJson(llvm::StringRef 
   k.splitKv = o->getBoolean("split_kv").value_or(false);
   k.pagedKv = o->getBoolean("paged_kv").value_or(false);
   k.pageSize = o->getInteger("page_size").value_or(0);
+  k.varlen = o->getBoolean("varlen").value_or(false);
   k.ptx = std::move(ptx);
   return k;
 }
@@ -206,12 +209,18 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
         return fail(bufferName + ": expected one kernel function");
       kernel = fn;
     }
-  // A kernel written paged takes the page table and lengths after the views.
+  // A kernel written paged (varlen) takes the page table and lengths (the sequence offsets)
+  // after the views.
   unsigned arguments = kernel ? kernel.getNumArguments() : 0;
   if (!kernel || (arguments != cuda::abiTensorCount &&
-                  !(options.pagedKv && arguments == cuda::abiTensorCount + 2)))
+                  !((options.pagedKv || options.varlen) &&
+                    arguments == cuda::abiTensorCount + 2)))
     return fail(bufferName + ": expected one kernel function taking (Q, K, V, O, LSE)" +
-                (options.pagedKv ? " (written paged: and the page table and lengths)" : ""));
+                (options.pagedKv  ? " (written paged: and the page table and lengths)"
+                 : options.varlen ? " (written varlen: and the query and key offsets)"
+                                  : ""));
+  if (options.varlen && (options.pagedKv || options.splitKv))
+    return fail(bufferName + ": a varlen kernel is neither paged nor split");
   // Every static size of the signature goes into the launch metadata: a launch with other sizes
   // would compute wrong results, so every launch path checks them.
   for (auto [index, tensor] : llvm::enumerate(cuda::abiTensors())) {
@@ -275,6 +284,10 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
     return fail(bufferName + ": the page size must be positive (or 0: any)");
   gpo.pageSize = options.pageSize;
   k.pageSize = options.pageSize;
+  if (options.varlen && tiles.packGqa.value_or(false))
+    return fail(bufferName + ": a varlen kernel is not GQA-packed (pack_gqa)");
+  gpo.varlen = options.varlen;
+  k.varlen = options.varlen;
   tilefuse::buildTileToPTXPipeline(pm, gpo);
   instrument(pm, "2-tile-to-ptx");
   if (failed(pm.run(*module)))

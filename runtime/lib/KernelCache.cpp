@@ -93,6 +93,8 @@ static std::string keyText(llvm::StringRef header, llvm::StringRef source,
     os << "paged_kv=1\n";
   if (options.pageSize)
     os << "page_size=" << options.pageSize << "\n";
+  if (options.varlen)
+    os << "varlen=1\n";
   os << "head_dim=" << options.headDim << "\n"
      << "dtype=" << options.elementType << "\n"
      << "source_bytes=" << source.size() << "\n"

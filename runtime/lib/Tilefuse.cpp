@@ -88,7 +88,7 @@ Kernel::~Kernel() = default;
 
 Status Kernel::launch(void *stream, const void *q, const void *k, const void *v, void *o,
                       float *lse, const AttentionShape &shape, const int64_t *strides,
-                      int64_t kvSplits, const PagedKV *paged) const {
+                      int64_t kvSplits, const PagedKV *paged, const Varlen *varlen) const {
   auto address = [](const void *p) {
     return static_cast<cu::DevicePtr>(reinterpret_cast<uintptr_t>(p));
   };
@@ -100,6 +100,10 @@ Status Kernel::launch(void *stream, const void *q, const void *k, const void *v,
     return Status(StatusCode::InvalidArgument,
                   "launch of '" + impl->compiled->name + "': a paged launch needs the "
                   "strides (the caches' page, head and row strides)");
+  if (varlen && !strides)
+    return Status(StatusCode::InvalidArgument,
+                  "launch of '" + impl->compiled->name + "': a varlen launch needs the "
+                  "strides (the packed tensors' head and row strides)");
   cu::AttentionStrides layout =
       strides ? cu::AttentionStrides::fromArray(strides) : cu::AttentionStrides::contiguous(s);
   // Before the module is loaded, the arguments are checked here, so a bad launch is
@@ -113,14 +117,15 @@ Status Kernel::launch(void *stream, const void *q, const void *k, const void *v,
                         (kvSplits < 0 ? " must be 0 (the launcher chooses) or more"
                                       : " for a kernel compiled without split-KV (KernelSpec::"
                                         "splitKv)"));
-    if (llvm::Error error = cu::validateLaunch(impl->metadata, buffers, s, layout, paged))
+    if (llvm::Error error =
+            cu::validateLaunch(impl->metadata, buffers, s, layout, paged, varlen))
       return statusOf(std::move(error));
   }
   auto loaded = impl->load();
   if (!loaded)
     return statusOf(loaded.takeError());
   return statusOf((*loaded)->launch(static_cast<CUstream_st *>(stream), buffers, s, layout,
-                                    kvSplits, paged));
+                                    kvSplits, paged, varlen));
 }
 
 const std::string &Kernel::name() const { return impl->compiled->name; }
@@ -354,6 +359,7 @@ Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> 
   options.splitKv = spec.splitKv;
   options.pagedKv = spec.pagedKv;
   options.pageSize = spec.pageSize;
+  options.varlen = spec.varlen;
   if (!spec.ptxFeatures.empty())
     options.features = spec.ptxFeatures;
   if (!spec.arch.empty()) {
@@ -366,7 +372,7 @@ Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> 
   std::string configSource = tiles->empty() ? "default" : "explicit";
   AutotuneMode mode = spec.autotune.value_or(impl->options.autotune);
   // The tuner times contiguous launches: a paged kernel keeps its default configuration.
-  if (tiles->empty() && mode != AutotuneMode::Off && !spec.pagedKv) {
+  if (tiles->empty() && mode != AutotuneMode::Off && !spec.pagedKv && !spec.varlen) {
     // The default configuration first: it resolves the dtype and head dim the key needs (and
     // is what runs when there is no tuned one); a cache hit after the first call.
     auto byDefault = impl->cache.getOrCompile(source, bufferName, options);

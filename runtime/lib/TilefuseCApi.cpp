@@ -124,6 +124,7 @@ static int toKernelSpec(const tilefuse_spec *spec, const char *caller, KernelSpe
   k.splitKv = s.split_kv != 0;
   k.pagedKv = s.paged_kv != 0;
   k.pageSize = s.page_size;
+  k.varlen = s.varlen != 0;
   return TILEFUSE_OK;
 }
 
@@ -180,6 +181,21 @@ int tilefuse_attention_launch_paged(const tilefuse_attention *kernel, void *stre
                               page_size, pages);
   return report(kernel->kernel->launch(stream, q, k_cache, v_cache, o, lse,
                                        {B, H, Hkv, M, N, D}, strides, kv_splits, &paged),
+                err, errlen);
+}
+
+int tilefuse_attention_launch_varlen(const tilefuse_attention *kernel, void *stream,
+                                     const void *q, const void *k, const void *v, void *o,
+                                     float *lse, int64_t B, int64_t H, int64_t Hkv, int64_t M,
+                                     int64_t N, int64_t D, const int64_t *strides,
+                                     const int32_t *cu_seqlens_q, const int32_t *cu_seqlens_k,
+                                     int64_t total_q, int64_t total_k, char *err,
+                                     size_t errlen) {
+  if (!kernel)
+    return invalid("tilefuse_attention_launch_varlen: kernel is NULL", err, errlen);
+  Varlen varlen = Varlen::of(cu_seqlens_q, cu_seqlens_k, total_q, total_k);
+  return report(kernel->kernel->launch(stream, q, k, v, o, lse, {B, H, Hkv, M, N, D}, strides,
+                                       0, nullptr, &varlen),
                 err, errlen);
 }
 

@@ -220,6 +220,19 @@ std::vector<int64_t> pagedLengths(const Case &c) {
   return lengths;
 }
 
+/// The ragged lengths of a varlen case, queries and keys: M and N, then about two thirds of
+/// them, then a sequence with no queries, then one query row with no keys (fully masked:
+/// logsumexp -inf), repeating.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> varlenLengths(const Case &c) {
+  std::vector<int64_t> queries, keys;
+  for (int64_t b = 0; b < c.B; ++b) {
+    int64_t i = b % 4;
+    queries.push_back(i == 0 ? c.M : i == 1 ? std::max<int64_t>(1, c.M * 2 / 3 - 5) : i == 2 ? 0 : 1);
+    keys.push_back(i == 0 ? c.N : i == 1 ? std::max<int64_t>(1, c.N * 2 / 3 - 5) : i == 2 ? 1 : 0);
+  }
+  return {queries, keys};
+}
+
 /// Extra LSE elements per row in interleaved cases; they must keep their poison.
 constexpr int64_t lsePadding = 5;
 
@@ -255,6 +268,18 @@ std::vector<Case> casesFor(const KernelMetadata &metadata, bool smallOnly) {
       for (Case &c : cases)
         c.pageSize = metadata.pageSize;
     return cases;
+  }
+  if (metadata.varlen) {
+    // Ragged packed sequences (varlenLengths): prefill, M != N both ways, block-aligned and not.
+    if (name == "attention" || name == "gqa_head_window") {
+      H = 8;
+      Hkv = 2;
+    }
+    if (smallOnly)
+      return {{4, H, Hkv, 17, 300, false}, {2, H, Hkv, 128, 128, false}};
+    return {{4, H, Hkv, 1000, 1000, false}, {4, H, Hkv, 4096, 4096, false},
+            {4, H, Hkv, 17, 1000, false},   {4, H, Hkv, 1000, 17, false},
+            {8, H, Hkv, 128, 128, false},   {3, H, Hkv, 300, 2000, false}};
   }
   if (metadata.splitKv) {
     // Decode (one query row, long keys) with the launcher's split count and fixed ones: one
@@ -348,11 +373,141 @@ llvm::Expected<DeviceBuffer> uploadInput(ElementType dtype, const Layout &layout
   return std::move(*buffer);
 }
 
+/// A varlen kernel's case: the inputs drawn as for a padded B x H x M x D batch, then packed one
+/// sequence after another (THD: [tokens, heads, D], LSE [heads, tokens]) behind two rows no
+/// sequence owns and before three more (NaN in Q, K, V; they must keep their poison in O and
+/// LSE), and checked per sequence against float64.
+void runVarlenCase(const KernelFiles &files, const KernelMetadata &metadata, const Case &c,
+                   const LoadedKernel &loaded) {
+  ref::Problem p{c.B, c.H, c.Hkv, c.M, c.N, metadata.headDim};
+  int64_t D = p.D;
+  auto [queryLengths, keyLengths] = varlenLengths(c);
+  std::mt19937_64 rng(llvm::xxh3_64bits(files.stem + "/" + c.name() + "/varlen"));
+  auto draw = [&](int64_t n) { return ref::randomNormal(n, rng); };
+  size_t elementBytes = ref::elementSize(metadata.dtype);
+  const int64_t lead = 2, tail = 3;
+  auto offsetsOf = [&](const std::vector<int64_t> &lengths) {
+    std::vector<int32_t> cu = {int32_t(lead)};
+    for (int64_t length : lengths)
+      cu.push_back(cu.back() + int32_t(length));
+    return cu;
+  };
+  std::vector<int32_t> cuQ = offsetsOf(queryLengths), cuK = offsetsOf(keyLengths);
+  int64_t tokensQ = cuQ.back() + tail, tokensK = cuK.back() + tail;
+  // Logical (padded) values, rounded to the storage type, and their packed bytes.
+  auto pack = [&](int64_t heads, int64_t rows, const std::vector<int64_t> &lengths,
+                  const std::vector<int32_t> &cu, int64_t tokens, std::vector<double> &seen)
+      -> llvm::Expected<DeviceBuffer> {
+    std::vector<float> values = draw(p.B * heads * rows * D);
+    std::vector<char> logical(values.size() * elementBytes);
+    seen = ref::storeAs(metadata.dtype, values, logical.data());
+    std::vector<char> bytes(size_t(tokens * heads * D) * elementBytes, char(0xFF));
+    for (int64_t b = 0; b < p.B; ++b)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < lengths[b]; ++i)
+          std::memcpy(&bytes[size_t(((cu[b] + i) * heads + h) * D) * elementBytes],
+                      &logical[size_t(((b * heads + h) * rows + i) * D) * elementBytes],
+                      D * elementBytes);
+    auto buffer = DeviceBuffer::allocate(bytes.size());
+    if (!buffer)
+      return buffer.takeError();
+    if (llvm::Error error = buffer->upload(bytes.data(), bytes.size()))
+      return std::move(error);
+    return std::move(*buffer);
+  };
+  std::vector<double> q, k, v;
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer qDevice, pack(p.H, p.M, queryLengths, cuQ, tokensQ, q));
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer kDevice, pack(p.Hkv, p.N, keyLengths, cuK, tokensK, k));
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer vDevice, pack(p.Hkv, p.N, keyLengths, cuK, tokensK, v));
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer oDevice,
+                          DeviceBuffer::allocate(size_t(tokensQ * p.H * D) * elementBytes));
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer lseDevice,
+                          DeviceBuffer::allocate(size_t(p.H * tokensQ) * sizeof(float)));
+  TF_ASSERT_OK(oDevice.fill(0xFF));
+  TF_ASSERT_OK(lseDevice.fill(0xFF));
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer cuQDevice, DeviceBuffer::allocate(cuQ.size() * 4));
+  TF_ASSERT_OK(cuQDevice.upload(cuQ.data(), cuQ.size() * 4));
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer cuKDevice, DeviceBuffer::allocate(cuK.size() * 4));
+  TF_ASSERT_OK(cuKDevice.upload(cuK.data(), cuK.size() * 4));
+
+  // THD strides; the batch strides are not read (0).
+  AttentionShape shape{p.B, p.H, p.Hkv, p.M, p.N, D};
+  AttentionStrides strides;
+  strides.qH = strides.oH = D;
+  strides.qM = strides.oM = p.H * D;
+  strides.kH = strides.vH = D;
+  strides.kN = strides.vN = p.Hkv * D;
+  strides.lseH = tokensQ;
+  Varlen varlen = Varlen::of(reinterpret_cast<const int32_t *>(cuQDevice.address()),
+                             reinterpret_cast<const int32_t *>(cuKDevice.address()), tokensQ,
+                             tokensK);
+  TF_ASSERT_OK_AND_ASSIGN(Stream stream, Stream::create());
+  AttentionBuffers buffers{qDevice.address(), kDevice.address(), vDevice.address(),
+                           oDevice.address(), lseDevice.address()};
+  TF_ASSERT_OK(loaded.kernel->launch(stream.handle(), buffers, shape, strides, 0, nullptr,
+                                     &varlen));
+  TF_ASSERT_OK(stream.synchronize());
+  std::vector<char> oBytes(oDevice.size());
+  std::vector<float> lsePacked(p.H * tokensQ);
+  TF_ASSERT_OK(oDevice.download(oBytes.data(), oBytes.size()));
+  TF_ASSERT_OK(lseDevice.download(lsePacked.data(), lsePacked.size() * sizeof(float)));
+  std::vector<double> outPacked = ref::loadAs(metadata.dtype, oBytes.data(), tokensQ * p.H * D);
+
+  std::vector<double> refOut(p.B * p.H * p.M * D), refLse(p.B * p.H * p.M);
+  TF_ASSERT_OK(ref::runPerSequence(*loaded.reference, p, &keyLengths, q.data(), k.data(),
+                                   v.data(), refOut.data(), refLse.data(), &queryLengths));
+  // Back to the padded layout; rows past a sequence's length compare as equal (zero).
+  std::vector<double> out(refOut.size(), 0.0);
+  std::vector<float> lse(refLse.size(), 0.0f);
+  for (int64_t b = 0; b < p.B; ++b)
+    for (int64_t h = 0; h < p.H; ++h)
+      for (int64_t i = 0; i < p.M; ++i) {
+        size_t row = size_t((b * p.H + h) * p.M + i);
+        if (i >= queryLengths[b]) {
+          std::fill_n(refOut.begin() + row * D, D, 0.0);
+          refLse[row] = 0;
+          continue;
+        }
+        std::copy_n(outPacked.begin() + ((cuQ[b] + i) * p.H + h) * D, D,
+                    out.begin() + row * D);
+        lse[row] = lsePacked[h * tokensQ + cuQ[b] + i];
+      }
+  Comparison cmp;
+  compareOutput(out, refOut, cmp);
+  compareLse(lse, refLse, cmp);
+  // The rows no sequence owns keep their poison.
+  for (int64_t t : {int64_t(0), lead - 1, tokensQ - tail, tokensQ - 1})
+    for (int64_t h = 0; h < p.H; ++h) {
+      bool poisoned = std::isnan(lsePacked[h * tokensQ + t]);
+      for (int64_t d = 0; d < D; ++d)
+        poisoned = poisoned && std::isnan(outPacked[(t * p.H + h) * D + d]);
+      cmp.paddingTouched += !poisoned;
+    }
+
+  double outBound = metadata.dtype == ElementType::BF16 ? 1e-2 : 3e-3;
+  double lseBound = 1e-3;
+  std::printf("[ case     ] %-18s %-4s %-34s O %.2e (bound %.0e)  LSE %.2e (bound %.0e)  "
+              "-inf rows %lld  NaN %lld/%lld  -inf mismatches %lld  foreign rows written %lld\n",
+              files.stem.c_str(), dtypeName(metadata.dtype).data(), (c.name() + "_varlen").c_str(),
+              cmp.outError, outBound, cmp.lseError, lseBound, (long long)cmp.lseInfRows,
+              (long long)cmp.outNaN, (long long)cmp.lseNaN, (long long)cmp.lseMismatch,
+              (long long)cmp.paddingTouched);
+  std::fflush(stdout);
+  EXPECT_EQ(cmp.outNaN, 0) << "NaN (or unwritten) elements in O";
+  EXPECT_EQ(cmp.lseNaN, 0) << "NaN (or unwritten) elements in LSE";
+  EXPECT_EQ(cmp.lseMismatch, 0) << "LSE is -inf where the reference is finite or vice versa";
+  EXPECT_EQ(cmp.paddingTouched, 0) << "the kernel wrote rows that belong to no sequence";
+  EXPECT_LE(cmp.outError, outBound) << "O relative L2 error";
+  EXPECT_LE(cmp.lseError, lseBound) << "LSE relative L2 error";
+}
+
 void runCase(const KernelFiles &files, const KernelMetadata &metadata, const Case &c) {
   TF_REQUIRE_GPU();
   const LoadedKernel &loaded = loadOnce(files);
   ASSERT_TRUE(loaded.kernel) << files.ptxPath << ": " << loaded.error;
   const CudaKernel &kernel = *loaded.kernel;
+  if (metadata.varlen)
+    return runVarlenCase(files, metadata, c, loaded);
 
   ref::Problem p{c.B, c.H, c.Hkv, c.M, c.N, metadata.headDim};
   int64_t D = p.D;

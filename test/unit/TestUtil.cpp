@@ -68,8 +68,17 @@ std::unique_ptr<ReferenceKernel> test::compileBundledReference(const std::string
 test::RunResult test::runAgainstReference(const CpuKernel &kernel,
                                           const ReferenceKernel &referenceKernel,
                                           reference::Problem p, unsigned seed, int64_t kvSplits,
-                                          const Paging *paging) {
+                                          const Paging *paging, const Packing *packing) {
   RunResult r;
+  if (packing) {
+    EXPECT_EQ(packing->queryLengths.size(), packing->keyLengths.size());
+    p.B = int64_t(packing->queryLengths.size());
+    p.M = p.N = 0;
+    for (int64_t b = 0; b < p.B; ++b) {
+      p.M = std::max(p.M, packing->queryLengths[b]);
+      p.N = std::max(p.N, packing->keyLengths[b]);
+    }
+  }
   if (paging) {
     EXPECT_EQ(paging->lengths.size(), size_t(p.B));
     p.N = 0;
@@ -137,20 +146,101 @@ test::RunResult test::runAgainstReference(const CpuKernel &kernel,
     paged.tableStride = perSequence;
     paged.kvLengths = lengths.data();
   }
-  if (llvm::Error e =
-          kernel.run(qv, kv, vv, ov, lv, &r.counts, kvSplits, paging ? &paged : nullptr)) {
+  // Packed: the same rows one sequence after another (THD; LSE H x tokens), behind `lead` rows
+  // and before `tail` rows that no sequence owns.
+  const int64_t lead = 2, tail = 3;
+  std::vector<int32_t> cuQ, cuK;
+  std::vector<char> qPacked, kPacked, vPacked, oPacked;
+  std::vector<float> lsePacked;
+  int64_t tokensQ = 0;
+  auto pack = [&](const std::vector<int64_t> &lengths, std::vector<int32_t> &cu) {
+    cu = {int32_t(lead)};
+    for (int64_t length : lengths)
+      cu.push_back(cu.back() + int32_t(length));
+    return cu.back() + tail;
+  };
+  // Row i of sequence b, head h, in a packed tensor of `heads` heads and in a padded one of
+  // `rows` rows a head.
+  auto packedAt = [&](const std::vector<int32_t> &cu, int64_t heads, int64_t b, int64_t h,
+                      int64_t i) { return size_t(((cu[b] + i) * heads + h) * p.D) * es; };
+  auto paddedAt = [&](int64_t heads, int64_t rows, int64_t b, int64_t h, int64_t i) {
+    return size_t(((b * heads + h) * rows + i) * p.D) * es;
+  };
+  Varlen varlen;
+  if (packing) {
+    tokensQ = pack(packing->queryLengths, cuQ);
+    int64_t tokensK = pack(packing->keyLengths, cuK);
+    size_t rowBytes = p.D * es;
+    qPacked.assign(size_t(tokensQ * p.H) * rowBytes, static_cast<char>(0xff));
+    oPacked.assign(size_t(tokensQ * p.H) * rowBytes, static_cast<char>(0xff));
+    kPacked.assign(size_t(tokensK * p.Hkv) * rowBytes, static_cast<char>(0xff));
+    vPacked.assign(size_t(tokensK * p.Hkv) * rowBytes, static_cast<char>(0xff));
+    lsePacked.assign(size_t(p.H * tokensQ), NAN);
+    for (int64_t b = 0; b < p.B; ++b) {
+      for (int64_t h = 0; h < p.H; ++h)
+        for (int64_t i = 0; i < packing->queryLengths[b]; ++i)
+          std::memcpy(&qPacked[packedAt(cuQ, p.H, b, h, i)], &qb[paddedAt(p.H, p.M, b, h, i)],
+                      rowBytes);
+      for (int64_t h = 0; h < p.Hkv; ++h)
+        for (int64_t n = 0; n < packing->keyLengths[b]; ++n) {
+          std::memcpy(&kPacked[packedAt(cuK, p.Hkv, b, h, n)],
+                      &kb[paddedAt(p.Hkv, p.N, b, h, n)], rowBytes);
+          std::memcpy(&vPacked[packedAt(cuK, p.Hkv, b, h, n)],
+                      &vb[paddedAt(p.Hkv, p.N, b, h, n)], rowBytes);
+        }
+    }
+    qv = Varlen::tokens(qPacked.data(), p.B, p.H, p.M, p.D);
+    kv = Varlen::tokens(kPacked.data(), p.B, p.Hkv, p.N, p.D);
+    vv = Varlen::tokens(vPacked.data(), p.B, p.Hkv, p.N, p.D);
+    ov = Varlen::tokens(oPacked.data(), p.B, p.H, p.M, p.D);
+    lv = Varlen::lse(lsePacked.data(), p.B, p.H, p.M, tokensQ);
+    varlen = Varlen::of(cuQ.data(), cuK.data(), tokensQ, tokensK);
+  }
+  if (llvm::Error e = kernel.run(qv, kv, vv, ov, lv, &r.counts, kvSplits,
+                                 paging ? &paged : nullptr, packing ? &varlen : nullptr)) {
     ADD_FAILURE() << llvm::toString(std::move(e));
     r.allWritten = false;
     return r;
   }
   std::vector<double> refO(nq, NAN), refL(nl, NAN);
   std::vector<int64_t> perSequence = paging ? paging->lengths : std::vector<int64_t>();
-  if (llvm::Error e = reference::runPerSequence(referenceKernel, p,
-                                                paging ? &perSequence : nullptr, q.data(),
-                                                k.data(), v.data(), refO.data(), refL.data())) {
+  if (packing)
+    perSequence = packing->keyLengths;
+  if (llvm::Error e = reference::runPerSequence(
+          referenceKernel, p, paging || packing ? &perSequence : nullptr, q.data(), k.data(),
+          v.data(), refO.data(), refL.data(), packing ? &packing->queryLengths : nullptr)) {
     ADD_FAILURE() << llvm::toString(std::move(e));
     r.allWritten = false;
     return r;
+  }
+  if (packing) {
+    // Back to the padded layout; rows past a sequence's length compare as equal (zero).
+    std::vector<char> padded(nq * es, 0);
+    std::fill(lseb.begin(), lseb.end(), 0.0f);
+    int64_t rowBytes = p.D * es;
+    for (int64_t b = 0; b < p.B; ++b)
+      for (int64_t h = 0; h < p.H; ++h)
+        for (int64_t i = 0; i < p.M; ++i) {
+          size_t at = size_t((b * p.H + h) * p.M + i);
+          if (i >= packing->queryLengths[b]) {
+            std::fill_n(refO.begin() + at * p.D, p.D, 0.0);
+            refL[at] = 0;
+            continue;
+          }
+          std::memcpy(&padded[at * p.D * es], &oPacked[packedAt(cuQ, p.H, b, h, i)], rowBytes);
+          lseb[at] = lsePacked[h * tokensQ + cuQ[b] + i];
+        }
+    ob.swap(padded);
+    // The rows no sequence owns keep their poison.
+    for (int64_t t : {int64_t(0), lead - 1, tokensQ - tail, tokensQ - 1})
+      for (int64_t h = 0; h < p.H; ++h) {
+        size_t at = size_t((t * p.H + h) * p.D) * es;
+        if (!std::all_of(&oPacked[at], &oPacked[at] + rowBytes,
+                         [](char c) { return c == static_cast<char>(0xff); }) ||
+            !std::isnan(lsePacked[h * tokensQ + t]))
+          ADD_FAILURE() << "row " << t << " of head " << h
+                        << " belongs to no sequence, and was written";
+      }
   }
   auto o = reference::loadAs(et, ob.data(), nq);
   double num = 0, den = 0;

@@ -49,10 +49,19 @@ struct Paging {
   std::vector<int64_t> lengths; ///< one per batch
 };
 
+/// A varlen run (kernels compiled with varlen): each sequence's query and key rows. The inputs
+/// are drawn as for a padded run (M and N the longest lengths), then packed one sequence after
+/// another (THD) behind two rows no sequence owns and before three more; those rows are NaN in
+/// Q, K and V and must be left as they are in O and LSE. B is the number of sequences.
+struct Packing {
+  std::vector<int64_t> queryLengths, keyLengths;
+};
+
 RunResult runAgainstReference(const runtime::CpuKernel &kernel,
                               const runtime::ReferenceKernel &reference,
                               runtime::reference::Problem p, unsigned seed,
-                              int64_t kvSplits = 1, const Paging *paging = nullptr);
+                              int64_t kvSplits = 1, const Paging *paging = nullptr,
+                              const Packing *packing = nullptr);
 
 //===----------------------------------------------------------------------===//
 // Hand-written semantics, independent of the DSL and the compiler: the tests' own statement of

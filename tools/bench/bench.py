@@ -20,6 +20,15 @@ Kernels are recognised by their sidecar, whatever the file is called: "name" att
 
   python3 tools/bench/bench.py --ptx-dir build-gpu/kernels --lib build-gpu/libtilefuse_cuda.so
 
+Varlen prefill (--varlen MAX,...): per MAX, a mix of sequence lengths (the longest MAX, the
+others drawn from MAX/8 ... MAX, at least --tokens or 3 MAX tokens in all), causal and not. The
+varlen kernels of a --variant directory (sidecar "varlen") run the sequences packed (THD, as
+FlashAttention's varlen API takes them); every other column runs the same sequences padded to
+MAX in a B x H x MAX x D batch. A packed column's TFLOP/s counts the sequences' own FLOPs
+(4 H L^2 D each, halved for causal), a padded column's the padded batch's: the same measure of
+how busy each keeps the GPU. "useful" TFLOP/s (the sequences' FLOPs over every column's time)
+are in the JSON.
+
 Tile configurations side by side: --variant NAME=DIR (repeatable) adds a column "tf:NAME" timing
 the kernels of DIR (e.g. compiled with other --block-m/--rows-per-warp/--q-operand).
 
@@ -37,10 +46,12 @@ of N, 512 ... 65536), else one without a bucket. `tilefuse tune` needs the self-
 import argparse
 import ctypes
 import datetime
+import itertools
 import json
 import math
 import os
 import pathlib
+import random
 import statistics
 import sys
 
@@ -64,6 +75,7 @@ class Tilefuse:
         # (causal, head_dim, dtype, seq bucket or None) -> (kernel handle, sidecar path, scale)
         self.kernels = {}
         self.paged = set()  # the keys of paged-KV kernels (sidecar "paged_kv")
+        self.varlen = set()  # the keys of varlen kernels (sidecar "varlen")
         self.kv_splits = kv_splits  # a split-KV kernel's key splits (0: the launcher's choice)
         self.page_size = page_size  # a paged kernel's rows per page
         # a paged cache's layout: nhd, [pages, page size, Hkv, D] (vLLM's), or hnd,
@@ -87,6 +99,9 @@ class Tilefuse:
                                                    [ctypes.POINTER(i64), i32p, i64, i64, i32p,
                                                     i64, i64, i64, ctypes.c_char_p,
                                                     ctypes.c_size_t])
+        lib.tilefuse_cuda_launch_varlen.argtypes = ([vp, vp] + [vp] * 5 + [i64] * 6 +
+                                                    [ctypes.POINTER(i64), i32p, i32p, i64, i64,
+                                                     ctypes.c_char_p, ctypes.c_size_t])
         lib.tilefuse_cuda_free.argtypes = [vp]
         lib.tilefuse_cuda_available.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
         self.lib = lib
@@ -123,6 +138,40 @@ class Tilefuse:
         self.kernels[key] = (handle, sidecar, scale)
         if meta.get("paged_kv"):
             self.paged.add(key)
+        if meta.get("varlen"):
+            self.varlen.add(key)
+
+    def prepare_varlen(self, torch, q, k, v, cu, max_len, causal, scale):
+        """q, k, v: packed [tokens, heads, D]; cu: the B + 1 int32 offsets (device)."""
+        if self.error:
+            raise Unavailable(self.error)
+        T, H, D = q.shape
+        Hkv = k.shape[1]
+        dtype = "bf16" if q.dtype == torch.bfloat16 else "f16"
+        key = (causal, D, dtype, None)
+        if key not in self.varlen:
+            raise Unavailable(f"no varlen {'causal' if causal else 'attention'} kernel for D={D}")
+        kernel = self.kernels[key]
+        o = torch.empty_like(q)
+        lse = torch.empty((H, T), device=q.device, dtype=torch.float32)
+        # THD: [tokens, heads, D]; the batch strides are not read
+        strides = (ctypes.c_int64 * 14)(0, q.stride(1), q.stride(0), 0, k.stride(1), k.stride(0),
+                                        0, v.stride(1), v.stride(0), 0, o.stride(1), o.stride(0),
+                                        0, lse.stride(0))
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        B = cu.numel() - 1
+        args = (kernel[0], stream, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
+                lse.data_ptr(), B, H, Hkv, max_len, max_len, D, strides, cu.data_ptr(),
+                cu.data_ptr(), T, k.shape[0], self._err, len(self._err))
+        launch = self.lib.tilefuse_cuda_launch_varlen
+        buffers = (o, lse, cu)
+
+        def run():
+            if launch(*args) != 0:
+                raise RuntimeError(f"tilefuse launch: {self._err.value.decode()}")
+            return buffers[0]
+
+        return run
 
     def prepare(self, torch, q, k, v, causal, scale):
         if self.error:
@@ -138,6 +187,8 @@ class Tilefuse:
             raise Unavailable(f"no {'causal' if causal else 'attention'} kernel for D={D}")
         if abs(scale - kernel[2]) > 1e-9 * scale:
             raise Unavailable(f"the kernel's softmax scale is {kernel[2]}, not {scale}")
+        if key in self.varlen:
+            raise Unavailable("a varlen kernel runs packed sequences (--varlen)")
         o = torch.empty_like(q)
         lse = torch.empty((B, H, M), device=q.device, dtype=torch.float32)
         strides = (ctypes.c_int64 * 14)(*q.stride()[:3], *k.stride()[:3], *v.stride()[:3],
@@ -324,6 +375,9 @@ def main():
     parser.add_argument("--decode", default=None, metavar="N,N,...",
                         help="decode rows instead of the grid: one query row per sequence, "
                              "these key/value lengths, GB/s of K and V read beside a device copy")
+    parser.add_argument("--varlen", default=None, metavar="MAX,MAX,...",
+                        help="varlen prefill rows instead of the grid: a mix of sequence lengths "
+                             "up to each MAX, packed for varlen kernels, padded for the others")
     parser.add_argument("--decode-shape", default="8,32,8,128", metavar="B,H,Hkv,D",
                         help="--decode: batch, query heads, key/value heads, head dim")
     parser.add_argument("--decode-layout", choices=("bhsd", "bshd"), default="bhsd",
@@ -392,6 +446,12 @@ def main():
             print(f"{impl}: {kpath.name}: {'causal' if causal else 'attention'} D={d} {dtype}"
                   f"{'' if bucket is None else f' N<={bucket}'}", file=sys.stderr)
 
+    if args.varlen:
+        results = run_varlen(args, torch, device, flush, impls, preparers, variants,
+                             variant_kernels)
+        write_report(args, torch, impls, tilefuse if "tilefuse" in impls else None,
+                     variant_kernels, results)
+        return
     if args.decode:
         results = run_decode(args, torch, device, flush, impls, preparers, variants)
         write_report(args, torch, impls, tilefuse if "tilefuse" in impls else None,
@@ -496,6 +556,93 @@ def write_report(args, torch, impls, tilefuse, variant_kernels, results):
         pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         pathlib.Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
         print(f"wrote {args.out}")
+
+
+def varlen_lengths(max_len, tokens, seed):
+    """The longest sequence, then lengths drawn from max_len/8 ... max_len up to `tokens`."""
+    rng = random.Random(seed)
+    lengths = [max_len]
+    while sum(lengths) < tokens:
+        lengths.append(rng.randint(max(1, max_len // 8), max_len))
+    return lengths
+
+
+def run_varlen(args, torch, device, flush, impls, preparers, variants, variant_kernels):
+    """Varlen prefill rows: packed columns (varlen kernels) against padded ones (module doc)."""
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}; "
+          f"varlen prefill bf16: TFLOP/s (packed: the sequences' FLOPs; padded: the padded "
+          f"batch's), median of {args.reps}")
+    print(f"{'config':<40}" + "".join(f"{i:>18}" for i in impls) + f"{'varlen err':>14}")
+    results = []
+    for head_dim in [int(x) for x in args.head_dims.split(",")]:
+        for max_len in [int(x) for x in args.varlen.split(",")]:
+            lengths = varlen_lengths(max_len, max(args.tokens, 3 * max_len), max_len + head_dim)
+            B, H, T = len(lengths), args.hidden // head_dim, sum(lengths)
+            gen = torch.Generator(device=device).manual_seed(max_len * 1000 + head_dim)
+            q, k, v = (torch.randn((B, H, max_len, head_dim), device=device,
+                                   dtype=torch.bfloat16, generator=gen) for _ in range(3))
+            packed = [torch.cat([x[b, :, :L].transpose(0, 1) for b, L in enumerate(lengths)])
+                      .contiguous() for x in (q, k, v)]
+            cu = torch.tensor([0] + list(itertools.accumulate(lengths)), device=device,
+                              dtype=torch.int32)
+            scale = 1 / math.sqrt(head_dim)
+            for causal in {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]:
+                div = 2 if causal else 1
+                real = sum(4 * H * L * L * head_dim for L in lengths) / div
+                padded = 4 * B * H * max_len * max_len * head_dim / div
+                config = (f"bf16 d{head_dim} max={max_len} B={B} T={T} "
+                          f"{'causal' if causal else 'full'}")
+                result = {"mode": "varlen", "dtype": "bf16", "head_dim": head_dim, "H": H,
+                          "lengths": lengths, "causal": causal, "flops": real,
+                          "padded_flops": padded, "ms": {}, "tflops": {}, "useful_tflops": {},
+                          "packed": [], "n/a": {}, "max_rel_err": {}}
+                ready, outputs = {}, {}
+                for impl in impls:
+                    kernels = variant_kernels.get(impl)
+                    try:
+                        if kernels is not None and kernels.varlen:
+                            fn = kernels.prepare_varlen(torch, *packed, cu, max_len, causal,
+                                                        scale)
+                            result["packed"].append(impl)
+                        else:
+                            fn = preparers[impl](torch, q, k, v, causal, scale)
+                        outputs[impl] = fn().clone()
+                        torch.cuda.synchronize()
+                        ready[impl] = fn
+                    except Exception as e:
+                        result["n/a"][impl] = f"{type(e).__name__}: {str(e).strip()[:200]}"
+                        print(f"  {impl}: n/a: {result['n/a'][impl]}", file=sys.stderr)
+                for impl, ms in interleaved_medians(torch, ready, args.warmup, args.reps,
+                                                    flush).items():
+                    result["ms"][impl] = ms
+                    flops = real if impl in result["packed"] else padded
+                    result["tflops"][impl] = flops / (ms * 1e-3) / 1e12
+                    result["useful_tflops"][impl] = real / (ms * 1e-3) / 1e12
+                # The packed outputs against SDPA on each sequence alone.
+                with torch.no_grad():
+                    for impl in result["packed"]:
+                        if impl not in outputs:
+                            continue
+                        got, worst = outputs[impl].float(), 0.0
+                        for b, L in enumerate(lengths):
+                            ref = torch.nn.functional.scaled_dot_product_attention(
+                                q[b:b + 1, :, :L], k[b:b + 1, :, :L], v[b:b + 1, :, :L],
+                                is_causal=causal, scale=scale).float()[0].transpose(0, 1)
+                            mine = got[cu[b].item():cu[b + 1].item()]
+                            if torch.isnan(mine).any().item():
+                                worst = math.nan
+                                break
+                            worst = max(worst, ((mine - ref).abs().max() /
+                                                ref.abs().max()).item())
+                        result["max_rel_err"][impl] = worst
+                errs = list(result["max_rel_err"].values())
+                err_text = "n/a" if not errs else ("NaN" if any(map(math.isnan, errs)) else
+                                                    f"{max(errs):.1e}")
+                print(f"{config:<40}" + "".join(f"{fmt_tflops(result, i):>18}" for i in impls) +
+                      f"{err_text:>14}", flush=True)
+                results.append(result)
+            del q, k, v, packed, outputs
+    return results
 
 
 def run_decode(args, torch, device, flush, impls, preparers, variants):

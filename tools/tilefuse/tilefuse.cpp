@@ -169,6 +169,10 @@ static cl::opt<int64_t> cPageSize("page-size",
                                   cl::desc("--paged-kv: rows per page, fixed in the kernel "
                                            "(divisions by a constant; 0: any, given at launch)"),
                                   cl::init(0), cl::sub(compileCmd), cl::cat(compileCategory));
+static cl::opt<bool> cVarlen("varlen",
+                             cl::desc("Varlen (tile-varlen): packed batches of variable-length "
+                                      "sequences read through cumulative offsets (cu_seqlens)"),
+                             cl::init(false), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<bool> cDeterministic(
     "deterministic",
     cl::desc("--backward --emit tiled: dQ by the ordered loop over key blocks instead of atomic "
@@ -934,6 +938,7 @@ static int compileMain() {
   opts.splitKv = cSplitKv;
   opts.pagedKv = cPagedKv;
   opts.pageSize = cPageSize;
+  opts.varlen = cVarlen;
   // The single options first: TileConfig's fields, the choices read by TileConfig::set under
   // the option's own name, so their values are checked and named like --config's.
   if (cBlockM)

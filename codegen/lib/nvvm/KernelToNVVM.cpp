@@ -9,7 +9,8 @@
 // kernel (tile-split-kv) also takes the workspace pointers and S, and its grid's x is
 // split * row blocks + row block. A paged kernel (tile-paged-kv) takes the page table, the
 // lengths, the table's row stride and the page size before those; its K and V views are the
-// caches, page_size rows a page.
+// caches, page_size rows a page. A varlen kernel (tile-varlen) takes the queries' and the keys'
+// sequence offsets after the base parameters.
 //
 //===----------------------------------------------------------------------===//
 #include "TGPUToNVVMPatterns.h"
@@ -72,17 +73,23 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
   // tile-split-kv's the workspace views and the split count after those.
   bool paged = fn->hasAttr(tile::kPagedKVAttr);
   bool split = fn->hasAttr(tile::kSplitKVAttr);
+  bool varlen = fn->hasAttr(tile::kVarlenAttr);
+  if (varlen && (paged || split))
+    return fn.emitError("a varlen kernel (tile-varlen) is neither paged nor split");
   unsigned viewCount = abi::kTensorCount;
   unsigned pagedArguments = paged ? abi::kPagedPointerCount : 0;
-  unsigned arguments = viewCount + pagedArguments + (split ? abi::kSplitParameterCount : 0);
+  unsigned arguments = viewCount + pagedArguments + (varlen ? abi::kVarlenPointerCount : 0) +
+                       (split ? abi::kSplitParameterCount : 0);
   auto argumentTypes = fn.getArgumentTypes();
   if (fn.getNumArguments() != arguments || !fn.getResultTypes().empty() ||
       !llvm::all_of(argumentTypes.take_front(arguments - (split ? 1 : 0)),
                     [](Type t) { return isa<MemRefType>(t); }) ||
       (split && !argumentTypes.back().isIndex()))
-    return fn.emitError() << "a " << (paged ? "paged " : "") << (split ? "split-KV " : "")
+    return fn.emitError() << "a " << (paged ? "paged " : "") << (varlen ? "varlen " : "")
+                          << (split ? "split-KV " : "")
                           << "GPU kernel takes the views (Q, K, V, O, LSE"
                           << (paged ? ", page table, lengths" : "")
+                          << (varlen ? ", query offsets, key offsets" : "")
                           << (split ? ", O_part, LSE_part, counters), the split count" : ")")
                           << " and returns nothing";
   for (auto [i, t] : llvm::enumerate(argumentTypes.take_front(viewCount))) {
@@ -113,6 +120,8 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
     params.append(abi::kPagedPointerCount, global);
     params.append(abi::kPagedSizeCount, b.getI64Type()); // table_b, page_size
   }
+  if (varlen)
+    params.append(abi::kVarlenPointerCount, global);
   if (split) {
     params.append(abi::kSplitPointerCount, global);
     params.push_back(b.getI64Type()); // S
@@ -182,6 +191,14 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
                              entry.getArgument(firstPaged), {B, unbounded}, {tableRows, one}));
     views.push_back(makeView(cast<MemRefType>(argumentTypes[views.size()]),
                              entry.getArgument(firstPaged + 1), {B}, {one}));
+  }
+  if (varlen) {
+    // B + 1 offsets each, right after the base parameters.
+    Value offsets = LLVM::AddOp::create(b, loc, size(abi::SizeParameter::B), constant(1));
+    for (int i = 0; i < abi::kVarlenPointerCount; ++i)
+      views.push_back(makeView(cast<MemRefType>(argumentTypes[views.size()]),
+                               entry.getArgument(abi::kParameterCount + i), {offsets},
+                               {constant(1)}));
   }
   if (split) {
     // The workspace is contiguous (LaunchAbi.h): strides are products of the sizes.

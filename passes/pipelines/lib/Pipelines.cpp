@@ -1,6 +1,7 @@
 //===- Pipelines.cpp - the named tilefuse pipelines, end to end -----------===//
 //
-//   tile-front-end  levels 1-4: tile-check-written-form, [tile-paged-kv], tile-tiling, tile-online-softmax,
+//   tile-front-end  levels 1-4: tile-check-written-form, [tile-paged-kv], [tile-varlen], tile-tiling,
+//                   tile-online-softmax,
 //                   tile-unscaled-row-max, tile-block-pruning, [tile-split-kv], cleanup
 //   tile-to-cpu     the front end, then the CPU reference lowering to the LLVM dialect
 //   tile-to-cpu-backward
@@ -32,6 +33,8 @@ void tilefuse::buildTileFrontEndPipeline(OpPassManager &pm, const FrontEndOption
     paged.pageSize = options.pageSize;
     pm.addNestedPass<func::FuncOp>(createTilePagedKV(paged));
   }
+  if (options.varlen)
+    pm.addNestedPass<func::FuncOp>(createTileVarlen());
   // tile-tiling uses these where the module's tile.config sets no Br / Bc.
   TileTilingOptions tiling;
   tiling.blockM = options.blockM;
@@ -88,6 +91,7 @@ void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOption
   frontEnd.splitKv = options.splitKv;
   frontEnd.pagedKv = options.pagedKv;
   frontEnd.pageSize = options.pageSize;
+  frontEnd.varlen = options.varlen;
   buildTileFrontEndPipeline(pm, frontEnd);
   pm.addNestedPass<func::FuncOp>(createTilePipeline());
   // The layouts, the copy issue and the tile sizes come from the module's tile.config.

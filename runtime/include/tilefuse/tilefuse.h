@@ -71,6 +71,9 @@ typedef struct tilefuse_spec {
                                (tilefuse_attention_launch_paged); not tuned */
   int64_t page_size;        /* paged_kv: rows per page fixed at compile time (faster), or 0:
                                any, given at each launch */
+  int varlen;               /* nonzero: packed batches of variable-length sequences
+                               (tilefuse_attention_launch_varlen); not with split_kv or
+                               paged_kv; not tuned */
 } tilefuse_spec;
 
 /* A compiled kernel (a reference to one held by the process-wide runtime). */
@@ -137,6 +140,22 @@ int tilefuse_attention_launch_split(const tilefuse_attention *kernel, void *stre
  * entries) and kv_lengths (B) are int32 device pointers; N is an upper bound of the lengths.
  * The table's entries must be pages of the caches (device memory: not checked). kv_splits as
  * in tilefuse_attention_launch_split. */
+/* A varlen kernel's launch (spec->varlen; FlashAttention's varlen API): q and o hold total_q
+ * packed query rows, k and v total_k key/value rows, one sequence after another ([tokens,
+ * heads, D] with the strides q_h, q_m etc. of a head and a row; the batch strides are not
+ * read, `strides` must not be NULL), lse total_q rows a head ([H, total_q]: lse_h = total_q).
+ * Sequence b's query rows are cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1, its key rows those of
+ * cu_seqlens_k (B + 1 non-decreasing int32 device pointers each, within the totals: device
+ * memory, not checked). B counts the sequences; M and N bound their query and key lengths
+ * (max_seqlen_q and max_seqlen_k). */
+int tilefuse_attention_launch_varlen(const tilefuse_attention *kernel, void *stream,
+                                     const void *q, const void *k, const void *v, void *o,
+                                     float *lse, int64_t B, int64_t H, int64_t Hkv, int64_t M,
+                                     int64_t N, int64_t D, const int64_t *strides,
+                                     const int32_t *cu_seqlens_q, const int32_t *cu_seqlens_k,
+                                     int64_t total_q, int64_t total_k, char *err,
+                                     size_t errlen);
+
 int tilefuse_attention_launch_paged(const tilefuse_attention *kernel, void *stream,
                                     const void *q, const void *k_cache, const void *v_cache,
                                     void *o, float *lse, int64_t B, int64_t H, int64_t Hkv,

@@ -84,6 +84,21 @@ int tilefuse_cuda_launch_paged(const tilefuse_kernel *kernel, void *stream, cons
                                const int32_t *kv_lengths, int64_t page_size, int64_t pages,
                                int64_t kv_splits, char *err, size_t errlen);
 
+/* A varlen kernel's launch (its sidecar says "varlen"; `tilefuse compile --varlen`): q and o
+ * hold total_q packed query rows, k and v total_k key/value rows, one sequence after another
+ * (FlashAttention's varlen THD layout, [tokens, heads, D], with the strides q_h, q_m etc. of a
+ * head and a row; the batch strides are not read), lse [H, total_q] (lse_h = total_q). Sequence
+ * b's query rows are cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1, its key rows those of
+ * cu_seqlens_k: B + 1 non-decreasing int32 device pointers each, within the totals (device
+ * memory: not checked). B counts the sequences; M and N bound their query and key lengths (the
+ * grid covers M rows a sequence). `strides` as in tilefuse_cuda_launch, not NULL. */
+int tilefuse_cuda_launch_varlen(const tilefuse_kernel *kernel, void *stream, const void *q,
+                                const void *k, const void *v, void *o, void *lse, int64_t B,
+                                int64_t H, int64_t Hkv, int64_t M, int64_t N, int64_t D,
+                                const int64_t *strides, const int32_t *cu_seqlens_q,
+                                const int32_t *cu_seqlens_k, int64_t total_q, int64_t total_k,
+                                char *err, size_t errlen);
+
 /* Unloads the kernel; NULL is ignored. */
 void tilefuse_cuda_free(tilefuse_kernel *kernel);
 

@@ -44,14 +44,16 @@ struct CpuKernel::Impl {
   using D2 = cpu::Descriptor<2>;
   using D1 = cpu::Descriptor<1>;
   /// The entry's C interface: (Q, K, V, O, LSE), then tile-paged-kv's page table and lengths,
-  /// then tile-split-kv's partial O and LSE, arrival counters and split count.
+  /// or tile-varlen's query and key offsets, then tile-split-kv's partial O and LSE, arrival
+  /// counters and split count.
   using KernelFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *);
   using SplitKernelFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *, D4 *, D3 *, D3 *, int64_t);
   using PagedKernelFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *, D2 *, D1 *);
+  using VarlenKernelFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *, D1 *, D1 *);
   using PagedSplitKernelFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *, D2 *, D1 *, D4 *, D3 *,
                                       D3 *, int64_t);
   void *entry = nullptr;
-  bool split = false, paged = false;
+  bool split = false, paged = false, varlen = false;
   int64_t pageSize = 0; ///< fixed at compile time (0: any)
   int64_t blockM = 64;
   bool packGqa = false;
@@ -80,12 +82,17 @@ CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   static const char *kArgNames[] = {"Q", "K", "V", "O", "LSE"};
   static const int kRanks[] = {4, 4, 4, 4, 3};
   auto argTypes = kernel.getArgumentTypes();
-  // A kernel written paged by hand takes the page table and lengths after the views.
-  bool writtenPaged = options.pagedKv && argTypes.size() == 7;
-  if ((argTypes.size() != 5 && !writtenPaged) || kernel.getNumResults() != 0)
+  if (options.varlen && (options.splitKv || options.packGqa || options.pagedKv))
+    return makeError(bufferName + ": a varlen kernel is not split, GQA-packed or paged");
+  // A kernel written paged (or varlen) by hand takes the page table and lengths (the sequence
+  // offsets) after the views.
+  bool written = (options.pagedKv || options.varlen) && argTypes.size() == 7;
+  if ((argTypes.size() != 5 && !written) || kernel.getNumResults() != 0)
     return makeError(bufferName + ": kernel @" + impl->name +
                      " must take (Q, K, V, O, LSE) memrefs" +
-                     (options.pagedKv ? " (and, written paged, the page table and lengths)" : "") +
+                     (options.pagedKv ? " (and, written paged, the page table and lengths)"
+                      : options.varlen ? " (and, written varlen, the query and key offsets)"
+                                       : "") +
                      " and return nothing");
   for (unsigned i = 0; i < 5; ++i) {
     auto spec = cpu::specOf(argTypes[i], kArgNames[i], kRanks[i], impl->name, bufferName);
@@ -112,6 +119,7 @@ CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   feo.packGqa = options.packGqa;
   feo.pagedKv = options.pagedKv;
   feo.pageSize = options.pageSize;
+  feo.varlen = options.varlen;
   impl->pageSize = options.pageSize;
   impl->blockM = options.blockM;
   impl->packGqa = options.packGqa;
@@ -130,13 +138,14 @@ CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   impl->entry = reinterpret_cast<void *>(*sym);
   impl->split = options.splitKv;
   impl->paged = options.pagedKv;
+  impl->varlen = options.varlen;
   impl->engine = std::move(*engine);
   return std::unique_ptr<CpuKernel>(new CpuKernel(std::move(impl)));
 }
 
 llvm::Error CpuKernel::run(const HostView &q, const HostView &k, const HostView &v,
                            const HostView &o, const HostView &lse, BlockCounts *counts,
-                           int64_t kvSplits, const PagedKV *paged) const {
+                           int64_t kvSplits, const PagedKV *paged, const Varlen *varlen) const {
   if (kvSplits < 1 || (!impl->split && kvSplits != 1))
     return makeError("kvSplits must be 1" + llvm::Twine(impl->split ? " or more" : "") +
                      " for kernel @" + impl->name + ", not " + llvm::Twine(kvSplits) +
@@ -146,12 +155,18 @@ llvm::Error CpuKernel::run(const HostView &q, const HostView &k, const HostView 
                      (impl->paged ? " reads a paged K/V cache: pass its page table and lengths"
                                   : " reads contiguous K and V: compile it with pagedKv to pass "
                                     "a page table"));
+  if (impl->varlen != (varlen != nullptr))
+    return makeError("kernel @" + impl->name +
+                     (impl->varlen ? " runs on a packed batch: pass its sequence offsets"
+                                   : " runs on a padded batch: compile it with varlen to pass "
+                                     "sequence offsets"));
   const HostView *views[] = {&q, &k, &v, &o, &lse};
   for (int i = 0; i < 5; ++i)
     if (llvm::Error e = cpu::checkView(impl->args[i], *views[i], impl->name))
       return e;
-  if (llvm::Error e = paged ? cpu::checkPagedShapes(q, k, v, o, lse, *paged)
-                            : cpu::checkShapes(q, k, v, o, lse))
+  if (llvm::Error e = paged    ? cpu::checkPagedShapes(q, k, v, o, lse, *paged)
+                      : varlen ? cpu::checkVarlenShapes(q, k, v, o, lse, *varlen)
+                               : cpu::checkShapes(q, k, v, o, lse))
     return e;
   if (paged && impl->pageSize && k.sizes[2] != impl->pageSize)
     return makeError("kernel @" + impl->name + " was compiled for pages of " +
@@ -174,6 +189,20 @@ llvm::Error CpuKernel::run(const HostView &q, const HostView &k, const HostView 
     lengths.strides[0] = 1;
   }
   cpu::CountBlockEvents counting(counts);
+  if (varlen) {
+    auto describeOffsets = [&](const int32_t *pointer) {
+      Impl::D1 d{};
+      d.allocated = d.aligned = const_cast<int32_t *>(pointer);
+      d.sizes[0] = B + 1;
+      d.strides[0] = 1;
+      return d;
+    };
+    Impl::D1 offsets[2] = {describeOffsets(varlen->cuSeqlensQ),
+                           describeOffsets(varlen->cuSeqlensK)};
+    reinterpret_cast<Impl::VarlenKernelFn>(impl->entry)(&d4[0], &d4[1], &d4[2], &d4[3], &d3,
+                                                        &offsets[0], &offsets[1]);
+    return llvm::Error::success();
+  }
   if (!impl->split) {
     if (paged)
       reinterpret_cast<Impl::PagedKernelFn>(impl->entry)(&d4[0], &d4[1], &d4[2], &d4[3], &d3,

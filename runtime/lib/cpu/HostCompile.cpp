@@ -228,6 +228,38 @@ llvm::Error checkPagedShapes(const HostView &q, const HostView &k, const HostVie
   return llvm::Error::success();
 }
 
+llvm::Error checkVarlenShapes(const HostView &q, const HostView &k, const HostView &v,
+                              const HostView &o, const HostView &lse, const Varlen &varlen) {
+  if (llvm::Error e = checkShapes(q, k, v, o, lse))
+    return e;
+  if (!varlen.cuSeqlensQ || !varlen.cuSeqlensK)
+    return makeError("a varlen launch needs the queries' and the keys' sequence offsets");
+  // Host memory: the offsets are checked, so a bad one is an error here, not a read out of
+  // bounds.
+  int64_t B = q.sizes[0];
+  for (auto [offsets, name, limit, total] :
+       {std::tuple(varlen.cuSeqlensQ, "query", q.sizes[2], varlen.totalQ),
+        std::tuple(varlen.cuSeqlensK, "key", k.sizes[2], varlen.totalK)}) {
+    if (offsets[B] > total)
+      return makeError(llvm::Twine("the ") + name + " sequences end at row " +
+                       llvm::Twine(offsets[B]) + ", past the packed tensor's " +
+                       llvm::Twine(total) + " rows");
+    if (offsets[0] < 0)
+      return makeError(llvm::Twine("the ") + name + " sequence offsets start at " +
+                       llvm::Twine(offsets[0]) + ", below 0");
+    for (int64_t b = 0; b < B; ++b) {
+      int64_t length = int64_t(offsets[b + 1]) - offsets[b];
+      if (length < 0 || length > limit)
+        return makeError(llvm::Twine("sequence ") + llvm::Twine(b) + " has " +
+                         llvm::Twine(length) + " " + name + " rows (offsets " +
+                         llvm::Twine(offsets[b]) + " to " + llvm::Twine(offsets[b + 1]) +
+                         "); the views' " + (offsets == varlen.cuSeqlensQ ? "M" : "N") +
+                         " bounds them at " + llvm::Twine(limit));
+    }
+  }
+  return llvm::Error::success();
+}
+
 static thread_local BlockCounts *activeCounts = nullptr;
 
 extern "C" void tilefuseCpuBlockEvent(int32_t kind) {

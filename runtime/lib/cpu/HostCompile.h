@@ -94,6 +94,12 @@ llvm::Error checkShapes(const HostView &q, const HostView &k, const HostView &v,
 llvm::Error checkPagedShapes(const HostView &q, const HostView &k, const HostView &v,
                              const HostView &o, const HostView &lse, const PagedKV &paged);
 
+/// The same for a packed batch (Varlen): the views are B x H x L x D as checkShapes takes them,
+/// and each sequence's offsets are non-decreasing, from at least 0, with at most L rows (M for
+/// the queries, N for the keys), ending within the packed tensors' rows (totalQ, totalK).
+llvm::Error checkVarlenShapes(const HostView &q, const HostView &k, const HostView &v,
+                              const HostView &o, const HostView &lse, const Varlen &varlen);
+
 /// The memref descriptor of MLIR's C interface for a ranked memref.
 template <int N> struct Descriptor {
   void *allocated;

@@ -130,6 +130,27 @@ int tilefuse_cuda_launch_paged(const tilefuse_kernel *kernel, void *stream, cons
                 err, errlen);
 }
 
+int tilefuse_cuda_launch_varlen(const tilefuse_kernel *kernel, void *stream, const void *q,
+                                const void *k, const void *v, void *o, void *lse, int64_t B,
+                                int64_t H, int64_t Hkv, int64_t M, int64_t N, int64_t D,
+                                const int64_t *strides, const int32_t *cu_seqlens_q,
+                                const int32_t *cu_seqlens_k, int64_t total_q, int64_t total_k,
+                                char *err, size_t errlen) {
+  if (!kernel)
+    return invalidArgument("tilefuse_cuda_launch_varlen: kernel is NULL", err, errlen);
+  if (!strides)
+    return invalidArgument("tilefuse_cuda_launch_varlen: strides must not be NULL (the packed "
+                           "tensors' head and row strides)",
+                           err, errlen);
+  AttentionShape shape{B, H, Hkv, M, N, D};
+  AttentionBuffers buffers{address(q), address(k), address(v), address(o), address(lse)};
+  auto varlen = tilefuse::runtime::Varlen::of(cu_seqlens_q, cu_seqlens_k, total_q, total_k);
+  return report(kernel->kernel->launch(static_cast<CUstream_st *>(stream), buffers, shape,
+                                       AttentionStrides::fromArray(strides), 0, nullptr,
+                                       &varlen),
+                err, errlen);
+}
+
 int tilefuse_cuda_launch(const tilefuse_kernel *kernel, void *stream, const void *q,
                          const void *k, const void *v, void *o, void *lse, int64_t B, int64_t H,
                          int64_t Hkv, int64_t M, int64_t N, int64_t D, const int64_t *strides,

@@ -188,7 +188,8 @@ llvm::Expected<KernelMetadata> KernelMetadata::parse(llvm::StringRef json,
 
   for (auto [key, field] : {std::pair{"split_kv", &metadata.splitKv},
                              std::pair{"pack_gqa", &metadata.packGqa},
-                             std::pair{"paged_kv", &metadata.pagedKv}})
+                             std::pair{"paged_kv", &metadata.pagedKv},
+                             std::pair{"varlen", &metadata.varlen}})
     if (const llvm::json::Value *flag = object->get(key)) {
       std::optional<bool> v = flag->getAsBoolean();
       if (!v)
@@ -278,10 +279,24 @@ llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metada
                                                     const AttentionBuffers &buffers,
                                                     const AttentionShape &shape,
                                                     const AttentionStrides &strides,
-                                                    const PagedKV *paged) {
+                                                    const PagedKV *paged,
+                                                    const Varlen *varlen) {
   auto fail = [&](const llvm::Twine &why) {
     return makeError(ErrorKind::InvalidArgument, "launch of '" + metadata.name + "': " + why);
   };
+  if (metadata.varlen != (varlen != nullptr))
+    return fail(metadata.varlen ? "the kernel runs on a packed batch: pass its sequence offsets"
+                                : "the kernel runs on a padded batch: compile it with varlen to "
+                                  "pass sequence offsets");
+  if (varlen) {
+    auto address = [](const int32_t *p) { return reinterpret_cast<uintptr_t>(p); };
+    for (auto [name, pointer] : {std::pair{"query offsets", address(varlen->cuSeqlensQ)},
+                                 std::pair{"key offsets", address(varlen->cuSeqlensK)}})
+      if (!pointer || pointer % 4)
+        return fail(llvm::Twine("the ") + name + " pointer must be non-null and 4-byte aligned");
+    if (varlen->totalQ < 0 || varlen->totalK < 0)
+      return fail("the packed tensors' rows (totalQ, totalK) must not be negative");
+  }
   if (metadata.pagedKv != (paged != nullptr))
     return fail(metadata.pagedKv ? "the kernel reads a paged K/V cache: pass its page table and "
                                    "lengths"
@@ -351,20 +366,28 @@ llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metada
     return off;
   };
   const auto &sv = strideValues;
-  // K and V: B x Hkv x N x D, or paged, pages x Hkv x page size x D.
+  // K and V: B x Hkv x N x D, or paged, pages x Hkv x page size x D; packed (varlen), every
+  // tensor is one batch of the packed rows.
   std::pair<int64_t, int64_t> cacheRows =
       paged ? std::pair{paged->pages, paged->pageSize} : std::pair{shape.B, shape.N};
+  std::pair<int64_t, int64_t> queryRows = {shape.B, shape.M};
+  if (varlen) {
+    queryRows = {1, std::max<int64_t>(varlen->totalQ, 1)};
+    cacheRows = {1, std::max<int64_t>(varlen->totalK, 1)};
+  }
   struct {
     const char *name;
     int64_t last;
   } extents[] = {
-      {"q", lastOffset({{shape.B, sv[0]}, {shape.H, sv[1]}, {shape.M, sv[2]}, {shape.D, 1}})},
+      {"q", lastOffset({{queryRows.first, sv[0]}, {shape.H, sv[1]}, {queryRows.second, sv[2]},
+                        {shape.D, 1}})},
       {"k", lastOffset({{cacheRows.first, sv[3]}, {shape.Hkv, sv[4]}, {cacheRows.second, sv[5]},
                         {shape.D, 1}})},
       {"v", lastOffset({{cacheRows.first, sv[6]}, {shape.Hkv, sv[7]}, {cacheRows.second, sv[8]},
                         {shape.D, 1}})},
-      {"o", lastOffset({{shape.B, sv[9]}, {shape.H, sv[10]}, {shape.M, sv[11]}, {shape.D, 1}})},
-      {"lse", lastOffset({{shape.B, sv[12]}, {shape.H, sv[13]}, {shape.M, 1}})}};
+      {"o", lastOffset({{queryRows.first, sv[9]}, {shape.H, sv[10]}, {queryRows.second, sv[11]},
+                        {shape.D, 1}})},
+      {"lse", lastOffset({{queryRows.first, sv[12]}, {shape.H, sv[13]}, {queryRows.second, 1}})}};
   for (const auto &extent : extents)
     if (extent.last > std::numeric_limits<int32_t>::max())
       return fail(llvm::Twine(extent.name) + " spans more than 2^31 elements; the kernels "
@@ -632,9 +655,10 @@ int64_t CudaKernel::chooseKeySplits(int64_t programs, int64_t slots, int64_t key
 
 llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buffers,
                                const AttentionShape &shape, const AttentionStrides &strides,
-                               int64_t kvSplits, const PagedKV *paged) const {
+                               int64_t kvSplits, const PagedKV *paged,
+                               const Varlen *varlen) const {
   const KernelMetadata &metadata = impl->metadata;
-  if (llvm::Error error = validateLaunch(metadata, buffers, shape, strides, paged))
+  if (llvm::Error error = validateLaunch(metadata, buffers, shape, strides, paged, varlen))
     return error;
 
   const DriverApi &cu = api();
@@ -659,14 +683,14 @@ llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buff
     sizes[i] = shape.size(launch_abi::kSizes[i]);
   std::array<int64_t, AttentionStrides::count> strideValues = strides.toArray();
   void *parameters[launch_abi::kParameterCount + launch_abi::kPagedParameterCount +
-                   launch_abi::kSplitParameterCount];
+                   launch_abi::kVarlenPointerCount + launch_abi::kSplitParameterCount];
   for (int i = 0; i < launch_abi::kTensorCount; ++i)
     parameters[i] = &pointers[i];
   for (int i = 0; i < launch_abi::kSizeCount; ++i)
     parameters[launch_abi::kFirstSize + i] = &sizes[i];
   for (int i = 0; i < launch_abi::kStrideCount; ++i)
     parameters[launch_abi::kFirstStride + i] = &strideValues[i];
-  // The paged parameters, then the split ones (LaunchAbi.h).
+  // The paged or varlen parameters, then the split ones (LaunchAbi.h).
   int firstSplit = launch_abi::kParameterCount;
   CUdeviceptr pagedPointers[launch_abi::kPagedPointerCount] = {};
   int64_t pagedSizes[launch_abi::kPagedSizeCount] = {};
@@ -679,6 +703,13 @@ llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buff
       parameters[firstSplit++] = &pagedPointers[i];
     for (int i = 0; i < launch_abi::kPagedSizeCount; ++i)
       parameters[firstSplit++] = &pagedSizes[i];
+  }
+  CUdeviceptr varlenPointers[launch_abi::kVarlenPointerCount] = {};
+  if (varlen) {
+    varlenPointers[0] = reinterpret_cast<CUdeviceptr>(varlen->cuSeqlensQ);
+    varlenPointers[1] = reinterpret_cast<CUdeviceptr>(varlen->cuSeqlensK);
+    for (int i = 0; i < launch_abi::kVarlenPointerCount; ++i)
+      parameters[firstSplit++] = &varlenPointers[i];
   }
 
   int64_t splits = 1;

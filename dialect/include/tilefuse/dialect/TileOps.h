@@ -32,6 +32,12 @@ constexpr llvm::StringLiteral kSplitKVAttr = "tile.split_kv";
 /// paged caches (tile.load's `pages`). The GPU launch ABI's paged form follows from it.
 constexpr llvm::StringLiteral kPagedKVAttr = "tile.paged_kv";
 
+/// On a kernel tile-varlen rewrote: after (Q, K, V, O, LSE) it takes the queries' and the
+/// keys' cumulative sequence offsets (B + 1 each, i32), and every view is a packed batch of
+/// variable-length sequences (tile.load's and tile.store's `sequences`). The GPU launch ABI's
+/// varlen form follows from it.
+constexpr llvm::StringLiteral kVarlenAttr = "tile.varlen";
+
 /// The mapping of a kernel grid's scf.forall: #tile.grid<batch>, <head>, <row_block>[, <split>].
 mlir::ArrayAttr gridMapping(mlir::MLIRContext *context, bool split);
 

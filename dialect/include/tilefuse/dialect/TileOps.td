@@ -23,6 +23,16 @@ def Tile_F32Block1D : 1DTensorOf<[F32]>;
 
 def Tile_PageTable : MemRefRankOf<[I32], [2]>;
 def Tile_KVLengths : MemRefRankOf<[I32], [1]>;
+// A packed batch's cumulative sequence offsets (cu_seqlens): B + 1 contiguous i32, so the
+// assembly never spells the type out.
+def Tile_SequenceOffsets : Type<
+    And<[IsMemRefTypePred, CPred<"::llvm::cast<::mlir::MemRefType>($_self).getRank() == 1">,
+         CPred<"::llvm::cast<::mlir::MemRefType>($_self).isDynamicDim(0)">,
+         CPred<"::llvm::cast<::mlir::MemRefType>($_self).getElementType().isInteger(32)">,
+         CPred<"::llvm::cast<::mlir::MemRefType>($_self).getLayout().isIdentity()">]>,
+    "memref<?xi32> (cumulative sequence offsets)", "::mlir::MemRefType">,
+  BuildableType<"::mlir::MemRefType::get({::mlir::ShapedType::kDynamic}, "
+                "$_builder.getI32Type())">;
 
 def Tile_LoadOp : Tile_Op<"load", [AttrSizedOperandSegments]> {
   let summary = "reads a whole B x H x L x D strided view (or a B x H x M one) as a tensor";
@@ -40,19 +50,34 @@ def Tile_LoadOp : Tile_Op<"load", [AttrSizedOperandSegments]> {
 
         %k = tile.load %Kc pages %table lengths %lens
             : memref<?x?x?x128xbf16>, memref<?x?xi32>, memref<?xi32> -> tensor<?x?x?x128xbf16>
+
+    With `sequences %cu` the view is a packed batch of variable-length sequences (the THD
+    layout: every sequence's rows one after another, as FlashAttention's varlen API takes
+    them): its B x H x L x D shape counts sequences and bounds their lengths (L is the longest),
+    and row i of sequence b is row cu[b] + i of the view's first batch (the batch stride is not
+    used). Sequence b has cu[b + 1] - cu[b] rows; rows past that are not queries (or keys). cu
+    is B + 1 i32. tile-varlen writes every variant's loads and stores this way.
+
+        %q = tile.load %Q sequences %cu : memref<?x?x?x128xbf16> -> tensor<?x?x?x128xbf16>
   }];
   let arguments = (ins Arg<Tile_View, "source view", [MemRead]>:$view,
                        Arg<Optional<Tile_PageTable>, "page table", [MemRead]>:$page_table,
-                       Arg<Optional<Tile_KVLengths>, "rows per batch", [MemRead]>:$kv_lengths);
+                       Arg<Optional<Tile_KVLengths>, "rows per batch", [MemRead]>:$kv_lengths,
+                       Arg<Optional<Tile_SequenceOffsets>, "cumulative sequence offsets",
+                           [MemRead]>:$sequences);
   let results = (outs Tile_Tensor:$result);
   let builders = [
     OpBuilder<(ins "mlir::Type":$result, "mlir::Value":$view), [{
-      build($_builder, $_state, result, view, mlir::Value(), mlir::Value());
+      build($_builder, $_state, result, view, mlir::Value(), mlir::Value(), mlir::Value());
+    }]>,
+    OpBuilder<(ins "mlir::Type":$result, "mlir::Value":$view, "mlir::Value":$page_table,
+                   "mlir::Value":$kv_lengths), [{
+      build($_builder, $_state, result, view, page_table, kv_lengths, mlir::Value());
     }]>
   ];
   let assemblyFormat = [{
-    $view (`pages` $page_table^ `lengths` $kv_lengths)? attr-dict `:` type($view)
-    (`,` type($page_table)^ `,` type($kv_lengths))? `->` type($result)
+    $view (`pages` $page_table^ `lengths` $kv_lengths)? (`sequences` $sequences^)? attr-dict
+    `:` type($view) (`,` type($page_table)^ `,` type($kv_lengths))? `->` type($result)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -62,8 +87,21 @@ def Tile_LoadOp : Tile_Op<"load", [AttrSizedOperandSegments]> {
 
 def Tile_StoreOp : Tile_Op<"store"> {
   let summary = "writes a whole tensor to a strided view, converting to the view's element type";
-  let arguments = (ins Tile_Tensor:$value, Arg<Tile_View, "target view", [MemWrite]>:$view);
-  let assemblyFormat = "$value `,` $view attr-dict `:` type($value) `,` type($view)";
+  let description = [{
+    With `sequences %cu` the view is a packed batch (see tile.load): row i of sequence b is row
+    cu[b] + i of the view's first batch, and rows at or past cu[b + 1] - cu[b] are not written.
+  }];
+  let arguments = (ins Tile_Tensor:$value, Arg<Tile_View, "target view", [MemWrite]>:$view,
+                       Arg<Optional<Tile_SequenceOffsets>, "cumulative sequence offsets",
+                           [MemRead]>:$sequences);
+  let builders = [
+    OpBuilder<(ins "mlir::Value":$value, "mlir::Value":$view), [{
+      build($_builder, $_state, value, view, mlir::Value());
+    }]>
+  ];
+  let assemblyFormat = [{
+    $value `,` $view (`sequences` $sequences^)? attr-dict `:` type($value) `,` type($view)
+  }];
   let hasVerifier = 1;
 }
 

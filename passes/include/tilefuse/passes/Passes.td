@@ -72,6 +72,24 @@ def TilePagedKV : Pass<"tile-paged-kv", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
+def TileVarlen : Pass<"tile-varlen", "mlir::func::FuncOp"> {
+  let summary = "Makes a kernel run on a packed batch of variable-length sequences";
+  let description = [{
+    Any variant, written for a B x H x M x D batch, becomes its varlen form (FlashAttention's
+    varlen API, the THD layout): the function gets two trailing arguments, the queries' and the
+    keys' cumulative sequence offsets (cu_seqlens_q and cu_seqlens_k, B + 1 i32 each), and
+    every tile.load and tile.store of a view reads or writes it as a packed batch
+    (`sequences`): Q, O and LSE through the query offsets, K and V (what a tile.dot takes as
+    its right operand) through the key offsets. Row i of sequence b is row cu[b] + i, and the
+    views' M and N bound the sequences' lengths. Score and mask regions see indices within
+    each sequence, so masks and pruning work per sequence unchanged. A memref.dim of a view's
+    batch or row dimension (whose meaning would change from the sequence's length to the
+    longest one's) is an error at that use. A paged kernel (tile-paged-kv) is refused. Runs on
+    the written form, before tile-tiling; marks the function tile.varlen.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def TileTiling : Pass<"tile-tiling", "mlir::func::FuncOp"> {
   let summary = "Rewrites written-form attention into a grid of programs over Br x Bc blocks";
   let description = [{

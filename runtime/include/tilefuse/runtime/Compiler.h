@@ -36,6 +36,9 @@ struct PtxCompileOptions {
   bool pagedKv = false;
   /// With pagedKv: rows per page, fixed at compile time (0: any, given at launch).
   int64_t pageSize = 0;
+  /// tile-varlen: the views are packed batches of variable-length sequences; the kernel takes
+  /// LaunchAbi.h's varlen parameters. Not with splitKv, pagedKv or pack_gqa.
+  bool varlen = false;
   /// When not empty, the IR after each stage goes to files under this directory (the source,
   /// one file per pass in MLIR's IR file tree, the PTX and the metadata). Not part of what is
   /// compiled: the kernel cache leaves it out of its key.
@@ -56,6 +59,8 @@ struct CompiledKernel {
   bool pagedKv = false;
   /// Its fixed page size (the sidecar's "page_size"; 0: any).
   int64_t pageSize = 0;
+  /// Compiled with varlen (the sidecar's "varlen": launches pass the sequence offsets).
+  bool varlen = false;
   /// Every static size of the kernel's signature (after specialization), checked at launch.
   cuda::DeclaredSizes declaredSizes;
   /// The JSON sidecar: {"name", "block_m", "block_n", "threads", "head_dim", "dtype",

@@ -43,6 +43,9 @@ struct CpuCompileOptions {
   bool pagedKv = false;
   /// With pagedKv: rows per page, fixed at compile time (0: any).
   int64_t pageSize = 0;
+  /// Varlen (tile-varlen): the views are packed batches of variable-length sequences,
+  /// addressed through CpuKernel::run's Varlen. Not with splitKv, packGqa or pagedKv.
+  bool varlen = false;
 };
 
 /// Key/value blocks that ran, by class (only with CpuCompileOptions::instrument).
@@ -66,10 +69,12 @@ public:
   /// its workspace is allocated here); 1 for any other kernel. `paged`: a paged kernel's page
   /// table and lengths (CpuCompileOptions::pagedKv; K and V are then pages x Hkv x page size x
   /// D caches, and every table entry a sequence uses is checked against them); null for any
-  /// other kernel.
+  /// other kernel. `varlen`: a varlen kernel's sequence offsets (CpuCompileOptions::varlen; the
+  /// views are then packed batches, Varlen::tokens and Varlen::lse, and the offsets are checked
+  /// against them); null for any other kernel.
   llvm::Error run(const HostView &q, const HostView &k, const HostView &v, const HostView &o,
                   const HostView &lse, BlockCounts *counts = nullptr, int64_t kvSplits = 1,
-                  const PagedKV *paged = nullptr) const;
+                  const PagedKV *paged = nullptr, const Varlen *varlen = nullptr) const;
 
   llvm::StringRef name() const;
   ElementType elementType() const;

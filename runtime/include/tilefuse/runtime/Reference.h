@@ -85,22 +85,36 @@ template <typename Engine> std::vector<float> randomNormal(size_t n, Engine &rng
 
 /// The float64 reference of sequences of their own key lengths (a paged run): sequence b on the
 /// first lengths[b] of its N keys, one run per sequence, or all at once with N keys each when
-/// `lengths` is null. q, k, v, out, lse are contiguous B x H x M x D, B x Hkv x N x D, ...,
-/// B x H x M; a sequence without keys gets out = 0 and lse = -inf, as a fully masked row.
-/// `reference` is anything with ReferenceKernel's run(q, k, v, o, lse). (The regions of the
-/// variants checked this way do not read the batch index, which restarts at 0 per sequence.)
+/// `lengths` is null; with `queryLengths` (a varlen run) also on the first queryLengths[b] of
+/// its M query rows (the others are left as they are). q, k, v, out, lse are contiguous
+/// B x H x M x D, B x Hkv x N x D, ..., B x H x M; a sequence without keys gets out = 0 and
+/// lse = -inf, as a fully masked row. `reference` is anything with ReferenceKernel's run(q, k,
+/// v, o, lse). (The regions of the variants checked this way do not read the batch index,
+/// which restarts at 0 per sequence.)
 template <class Reference>
 llvm::Error runPerSequence(const Reference &reference, const Problem &p,
                            const std::vector<int64_t> *lengths, double *q, double *k, double *v,
-                           double *out, double *lse) {
-  int64_t step = lengths ? 1 : p.B;
+                           double *out, double *lse,
+                           const std::vector<int64_t> *queryLengths = nullptr) {
+  int64_t step = lengths || queryLengths ? 1 : p.B;
   for (int64_t b0 = 0; b0 < p.B; b0 += step) {
     int64_t keys = lengths ? (*lengths)[b0] : p.N;
+    int64_t rows = queryLengths ? (*queryLengths)[b0] : p.M;
     size_t qAt = size_t(b0 * p.H * p.M * p.D), kAt = size_t(b0 * p.Hkv * p.N * p.D);
     size_t lAt = size_t(b0 * p.H * p.M);
+    // The first `rows` rows of each head: the views keep the padded strides.
+    auto rowsView = [&](double *x, int64_t width, int rank) {
+      HostView view = HostView::contiguous(x, {step, p.H, p.M, width}, rank);
+      view.sizes[2] = rows;
+      return view;
+    };
+    if (rows == 0)
+      continue;
     if (keys == 0) {
-      std::fill_n(out + qAt, step * p.H * p.M * p.D, 0.0);
-      std::fill_n(lse + lAt, step * p.H * p.M, -std::numeric_limits<double>::infinity());
+      for (int64_t h = 0; h < step * p.H; ++h) {
+        std::fill_n(out + qAt + h * p.M * p.D, rows * p.D, 0.0);
+        std::fill_n(lse + lAt + h * p.M, rows, -std::numeric_limits<double>::infinity());
+      }
       continue;
     }
     auto kvView = [&](double *x) {
@@ -108,10 +122,8 @@ llvm::Error runPerSequence(const Reference &reference, const Problem &p,
       view.sizes[2] = keys;
       return view;
     };
-    if (llvm::Error e = reference.run(
-            HostView::contiguous(q + qAt, {step, p.H, p.M, p.D}), kvView(k), kvView(v),
-            HostView::contiguous(out + qAt, {step, p.H, p.M, p.D}),
-            HostView::contiguous(lse + lAt, {step, p.H, p.M, 0}, 3)))
+    if (llvm::Error e = reference.run(rowsView(q + qAt, p.D, 4), kvView(k), kvView(v),
+                                      rowsView(out + qAt, p.D, 4), rowsView(lse + lAt, 0, 3)))
       return e;
   }
   return llvm::Error::success();

@@ -122,11 +122,18 @@ struct KernelSpec {
   /// With pagedKv: rows per page, fixed at compile time (divisions by a constant per row copied:
   /// faster), or 0: any, given at each launch.
   int64_t pageSize = 0;
+  /// Varlen (tile-varlen): packed batches of variable-length sequences, found through
+  /// cumulative offsets (Kernel::launch's `varlen`; FlashAttention's varlen API). Not with
+  /// splitKv or pagedKv; not tuned.
+  bool varlen = false;
 };
 
 /// A paged key/value cache's page table and lengths (tilefuse/runtime/HostView.h; device
 /// pointers for Kernel::launch).
 using runtime::PagedKV;
+/// A packed batch's sequence offsets (tilefuse/runtime/HostView.h; device pointers for
+/// Kernel::launch).
+using runtime::Varlen;
 
 /// Sizes: Q and O are B x H x M x D, K and V are B x Hkv x N x D, LSE is B x H x M.
 struct AttentionShape {
@@ -161,9 +168,16 @@ public:
   /// k_h, k_n of a page, a head and a row (vLLM's [pages, page size, Hkv, D]: page size·Hkv·D,
   /// D, Hkv·D; `strides` must be given), and N is an upper bound of the lengths. The table's
   /// entries must be pages of the caches (device memory: not checked).
+  ///
+  /// `varlen`: a varlen kernel's sequence offsets (KernelSpec::varlen; null for any other
+  /// kernel). q, o and lse then hold varlen->totalQ packed query rows, k and v totalK key rows
+  /// (THD: [tokens, heads, D], LSE [heads, tokens]; `strides` must be given, the batch strides
+  /// are not read), B counts the sequences and M and N bound their lengths. The offsets must be
+  /// non-decreasing and within the totals (device memory: not checked).
   Status launch(void *stream, const void *q, const void *k, const void *v, void *o, float *lse,
                 const AttentionShape &shape, const int64_t *strides = nullptr,
-                int64_t kvSplits = 0, const PagedKV *paged = nullptr) const;
+                int64_t kvSplits = 0, const PagedKV *paged = nullptr,
+                const Varlen *varlen = nullptr) const;
 
   const std::string &name() const;  ///< the kernel function (PTX .entry)
   const std::string &dtype() const; ///< "bf16" or "f16"

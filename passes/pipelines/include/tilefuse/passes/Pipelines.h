@@ -43,6 +43,11 @@ struct FrontEndOptions : public mlir::PassPipelineOptions<FrontEndOptions> {
   Option<int64_t> pageSize{*this, "page-size",
                            llvm::cl::desc("--paged-kv: rows per page, fixed (0: any)"),
                            llvm::cl::init(0)};
+  Option<bool> varlen{*this, "varlen",
+                      llvm::cl::desc("Run on a packed batch of variable-length sequences "
+                                     "through cumulative offsets (tile-varlen; LaunchAbi.h's "
+                                     "varlen form)"),
+                      llvm::cl::init(false)};
 };
 
 /// Options of the GPU pipeline: the kernel configuration and the target.
@@ -69,6 +74,11 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
   Option<int64_t> pageSize{*this, "page-size",
                            llvm::cl::desc("--paged-kv: rows per page, fixed (0: any)"),
                            llvm::cl::init(0)};
+  Option<bool> varlen{*this, "varlen",
+                      llvm::cl::desc("Run on a packed batch of variable-length sequences "
+                                     "through cumulative offsets (tile-varlen; LaunchAbi.h's "
+                                     "varlen form)"),
+                      llvm::cl::init(false)};
 };
 
 /// tile-check-written-form, tile-tiling, tile-online-softmax, tile-block-pruning, then cleanup.

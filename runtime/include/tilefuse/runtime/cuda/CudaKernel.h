@@ -97,6 +97,9 @@ struct KernelMetadata {
   bool pagedKv = false;
   /// A paged kernel's fixed page size (optional key "page_size"; 0: any): launches must pass it.
   int64_t pageSize = 0;
+  /// A varlen kernel (tile-varlen; optional key "varlen"): the views are packed batches, and
+  /// launches pass LaunchAbi.h's varlen parameters (a Varlen).
+  bool varlen = false;
 
   /// Parses and checks a sidecar; `origin` (e.g. its path) prefixes error messages. A sidecar
   /// without "declared_sizes" (written before launches checked them) is rejected, with a message
@@ -148,10 +151,12 @@ struct AttentionBuffers {
 /// A paged kernel (metadata.pagedKv) needs `paged` (device pointers; N is then an upper bound
 /// of its lengths, K and V are paged caches with strides k_b, k_h, k_n of page, head and row),
 /// any other none; the table's entries are the caller's to keep within the caches' pages (they
-/// live on the device, unread here).
+/// live on the device, unread here). A varlen kernel (metadata.varlen) needs `varlen` (device
+/// pointers; B counts sequences, M and N bound their lengths, the batch strides are not read,
+/// and the tensors have varlen->totalQ / totalK rows), any other none.
 llvm::Error validateLaunch(const KernelMetadata &metadata, const AttentionBuffers &buffers,
                            const AttentionShape &shape, const AttentionStrides &strides,
-                           const PagedKV *paged = nullptr);
+                           const PagedKV *paged = nullptr, const Varlen *varlen = nullptr);
 
 /// One kernel loaded into the context current at load time.
 class CudaKernel {
@@ -176,10 +181,12 @@ public:
   /// grown on demand). Launches on one stream use it in order; a launch on another stream
   /// first waits for the previous one's stream, so concurrent streams stay correct.
   ///
-  /// A paged-KV kernel (metadata.pagedKv) reads K and V through `paged` (validateLaunch).
+  /// A paged-KV kernel (metadata.pagedKv) reads K and V through `paged`, a varlen kernel
+  /// (metadata.varlen) its packed sequences through `varlen` (validateLaunch).
   llvm::Error launch(CUstream_st *stream, const AttentionBuffers &buffers,
                      const AttentionShape &shape, const AttentionStrides &strides,
-                     int64_t kvSplits = 0, const PagedKV *paged = nullptr) const;
+                     int64_t kvSplits = 0, const PagedKV *paged = nullptr,
+                     const Varlen *varlen = nullptr) const;
 
   /// The key splits a launch of this kernel on `shape` uses when none is asked for:
   /// chooseKeySplits over the grid's programs, the CTAs the GPU holds at once (SMs times this

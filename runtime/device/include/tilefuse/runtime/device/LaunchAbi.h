@@ -143,6 +143,19 @@ inline constexpr const char *kPagedSizeNames[] = {"table_b", "page_size"};
 inline constexpr int kPagedSizeCount = 2;
 inline constexpr int kPagedParameterCount = kPagedPointerCount + kPagedSizeCount;
 
+/// Varlen kernels (tile-varlen; metadata "varlen": true) run on packed batches of
+/// variable-length sequences (FlashAttention's varlen API, the THD layout): sequence b's query
+/// rows are rows cu_seqlens_q[b] up to cu_seqlens_q[b + 1] of Q, O and LSE, its key/value rows
+/// those of cu_seqlens_k in K and V, where a tensor's row r of head h is at r * (its row stride)
+/// + h * (its head stride); the batch strides are not read. B counts the sequences, M and N
+/// bound their query and key lengths (the grid covers M rows a sequence; the kernel reads the
+/// lengths from the offsets). They take two parameters after the base ones (varlen kernels are
+/// not paged or split):
+///   cu_seqlens_q   i32 pointer, B + 1 non-decreasing entries
+///   cu_seqlens_k   i32 pointer, B + 1 non-decreasing entries
+inline constexpr const char *kVarlenPointerNames[] = {"cu_seqlens_q", "cu_seqlens_k"};
+inline constexpr int kVarlenPointerCount = 2;
+
 /// Split-KV kernels (tile-split-kv; metadata "split_kv": true) take four parameters after
 /// those above: the workspace's device pointers o_part, lse_part and counters, then S (i64, the
 /// key splits per row block, >= 1). The launcher owns the workspace (splitWorkspace's layout):

@@ -1,0 +1,188 @@
+//===- VarlenTest.cpp - packed variable-length batches on the CPU against float64 ===//
+//
+// tile-varlen makes any variant run on a packed batch (the THD layout of FlashAttention's
+// varlen API): the sequences' rows one after another, found through cumulative offsets. Every
+// bundled variant and the three test-only variants, compiled varlen and run on the CPU
+// backend, against the float64 reference of the same DSL text on each sequence alone: ragged
+// query and key lengths (M != N per sequence, a sequence without queries, one without keys,
+// lengths that are and are not multiples of the block sizes). The rows no sequence owns are
+// NaN in the inputs and must stay unwritten in the outputs.
+//
+//===----------------------------------------------------------------------===//
+#include "TestUtil.h"
+
+#include "tilefuse/kernels/Registry.h"
+
+#include <gtest/gtest.h>
+
+using namespace tilefuse;
+using namespace tilefuse::runtime;
+
+namespace {
+
+struct VarlenCase {
+  std::string kernel; ///< a bundled kernel, or test/variants/NAME with testOnly
+  bool testOnly = false;
+};
+
+class VarlenCases : public testing::TestWithParam<VarlenCase> {};
+
+TEST_P(VarlenCases, MatchesFloat64ReferencePerSequence) {
+  const VarlenCase &c = GetParam();
+  std::string text, fileName;
+  if (c.testOnly) {
+    text = test::readTestVariant(c.kernel);
+    fileName = c.kernel + ".mlir";
+  } else {
+    const kernels::KernelSource *src = kernels::find(c.kernel);
+    ASSERT_NE(src, nullptr) << c.kernel;
+    text = src->text;
+    fileName = src->fileName;
+  }
+  auto reference = test::compileReference(text, fileName);
+  ASSERT_TRUE(reference);
+  struct Shape {
+    int64_t blockM, blockN;
+    std::vector<int64_t> queryLengths, keyLengths;
+  };
+  std::vector<Shape> shapes = {
+      // Prefill: the same lengths for queries and keys, one longer than the others.
+      {16, 16, {64, 3, 100, 17}, {64, 3, 100, 17}},
+      // Queries and keys of different lengths; a sequence without queries.
+      {16, 32, {1, 17, 0, 40}, {33, 17, 5, 100}},
+      // A sequence without keys: its rows are fully masked.
+      {32, 16, {5, 70}, {0, 20}},
+  };
+  bool fixedHeads = c.kernel == "gqa" || c.kernel == "mqa";
+  unsigned seed = 5;
+  for (const Shape &s : shapes) {
+    CpuCompileOptions opts;
+    opts.blockM = s.blockM;
+    opts.blockN = s.blockN;
+    opts.varlen = true;
+    auto kernel = CpuKernel::compile(text, fileName, opts);
+    ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+    reference::Problem p;
+    p.D = (*kernel)->headDim();
+    p.H = fixedHeads ? 8 : 4;
+    p.Hkv = c.kernel == "gqa" ? 2 : c.kernel == "mqa" ? 1 : c.kernel == "attention" ? 2 : p.H;
+    if (c.testOnly)
+      p.H = p.Hkv = 3;
+    if (c.kernel == "gqa_head_window") {
+      p.H = 6;
+      p.Hkv = 2;
+    }
+    test::Packing packing{s.queryLengths, s.keyLengths};
+    SCOPED_TRACE(testing::Message() << c.kernel << " Br=" << s.blockM << " Bc=" << s.blockN
+                                    << " sequences=" << s.queryLengths.size());
+    test::RunResult r =
+        test::runAgainstReference(**kernel, *reference, p, seed++, 1, nullptr, &packing);
+    EXPECT_TRUE(r.allWritten) << "NaN or poison in the output: a row of another sequence was "
+                                 "read, or an element was not written";
+    EXPECT_TRUE(r.lseInfMatches) << "fully masked rows must have logsumexp -inf, others finite";
+    EXPECT_LE(r.outError, 8e-3);
+    EXPECT_LE(r.lseError, 1e-5);
+  }
+}
+
+std::vector<VarlenCase> varlenCases() {
+  std::vector<VarlenCase> cases;
+  for (const char *k : {"attention", "causal", "sliding_window", "alibi", "softcap", "prefix_lm",
+                        "gqa", "mqa"})
+    cases.push_back({k, false});
+  for (const char *k : {"chunked_local", "softcap_head_bias", "gqa_head_window"})
+    cases.push_back({k, true});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllVariants, VarlenCases, testing::ValuesIn(varlenCases()),
+                         [](const testing::TestParamInfo<VarlenCase> &info) {
+                           return info.param.kernel;
+                         });
+
+/// Causal attention prunes per sequence: a sequence's key loop covers its own diagonal, not the
+/// longest sequence's, and programs past a sequence's end run no key block.
+TEST(VarlenPruning, KeyBlocksFollowEachSequence) {
+  const kernels::KernelSource &src = *kernels::find("causal");
+  CpuCompileOptions opts;
+  opts.blockM = 16;
+  opts.blockN = 16;
+  opts.varlen = true;
+  opts.instrument = true;
+  auto kernel = CpuKernel::compile(src.text, src.fileName, opts);
+  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+  auto reference = test::compileReference(src.text, src.fileName);
+  ASSERT_TRUE(reference);
+  reference::Problem p;
+  p.D = (*kernel)->headDim();
+  p.H = p.Hkv = 1;
+  // Causal blocks per sequence of L rows (L a multiple of 16): L/16 row blocks, the r-th
+  // visiting r + 1 key blocks. 64 rows: 1 + 2 + 3 + 4 = 10; 16 rows: 1; 32 rows: 3.
+  test::Packing packing{{64, 16, 32}, {64, 16, 32}};
+  test::RunResult r = test::runAgainstReference(**kernel, *reference, p, 1, 1, nullptr, &packing);
+  EXPECT_LE(r.outError, 8e-3);
+  EXPECT_EQ(r.counts.visited(), 14);
+  EXPECT_EQ(r.counts.partial, 7) << "one diagonal block per row block";
+}
+
+/// Bad offsets and launches of the wrong form are errors, never reads out of bounds; a varlen
+/// kernel is not split, packed or paged.
+TEST(VarlenLaunch, BadOffsetsAndFormsAreErrors) {
+  const kernels::KernelSource &src = *kernels::find("attention");
+  CpuCompileOptions opts;
+  opts.elementType = "f32";
+  opts.varlen = true;
+  auto packed = CpuKernel::compile(src.text, src.fileName, opts);
+  ASSERT_TRUE(bool(packed)) << llvm::toString(packed.takeError());
+  opts.varlen = false;
+  auto padded = CpuKernel::compile(src.text, src.fileName, opts);
+  ASSERT_TRUE(bool(padded)) << llvm::toString(padded.takeError());
+  int64_t D = (*packed)->headDim(), tokens = 6, maxLength = 4;
+  std::vector<float> q(tokens * D, 1.0f), o(tokens * D), lse(tokens);
+  auto q4 = Varlen::tokens(q.data(), 2, 1, maxLength, D);
+  auto o4 = Varlen::tokens(o.data(), 2, 1, maxLength, D);
+  auto lse3 = Varlen::lse(lse.data(), 2, 1, maxLength, tokens);
+  std::vector<int32_t> cu = {0, 2, 6};
+  Varlen varlen = Varlen::of(cu.data(), cu.data(), tokens, tokens);
+  auto expectError = [&](llvm::Error e, llvm::StringRef needle) {
+    ASSERT_TRUE(bool(e)) << "expected an error with '" << needle.str() << "'";
+    std::string message = llvm::toString(std::move(e));
+    EXPECT_NE(message.find(needle.str()), std::string::npos) << message;
+  };
+  EXPECT_FALSE(bool((*packed)->run(q4, q4, q4, o4, lse3, nullptr, 1, nullptr, &varlen)));
+  cu = {0, 3, 2};
+  expectError((*packed)->run(q4, q4, q4, o4, lse3, nullptr, 1, nullptr, &varlen),
+              "sequence 1 has -1 query rows (offsets 3 to 2)");
+  cu = {0, 1, 6};
+  expectError((*packed)->run(q4, q4, q4, o4, lse3, nullptr, 1, nullptr, &varlen),
+              "sequence 1 has 5 query rows (offsets 1 to 6); the views' M bounds them at 4");
+  cu = {0, 4, 8};
+  expectError((*packed)->run(q4, q4, q4, o4, lse3, nullptr, 1, nullptr, &varlen),
+              "the query sequences end at row 8, past the packed tensor's 6 rows");
+  cu = {-1, 1, 4};
+  expectError((*packed)->run(q4, q4, q4, o4, lse3, nullptr, 1, nullptr, &varlen),
+              "the query sequence offsets start at -1");
+  cu = {0, 2, 6};
+  varlen.cuSeqlensK = nullptr;
+  expectError((*packed)->run(q4, q4, q4, o4, lse3, nullptr, 1, nullptr, &varlen),
+              "needs the queries' and the keys' sequence offsets");
+  expectError((*packed)->run(q4, q4, q4, o4, lse3), "pass its sequence offsets");
+  varlen.cuSeqlensK = cu.data();
+  expectError((*padded)->run(q4, q4, q4, o4, lse3, nullptr, 1, nullptr, &varlen),
+              "compile it with varlen");
+  for (auto [split, pack, paged] : {std::tuple{true, false, false}, {false, true, false},
+                                    {false, false, true}}) {
+    opts.varlen = true;
+    opts.splitKv = split;
+    opts.packGqa = pack;
+    opts.pagedKv = paged;
+    auto refused = CpuKernel::compile(src.text, src.fileName, opts);
+    ASSERT_FALSE(bool(refused));
+    std::string message = llvm::toString(refused.takeError());
+    EXPECT_NE(message.find("a varlen kernel is not split, GQA-packed or paged"),
+              std::string::npos)
+        << message;
+  }
+}
+
+} // namespace
