@@ -12,6 +12,7 @@
 #include "tilefuse/passes/Passes.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Analysis/TopologicalSortUtils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
@@ -55,9 +56,28 @@ bool isKeyLoad(BlockLoadOp load) {
   });
 }
 
+/// Whether `a` and `b` are the same value in every iteration: one value, or the same pure op
+/// (without regions) of such values. tile-block-pruning clones a loop body into its full and
+/// partial branches, so each branch computes a key block's address itself (a packed batch's
+/// sequence start plus the block's first row, say): the copies are the same block.
+bool sameValue(Value a, Value b) {
+  if (a == b)
+    return true;
+  auto x = dyn_cast<OpResult>(a), y = dyn_cast<OpResult>(b);
+  if (!x || !y || x.getResultNumber() != y.getResultNumber())
+    return false;
+  Operation *p = x.getOwner(), *q = y.getOwner();
+  if (p->getName() != q->getName() || p->getNumRegions() || q->getNumRegions() || !isPure(p) ||
+      !isPure(q) || p->getAttrDictionary() != q->getAttrDictionary() ||
+      p->getResultTypes() != q->getResultTypes() || p->getNumOperands() != q->getNumOperands())
+    return false;
+  return llvm::all_of(llvm::zip(p->getOperands(), q->getOperands()),
+                      [](auto pair) { return sameValue(std::get<0>(pair), std::get<1>(pair)); });
+}
+
 /// Step 2: carries the key block through `loop` (see the file comment). Leaves the loop alone
-/// unless every key load in it reads the same block, addressed from the induction variable by
-/// pure ops of the loop body.
+/// unless every key load in it reads the same block, addressed from the induction variable and
+/// values defined before the loop by pure ops inside it.
 void prefetchKeys(scf::ForOp loop) {
   SmallVector<BlockLoadOp> keys;
   loop.getBody()->walk([&](BlockLoadOp load) {
@@ -68,27 +88,36 @@ void prefetchKeys(scf::ForOp loop) {
     return;
   BlockLoadOp first = keys.front();
   for (BlockLoadOp k : keys)
-    if (k.getView() != first.getView() || k.getIndices() != first.getIndices() ||
-        k.getBound() != first.getBound() || k.getType() != first.getType())
+    if (k.getView() != first.getView() || k.getType() != first.getType() ||
+        !sameValue(k.getBound(), first.getBound()) ||
+        k.getIndices().size() != first.getIndices().size() ||
+        !llvm::all_of(llvm::zip(k.getIndices(), first.getIndices()), [](auto pair) {
+          return sameValue(std::get<0>(pair), std::get<1>(pair));
+        }))
       return;
   Block *body = loop.getBody();
-  // The block address must be computable before the loop and for the next iteration.
+  // The block address must be computable before the loop and for the next iteration: from the
+  // induction variable and values defined before the loop, by pure ops without regions.
+  auto inLoop = [&](Operation *op) { return loop->isProperAncestor(op); };
+  auto knownBeforeOrIv = [&](Value v) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    return !arg || v == loop.getInductionVar() || !loop->isAncestor(arg.getOwner()->getParentOp());
+  };
   SetVector<Operation *> slice;
   BackwardSliceOptions opts;
-  opts.filter = [&](Operation *op) { return op->getBlock() == body; };
+  opts.filter = inLoop;
   opts.inclusive = true;
+  opts.omitBlockArguments = true;
   for (Value v : first->getOperands()) {
-    if (v.getParentBlock() == body && !isa<BlockArgument>(v))
-      (void)getBackwardSlice(v.getDefiningOp(), &slice, opts);
-    else if (isa<BlockArgument>(v) && v != loop.getInductionVar() && v.getParentBlock() == body)
+    if (!knownBeforeOrIv(v))
       return; // an iter_arg: not known before the loop
-    else if (v.getParentBlock() != body && loop->isAncestor(v.getParentBlock()->getParentOp()))
-      return; // defined in a branch of the body
+    if (Operation *def = v.getDefiningOp(); def && inLoop(def))
+      (void)getBackwardSlice(def, &slice, opts);
   }
-  if (!llvm::all_of(slice, [](Operation *op) { return isPure(op); }))
-    return;
-  SmallVector<Operation *> ordered(slice.begin(), slice.end());
-  llvm::sort(ordered, [](Operation *a, Operation *c) { return a->isBeforeInBlock(c); });
+  for (Operation *op : slice)
+    if (!isPure(op) || op->getNumRegions() || !llvm::all_of(op->getOperands(), knownBeforeOrIv))
+      return;
+  SetVector<Operation *> ordered = topologicalSort(slice);
   auto loadAt = [&](OpBuilder &b, Value iv) -> Value {
     IRMapping map;
     map.map(loop.getInductionVar(), iv);

@@ -572,7 +572,10 @@ def run_varlen(args, torch, device, flush, impls, preparers, variants, variant_k
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}; "
           f"varlen prefill bf16: TFLOP/s (packed: the sequences' FLOPs; padded: the padded "
           f"batch's), median of {args.reps}")
-    print(f"{'config':<40}" + "".join(f"{i:>18}" for i in impls) + f"{'varlen err':>14}")
+    header = list(impls)
+    if "tilefuse" in impls:
+        header.insert(header.index("tilefuse") + 1, "tilefuse:bshd")
+    print(f"{'config':<40}" + "".join(f"{i:>18}" for i in header) + f"{'varlen err':>14}")
     results = []
     for head_dim in [int(x) for x in args.head_dims.split(",")]:
         for max_len in [int(x) for x in args.varlen.split(",")]:
@@ -597,13 +600,21 @@ def run_varlen(args, torch, device, flush, impls, preparers, variants, variant_k
                           "padded_flops": padded, "ms": {}, "tflops": {}, "useful_tflops": {},
                           "packed": [], "n/a": {}, "max_rel_err": {}}
                 ready, outputs = {}, {}
-                for impl in impls:
+                columns = list(impls)
+                if "tilefuse" in impls:
+                    # The padded batch stored B x MAX x H x D (a token's heads adjacent, as
+                    # the packed rows are): the layout's share of the packed column's time.
+                    columns.insert(columns.index("tilefuse") + 1, "tilefuse:bshd")
+                bshd = [x.transpose(1, 2).contiguous().transpose(1, 2) for x in (q, k, v)]
+                for impl in columns:
                     kernels = variant_kernels.get(impl)
                     try:
                         if kernels is not None and kernels.varlen:
                             fn = kernels.prepare_varlen(torch, *packed, cu, max_len, causal,
                                                         scale)
                             result["packed"].append(impl)
+                        elif impl == "tilefuse:bshd":
+                            fn = preparers["tilefuse"](torch, *bshd, causal, scale)
                         else:
                             fn = preparers[impl](torch, q, k, v, causal, scale)
                         outputs[impl] = fn().clone()
@@ -638,10 +649,10 @@ def run_varlen(args, torch, device, flush, impls, preparers, variants, variant_k
                 errs = list(result["max_rel_err"].values())
                 err_text = "n/a" if not errs else ("NaN" if any(map(math.isnan, errs)) else
                                                     f"{max(errs):.1e}")
-                print(f"{config:<40}" + "".join(f"{fmt_tflops(result, i):>18}" for i in impls) +
+                print(f"{config:<40}" + "".join(f"{fmt_tflops(result, i):>18}" for i in columns) +
                       f"{err_text:>14}", flush=True)
                 results.append(result)
-            del q, k, v, packed, outputs
+            del q, k, v, packed, bshd, outputs
     return results
 
 
