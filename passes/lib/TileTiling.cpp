@@ -16,10 +16,12 @@
 // per-sequence range.
 //
 // A packed batch of variable-length sequences (tile.load / tile.store `sequences %cu`, see
-// tile-varlen) gives each program its sequence's row offset cu[b] and length cu[b + 1] - cu[b]:
-// the block loads and stores address rows cu[b] + r of the view's first batch and stop at
-// cu[b + 1], while the score and mask regions keep the indices r within the sequence. A
-// program whose rows all lie past its sequence's end runs no key block.
+// tile-varlen) gives each program its sequence's first row cu[b] and length cu[b + 1] - cu[b]:
+// a packed view's batch index counts rows (its batch stride is its row stride), so the block
+// loads and stores take cu[b] as their batch index and keep the rows r within the sequence,
+// bounded by its length, as the score and mask regions do. The grid runs over the sequences
+// (cu has one more entry). A program whose rows all lie past its sequence's end runs no key
+// block.
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/Passes.h"
@@ -153,7 +155,13 @@ public:
   void emit() {
     Value Q = c.q.getView(), K = c.k.getView(), V = c.v.getView();
     Value c0 = idx(0), c1 = idx(1);
-    Value batch = memref::DimOp::create(b, loc, Q, 0);
+    // A packed Q's batch dimension counts rows: the grid runs over the sequences instead.
+    Value batch =
+        c.q.getSequences()
+            ? arith::SubIOp::create(b, loc, memref::DimOp::create(b, loc, c.q.getSequences(), 0),
+                                    c1)
+                  .getResult()
+            : memref::DimOp::create(b, loc, Q, 0).getResult();
     Value heads = memref::DimOp::create(b, loc, Q, 1);
     M = memref::DimOp::create(b, loc, Q, 2);
     Value kvHeads = memref::DimOp::create(b, loc, K, 1);
@@ -183,21 +191,22 @@ public:
       N = arith::IndexCastUIOp::create(b, loc, b.getIndexType(), length);
       colBlocks = arith::CeilDivUIOp::create(b, loc, N, idx(bc));
     }
-    // A packed batch: the program's sequence starts at row cu[b] and has cu[b + 1] - cu[b]
-    // rows; the batch index of a packed view is 0 (its batch stride is not used).
-    qAccess = {bIdx, row0, rowBound};
+    // A packed batch: the program's sequence starts at row cu[b], the batch index of its
+    // blocks, and has cu[b + 1] - cu[b] rows.
+    Value qBatch = bIdx, kBatch = bIdx;
     if (Value offsets = c.q.getSequences()) {
       auto [start, end] = sequence(offsets);
       rowBound = arith::SubIOp::create(b, loc, end, start);
-      qAccess = {c0, arith::AddIOp::create(b, loc, start, row0), end};
+      qBatch = start;
     }
-    kAccess = {bIdx, Value(), N};
     if (Value offsets = c.k.getSequences()) {
       auto [start, end] = sequence(offsets);
       N = arith::SubIOp::create(b, loc, end, start);
-      kAccess = {c0, start, end};
+      kBatch = start;
       colBlocks = arith::CeilDivUIOp::create(b, loc, N, idx(bc));
     }
+    qAccess = {qBatch, row0, rowBound};
+    kAccess = {kBatch, N};
     if (c.q.getSequences()) {
       // Rows all past the sequence's end: no key block (nothing of the program is stored).
       Value live = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row0, rowBound);
@@ -254,7 +263,7 @@ public:
                           auto vElt = c.v.getView().getType().getElementType();
                           Value vBlock = BlockLoadOp::create(
                               b, loc, RankedTensorType::get({bc, accTy.getDimSize(1)}, vElt), V,
-                              ValueRange{kAccess.batch, hkv, keyRow(col0)}, kAccess.bound,
+                              ValueRange{kAccess.batch, hkv, col0}, kAccess.bound,
                               Value(), pageTable);
                           return BlockDotOp::create(b, loc, accTy, p, vBlock, acc,
                                                     /*transpose_rhs=*/false);
@@ -281,10 +290,6 @@ private:
     return {read(bIdx), read(arith::AddIOp::create(b, loc, bIdx, idx(1)))};
   }
 
-  /// The view row of key block row `col0`: in a packed batch, past the sequence's start.
-  Value keyRow(Value col0) {
-    return kAccess.start ? arith::AddIOp::create(b, loc, kAccess.start, col0).getResult() : col0;
-  }
   Value cst(RankedTensorType ty, double v) {
     return arith::ConstantOp::create(b, loc, ty, splat(ty, v));
   }
@@ -317,7 +322,7 @@ private:
     int64_t d = c.k.getView().getType().getDimSize(3);
     Value kBlock = BlockLoadOp::create(b, loc, RankedTensorType::get({bc, d}, kElt),
                                        c.k.getView(),
-                                       ValueRange{kAccess.batch, hkv, keyRow(col0)},
+                                       ValueRange{kAccess.batch, hkv, col0},
                                        kAccess.bound, Value(), pageTable);
     Value s = BlockDotOp::create(b, loc, scoreTy, qBlock, kBlock, Value(),
                                  /*transpose_rhs=*/true);
@@ -376,14 +381,14 @@ private:
   Value M, N, rowBound, bIdx, hIdx, row0, hkv, qBlock;
   Value pageTable; // the K/V cache's page table when paged (tile.load `pages`), else null
   /// How the Q/O/LSE blocks are addressed: the batch index, the first row and the rows' bound
-  /// in the view (a packed batch: 0, cu[b] + row0 and cu[b + 1]).
+  /// (a packed batch: cu[b], row0 and cu[b + 1] - cu[b]).
   struct QueryAccess {
     Value batch, row, bound;
   } qAccess;
-  /// How the K/V blocks are: the batch index, the sequence's first row (packed; else null) and
-  /// the rows' bound in the view.
+  /// How the K/V blocks are: the batch index and the rows' bound (packed: cu[b] and the
+  /// sequence's length).
   struct KeyAccess {
-    Value batch, start, bound;
+    Value batch, bound;
   } kAccess;
   Value headRows; // M when packed (the `packed` operand of the Q/O/LSE blocks and regions)
 };

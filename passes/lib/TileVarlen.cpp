@@ -28,11 +28,11 @@ using namespace tilefuse::tile;
 namespace {
 
 /// The views' dimensions that keep their meaning in a packed batch: heads (1) and the head
-/// dimension (3). The batch count stays too (0), but the rows (2) become the longest
-/// sequence's, which no region may mistake for its own sequence's length.
+/// dimension (3). The batch dimension (0) counts packed rows instead of sequences, and the
+/// rows (2) become the longest sequence's, which no region may mistake for its own length.
 bool keepsMeaning(memref::DimOp dim) {
   std::optional<int64_t> index = getConstantIntValue(dim.getIndex());
-  return index && (*index == 0 || *index == 1 || *index == 3);
+  return index && (*index == 1 || *index == 3);
 }
 
 struct TileVarlenPass : public tilefuse::impl::TileVarlenBase<TileVarlenPass> {
@@ -135,8 +135,8 @@ struct TileVarlenPass : public tilefuse::impl::TileVarlenBase<TileVarlenPass> {
         InFlightDiagnostic diag =
             user->emitOpError("tile-varlen: uses view ")
             << cast<BlockArgument>(view).getArgNumber()
-            << " other than by its loads, stores and its batch, head or head-dimension sizes; "
-               "packed, its rows are the longest sequence's, not each sequence's";
+            << " other than by its loads, stores and its head or head-dimension sizes; packed, "
+               "its batch size counts rows and its rows are the longest sequence's";
         diag.attachNote(op->getLoc()) << "the packed access";
         return signalPassFailure();
       }

@@ -10,7 +10,8 @@
 // split * row blocks + row block. A paged kernel (tile-paged-kv) takes the page table, the
 // lengths, the table's row stride and the page size before those; its K and V views are the
 // caches, page_size rows a page. A varlen kernel (tile-varlen) takes the queries' and the keys'
-// sequence offsets after the base parameters.
+// sequence offsets after the base parameters; its views are packed batches, whose batch index
+// counts rows (batch stride = row stride, the ABI's batch strides unread).
 //
 //===----------------------------------------------------------------------===//
 #include "TGPUToNVVMPatterns.h"
@@ -169,6 +170,13 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
     SmallVector<Value> sizes, strides;
     for (int64_t d = 0; d < type.getRank(); ++d) {
       int sizeIndex = abi::sizeIndex(tensor.dimensions[d]);
+      if (varlen && d == 0) {
+        // A packed batch: the batch index is a packed row (tile.load `sequences`).
+        sizes.push_back(unbounded);
+        strides.push_back(type.getRank() == 3 ? constant(1)
+                                              : narrow(stride(abi::firstStride(i) + 2)));
+        continue;
+      }
       if (cache && d == 0)
         sizes.push_back(unbounded);
       else if (cache && d == 2 && type.isDynamicDim(2))

@@ -176,6 +176,18 @@ llvm::Error CpuKernel::run(const HostView &q, const HostView &k, const HostView 
   for (int i = 0; i < 4; ++i)
     d4[i] = cpu::describe<4>(*views[i]);
   cpu::Descriptor<3> d3 = cpu::describe<3>(lse);
+  if (varlen) {
+    // Packed batches (tile.load `sequences`): the batch index counts the packed rows, so the
+    // batch stride is the row stride and the batch size the rows (the last offset).
+    int64_t rows[] = {varlen->cuSeqlensQ[B], varlen->cuSeqlensK[B], varlen->cuSeqlensK[B],
+                      varlen->cuSeqlensQ[B]};
+    for (int i = 0; i < 4; ++i) {
+      d4[i].sizes[0] = std::max<int64_t>(rows[i], 1);
+      d4[i].strides[0] = d4[i].strides[2];
+    }
+    d3.sizes[0] = std::max<int64_t>(rows[0], 1);
+    d3.strides[0] = d3.strides[2];
+  }
   Impl::D2 table{};
   Impl::D1 lengths{};
   if (paged) {

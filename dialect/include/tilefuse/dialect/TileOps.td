@@ -53,10 +53,12 @@ def Tile_LoadOp : Tile_Op<"load", [AttrSizedOperandSegments]> {
 
     With `sequences %cu` the view is a packed batch of variable-length sequences (the THD
     layout: every sequence's rows one after another, as FlashAttention's varlen API takes
-    them): its B x H x L x D shape counts sequences and bounds their lengths (L is the longest),
-    and row i of sequence b is row cu[b] + i of the view's first batch (the batch stride is not
-    used). Sequence b has cu[b + 1] - cu[b] rows; rows past that are not queries (or keys). cu
-    is B + 1 i32. tile-varlen writes every variant's loads and stores this way.
+    them). Its batch stride is its row stride, so its batch index counts rows: element
+    (t, h, i, d) is head h of packed row t + i, and its third dimension L bounds the
+    sequences' lengths. The result is B x H x L x D for the B = (size of cu) - 1 sequences:
+    row i of sequence b is element (cu[b], h, i, d) of the view, and sequence b has
+    cu[b + 1] - cu[b] rows; rows past that are not queries (or keys). cu is B + 1 i32.
+    tile-varlen writes every variant's loads and stores this way.
 
         %q = tile.load %Q sequences %cu : memref<?x?x?x128xbf16> -> tensor<?x?x?x128xbf16>
   }];
@@ -88,8 +90,8 @@ def Tile_LoadOp : Tile_Op<"load", [AttrSizedOperandSegments]> {
 def Tile_StoreOp : Tile_Op<"store"> {
   let summary = "writes a whole tensor to a strided view, converting to the view's element type";
   let description = [{
-    With `sequences %cu` the view is a packed batch (see tile.load): row i of sequence b is row
-    cu[b] + i of the view's first batch, and rows at or past cu[b + 1] - cu[b] are not written.
+    With `sequences %cu` the view is a packed batch (see tile.load): row i of sequence b is
+    element (cu[b], h, i) of the view, and rows at or past cu[b + 1] - cu[b] are not written.
   }];
   let arguments = (ins Tile_Tensor:$value, Arg<Tile_View, "target view", [MemWrite]>:$view,
                        Arg<Optional<Tile_SequenceOffsets>, "cumulative sequence offsets",

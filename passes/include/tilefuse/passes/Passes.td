@@ -80,11 +80,12 @@ def TileVarlen : Pass<"tile-varlen", "mlir::func::FuncOp"> {
     keys' cumulative sequence offsets (cu_seqlens_q and cu_seqlens_k, B + 1 i32 each), and
     every tile.load and tile.store of a view reads or writes it as a packed batch
     (`sequences`): Q, O and LSE through the query offsets, K and V (what a tile.dot takes as
-    its right operand) through the key offsets. Row i of sequence b is row cu[b] + i, and the
+    its right operand) through the key offsets. A packed view's batch index counts rows (its
+    batch stride is its row stride): row i of sequence b is element (cu[b], h, i), and the
     views' M and N bound the sequences' lengths. Score and mask regions see indices within
     each sequence, so masks and pruning work per sequence unchanged. A memref.dim of a view's
-    batch or row dimension (whose meaning would change from the sequence's length to the
-    longest one's) is an error at that use. A paged kernel (tile-paged-kv) is refused. Runs on
+    batch or row dimension (whose meaning would change: packed rows, the longest sequence's
+    length) is an error at that use. A paged kernel (tile-paged-kv) is refused. Runs on
     the written form, before tile-tiling; marks the function tile.varlen.
   }];
   let dependentDialects = ["mlir::memref::MemRefDialect"];
