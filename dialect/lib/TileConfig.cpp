@@ -29,18 +29,19 @@ bool TileConfig::isComplete() const {
 
 bool TileConfig::empty() const {
   return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue && !stages &&
-         !packGqa;
+         !packGqa && !ctasPerSm;
 }
 
 bool TileConfig::operator==(const TileConfig &other) const {
   return blockM == other.blockM && blockN == other.blockN && rowsPerWarp == other.rowsPerWarp &&
          mma == other.mma && qOperand == other.qOperand && copyIssue == other.copyIssue &&
-         stages == other.stages && packGqa == other.packGqa;
+         stages == other.stages && packGqa == other.packGqa && ctasPerSm == other.ctasPerSm;
 }
 
 llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
   return llvm::hash_combine(config.blockM, config.blockN, config.rowsPerWarp, config.mma,
-                            config.qOperand, config.copyIssue, config.stages, config.packGqa);
+                            config.qOperand, config.copyIssue, config.stages, config.packGqa,
+                            config.ctasPerSm);
 }
 
 std::string TileConfig::print() const {
@@ -61,6 +62,8 @@ std::string TileConfig::print() const {
     items.push_back("stages=" + std::to_string(*stages));
   if (packGqa)
     items.push_back(*packGqa ? "pack_gqa=true" : "pack_gqa=false");
+  if (ctasPerSm)
+    items.push_back("ctas_per_sm=" + std::to_string(*ctasPerSm));
   return llvm::join(items, ",");
 }
 
@@ -100,8 +103,10 @@ llvm::Error TileConfig::set(llvm::StringRef key, llvm::StringRef value) {
     return integer(stages);
   if (key == "pack_gqa" || key == "pack-gqa")
     return choice(packGqa, false, "false", true, "true");
+  if (key == "ctas_per_sm" || key == "ctas-per-sm")
+    return integer(ctasPerSm);
   return fail("unknown setting '" + key +
-              "' (Br, Bc, rows_per_warp, mma, q, copy_issue, stages, pack_gqa)");
+              "' (Br, Bc, rows_per_warp, mma, q, copy_issue, stages, pack_gqa, ctas_per_sm)");
 }
 
 llvm::Expected<TileConfig> TileConfig::parse(llvm::StringRef text) {
@@ -136,6 +141,8 @@ TileConfig TileConfig::overriddenBy(const TileConfig &other) const {
     out.stages = other.stages;
   if (other.packGqa)
     out.packGqa = other.packGqa;
+  if (other.ctasPerSm)
+    out.ctasPerSm = other.ctasPerSm;
   return out;
 }
 
@@ -154,6 +161,8 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   // and the shared memory a second CTA per SM needs.
   if (stages && (*stages < 2 || *stages > 4))
     return fail("stages must be 2, 3 or 4, got " + llvm::Twine(*stages));
+  if (ctasPerSm && (*ctasPerSm < 1 || *ctasPerSm > 4))
+    return fail("ctas_per_sm must be 1 to 4, got " + llvm::Twine(*ctasPerSm));
   // Packed Q rows (one head each) are gathered by the register load; the shared-memory copy
   // moves whole rows of one head.
   if (packGqa == true && qOperand == QOperand::Shared)
@@ -216,6 +225,7 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   alone.blockN = requested.blockN;
   alone.rowsPerWarp = requested.rowsPerWarp;
   alone.stages = requested.stages;
+  alone.ctasPerSm = requested.ctasPerSm;
   if (llvm::Error error = alone.verify())
     return std::move(error);
   // wgmma's constraints (warpgroups of 16-row warps, Q in registers) rule it out as the default

@@ -57,9 +57,10 @@ struct TileVarlenPass : public tilefuse::impl::TileVarlenBase<TileVarlenPass> {
         bool rhs = false, other = false;
         for (Operation *user : load->getUsers()) {
           auto dot = dyn_cast<DotOp>(user);
-          (dot && dot.getRhs() == load.getResult() && dot.getLhs() != load.getResult() ? rhs
-                                                                                     : other) =
-              true;
+          if (dot && dot.getRhs() == load.getResult())
+            rhs = true;
+          if (!dot || dot.getLhs() == load.getResult())
+            other = true;
         }
         if (rhs && other) {
           load.emitOpError("tile-varlen: a load read both as keys (a tile.dot's right "

@@ -106,6 +106,46 @@ module attributes {tilefuse.threads = {paged = 128 : i64}} {
 
 !qkv = memref<?x?x?x64xbf16>
 !lse = memref<?x?x?xf32>
+!tile = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+
+// A varlen kernel (tile-varlen): the queries' and the keys' offsets follow the 24 parameters;
+// each packed view's batch stride is its row stride (k_n, the 12th parameter: the batch index
+// counts packed rows; k_b, the 14th, is not read), and the keys' offsets are read at the
+// program's sequence. A register budget (ctas_per_sm) is the kernel's nvvm.minctasm.
+// CHECK-LABEL: gpu.func @varlen
+// CHECK-SAME:    %arg23: i64, %arg24: !llvm.ptr<1>, %arg25: !llvm.ptr<1>) kernel
+// CHECK-SAME:    nvvm.minctasm = 3 : i32
+// CHECK-NOT:     %arg13
+// CHECK:         llvm.trunc %arg15 : i64 to i32
+// CHECK-NOT:     %arg13
+// CHECK:         llvm.trunc %arg15 : i64 to i32
+// CHECK-NOT:     %arg13
+// CHECK:         %[[AT:.+]] = llvm.getelementptr %arg25[%{{.+}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
+// CHECK:         llvm.load %[[AT]] : !llvm.ptr<1> -> i32
+// CHECK-NOT:     %arg13
+// CHECK:         nvvm.cp.async.shared.global
+module attributes {tilefuse.threads = {varlen = 128 : i64}, tile.config = #tile.config<"ctas_per_sm=3">} {
+  func.func @varlen(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse, %cuq: memref<?xi32>,
+                    %cuk: memref<?xi32>) attributes {tile.varlen} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %buffer = tgpu.alloc {offset = 0 : i64} : !tile
+    %m = memref.dim %Q, %c1 : !qkv
+    scf.forall (%b, %h, %r) in (%m, %m, %m) {
+      %start = memref.load %cuk[%b] : memref<?xi32>
+      %s = arith.index_castui %start : i32 to index
+      %t = tgpu.async_copy %K[%s, %h, %r] bound %m into %buffer : !qkv, !tile
+      %g = nvgpu.device_async_create_group %t
+      nvgpu.device_async_wait %g {numGroups = 0 : i32}
+    } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+    return
+  }
+}
+
+// -----
+
+!qkv = memref<?x?x?x64xbf16>
+!lse = memref<?x?x?xf32>
 !acc = tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
 !qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
 !tile = !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>

@@ -772,3 +772,19 @@ func.func @paged_and_packed(%c: memref<?x?x?x64xbf16>, %t: memref<?x?xi32>, %i: 
   %x = tile.block_load %c[%i, %i, %i] bound %i packed %i pages %t : memref<?x?x?x64xbf16>, memref<?x?xi32> -> tensor<32x64xbf16>
   return
 }
+
+// -----
+
+func.func @varlen_and_paged(%c: memref<?x?x?x64xbf16>, %t: memref<?x?xi32>, %l: memref<?xi32>) {
+  // expected-error @+1 {{'tile.load' op a load reads a paged cache or a packed batch (`sequences`), not both}}
+  %x = tile.load %c pages %t lengths %l sequences %l : memref<?x?x?x64xbf16>, memref<?x?xi32>, memref<?xi32> -> tensor<?x?x?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @varlen_rank3(%c: memref<?x?x?xf32>, %cu: memref<?xi32>) {
+  // expected-error @+1 {{'tile.load' op a packed batch (`sequences`) is read from a rank-4 B x H x L x D view}}
+  %x = tile.load %c sequences %cu : memref<?x?x?xf32> -> tensor<?x?x?xf32>
+  return
+}

@@ -350,3 +350,16 @@ func.func @paged(%c: memref<?x?x?x64xbf16>, %t: memref<?x?xi32>, %l: memref<?xi3
   %y = tile.block_load %c[%i, %i, %i] bound %i pages %t : memref<?x?x?x64xbf16>, memref<?x?xi32> -> tensor<32x64xbf16>
   return %x, %y : tensor<?x?x?x64xbf16>, tensor<32x64xbf16>
 }
+
+// -----
+
+// A packed batch of variable-length sequences: the written-form load and store through
+// cumulative offsets, whose type (memref<?xi32>) the assembly leaves out.
+// CHECK-LABEL: func.func @varlen
+// CHECK:         %[[X:.+]] = tile.load %{{.+}} sequences %[[CU:[^ ]+]] : memref<?x?x?x64xbf16> -> tensor<?x?x?x64xbf16>
+// CHECK:         tile.store %[[X]], %{{.+}} sequences %[[CU]] : tensor<?x?x?x64xbf16>, memref<?x?x?x64xbf16>
+func.func @varlen(%q: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>, %cu: memref<?xi32>) {
+  %x = tile.load %q sequences %cu : memref<?x?x?x64xbf16> -> tensor<?x?x?x64xbf16>
+  tile.store %x, %o sequences %cu : tensor<?x?x?x64xbf16>, memref<?x?x?x64xbf16>
+  return
+}

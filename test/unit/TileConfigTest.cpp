@@ -90,6 +90,25 @@ TEST(TileConfig, VerifyChecksRangesAndCombinations) {
   EXPECT_EQ(problem("stages=4"), "");
   for (const char *bad : {"stages=1", "stages=5"})
     EXPECT_NE(problem(bad).find("stages must be 2, 3 or 4"), std::string::npos) << bad;
+  EXPECT_EQ(problem("ctas_per_sm=3"), "");
+  for (const char *bad : {"ctas_per_sm=0", "ctas_per_sm=5"})
+    EXPECT_NE(problem(bad).find("ctas_per_sm must be 1 to 4"), std::string::npos) << bad;
+}
+
+/// The register budget is asked for, never part of a complete configuration: a default kernel
+/// gets none, and printing leaves it out unless set.
+TEST(TileConfig, RegisterBudgetOnlyWhereAskedFor) {
+  auto resolved = resolveTileConfig(parsed(""), 128, "sm_90a");
+  ASSERT_TRUE(bool(resolved)) << llvm::toString(resolved.takeError());
+  EXPECT_TRUE(resolved->isComplete());
+  EXPECT_FALSE(resolved->ctasPerSm);
+  EXPECT_EQ(resolved->print().find("ctas_per_sm"), std::string::npos);
+  auto budget = resolveTileConfig(parsed("ctas_per_sm=3"), 128, "sm_90a");
+  ASSERT_TRUE(bool(budget)) << llvm::toString(budget.takeError());
+  EXPECT_EQ(budget->ctasPerSm, 3);
+  EXPECT_EQ(budget->print(), resolved->print() + ",ctas_per_sm=3");
+  EXPECT_EQ(parsed(budget->print()), *budget);
+  EXPECT_NE(hash_value(*budget), hash_value(*resolved));
 }
 
 TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {

@@ -102,10 +102,10 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
   }
   int64_t blockM = 0;
   bool packGqa = false;
+  FailureOr<TileConfig> config = tile::readModuleConfig(fn);
+  if (failed(config))
+    return failure();
   if (split) {
-    FailureOr<TileConfig> config = tile::readModuleConfig(fn);
-    if (failed(config))
-      return failure();
     if (!config->blockM)
       return fn.emitError("a split-KV kernel needs its Br in the module's tile.config (the "
                           "counters' row blocks)");
@@ -132,7 +132,8 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
   kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
   // setmaxnreg and the register budget need both (shared/DESIGN.md, toolchain facts).
   kernel->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
-  kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+  // The register budget (TileConfig ctas_per_sm): CTAs an SM must hold at once.
+  kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(config->ctasPerSm.value_or(1)));
 
   Block &entry = kernel.getBody().front();
   b.setInsertionPointToStart(&entry);

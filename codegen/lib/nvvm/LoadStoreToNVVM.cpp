@@ -79,7 +79,6 @@ struct BlockLoadToRegisters : OpConversionPattern<tile::BlockLoadOp> {
                   adaptor.getBound(), adaptor.getHeadRows(), rowsPerWarp);
     const KernelView &view = rows.view;
     Value row0 = rows.row0, bound = rows.bound, rowBase = rows.threadRow;
-    Value lastRow = arith::SubIOp::create(b, loc, bound, indexConstant(b, loc, 1));
     ThreadCoordinates t = threadCoordinates(b, op);
     Value c2 = mulIndex(b, loc, t.c, indexConstant(b, loc, 2));
     Value zero = i32Constant(b, loc, 0);
@@ -93,15 +92,19 @@ struct BlockLoadToRegisters : OpConversionPattern<tile::BlockLoadOp> {
         Value r = addIndex(b, loc, row0,
                            addIndex(b, loc, rowBase, indexConstant(b, loc, 16 * mt + 8 * h)));
         rowOk[h] = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, r, bound);
-        // discarded when not ok
-        rowAt[h] = rows.at(b, loc, b.createOrFold<arith::MinUIOp>(loc, r, lastRow));
+        rowAt[h] = rows.at(b, loc, r);
       }
       for (int64_t kt = 0; kt < cols / 16; ++kt)
         for (int reg = 0; reg < 4; ++reg) {
           int h = reg % 2;
           SmallVector<Value> at(rowAt[h]);
           at.push_back(addIndex(b, loc, c2, indexConstant(b, loc, 16 * kt + 8 * (reg / 2))));
-          Value v = LLVM::LoadOp::create(b, loc, b.getI32Type(), view.address(b, loc, at), 4);
+          // A row at or past the bound reads the view's first element instead, and is
+          // discarded: with a bound of 0 (a packed sequence without rows) no row of its own
+          // exists to read.
+          Value address = LLVM::SelectOp::create(b, loc, rowOk[h], view.address(b, loc, at),
+                                                 view.pointer);
+          Value v = LLVM::LoadOp::create(b, loc, b.getI32Type(), address, 4);
           regs.push_back(arith::SelectOp::create(b, loc, rowOk[h], v, zero));
         }
     }

@@ -13,6 +13,9 @@
 //
 //   Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,pack_gqa=false
 //
+// and, only where asked for, ctas_per_sm=N (the register budget: not part of a complete
+// configuration, whose kernels get no budget beyond the hardware's).
+//
 // A field may be unset ("the tuned default": defaultTileConfig for the head dimension and chip);
 // print() leaves unset fields out, so "" is the all-default configuration. parse() also takes the
 // spellings of the older options (block_m / block-m, block_n, rows-per-warp, q_operand /
@@ -58,8 +61,14 @@ struct TileConfig {
   /// program's tile (G heads x M rows as G·M packed rows), so the group's keys are read once per
   /// program instead of once per query head; the grid is (B, Hkv, ceil(G·M / Br)).
   std::optional<bool> packGqa;
+  /// The register budget: CTAs one SM must hold at once, 1 to 4 (PTX .minnctapersm), so ptxas
+  /// keeps a thread's registers within 65536 / (threads · ctas_per_sm). Unset (and outside
+  /// isComplete): no budget but the hardware's. A kernel just over a budget's bound (a varlen
+  /// kernel's sequence offsets add three live registers to the padded kernel's 166) runs one
+  /// CTA an SM fewer without it; one far over it spills with it.
+  std::optional<int64_t> ctasPerSm;
 
-  /// Every field set (what compileToPTX compiles, what the tuner enumerates and stores).
+  /// Every field set (ctasPerSm aside) (what compileToPTX compiles, what the tuner enumerates and stores).
   bool isComplete() const;
   /// Nothing set.
   bool empty() const;

@@ -1,0 +1,101 @@
+// RUN: tilefuse-opt %s -split-input-file -tile-tiling="block-m=64 block-n=32" -verify-diagnostics | FileCheck %s
+
+// A packed batch (tile.load / tile.store `sequences`): the grid runs over the sequences (the
+// offsets' size minus one); each program reads its sequence's first rows and lengths from the
+// offsets. The blocks take the first row as their batch index (a packed view's batch index
+// counts rows) and keep the rows within the sequence, bounded by its length, as the mask
+// regions see them; a program past its sequence's end runs no key block.
+
+!qkv = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!in = tensor<?x?x?x64xbf16>
+!scores = tensor<?x?x?x?xf32>
+!out = tensor<?x?x?x64xf32>
+
+// CHECK-LABEL: func.func @varlen
+// CHECK-SAME:    (%[[Q:[^:]+]]: memref<{{[^%]+}}>, %[[K:[^:]+]]: memref<{{[^%]+}}>, %[[V:[^:]+]]: memref<{{[^%]+}}>, %[[O:[^:]+]]: memref<{{[^%]+}}>, %[[LSE:[^:]+]]: memref<{{[^%]+}}>, %[[CUQ:[^:]+]]: memref<?xi32>, %[[CUK:[^:]+]]: memref<?xi32>)
+// CHECK:         %[[OFFSETS:.+]] = memref.dim %[[CUQ]], %{{.+}} : memref<?xi32>
+// CHECK:         %[[SEQUENCES:.+]] = arith.subi %[[OFFSETS]], %{{.+}} : index
+// CHECK:         scf.forall (%[[B:[^,]+]], %[[H:[^,]+]], %{{.+}}) in (%[[SEQUENCES]],
+// CHECK:           %[[ROW0:.+]] = arith.muli
+// CHECK:           %[[QS:.+]] = arith.index_castui %{{.+}} : i32 to index
+// CHECK:           %[[QE:.+]] = arith.index_castui %{{.+}} : i32 to index
+// CHECK:           %[[M:.+]] = arith.subi %[[QE]], %[[QS]] : index
+// CHECK:           memref.load %[[CUK]][%[[B]]] : memref<?xi32>
+// CHECK:           %[[KS:.+]] = arith.index_castui %{{.+}} : i32 to index
+// CHECK:           %[[KE:.+]] = arith.index_castui %{{.+}} : i32 to index
+// CHECK:           %[[N:.+]] = arith.subi %[[KE]], %[[KS]] : index
+// CHECK:           %[[BLOCKS:.+]] = arith.ceildivui %[[N]], %{{.+}} : index
+// CHECK:           %[[LIVE:.+]] = arith.cmpi ult, %[[ROW0]], %[[M]] : index
+// CHECK:           %[[LOOPEND:.+]] = arith.select %[[LIVE]], %[[BLOCKS]], %{{.+}} : index
+// CHECK:           tile.block_load %[[Q]][%[[QS]], %[[H]], %[[ROW0]]] bound %[[M]]
+// CHECK:           scf.for %{{.+}} = %{{.+}} to %[[LOOPEND]]
+// CHECK:             %[[COL0:.+]] = arith.muli
+// CHECK:             tile.block_load %[[K]][%[[KS]], %{{.+}}, %[[COL0]]] bound %[[N]]
+// CHECK:             tile.block_mask %{{.+}} at(%[[B]], %[[H]], %[[ROW0]], %[[COL0]])
+// CHECK:               arith.cmpi ult, %{{.+}}, %[[N]] : index
+// CHECK:           tile.block_load %[[V]][%[[KS]], %{{.+}}, %{{.+}}] bound %[[N]]
+// CHECK:           tile.block_store %{{.+}}, %[[O]][%[[QS]], %[[H]], %[[ROW0]]] bound %[[M]]
+// CHECK:           tile.block_store %{{.+}}, %[[LSE]][%[[QS]], %[[H]], %[[ROW0]]] bound %[[M]]
+func.func @varlen(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse,
+                  %cuq: memref<?xi32>, %cuk: memref<?xi32>) {
+  %q = tile.load %Q sequences %cuq : !qkv -> !in
+  %k = tile.load %K sequences %cuk : !qkv -> !in
+  %v = tile.load %V sequences %cuk : !qkv -> !in
+  %s = tile.dot %q, %k transpose_rhs : !in, !in -> !scores
+  %p, %lse = tile.softmax %s : !scores -> !scores, tensor<?x?x?xf32>
+  %o = tile.dot %p, %v : !scores, !in -> !out
+  tile.store %o, %O sequences %cuq : !out, !qkv
+  tile.store %lse, %LSE sequences %cuq : tensor<?x?x?xf32>, !lse
+  return
+}
+
+// -----
+
+// The output is per query row: packed through the queries' offsets, or not at all, as Q is.
+
+!qkv = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!in = tensor<?x?x?x64xbf16>
+!scores = tensor<?x?x?x?xf32>
+!out = tensor<?x?x?x64xf32>
+
+func.func @unpacked_output(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse,
+                           %cuq: memref<?xi32>, %cuk: memref<?xi32>) {
+  %q = tile.load %Q sequences %cuq : !qkv -> !in
+  %k = tile.load %K sequences %cuk : !qkv -> !in
+  %v = tile.load %V sequences %cuk : !qkv -> !in
+  %s = tile.dot %q, %k transpose_rhs : !in, !in -> !scores
+  %p, %lse = tile.softmax %s : !scores -> !scores, tensor<?x?x?xf32>
+  %o = tile.dot %p, %v : !scores, !in -> !out
+  // expected-error @below {{the output and logsumexp are per query row}}
+  tile.store %o, %O : !out, !qkv
+  tile.store %lse, %LSE sequences %cuq : tensor<?x?x?xf32>, !lse
+  return
+}
+
+// -----
+
+// GQA packing runs a program over several query heads' rows: not with packed sequences.
+
+!qkv = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!in = tensor<?x?x?x64xbf16>
+!scores = tensor<?x?x?x?xf32>
+!out = tensor<?x?x?x64xf32>
+
+module attributes {tile.config = #tile.config<"pack_gqa=true">} {
+  func.func @packed_gqa(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse,
+                        %cuq: memref<?xi32>, %cuk: memref<?xi32>) {
+    // expected-error @below {{GQA packing (pack_gqa) runs a program over the rows of several query heads}}
+    %q = tile.load %Q sequences %cuq : !qkv -> !in
+    %k = tile.load %K sequences %cuk : !qkv -> !in
+    %v = tile.load %V sequences %cuk : !qkv -> !in
+    %s = tile.dot %q, %k transpose_rhs : !in, !in -> !scores
+    %p, %lse = tile.softmax %s : !scores -> !scores, tensor<?x?x?xf32>
+    %o = tile.dot %p, %v : !scores, !in -> !out
+    tile.store %o, %O sequences %cuq : !out, !qkv
+    tile.store %lse, %LSE sequences %cuq : tensor<?x?x?xf32>, !lse
+    return
+  }
+}

@@ -1,0 +1,35 @@
+// Varlen kernels through `tilefuse compile --varlen` (tile-varlen, then the GPU lowering): the
+// launch ABI's varlen form (the 24 parameters, then cu_seqlens_q and cu_seqlens_k), and the
+// sidecar; a register budget (--config ctas_per_sm=3) in the PTX and the sidecar.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: tilefuse compile --kernel causal --varlen --emit ptx -o %t/varlen.ptx
+// RUN: FileCheck %s --input-file %t/varlen.ptx
+// RUN: FileCheck %s --check-prefix=JSON --input-file %t/varlen.json
+// CHECK:     .entry causal(
+// CHECK:       causal_param_25{{$}}
+// CHECK-NEXT:  )
+// CHECK:     .minnctapersm 1
+// CHECK:     cp.async.cg.shared.global
+// JSON-NOT: ctas_per_sm
+// JSON: "varlen": true
+
+// RUN: tilefuse compile --kernel attention --head-dim 128 --varlen --config ctas_per_sm=3 \
+// RUN:   --emit ptx -o %t/budget.ptx
+// RUN: FileCheck %s --check-prefix=BUDGET --input-file %t/budget.ptx
+// RUN: FileCheck %s --check-prefix=BUDGETJSON --input-file %t/budget.json
+// BUDGET: .minnctapersm 3
+// BUDGETJSON: ctas_per_sm=3
+// BUDGETJSON: "varlen": true
+
+// Varlen with split-KV or paged KV, and a header launcher, are errors.
+// RUN: not tilefuse compile --kernel attention --varlen --split-kv --emit ptx -o %t/x.ptx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=SPLIT
+// SPLIT: a varlen kernel is neither paged nor split
+// RUN: not tilefuse compile --kernel attention --varlen --paged-kv --emit ptx -o %t/x.ptx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=SPLIT
+// RUN: not tilefuse compile --kernel attention --varlen --emit header -o %t/x.h 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=HEADER
+// HEADER: a varlen kernel has no header launcher yet
+// RUN: not tilefuse compile --kernel attention --varlen --config ctas_per_sm=9 --emit ptx \
+// RUN:   -o %t/x.ptx 2>&1 | FileCheck %s --check-prefix=BADBUDGET
+// BADBUDGET: ctas_per_sm must be 1 to 4, got 9
