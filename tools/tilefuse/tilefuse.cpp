@@ -238,6 +238,12 @@ static cl::opt<bool> runPagedKv(
     cl::desc("Run the kernel on a paged K/V cache (tile-paged-kv): vLLM's [pages, page size, Hkv, "
              "D] layout, the pages in a random order, sequences of ragged lengths (N the longest)"),
     cl::init(false), cl::sub(runCmd), cl::cat(runCategory));
+static cl::opt<bool> runVarlen(
+    "varlen",
+    cl::desc("Run the kernel on a packed batch of variable-length sequences (tile-varlen; the "
+             "THD layout of FlashAttention's varlen API): ragged query and key lengths (M and N "
+             "the longest), packed one after another"),
+    cl::init(false), cl::sub(runCmd), cl::cat(runCategory));
 static cl::opt<int64_t> runPageSize("page-size",
                                     cl::desc("--paged-kv: rows per page (fixed in the kernel)"),
                                     cl::init(16), cl::sub(runCmd), cl::cat(runCategory));
@@ -331,6 +337,10 @@ static int runMain() {
     fmt::print(stderr, "error: --page-size must be positive, not {}\n", runPageSize.getValue());
     return 2;
   }
+  if (runVarlen && (runBackward || runSplitKv || runPagedKv)) {
+    fmt::print(stderr, "error: --varlen runs the forward kernel, neither split nor paged\n");
+    return 2;
+  }
   if (runSplitKv && runBackward) {
     fmt::print(stderr, "error: --split-kv is a forward kernel; --backward runs the unsplit one\n");
     return 2;
@@ -387,6 +397,32 @@ struct RunInputs {
     std::vector<char> kCache, vCache;
   };
   std::optional<Paged> paged;
+  /// --varlen: each sequence's first queryLengths[b] query rows and keyLengths[b] key rows of
+  /// q, k and v, packed one sequence after another ([tokens, heads, D]) at the offsets cuQ and
+  /// cuK.
+  struct Packed {
+    std::vector<int64_t> queryLengths, keyLengths;
+    std::vector<int32_t> cuQ, cuK;
+    std::vector<char> q, k, v;
+  };
+  std::optional<Packed> packed;
+
+  /// A packed output's rows back in the padded B x H x M layout (rows past a sequence's length
+  /// zero, as the per-sequence reference leaves them): O's bytes and LSE ([H, tokens]).
+  void unpack(const std::vector<char> &oPacked, const std::vector<float> &lsePacked,
+              std::vector<char> &o, std::vector<float> &lse) const {
+    size_t rowBytes = p.D * reference::elementSize(et);
+    int64_t tokens = packed->cuQ.back();
+    o.assign(size_t(p.B * p.H * p.M) * rowBytes, 0);
+    lse.assign(size_t(p.B * p.H * p.M), 0.0f);
+    for (int64_t b = 0; b < p.B; ++b)
+      for (int64_t h = 0; h < p.H; ++h)
+        for (int64_t i = 0; i < packed->queryLengths[b]; ++i) {
+          size_t row = size_t((b * p.H + h) * p.M + i), at = size_t(packed->cuQ[b] + i);
+          std::memcpy(&o[row * rowBytes], &oPacked[(at * p.H + h) * rowBytes], rowBytes);
+          lse[row] = lsePacked[h * tokens + at];
+        }
+  }
 };
 
 /// [pages, page size, Hkv, D]: a page, a head, a row.
@@ -457,6 +493,34 @@ static RunInputs drawInputs(const ReferenceKernel &f64Reference, int64_t headDim
         }
     }
   }
+  if (runVarlen) {
+    // Ragged, as --paged-kv's: the first sequence is the longest, one has a single row.
+    RunInputs::Packed &packed = in.packed.emplace();
+    auto ragged = [&](int64_t longest, int64_t b) {
+      return b == 0 ? longest : b == 2 ? 1 : std::max<int64_t>(1, longest - b * longest / 3);
+    };
+    packed.cuQ = packed.cuK = {0};
+    for (int64_t b = 0; b < p.B; ++b) {
+      packed.queryLengths.push_back(ragged(p.M, b));
+      packed.keyLengths.push_back(ragged(p.N, b));
+      packed.cuQ.push_back(packed.cuQ.back() + int32_t(packed.queryLengths[b]));
+      packed.cuK.push_back(packed.cuK.back() + int32_t(packed.keyLengths[b]));
+    }
+    size_t rowBytes = p.D * es;
+    auto pack = [&](const std::vector<char> &padded, int64_t heads, int64_t rows,
+                    const std::vector<int64_t> &lengths, const std::vector<int32_t> &cu) {
+      std::vector<char> out(size_t(cu.back() * heads) * rowBytes);
+      for (int64_t b = 0; b < p.B; ++b)
+        for (int64_t h = 0; h < heads; ++h)
+          for (int64_t i = 0; i < lengths[b]; ++i)
+            std::memcpy(&out[size_t((cu[b] + i) * heads + h) * rowBytes],
+                        &padded[size_t((b * heads + h) * rows + i) * rowBytes], rowBytes);
+      return out;
+    };
+    packed.q = pack(in.q, p.H, p.M, packed.queryLengths, packed.cuQ);
+    packed.k = pack(in.k, p.Hkv, p.N, packed.keyLengths, packed.cuK);
+    packed.v = pack(in.v, p.Hkv, p.N, packed.keyLengths, packed.cuK);
+  }
   return in;
 }
 
@@ -468,11 +532,13 @@ static int checkAgainstReference(const ReferenceKernel &referenceKernel, const R
   const reference::Problem &p = in.p;
   std::vector<double> q = in.qSeen, k = in.kSeen, v = in.vSeen;
   std::vector<double> refO(p.B * p.H * p.M * p.D), refL(p.B * p.H * p.M);
-  // Paged, each sequence on its own keys.
-  if (llvm::Error e = reference::runPerSequence(referenceKernel, p,
-                                                in.paged ? &in.paged->lengths : nullptr,
-                                                q.data(), k.data(), v.data(), refO.data(),
-                                                refL.data())) {
+  // Paged or varlen, each sequence on its own keys (and, varlen, its own query rows).
+  const std::vector<int64_t> *keyLengths = in.paged    ? &in.paged->lengths
+                                           : in.packed ? &in.packed->keyLengths
+                                                       : nullptr;
+  if (llvm::Error e = reference::runPerSequence(
+          referenceKernel, p, keyLengths, q.data(), k.data(), v.data(), refO.data(), refL.data(),
+          in.packed ? &in.packed->queryLengths : nullptr)) {
     fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
     return 1;
   }
@@ -502,6 +568,7 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
   opts.packGqa = runSplitKv && splitKvTileConfig(0, "").packGqa.value_or(false);
   opts.pagedKv = runPagedKv;
   opts.pageSize = runPagedKv ? runPageSize.getValue() : 0;
+  opts.varlen = runVarlen;
   int64_t splits = runSplitKv ? (runKvSplits > 0 ? runKvSplits.getValue() : 4) : 1;
   auto t0 = std::chrono::steady_clock::now();
   auto kernel = CpuKernel::compile(text, bufferName, opts);
@@ -534,13 +601,30 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
     paged.pagesPerSequence = paged.tableStride = in.paged->perSequence;
     paged.kvLengths = in.paged->lengths32.data();
   }
+  // Varlen: the packed tensors ([tokens, heads, D], LSE [H, tokens]) and their offsets.
+  Varlen varlen;
+  std::vector<char> oPacked;
+  std::vector<float> lsePacked;
+  if (in.packed) {
+    int64_t tokensQ = in.packed->cuQ.back(), tokensK = in.packed->cuK.back();
+    oPacked.assign(size_t(tokensQ * p.H * p.D) * es, char(0xff));
+    lsePacked.assign(size_t(p.H * tokensQ), NAN);
+    qv = Varlen::tokens(in.packed->q.data(), p.B, p.H, p.M, p.D);
+    kv = Varlen::tokens(in.packed->k.data(), p.B, p.Hkv, p.N, p.D);
+    vv = Varlen::tokens(in.packed->v.data(), p.B, p.Hkv, p.N, p.D);
+    ov = Varlen::tokens(oPacked.data(), p.B, p.H, p.M, p.D);
+    lv = Varlen::lse(lsePacked.data(), p.B, p.H, p.M, tokensQ);
+    varlen = Varlen::of(in.packed->cuQ.data(), in.packed->cuK.data(), tokensQ, tokensK);
+  }
   t0 = std::chrono::steady_clock::now();
-  if (llvm::Error e =
-          (*kernel)->run(qv, kv, vv, ov, lv, &counts, splits, in.paged ? &paged : nullptr)) {
+  if (llvm::Error e = (*kernel)->run(qv, kv, vv, ov, lv, &counts, splits,
+                                     in.paged ? &paged : nullptr, in.packed ? &varlen : nullptr)) {
     fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
     return 1;
   }
   double runMs = msSince(t0);
+  if (in.packed)
+    in.unpack(oPacked, lsePacked, ob, lseb);
 
   launch_abi::Grid grid = launch_abi::programGrid(p.B, p.H, p.Hkv, p.M, blockM, opts.packGqa);
   int64_t programs = grid.batch * grid.heads * grid.rowBlocks;
@@ -555,6 +639,9 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
   if (in.paged)
     fmt::print("paged KV     {} pages of {} rows, lengths {}\n", in.paged->pages,
                in.paged->pageSize, fmt::join(in.paged->lengths, ", "));
+  if (in.packed)
+    fmt::print("varlen       query lengths {}, key lengths {}, packed\n",
+               fmt::join(in.packed->queryLengths, ", "), fmt::join(in.packed->keyLengths, ", "));
   fmt::print("compile      {:.1f} ms   run {:.1f} ms\n", compileMs, runMs);
   fmt::print("blocks       {} visited of {} ({} full, {} partial)\n", counts.visited(), allBlocks,
              counts.full, counts.partial);
@@ -677,6 +764,7 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
   opts.splitKv = runSplitKv;
   opts.pagedKv = runPagedKv;
   opts.pageSize = runPagedKv ? runPageSize.getValue() : 0;
+  opts.varlen = runVarlen;
   auto chip = chipForComputeCapability(dev->computeMajor, dev->computeMinor, dev->name);
   if (!chip)
     return fail(chip.takeError());
@@ -707,16 +795,19 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
       return std::move(e);
     return std::move(*buffer);
   };
-  // Paged: K and V are the caches.
-  auto q = upload(in.q), k = upload(in.paged ? in.paged->kCache : in.k),
-       v = upload(in.paged ? in.paged->vCache : in.v);
+  // Paged: K and V are the caches; varlen: every tensor is packed.
+  auto q = upload(in.packed ? in.packed->q : in.q),
+       k = upload(in.paged ? in.paged->kCache : in.packed ? in.packed->k : in.k),
+       v = upload(in.paged ? in.paged->vCache : in.packed ? in.packed->v : in.v);
   if (!q)
     return fail(q.takeError());
   if (!k)
     return fail(k.takeError());
   if (!v)
     return fail(v.takeError());
-  size_t oBytes = p.B * p.H * p.M * p.D * es, lseCount = p.B * p.H * p.M;
+  int64_t tokensQ = in.packed ? in.packed->cuQ.back() : 0;
+  size_t oBytes = (in.packed ? tokensQ : p.B * p.M) * p.H * p.D * es;
+  size_t lseCount = (in.packed ? tokensQ : p.B * p.M) * p.H;
   auto o = cuda::DeviceBuffer::allocate(oBytes);
   if (!o)
     return fail(o.takeError());
@@ -759,9 +850,34 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
     paged.pageSize = in.paged->pageSize;
     paged.pages = in.paged->pages;
   }
+  Varlen varlen;
+  std::optional<cuda::DeviceBuffer> cuQ, cuK;
+  if (in.packed) {
+    // THD: [tokens, heads, D], LSE [H, tokens]; the batch strides are not read.
+    strides.qB = strides.kB = strides.vB = strides.oB = strides.lseB = 0;
+    strides.qH = strides.oH = strides.kH = strides.vH = p.D;
+    strides.qM = strides.oM = p.H * p.D;
+    strides.kN = strides.vN = p.Hkv * p.D;
+    strides.lseH = tokensQ;
+    auto upload32 = [&](const std::vector<int32_t> &host) {
+      return upload(std::vector<char>(reinterpret_cast<const char *>(host.data()),
+                                      reinterpret_cast<const char *>(host.data() + host.size())));
+    };
+    auto cq = upload32(in.packed->cuQ), ck = upload32(in.packed->cuK);
+    if (!cq)
+      return fail(cq.takeError());
+    if (!ck)
+      return fail(ck.takeError());
+    cuQ = std::move(*cq);
+    cuK = std::move(*ck);
+    varlen = Varlen::of(reinterpret_cast<const int32_t *>(cuQ->address()),
+                        reinterpret_cast<const int32_t *>(cuK->address()), tokensQ,
+                        in.packed->cuK.back());
+  }
   t0 = std::chrono::steady_clock::now();
   if (llvm::Error e = (*kernel)->launch(stream->handle(), buffers, shape, strides, runKvSplits,
-                                        in.paged ? &paged : nullptr))
+                                        in.paged ? &paged : nullptr,
+                                        in.packed ? &varlen : nullptr))
     return fail(std::move(e));
   if (llvm::Error e = stream->synchronize())
     return fail(std::move(e));
@@ -772,6 +888,11 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
     return fail(std::move(e));
   if (llvm::Error e = lse->download(lseb.data(), lseb.size() * sizeof(float)))
     return fail(std::move(e));
+  if (in.packed) {
+    std::vector<char> oPacked = std::move(ob);
+    std::vector<float> lsePacked = std::move(lseb);
+    in.unpack(oPacked, lsePacked, ob, lseb);
+  }
 
   fmt::print("kernel       {} ({}), {} on {} ({})\n", name, bufferName, dtype.getValue(),
              dev->name, opts.chip);
@@ -784,6 +905,9 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
   if (in.paged)
     fmt::print("paged KV     {} pages of {} rows, lengths {}\n", in.paged->pages,
                in.paged->pageSize, fmt::join(in.paged->lengths, ", "));
+  if (in.packed)
+    fmt::print("varlen       query lengths {}, key lengths {}, packed\n",
+               fmt::join(in.packed->queryLengths, ", "), fmt::join(in.packed->keyLengths, ", "));
   fmt::print("compile      {:.1f} ms (PTX + driver JIT)   run {:.3f} ms\n", compileMs, runMs);
   // P is rounded to the storage type for the P x V MMA, and O once more on the store.
   return checkAgainstReference(reference, in, ob, lseb, in.et == ElementType::BF16 ? 1e-2 : 3e-3);
