@@ -76,14 +76,18 @@ for d in 64 128; do
   done
 done
 # The varlen kernels (tile-varlen): every variant on packed sequences (scripts/gpu-run.sh
-# tests-varlen), and the varlen bench's: attention and causal at head dims 64 and 128.
+# tests-varlen), and the varlen bench's: attention and causal at head dims 64 and 128, as
+# compiled by default and with the register budget of 3 CTAs an SM (ctas_per_sm=3).
 KERNEL_SET=varlen scripts/compile-kernels.sh "$out/kernels-varlen" || exit 1
-mkdir -p "$out/kernels-varlen-bench"
-rm -f "$out"/kernels-varlen-bench/*
+rm -rf "$out"/kernels-varlen-bench*
+mkdir -p "$out/kernels-varlen-bench" "$out/kernels-varlen-bench-budget"
 for d in 64 128; do
   for kernel in attention causal; do
     build/tools/tilefuse compile --kernel "$kernel" --head-dim "$d" --varlen --emit ptx \
       -o "$out/kernels-varlen-bench/${kernel}_d$d.ptx" || exit 1
+    build/tools/tilefuse compile --kernel "$kernel" --head-dim "$d" --varlen \
+      --config ctas_per_sm=3 --emit ptx \
+      -o "$out/kernels-varlen-bench-budget/${kernel}_d$d.ptx" || exit 1
   done
 done
 # The split-KV kernels (tile-split-kv), apart: their sidecars say "split_kv" and the GPU tests run

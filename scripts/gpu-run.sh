@@ -24,8 +24,9 @@
 #              sequences in pages of odd and even sizes, and memcheck + racecheck on small cases
 #   tests-varlen the varlen kernels (build-gpu/kernels-varlen) on ragged packed sequences, and
 #              memcheck + racecheck on small cases
-#   varlen     bench.py --varlen: prefill on a mix of sequence lengths, packed (tf:varlen) beside
-#              the same sequences padded to the longest (tilefuse, SDPA flash and cuDNN)
+#   varlen     bench.py --varlen: prefill on a mix of sequence lengths, packed (tf:varlen, and
+#              tf:varlen-budget with ctas_per_sm=3) beside the same sequences padded to the
+#              longest (tilefuse, its BSHD form, SDPA flash and cuDNN)
 #   decode     bench.py --decode: one query row, GQA 32/8, D = 128, KV 1k-128k; GB/s beside SDPA
 #              and a device copy (DECODE_LENGTHS=...)
 #   tune       `tilefuse tune` of the self-contained build: attention and causal at head dim 64
@@ -122,6 +123,7 @@ for step in "${steps[@]}"; do
       run_step varlen python3 tools/bench/bench.py --ptx-dir build-gpu/kernels \
         --lib build-gpu/libtilefuse_cuda.so --out "$out/varlen.json" \
         --impls tilefuse,sdpa-flash,sdpa-cudnn --variant varlen=build-gpu/kernels-varlen-bench \
+        --variant varlen-budget=build-gpu/kernels-varlen-bench-budget \
         --varlen "${VARLEN_MAX:-1024,4096,16384}" ${VARLEN_ARGS:-}
       ;;
     decode)
