@@ -205,13 +205,15 @@ public:
       kBatch = start;
       colBlocks = arith::CeilDivUIOp::create(b, loc, N, idx(bc));
     }
+    if (c.q.getSequences()) {
+      // Rows all past the sequence's end: no keys, so no key block runs and no key is copied
+      // (the first block's copy is issued before the loop), and nothing is stored.
+      Value live = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row0, rowBound);
+      N = arith::SelectOp::create(b, loc, live, N, c0);
+      colBlocks = arith::CeilDivUIOp::create(b, loc, N, idx(bc));
+    }
     qAccess = {qBatch, row0, rowBound};
     kAccess = {kBatch, N};
-    if (c.q.getSequences()) {
-      // Rows all past the sequence's end: no key block (nothing of the program is stored).
-      Value live = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row0, rowBound);
-      colBlocks = arith::SelectOp::create(b, loc, live, colBlocks, c0);
-    }
     if (packGqa) {
       // hIdx is the group's first query head; a row's own head comes from its packed row.
       hkv = forall.getInductionVar(1);

@@ -4,7 +4,7 @@
 // offsets' size minus one); each program reads its sequence's first rows and lengths from the
 // offsets. The blocks take the first row as their batch index (a packed view's batch index
 // counts rows) and keep the rows within the sequence, bounded by its length, as the mask
-// regions see them; a program past its sequence's end runs no key block.
+// regions see them; a program past its sequence's end has no keys (no key block, no copy).
 
 !qkv = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
 !lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
@@ -24,10 +24,10 @@
 // CHECK:           memref.load %[[CUK]][%[[B]]] : memref<?xi32>
 // CHECK:           %[[KS:.+]] = arith.index_castui %{{.+}} : i32 to index
 // CHECK:           %[[KE:.+]] = arith.index_castui %{{.+}} : i32 to index
-// CHECK:           %[[N:.+]] = arith.subi %[[KE]], %[[KS]] : index
-// CHECK:           %[[BLOCKS:.+]] = arith.ceildivui %[[N]], %{{.+}} : index
+// CHECK:           %[[KEYS:.+]] = arith.subi %[[KE]], %[[KS]] : index
 // CHECK:           %[[LIVE:.+]] = arith.cmpi ult, %[[ROW0]], %[[M]] : index
-// CHECK:           %[[LOOPEND:.+]] = arith.select %[[LIVE]], %[[BLOCKS]], %{{.+}} : index
+// CHECK:           %[[N:.+]] = arith.select %[[LIVE]], %[[KEYS]], %{{.+}} : index
+// CHECK:           %[[LOOPEND:.+]] = arith.ceildivui %[[N]], %{{.+}} : index
 // CHECK:           tile.block_load %[[Q]][%[[QS]], %[[H]], %[[ROW0]]] bound %[[M]]
 // CHECK:           scf.for %{{.+}} = %{{.+}} to %[[LOOPEND]]
 // CHECK:             %[[COL0:.+]] = arith.muli
