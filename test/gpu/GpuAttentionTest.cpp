@@ -373,6 +373,29 @@ llvm::Expected<DeviceBuffer> uploadInput(ElementType dtype, const Layout &layout
   return std::move(*buffer);
 }
 
+/// Prints a case's line and checks its comparison against the bounds (kernels compute in f32
+/// and round P and O to the storage type: 1e-2 relative for bf16, 3e-3 for f16; LSE 1e-3).
+/// `paddingName` / `paddingWhy`: what Comparison::paddingTouched counted.
+void reportAndCheck(const KernelFiles &files, const KernelMetadata &metadata,
+                    const std::string &caseName, const Comparison &cmp, const char *paddingName,
+                    const char *paddingWhy) {
+  double outBound = metadata.dtype == ElementType::BF16 ? 1e-2 : 3e-3;
+  double lseBound = 1e-3;
+  std::printf("[ case     ] %-18s %-4s %-34s O %.2e (bound %.0e)  LSE %.2e (bound %.0e)  "
+              "-inf rows %lld  NaN %lld/%lld  -inf mismatches %lld  %s %lld\n",
+              files.stem.c_str(), dtypeName(metadata.dtype).data(), caseName.c_str(),
+              cmp.outError, outBound, cmp.lseError, lseBound, (long long)cmp.lseInfRows,
+              (long long)cmp.outNaN, (long long)cmp.lseNaN, (long long)cmp.lseMismatch,
+              paddingName, (long long)cmp.paddingTouched);
+  std::fflush(stdout);
+  EXPECT_EQ(cmp.outNaN, 0) << "NaN (or unwritten) elements in O";
+  EXPECT_EQ(cmp.lseNaN, 0) << "NaN (or unwritten) elements in LSE";
+  EXPECT_EQ(cmp.lseMismatch, 0) << "LSE is -inf where the reference is finite or vice versa";
+  EXPECT_EQ(cmp.paddingTouched, 0) << paddingWhy;
+  EXPECT_LE(cmp.outError, outBound) << "O relative L2 error";
+  EXPECT_LE(cmp.lseError, lseBound) << "LSE relative L2 error";
+}
+
 /// A varlen kernel's case: the inputs drawn as for a padded B x H x M x D batch, then packed one
 /// sequence after another (THD: [tokens, heads, D], LSE [heads, tokens]) behind two rows no
 /// sequence owns and before three more (NaN in Q, K, V; they must keep their poison in O and
@@ -484,21 +507,8 @@ void runVarlenCase(const KernelFiles &files, const KernelMetadata &metadata, con
       cmp.paddingTouched += !poisoned;
     }
 
-  double outBound = metadata.dtype == ElementType::BF16 ? 1e-2 : 3e-3;
-  double lseBound = 1e-3;
-  std::printf("[ case     ] %-18s %-4s %-34s O %.2e (bound %.0e)  LSE %.2e (bound %.0e)  "
-              "-inf rows %lld  NaN %lld/%lld  -inf mismatches %lld  foreign rows written %lld\n",
-              files.stem.c_str(), dtypeName(metadata.dtype).data(), (c.name() + "_varlen").c_str(),
-              cmp.outError, outBound, cmp.lseError, lseBound, (long long)cmp.lseInfRows,
-              (long long)cmp.outNaN, (long long)cmp.lseNaN, (long long)cmp.lseMismatch,
-              (long long)cmp.paddingTouched);
-  std::fflush(stdout);
-  EXPECT_EQ(cmp.outNaN, 0) << "NaN (or unwritten) elements in O";
-  EXPECT_EQ(cmp.lseNaN, 0) << "NaN (or unwritten) elements in LSE";
-  EXPECT_EQ(cmp.lseMismatch, 0) << "LSE is -inf where the reference is finite or vice versa";
-  EXPECT_EQ(cmp.paddingTouched, 0) << "the kernel wrote rows that belong to no sequence";
-  EXPECT_LE(cmp.outError, outBound) << "O relative L2 error";
-  EXPECT_LE(cmp.lseError, lseBound) << "LSE relative L2 error";
+  reportAndCheck(files, metadata, c.name() + "_varlen", cmp,
+                 "foreign rows written", "the kernel wrote rows that belong to no sequence");
 }
 
 void runCase(const KernelFiles &files, const KernelMetadata &metadata, const Case &c) {
@@ -644,21 +654,8 @@ void runCase(const KernelFiles &files, const KernelMetadata &metadata, const Cas
           }
   }
 
-  double outBound = metadata.dtype == ElementType::BF16 ? 1e-2 : 3e-3;
-  double lseBound = 1e-3;
-  std::printf("[ case     ] %-18s %-4s %-34s O %.2e (bound %.0e)  LSE %.2e (bound %.0e)  "
-              "-inf rows %lld  NaN %lld/%lld  -inf mismatches %lld  padding writes %lld\n",
-              files.stem.c_str(), dtypeName(metadata.dtype).data(), c.name().c_str(),
-              cmp.outError, outBound, cmp.lseError, lseBound, (long long)cmp.lseInfRows,
-              (long long)cmp.outNaN, (long long)cmp.lseNaN, (long long)cmp.lseMismatch,
-              (long long)cmp.paddingTouched);
-  std::fflush(stdout);
-  EXPECT_EQ(cmp.outNaN, 0) << "NaN (or unwritten) elements in O";
-  EXPECT_EQ(cmp.lseNaN, 0) << "NaN (or unwritten) elements in LSE";
-  EXPECT_EQ(cmp.lseMismatch, 0) << "LSE is -inf where the reference is finite or vice versa";
-  EXPECT_EQ(cmp.paddingTouched, 0) << "the kernel wrote LSE elements between rows";
-  EXPECT_LE(cmp.outError, outBound) << "O relative L2 error";
-  EXPECT_LE(cmp.lseError, lseBound) << "LSE relative L2 error";
+  reportAndCheck(files, metadata, c.name(), cmp, "padding writes",
+                 "the kernel wrote LSE elements between rows");
 }
 
 class KernelCaseTest : public testing::Test {

@@ -36,16 +36,8 @@ class PagedKVCases : public testing::TestWithParam<PagedCase> {};
 
 TEST_P(PagedKVCases, MatchesFloat64Reference) {
   const PagedCase &c = GetParam();
-  std::string text, fileName;
-  if (c.testOnly) {
-    text = test::readTestVariant(c.kernel);
-    fileName = c.kernel + ".mlir";
-  } else {
-    const kernels::KernelSource *src = kernels::find(c.kernel);
-    ASSERT_NE(src, nullptr) << c.kernel;
-    text = src->text;
-    fileName = src->fileName;
-  }
+  auto [text, fileName] = test::variantSource(c.kernel, c.testOnly);
+  ASSERT_FALSE(text.empty());
   CpuCompileOptions opts;
   opts.blockM = 16;
   opts.blockN = 16;

@@ -33,17 +33,11 @@ struct SplitCase {
 
 std::unique_ptr<CpuKernel> compileSplit(const SplitCase &c, int64_t br, int64_t bc,
                                         std::string *text, std::string *fileName) {
-  if (c.testOnly) {
-    *text = test::readTestVariant(c.kernel);
-    *fileName = c.kernel + ".mlir";
-  } else {
-    const kernels::KernelSource *src = kernels::find(c.kernel);
-    EXPECT_NE(src, nullptr) << c.kernel;
-    if (!src)
-      return nullptr;
-    *text = src->text;
-    *fileName = src->fileName;
-  }
+  test::VariantSource source = test::variantSource(c.kernel, c.testOnly);
+  if (source.text.empty())
+    return nullptr;
+  *text = source.text;
+  *fileName = source.fileName;
   CpuCompileOptions opts;
   opts.blockM = br;
   opts.blockN = bc;

@@ -57,6 +57,16 @@ std::string test::readTestVariant(const std::string &name) {
   return buffer ? (*buffer)->getBuffer().str() : std::string();
 }
 
+test::VariantSource test::variantSource(const std::string &name, bool testOnly) {
+  if (testOnly)
+    return {readTestVariant(name), name + ".mlir"};
+  const kernels::KernelSource *src = kernels::find(name);
+  EXPECT_NE(src, nullptr) << name;
+  if (!src)
+    return {};
+  return {src->text, src->fileName};
+}
+
 std::unique_ptr<ReferenceKernel> test::compileBundledReference(const std::string &name) {
   const kernels::KernelSource *src = kernels::find(name);
   EXPECT_NE(src, nullptr) << name;

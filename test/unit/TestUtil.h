@@ -30,6 +30,13 @@ std::unique_ptr<runtime::ReferenceKernel> compileBundledReference(const std::str
 /// The text of a variant written only in the tests (test/variants/NAME.mlir).
 std::string readTestVariant(const std::string &name);
 
+/// A kernel's DSL text and the buffer name its diagnostics give: bundled kernel `name`, or
+/// with `testOnly` test/variants/NAME.mlir. Fails the test (empty text) when there is none.
+struct VariantSource {
+  std::string text, fileName;
+};
+VariantSource variantSource(const std::string &name, bool testOnly);
+
 /// One run of a kernel on fresh random inputs, with its float64 reference.
 struct RunResult {
   double outError = 0; ///< ||O - ref|| / ||ref||

@@ -29,16 +29,8 @@ class VarlenCases : public testing::TestWithParam<VarlenCase> {};
 
 TEST_P(VarlenCases, MatchesFloat64ReferencePerSequence) {
   const VarlenCase &c = GetParam();
-  std::string text, fileName;
-  if (c.testOnly) {
-    text = test::readTestVariant(c.kernel);
-    fileName = c.kernel + ".mlir";
-  } else {
-    const kernels::KernelSource *src = kernels::find(c.kernel);
-    ASSERT_NE(src, nullptr) << c.kernel;
-    text = src->text;
-    fileName = src->fileName;
-  }
+  auto [text, fileName] = test::variantSource(c.kernel, c.testOnly);
+  ASSERT_FALSE(text.empty());
   auto reference = test::compileReference(text, fileName);
   ASSERT_TRUE(reference);
   struct Shape {
