@@ -35,7 +35,7 @@ static constexpr llvm::StringLiteral headerTemplate = R"tilefuse_c(/* @NAME@.h -
  *
  *   CUresult @NAME@_launch(CUstream stream, const void *q, const void *k, const void *v,
  *                      void *o, float *lse, int64_t B, int64_t H, int64_t Hkv, int64_t M,
- *                      int64_t N, const int64_t strides[@STRIDE_COUNT@]@SPLIT_SIGNATURE_DOC@);
+ *                      int64_t N, const int64_t strides[@STRIDE_COUNT@]@SPLIT_SIGNATURE_DOC@@VARLEN_SIGNATURE_DOC@);
  *
  * Enqueues O = softmax(S) V on `stream` (NULL: the legacy default stream), with S the kernel's
  * scaled (and, as the kernel says, modified and masked) scores Q K^T, and writes LSE, the natural
@@ -53,7 +53,7 @@ static constexpr llvm::StringLiteral headerTemplate = R"tilefuse_c(/* @NAME@.h -
  * Hkv; B and H at most 65535; M and N below 2^31; strides non-negative, even for q and o,
  * multiples of 8 for k and v; every tensor's largest element offset below 2^31 (the kernel
  * indexes in 32 bits); q, o and lse 4-byte aligned, k and v 16-byte aligned.
-@SPLIT_DOC@ *
+@SPLIT_DOC@@VARLEN_DOC@ *
  * The first call loads the module into the CUDA context current on the calling thread (device
  * 0's primary context, made current, when there is none); later calls must run with that
  * context current, or with none (CUDA_ERROR_INVALID_CONTEXT otherwise). The module stays
@@ -220,7 +220,7 @@ static inline const char *@NAME@_declared_size_mismatch_(int tensor, int dim, in
 static inline const char *@NAME@_check(const void *q, const void *k, const void *v,
                                      const void *o, const float *lse, int64_t B, int64_t H,
                                      int64_t Hkv, int64_t M, int64_t N,
-                                     const int64_t strides[@STRIDE_COUNT@]) {
+                                     const int64_t strides[@STRIDE_COUNT@]@VARLEN_SIGNATURE@) {
   const int64_t D = @UPPER@_HEAD_DIM;
   const int64_t given[@TENSOR_COUNT@][@MAX_RANK@] = {@GIVEN_SIZES@};
   int64_t s[@STRIDE_COUNT@];
@@ -238,7 +238,7 @@ static inline const char *@NAME@_check(const void *q, const void *k, const void 
   if (M > INT32_MAX || N > INT32_MAX)
     return "M and N must be below 2^31";
   @NAME@_strides_(s, B, H, Hkv, M, N, strides);
-  for (i = 0; i < @STRIDE_COUNT@; ++i)
+@VARLEN_CHECK@  for (i = 0; i < @STRIDE_COUNT@; ++i)
     if (s[i] < 0)
       return "strides must not be negative";
   if (!@NAME@_fits_(B, s[0], H, s[1], M, s[2], D))
@@ -270,18 +270,18 @@ static inline const char *@NAME@_check(const void *q, const void *k, const void 
 @SPLIT_WORKSPACE@static inline CUresult @NAME@_launch(CUstream stream, const void *q, const void *k,
                                      const void *v, void *o, float *lse, int64_t B, int64_t H,
                                      int64_t Hkv, int64_t M, int64_t N,
-                                     const int64_t strides[@STRIDE_COUNT@]@SPLIT_SIGNATURE@) {
+                                     const int64_t strides[@STRIDE_COUNT@]@SPLIT_SIGNATURE@@VARLEN_SIGNATURE@) {
   CUdeviceptr pointers[@TENSOR_COUNT@];
   int64_t sizes[@SIZE_COUNT@];
   int64_t s[@STRIDE_COUNT@];
   void *parameters[@LAUNCH_PARAMETER_COUNT@];
-@SPLIT_LOCALS@
+@SPLIT_LOCALS@@VARLEN_LOCALS@
   CUfunction function;
   CUcontext loaded, current = NULL;
   CUresult result;
   unsigned rowBlocks, heads;
   int i;
-  if (@NAME@_check(q, k, v, o, lse, B, H, Hkv, M, N, strides) != NULL)
+  if (@NAME@_check(q, k, v, o, lse, B, H, Hkv, M, N, strides@VARLEN_ARGUMENTS@) != NULL)
     return CUDA_ERROR_INVALID_VALUE;
 @SPLIT_CHECK@
   result = @NAME@_function(&function, &loaded);
@@ -305,7 +305,7 @@ static inline const char *@NAME@_check(const void *q, const void *k, const void 
     parameters[@FIRST_SIZE@ + i] = &sizes[i];
   for (i = 0; i < @STRIDE_COUNT@; ++i)
     parameters[@FIRST_STRIDE@ + i] = &s[i];
-@SPLIT_PACK@  /* The program grid (launch_abi::programGrid). */
+@SPLIT_PACK@@VARLEN_PACK@  /* The program grid (launch_abi::programGrid). */
   rowBlocks = (unsigned)(((@UPPER@_PACK_GQA ? H / Hkv * M : M) + @UPPER@_BLOCK_M - 1) /
                          @UPPER@_BLOCK_M);
   heads = (unsigned)(@UPPER@_PACK_GQA ? Hkv : H);
@@ -322,6 +322,31 @@ static_assert(launch_abi::firstStride(1) == 3 && launch_abi::firstStride(2) == 6
                   launch_abi::firstStride(3) == 9 && launch_abi::firstStride(4) == 12 &&
                   launch_abi::kStrideCount == 14,
               "the launch ABI's strides moved: update the header template's indices");
+
+// A varlen kernel's additions (tile-varlen; LaunchAbi.h's varlen form).
+static constexpr llvm::StringLiteral varlenDoc = R"tilefuse_c( *
+ * Varlen: the tensors are packed batches of variable-length sequences (FlashAttention's varlen
+ * THD layout): sequence b's query rows are rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1 of
+ * q, o and lse, its key rows those of cu_seqlens_k in k and v (B + 1 non-decreasing int32
+ * device pointers each, within the totals: device memory, not checked). q and o hold total_q
+ * rows ([total_q, H, @HEAD_DIM@]), k and v total_k, lse total_q a head ([H, total_q]); the
+ * strides are a head's and a row's (the batch strides are not read; strides must not be NULL).
+ * B counts the sequences, M and N bound their query and key lengths (the grid covers M rows a
+ * sequence).
+)tilefuse_c";
+static constexpr llvm::StringLiteral varlenCheck = R"tilefuse_c(  /* Varlen: the offsets, and every tensor one batch of its packed rows. */
+  if (strides == NULL)
+    return "a varlen launch needs the strides (the packed tensors' head and row strides)";
+  if (cu_seqlens_q == NULL || cu_seqlens_k == NULL || (uintptr_t)cu_seqlens_q % 4 != 0 ||
+      (uintptr_t)cu_seqlens_k % 4 != 0)
+    return "cu_seqlens_q and cu_seqlens_k must be non-NULL and 4-byte aligned";
+  if (total_q < 0 || total_k < 0)
+    return "total_q and total_k must not be negative";
+  s[0] = s[3] = s[6] = s[9] = s[12] = 0;
+  B = 1;
+  M = total_q > 0 ? total_q : 1;
+  N = total_k > 0 ? total_k : 1;
+)tilefuse_c";
 
 // A split-KV kernel's additions (tile-split-kv; LaunchAbi.h's split form and workspace layout).
 static constexpr llvm::StringLiteral splitDoc = R"tilefuse_c( *
@@ -430,11 +455,8 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
   if (kernel.dtype != "bf16" && kernel.dtype != "f16")
     return fail("the kernel's storage type is " + kernel.dtype + "; the launcher takes bf16 "
                 "and f16 kernels");
-  // The header's launcher passes the contiguous and split forms of the launch ABI; a paged
-  // kernel takes four more parameters, which it would leave out.
-  if (kernel.varlen)
-    return fail("a varlen kernel has no header launcher yet: emit ptx or cubin and launch it "
-                "with libtilefuse_cuda (tilefuse_cuda_launch_varlen)");
+  // The header's launcher passes the contiguous, split and varlen forms of the launch ABI; a
+  // paged kernel takes four more parameters, which it would leave out.
   if (kernel.pagedKv)
     return fail("a paged-KV kernel has no header launcher yet: emit ptx or cubin and launch it "
                 "with libtilefuse_cuda (tilefuse_cuda_launch_paged)");
@@ -535,8 +557,38 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
   // The split form: the workspace and the key splits after the ABI's parameters.
   bool split = kernel.splitKv;
   values["SPLIT_KV"] = split ? "1" : "0";
+  // The varlen form (never split): the offsets after the ABI's parameters.
+  bool varlen = kernel.varlen;
   values["LAUNCH_PARAMETER_COUNT"] = std::to_string(
-      launch_abi::kParameterCount + (split ? launch_abi::kSplitParameterCount : 0));
+      launch_abi::kParameterCount + (split ? launch_abi::kSplitParameterCount : 0) +
+      (varlen ? launch_abi::kVarlenPointerCount : 0));
+  values["VARLEN_SIGNATURE"] =
+      varlen ? ",\n                                     const int32_t *cu_seqlens_q, "
+               "const int32_t *cu_seqlens_k,\n                                     "
+               "int64_t total_q, int64_t total_k"
+             : "";
+  values["VARLEN_SIGNATURE_DOC"] =
+      varlen ? ",\n *                      const int32_t *cu_seqlens_q, const int32_t "
+               "*cu_seqlens_k,\n *                      int64_t total_q, int64_t total_k"
+             : "";
+  values["VARLEN_ARGUMENTS"] = varlen ? ", cu_seqlens_q, cu_seqlens_k, total_q, total_k" : "";
+  values["VARLEN_DOC"] = varlen ? substitute(varlenDoc, values) : "";
+  values["VARLEN_CHECK"] = varlen ? varlenCheck.str() : "";
+  values["VARLEN_LOCALS"] =
+      varlen ? "  CUdeviceptr varlen_pointers[" +
+                   std::to_string(launch_abi::kVarlenPointerCount) + "];\n"
+             : "";
+  std::string varlenPack;
+  if (varlen) {
+    varlenPack = "  /* The varlen form: the queries' and the keys' offsets. */\n";
+    // The C parameters are named as the ABI names the pointers.
+    for (int i = 0; i < launch_abi::kVarlenPointerCount; ++i)
+      varlenPack += "  varlen_pointers[" + std::to_string(i) + "] = (CUdeviceptr)(uintptr_t)" +
+                    launch_abi::kVarlenPointerNames[i] + ";\n  parameters[" +
+                    std::to_string(launch_abi::kParameterCount + i) + "] = &varlen_pointers[" +
+                    std::to_string(i) + "];\n";
+  }
+  values["VARLEN_PACK"] = varlenPack;
   values["SPLIT_SIGNATURE"] = split ? ",\n                                     "
                                       "CUdeviceptr workspace, int64_t splits"
                                     : "";

@@ -51,6 +51,10 @@ step "--emit header --split-kv" "$tilefuse" compile --kernel causal --split-kv -
   --name causal_split -o causal_split.h
 step "causal_split.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra \
   -pedantic -Werror -isystem "$cuda_include" -x c -c causal_split.h -o header5.o
+step "--emit header --varlen" "$tilefuse" compile --kernel causal --varlen --emit header \
+  --name causal_varlen -o causal_varlen.h
+step "causal_varlen.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra \
+  -pedantic -Werror -isystem "$cuda_include" -x c -c causal_varlen.h -o header6.o
 # The header's workspace layout is a C copy of launch_abi::splitWorkspace: they must agree.
 abi_include=$(cd "$(dirname "$check_c")/../../runtime/device/include" && pwd)
 if command -v c++ > /dev/null; then
@@ -92,7 +96,7 @@ fi
 step "gqa.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra -pedantic \
   -Werror -isystem "$cuda_include" -x c -c gqa.h -o header4.o
 step "two headers in one translation unit" sh -c "printf '#include \"causal.h\"\n#include \"causal_f16_d128.h\"\n' > both.c && '$cc' -std=c99 -Wall -Werror -I. -I'$cuda_include' -c both.c -o both.o"
-step "AotCheck.c builds against causal.h, causal_split.h and gqa.h" "$cc" -std=c99 -O2 -Wall -Wextra -Werror \
+step "AotCheck.c builds against causal.h, causal_split.h, causal_varlen.h and gqa.h" "$cc" -std=c99 -O2 -Wall -Wextra -Werror \
   -I. -I"$cuda_include" "$check_c" -o aot-check -L"$cuda_lib" -lcuda -lpthread -lm
 if [ "$status" = 0 ]; then
   # Without a driver, the toolkit's stub stands in for libcuda.so.1 (its calls all fail).

@@ -19,6 +19,9 @@
  *      and reused across launches, at split counts 1, 3 and 8, grouped heads, M = N = 300 and a
  *      decode-like M = 5, N = 2000; on the host, a split count of 0 and a NULL workspace are
  *      refused before any driver call;
+ *   7. causal_varlen.h, the causal kernel with --varlen: sequences of one length packed one
+ *      after another ([tokens, heads, D], LSE [H, tokens]) through cu_seqlens_q / cu_seqlens_k,
+ *      grouped heads, M = N and M != N; on the host, NULL offsets and NULL strides are refused;
  *   5. the `--emit cubin` file (argv[1]) loads with cuModuleLoad and has the kernel; with
  *      argv[2], the PTX it came from loads through the driver's JIT too. Both loads are timed
  *      (run with CUDA_CACHE_DISABLE=1 for a cold JIT).
@@ -35,6 +38,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "causal.h"
 #include "causal_split.h"
+#include "causal_varlen.h"
 #include "gqa.h"
 
 #include <math.h>
@@ -371,6 +375,62 @@ static void splitLaunches(CUstream stream) {
   cuMemFree(workspace);
 }
 
+/* Test 7: the varlen header on B sequences of M query and N key rows each, packed: Q and O are
+ * [B*M, H, D] (the B x M x H x D strides of a padded batch), K and V [B*N, Hkv, D], LSE [H, B*M]
+ * (lse_b = M, lse_h = B*M), so the padded float64 check reads them as they are. */
+static void varlenLaunches(CUstream stream) {
+  static const struct {
+    const char *name;
+    int64_t B, H, Hkv, M, N;
+  } cases[] = {
+      {"varlen: 3 sequences of 300", 3, 4, 2, 300, 300},
+      {"varlen: 2 sequences, 100 queries and 333 keys each", 2, 2, 1, 100, 333},
+  };
+  size_t i;
+  int64_t b;
+  for (i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    Problem p;
+    Outputs out;
+    CUresult r;
+    int32_t cuQ[8], cuK[8];
+    CUdeviceptr dcuQ, dcuK;
+    layout(&p, cases[i].B, cases[i].H, cases[i].Hkv, cases[i].M, cases[i].N, 1);
+    p.s[3] = p.s[6] = p.N * p.Hkv * D; /* K, V: [tokens, Hkv, D] */
+    p.s[4] = p.s[7] = D;
+    p.s[5] = p.s[8] = p.Hkv * D;
+    p.s[12] = p.M; /* LSE: [H, tokens] */
+    p.s[13] = p.B * p.M;
+    p.kElems = (size_t)(p.B * p.s[3]);
+    p.lseElems = (size_t)(p.H * p.B * p.M);
+    setUp(&p);
+    allocOutputs(&p, &out);
+    for (b = 0; b <= p.B; ++b) {
+      cuQ[b] = (int32_t)(b * p.M);
+      cuK[b] = (int32_t)(b * p.N);
+    }
+    CHECK_CU(cuMemAlloc(&dcuQ, sizeof cuQ));
+    CHECK_CU(cuMemAlloc(&dcuK, sizeof cuK));
+    CHECK_CU(cuMemcpyHtoD(dcuQ, cuQ, sizeof cuQ));
+    CHECK_CU(cuMemcpyHtoD(dcuK, cuK, sizeof cuK));
+    r = causal_varlen_launch(stream, (const void *)(uintptr_t)p.dq,
+                             (const void *)(uintptr_t)p.dk, (const void *)(uintptr_t)p.dv,
+                             (void *)(uintptr_t)out.o, (float *)(uintptr_t)out.lse, p.B, p.H,
+                             p.Hkv, p.M, p.N, p.s, (const int32_t *)(uintptr_t)dcuQ,
+                             (const int32_t *)(uintptr_t)dcuK, p.B * p.M, p.B * p.N);
+    if (r != CUDA_SUCCESS) {
+      fail(cases[i].name, errorName(r));
+    } else {
+      CHECK_CU(cuStreamSynchronize(stream));
+      compare(cases[i].name, &p, &out);
+    }
+    cuMemFree(dcuQ);
+    cuMemFree(dcuK);
+    cuMemFree(out.o);
+    cuMemFree(out.lse);
+    tearDown(&p);
+  }
+}
+
 static void expectRejected(const char *name, const char *expected, const void *q, const void *k,
                            const void *v, void *o, float *lse, int64_t H, int64_t Hkv,
                            const int64_t *strides) {
@@ -627,6 +687,21 @@ static void hostChecks(void) {
     fail("split launches without splits or workspace", "not refused");
   else
     printf("[ok  ] check: split count 0 and a NULL workspace refused\n");
+  /* The varlen launcher refuses missing offsets and contiguous (NULL) strides. */
+  {
+    const int32_t *cu = (const int32_t *)(uintptr_t)0x500000;
+    const char *noOffsets =
+        causal_varlen_check(a, a, a, o, lse, 2, 8, 2, 64, 64, bshd, NULL, cu, 128, 128);
+    const char *noStrides =
+        causal_varlen_check(a, a, a, o, lse, 2, 8, 2, 64, 64, NULL, cu, cu, 128, 128);
+    const char *accepted =
+        causal_varlen_check(a, a, a, o, lse, 2, 8, 2, 64, 64, bshd, cu, cu, 128, 128);
+    if (!noOffsets || !strstr(noOffsets, "cu_seqlens") || !noStrides ||
+        !strstr(noStrides, "strides") || accepted != NULL)
+      fail("varlen checks", accepted ? accepted : "offsets or strides not refused");
+    else
+      printf("[ok  ] check: varlen without offsets or strides refused, with both accepted\n");
+  }
 }
 
 int main(int argc, char **argv) {
@@ -666,6 +741,7 @@ int main(int argc, char **argv) {
   one("strided (B,M,H,D) Q/O, padded K/V/LSE", 2, 4, 1, 257, 190, 1, stream);
   one("one row, one key", 1, 1, 1, 1, 1, 0, stream);
   splitLaunches(stream);
+  varlenLaunches(stream);
   validation(stream);
   CHECK_CU(cuStreamDestroy(stream));
   if (argc > 1)

@@ -21,15 +21,23 @@
 // BUDGETJSON: ctas_per_sm=3
 // BUDGETJSON: "varlen": true
 
-// Varlen with split-KV or paged KV, and a header launcher, are errors.
+// Varlen with split-KV or paged KV is an error.
 // RUN: not tilefuse compile --kernel attention --varlen --split-kv --emit ptx -o %t/x.ptx 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=SPLIT
 // SPLIT: a varlen kernel is neither paged nor split
 // RUN: not tilefuse compile --kernel attention --varlen --paged-kv --emit ptx -o %t/x.ptx 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=SPLIT
-// RUN: not tilefuse compile --kernel attention --varlen --emit header -o %t/x.h 2>&1 \
-// RUN:   | FileCheck %s --check-prefix=HEADER
-// HEADER: a varlen kernel has no header launcher yet
+
+// The AOT header's launcher takes the offsets and the packed tensors' rows.
+// RUN: tilefuse compile --kernel attention --varlen --emit header -o %t/varlen.h
+// RUN: FileCheck %s --check-prefix=HEADER --input-file %t/varlen.h
+// HEADER:      Varlen: the tensors are packed batches
+// HEADER:      static inline const char *attention_check(
+// HEADER:        const int32_t *cu_seqlens_q, const int32_t *cu_seqlens_k,
+// HEADER-NEXT:   int64_t total_q, int64_t total_k) {
+// HEADER:        return "cu_seqlens_q and cu_seqlens_k must be non-NULL and 4-byte aligned";
+// HEADER:        parameters[24] = &varlen_pointers[0];
+// HEADER:        parameters[25] = &varlen_pointers[1];
 // RUN: not tilefuse compile --kernel attention --varlen --config ctas_per_sm=9 --emit ptx \
 // RUN:   -o %t/x.ptx 2>&1 | FileCheck %s --check-prefix=BADBUDGET
 // BADBUDGET: ctas_per_sm must be 1 to 4, got 9
