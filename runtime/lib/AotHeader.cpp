@@ -35,7 +35,7 @@ static constexpr llvm::StringLiteral headerTemplate = R"tilefuse_c(/* @NAME@.h -
  *
  *   CUresult @NAME@_launch(CUstream stream, const void *q, const void *k, const void *v,
  *                      void *o, float *lse, int64_t B, int64_t H, int64_t Hkv, int64_t M,
- *                      int64_t N, const int64_t strides[@STRIDE_COUNT@]@SPLIT_SIGNATURE_DOC@@VARLEN_SIGNATURE_DOC@);
+ *                      int64_t N, const int64_t strides[@STRIDE_COUNT@]@PAGED_SIGNATURE_DOC@@SPLIT_SIGNATURE_DOC@@VARLEN_SIGNATURE_DOC@);
  *
  * Enqueues O = softmax(S) V on `stream` (NULL: the legacy default stream), with S the kernel's
  * scaled (and, as the kernel says, modified and masked) scores Q K^T, and writes LSE, the natural
@@ -53,7 +53,7 @@ static constexpr llvm::StringLiteral headerTemplate = R"tilefuse_c(/* @NAME@.h -
  * Hkv; B and H at most 65535; M and N below 2^31; strides non-negative, even for q and o,
  * multiples of 8 for k and v; every tensor's largest element offset below 2^31 (the kernel
  * indexes in 32 bits); q, o and lse 4-byte aligned, k and v 16-byte aligned.
-@SPLIT_DOC@@VARLEN_DOC@ *
+@PAGED_DOC@@SPLIT_DOC@@VARLEN_DOC@ *
  * The first call loads the module into the CUDA context current on the calling thread (device
  * 0's primary context, made current, when there is none); later calls must run with that
  * context current, or with none (CUDA_ERROR_INVALID_CONTEXT otherwise). The module stays
@@ -84,7 +84,7 @@ static constexpr llvm::StringLiteral headerTemplate = R"tilefuse_c(/* @NAME@.h -
 #define @UPPER@_PACK_GQA @PACK_GQA@
 /* 1: a split-KV kernel (its launcher takes a workspace and the key splits) */
 #define @UPPER@_SPLIT_KV @SPLIT_KV@
-#define @UPPER@_THREADS @THREADS@
+@PAGED_DEFINE@#define @UPPER@_THREADS @THREADS@
 #define @UPPER@_SHARED_BYTES @SHARED_BYTES@
 
 /* The sizes the kernel's signature declares, per tensor in the launch ABI's order and per
@@ -220,7 +220,7 @@ static inline const char *@NAME@_declared_size_mismatch_(int tensor, int dim, in
 static inline const char *@NAME@_check(const void *q, const void *k, const void *v,
                                      const void *o, const float *lse, int64_t B, int64_t H,
                                      int64_t Hkv, int64_t M, int64_t N,
-                                     const int64_t strides[@STRIDE_COUNT@]@VARLEN_SIGNATURE@) {
+                                     const int64_t strides[@STRIDE_COUNT@]@PAGED_SIGNATURE@@VARLEN_SIGNATURE@) {
   const int64_t D = @UPPER@_HEAD_DIM;
   const int64_t given[@TENSOR_COUNT@][@MAX_RANK@] = {@GIVEN_SIZES@};
   int64_t s[@STRIDE_COUNT@];
@@ -238,14 +238,14 @@ static inline const char *@NAME@_check(const void *q, const void *k, const void 
   if (M > INT32_MAX || N > INT32_MAX)
     return "M and N must be below 2^31";
   @NAME@_strides_(s, B, H, Hkv, M, N, strides);
-@VARLEN_CHECK@  for (i = 0; i < @STRIDE_COUNT@; ++i)
+@PAGED_CHECK@@VARLEN_CHECK@  for (i = 0; i < @STRIDE_COUNT@; ++i)
     if (s[i] < 0)
       return "strides must not be negative";
   if (!@NAME@_fits_(B, s[0], H, s[1], M, s[2], D))
     return "q spans 2^31 elements or more; the kernel indexes in 32 bits";
-  if (!@NAME@_fits_(B, s[3], Hkv, s[4], N, s[5], D))
+  if (!@NAME@_fits_(@KV_BATCHES@, s[3], Hkv, s[4], @KV_ROWS@, s[5], D))
     return "k spans 2^31 elements or more; the kernel indexes in 32 bits";
-  if (!@NAME@_fits_(B, s[6], Hkv, s[7], N, s[8], D))
+  if (!@NAME@_fits_(@KV_BATCHES@, s[6], Hkv, s[7], @KV_ROWS@, s[8], D))
     return "v spans 2^31 elements or more; the kernel indexes in 32 bits";
   if (!@NAME@_fits_(B, s[9], H, s[10], M, s[11], D))
     return "o spans 2^31 elements or more; the kernel indexes in 32 bits";
@@ -270,18 +270,19 @@ static inline const char *@NAME@_check(const void *q, const void *k, const void 
 @SPLIT_WORKSPACE@static inline CUresult @NAME@_launch(CUstream stream, const void *q, const void *k,
                                      const void *v, void *o, float *lse, int64_t B, int64_t H,
                                      int64_t Hkv, int64_t M, int64_t N,
-                                     const int64_t strides[@STRIDE_COUNT@]@SPLIT_SIGNATURE@@VARLEN_SIGNATURE@) {
+                                     const int64_t strides[@STRIDE_COUNT@]@PAGED_SIGNATURE@@SPLIT_SIGNATURE@@VARLEN_SIGNATURE@) {
   CUdeviceptr pointers[@TENSOR_COUNT@];
   int64_t sizes[@SIZE_COUNT@];
   int64_t s[@STRIDE_COUNT@];
   void *parameters[@LAUNCH_PARAMETER_COUNT@];
-@SPLIT_LOCALS@@VARLEN_LOCALS@
+@PAGED_LOCALS@@SPLIT_LOCALS@@VARLEN_LOCALS@
   CUfunction function;
   CUcontext loaded, current = NULL;
   CUresult result;
   unsigned rowBlocks, heads;
   int i;
-  if (@NAME@_check(q, k, v, o, lse, B, H, Hkv, M, N, strides@VARLEN_ARGUMENTS@) != NULL)
+  if (@NAME@_check(q, k, v, o, lse, B, H, Hkv, M, N, strides@PAGED_ARGUMENTS@@VARLEN_ARGUMENTS@) !=
+      NULL)
     return CUDA_ERROR_INVALID_VALUE;
 @SPLIT_CHECK@
   result = @NAME@_function(&function, &loaded);
@@ -305,7 +306,7 @@ static inline const char *@NAME@_check(const void *q, const void *k, const void 
     parameters[@FIRST_SIZE@ + i] = &sizes[i];
   for (i = 0; i < @STRIDE_COUNT@; ++i)
     parameters[@FIRST_STRIDE@ + i] = &s[i];
-@SPLIT_PACK@@VARLEN_PACK@  /* The program grid (launch_abi::programGrid). */
+@PAGED_PACK@@SPLIT_PACK@@VARLEN_PACK@  /* The program grid (launch_abi::programGrid). */
   rowBlocks = (unsigned)(((@UPPER@_PACK_GQA ? H / Hkv * M : M) + @UPPER@_BLOCK_M - 1) /
                          @UPPER@_BLOCK_M);
   heads = (unsigned)(@UPPER@_PACK_GQA ? Hkv : H);
@@ -322,6 +323,34 @@ static_assert(launch_abi::firstStride(1) == 3 && launch_abi::firstStride(2) == 6
                   launch_abi::firstStride(3) == 9 && launch_abi::firstStride(4) == 12 &&
                   launch_abi::kStrideCount == 14,
               "the launch ABI's strides moved: update the header template's indices");
+
+// A paged-KV kernel's additions (tile-paged-kv; LaunchAbi.h's paged form).
+static constexpr llvm::StringLiteral pagedDoc = R"tilefuse_c( *
+ * Paged KV: k and v are caches of `pages` pages of `page_size` rows, pages x Hkv x page_size x
+ * @HEAD_DIM@ with the strides k_b, k_h, k_n (and v_...) of a page, a head and a row (vLLM's and
+ * FlashInfer's [pages, page_size, Hkv, D]: page_size*Hkv*D, D, Hkv*D; strides must not be
+ * NULL). Batch b's key/value row n is row n % page_size of page
+ * page_table[b * table_b + n / page_size]; page_table (B rows of pages_per_sequence >= 1
+ * entries) and kv_lengths (B, each at most N) are int32 device pointers, and N bounds the
+ * lengths. The table's entries must be pages of the caches (device memory: not checked).@PAGE_SIZE_DOC@
+)tilefuse_c";
+static constexpr llvm::StringLiteral pagedCheck = R"tilefuse_c(  /* Paged: the table, and k and v as caches of pages. */
+  if (strides == NULL)
+    return "a paged launch needs the strides (the caches' page, head and row strides)";
+  if (page_table == NULL || kv_lengths == NULL || (uintptr_t)page_table % 4 != 0 ||
+      (uintptr_t)kv_lengths % 4 != 0)
+    return "page_table and kv_lengths must be non-NULL and 4-byte aligned";
+  if (page_size < 1 || pages < 1 || pages_per_sequence < 1)
+    return "page_size, pages and pages_per_sequence must be positive";
+  if (@UPPER@_PAGE_SIZE != 0 && page_size != @UPPER@_PAGE_SIZE)
+    return "the kernel was compiled for another page size (@UPPER@_PAGE_SIZE)";
+  if (B > 1 && table_b < pages_per_sequence)
+    return "the page table's row stride table_b is less than pages_per_sequence";
+  if (pages_per_sequence > INT32_MAX / page_size || N > pages_per_sequence * page_size)
+    return "N is more than a table row's pages hold";
+  if (table_b > 0 && B - 1 > (INT32_MAX - pages_per_sequence) / table_b)
+    return "the page table spans 2^31 entries or more; the kernel indexes in 32 bits";
+)tilefuse_c";
 
 // A varlen kernel's additions (tile-varlen; LaunchAbi.h's varlen form).
 static constexpr llvm::StringLiteral varlenDoc = R"tilefuse_c( *
@@ -455,11 +484,6 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
   if (kernel.dtype != "bf16" && kernel.dtype != "f16")
     return fail("the kernel's storage type is " + kernel.dtype + "; the launcher takes bf16 "
                 "and f16 kernels");
-  // The header's launcher passes the contiguous, split and varlen forms of the launch ABI; a
-  // paged kernel takes four more parameters, which it would leave out.
-  if (kernel.pagedKv)
-    return fail("a paged-KV kernel has no header launcher yet: emit ptx or cubin and launch it "
-                "with libtilefuse_cuda (tilefuse_cuda_launch_paged)");
   if (kernel.threads <= 0 || kernel.threads > 1024 || kernel.blockM <= 0 || kernel.headDim <= 0 ||
       kernel.sharedBytes < 0)
     return fail("the kernel's metadata is out of range");
@@ -559,9 +583,60 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
   values["SPLIT_KV"] = split ? "1" : "0";
   // The varlen form (never split): the offsets after the ABI's parameters.
   bool varlen = kernel.varlen;
+  // The paged form: the table, the lengths, table_b and page_size after the ABI's parameters
+  // and before the split ones.
+  bool paged = kernel.pagedKv;
+  int firstSplit = launch_abi::kParameterCount + (paged ? launch_abi::kPagedParameterCount : 0);
   values["LAUNCH_PARAMETER_COUNT"] = std::to_string(
-      launch_abi::kParameterCount + (split ? launch_abi::kSplitParameterCount : 0) +
+      firstSplit + (split ? launch_abi::kSplitParameterCount : 0) +
       (varlen ? launch_abi::kVarlenPointerCount : 0));
+  values["PAGED_DEFINE"] =
+      paged ? "/* a paged-KV kernel's page size, fixed at compile time (0: any) */\n#define " +
+                  llvm::StringRef(symbol).upper() + "_PAGE_SIZE " +
+                  std::to_string(kernel.pageSize) + "\n"
+            : "";
+  values["PAGED_SIGNATURE"] =
+      paged ? ",\n                                     const int32_t *page_table, "
+              "int64_t pages_per_sequence,\n                                     int64_t "
+              "table_b, const int32_t *kv_lengths,\n                                     "
+              "int64_t page_size, int64_t pages"
+            : "";
+  values["PAGED_SIGNATURE_DOC"] =
+      paged ? ",\n *                      const int32_t *page_table, int64_t pages_per_sequence,"
+              "\n *                      int64_t table_b, const int32_t *kv_lengths, int64_t "
+              "page_size,\n *                      int64_t pages"
+            : "";
+  values["PAGED_ARGUMENTS"] =
+      paged ? ", page_table, pages_per_sequence, table_b, kv_lengths, page_size, pages" : "";
+  values["PAGE_SIZE_DOC"] =
+      paged && kernel.pageSize
+          ? "\n * This kernel was compiled for pages of " + std::to_string(kernel.pageSize) +
+                " rows: page_size must be that."
+          : "";
+  values["PAGED_DOC"] = paged ? substitute(pagedDoc, values) : "";
+  values["PAGED_CHECK"] = paged ? substitute(pagedCheck, values) : "";
+  values["KV_BATCHES"] = paged ? "pages" : "B";
+  values["KV_ROWS"] = paged ? "page_size" : "N";
+  values["PAGED_LOCALS"] =
+      paged ? "  CUdeviceptr paged_pointers[" + std::to_string(launch_abi::kPagedPointerCount) +
+                  "];\n  int64_t paged_sizes[" + std::to_string(launch_abi::kPagedSizeCount) +
+                  "];\n"
+            : "";
+  std::string pagedPack;
+  if (paged) {
+    // The C parameters are named as the ABI names them.
+    pagedPack = "  /* The paged form: page_table, kv_lengths, table_b, page_size. */\n";
+    int at = launch_abi::kParameterCount;
+    for (int i = 0; i < launch_abi::kPagedPointerCount; ++i)
+      pagedPack += "  paged_pointers[" + std::to_string(i) + "] = (CUdeviceptr)(uintptr_t)" +
+                   launch_abi::kPagedPointerNames[i] + ";\n  parameters[" +
+                   std::to_string(at++) + "] = &paged_pointers[" + std::to_string(i) + "];\n";
+    for (int i = 0; i < launch_abi::kPagedSizeCount; ++i)
+      pagedPack += "  paged_sizes[" + std::to_string(i) + "] = " +
+                   launch_abi::kPagedSizeNames[i] + ";\n  parameters[" +
+                   std::to_string(at++) + "] = &paged_sizes[" + std::to_string(i) + "];\n";
+  }
+  values["PAGED_PACK"] = pagedPack;
   values["VARLEN_SIGNATURE"] =
       varlen ? ",\n                                     const int32_t *cu_seqlens_q, "
                "const int32_t *cu_seqlens_k,\n                                     "
@@ -615,11 +690,10 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
     for (int i = 0; i < launch_abi::kSplitPointerCount; ++i) {
       splitPack += "  split_pointers[" + std::to_string(i) + "] = workspace + layout." +
                    launch_abi::kSplitPointerNames[i] + ";\n  parameters[" +
-                   std::to_string(launch_abi::kParameterCount + i) + "] = &split_pointers[" +
+                   std::to_string(firstSplit + i) + "] = &split_pointers[" +
                    std::to_string(i) + "];\n";
     }
-    splitPack += "  parameters[" +
-                 std::to_string(launch_abi::kParameterCount + launch_abi::kSplitPointerCount) +
+    splitPack += "  parameters[" + std::to_string(firstSplit + launch_abi::kSplitPointerCount) +
                  "] = &splits;\n";
   }
   values["SPLIT_PACK"] = splitPack;

@@ -55,6 +55,16 @@ step "--emit header --varlen" "$tilefuse" compile --kernel causal --varlen --emi
   --name causal_varlen -o causal_varlen.h
 step "causal_varlen.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra \
   -pedantic -Werror -isystem "$cuda_include" -x c -c causal_varlen.h -o header6.o
+step "--emit header --paged-kv" "$tilefuse" compile --kernel causal --paged-kv --emit header \
+  --name causal_paged -o causal_paged.h
+step "causal_paged.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra \
+  -pedantic -Werror -isystem "$cuda_include" -x c -c causal_paged.h -o header7.o
+step "--emit header --paged-kv --split-kv --page-size 16" "$tilefuse" compile --kernel attention \
+  --paged-kv --split-kv --page-size 16 --emit header --name attention_paged_split \
+  -o attention_paged_split.h
+step "attention_paged_split.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall \
+  -Wextra -pedantic -Werror -isystem "$cuda_include" -x c -c attention_paged_split.h \
+  -o header8.o
 # The header's workspace layout is a C copy of launch_abi::splitWorkspace: they must agree.
 abi_include=$(cd "$(dirname "$check_c")/../../runtime/device/include" && pwd)
 if command -v c++ > /dev/null; then
@@ -96,7 +106,7 @@ fi
 step "gqa.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra -pedantic \
   -Werror -isystem "$cuda_include" -x c -c gqa.h -o header4.o
 step "two headers in one translation unit" sh -c "printf '#include \"causal.h\"\n#include \"causal_f16_d128.h\"\n' > both.c && '$cc' -std=c99 -Wall -Werror -I. -I'$cuda_include' -c both.c -o both.o"
-step "AotCheck.c builds against causal.h, causal_split.h, causal_varlen.h and gqa.h" "$cc" -std=c99 -O2 -Wall -Wextra -Werror \
+step "AotCheck.c builds against causal.h, causal_split.h, causal_varlen.h, causal_paged.h and gqa.h" "$cc" -std=c99 -O2 -Wall -Wextra -Werror \
   -I. -I"$cuda_include" "$check_c" -o aot-check -L"$cuda_lib" -lcuda -lpthread -lm
 if [ "$status" = 0 ]; then
   # Without a driver, the toolkit's stub stands in for libcuda.so.1 (its calls all fail).

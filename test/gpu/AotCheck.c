@@ -22,6 +22,9 @@
  *   7. causal_varlen.h, the causal kernel with --varlen: sequences of one length packed one
  *      after another ([tokens, heads, D], LSE [H, tokens]) through cu_seqlens_q / cu_seqlens_k,
  *      grouped heads, M = N and M != N; on the host, NULL offsets and NULL strides are refused;
+ *   8. causal_paged.h, the causal kernel with --paged-kv: K and V in caches of 16-row pages
+ *      ([pages, 16, Hkv, D]) through a page table, a length per sequence; on the host, a NULL
+ *      table and NULL strides are refused;
  *   5. the `--emit cubin` file (argv[1]) loads with cuModuleLoad and has the kernel; with
  *      argv[2], the PTX it came from loads through the driver's JIT too. Both loads are timed
  *      (run with CUDA_CACHE_DISABLE=1 for a cold JIT).
@@ -38,6 +41,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "causal.h"
 #include "causal_split.h"
+#include "causal_paged.h"
 #include "causal_varlen.h"
 #include "gqa.h"
 
@@ -431,6 +435,65 @@ static void varlenLaunches(CUstream stream) {
   }
 }
 
+/* Test 8: the paged header. Sequence b's pages are pages b * perSequence ... in order, so the
+ * caches read as a B x Hkv x N x D tensor with a batch stride of perSequence pages, which the
+ * float64 check reads through p.s; the kernel gets the caches' page stride instead. */
+static void pagedLaunches(CUstream stream) {
+  static const struct {
+    const char *name;
+    int64_t B, H, Hkv, M, N, pageSize;
+  } cases[] = {
+      {"paged: pages of 16, grouped heads", 2, 4, 2, 300, 300, 16},
+      {"paged: pages of 5, 100 queries, 333 keys", 2, 2, 1, 100, 333, 5},
+  };
+  size_t i;
+  int64_t b, j;
+  for (i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    Problem p;
+    Outputs out;
+    CUresult r;
+    int64_t ps = cases[i].pageSize, perSequence = (cases[i].N + ps - 1) / ps;
+    int64_t pages = cases[i].B * perSequence, launchStrides[14];
+    int32_t table[256], lengths[8];
+    CUdeviceptr dTable, dLengths;
+    layout(&p, cases[i].B, cases[i].H, cases[i].Hkv, cases[i].M, cases[i].N, 0);
+    p.s[3] = p.s[6] = perSequence * ps * p.Hkv * D; /* a sequence's pages */
+    p.s[4] = p.s[7] = D;
+    p.s[5] = p.s[8] = p.Hkv * D;
+    p.kElems = (size_t)(pages * ps * p.Hkv * D);
+    setUp(&p);
+    allocOutputs(&p, &out);
+    for (j = 0; j < pages; ++j)
+      table[j] = (int32_t)j;
+    for (b = 0; b < p.B; ++b)
+      lengths[b] = (int32_t)p.N;
+    CHECK_CU(cuMemAlloc(&dTable, (size_t)pages * 4));
+    CHECK_CU(cuMemAlloc(&dLengths, (size_t)p.B * 4));
+    CHECK_CU(cuMemcpyHtoD(dTable, table, (size_t)pages * 4));
+    CHECK_CU(cuMemcpyHtoD(dLengths, lengths, (size_t)p.B * 4));
+    for (j = 0; j < 14; ++j)
+      launchStrides[j] = p.s[j];
+    launchStrides[3] = launchStrides[6] = ps * p.Hkv * D; /* a page */
+    r = causal_paged_launch(stream, (const void *)(uintptr_t)p.dq,
+                            (const void *)(uintptr_t)p.dk, (const void *)(uintptr_t)p.dv,
+                            (void *)(uintptr_t)out.o, (float *)(uintptr_t)out.lse, p.B, p.H,
+                            p.Hkv, p.M, p.N, launchStrides, (const int32_t *)(uintptr_t)dTable,
+                            perSequence, perSequence, (const int32_t *)(uintptr_t)dLengths, ps,
+                            pages);
+    if (r != CUDA_SUCCESS) {
+      fail(cases[i].name, errorName(r));
+    } else {
+      CHECK_CU(cuStreamSynchronize(stream));
+      compare(cases[i].name, &p, &out);
+    }
+    cuMemFree(dTable);
+    cuMemFree(dLengths);
+    cuMemFree(out.o);
+    cuMemFree(out.lse);
+    tearDown(&p);
+  }
+}
+
 static void expectRejected(const char *name, const char *expected, const void *q, const void *k,
                            const void *v, void *o, float *lse, int64_t H, int64_t Hkv,
                            const int64_t *strides) {
@@ -702,6 +765,21 @@ static void hostChecks(void) {
     else
       printf("[ok  ] check: varlen without offsets or strides refused, with both accepted\n");
   }
+  /* The paged launcher refuses a missing table and contiguous (NULL) strides. */
+  {
+    const int32_t *t = (const int32_t *)(uintptr_t)0x500000;
+    const char *noTable = causal_paged_check(a, a, a, o, lse, 2, 8, 2, 64, 64, bshd, NULL, 4, 4,
+                                             t, 16, 8);
+    const char *noStrides =
+        causal_paged_check(a, a, a, o, lse, 2, 8, 2, 64, 64, NULL, t, 4, 4, t, 16, 8);
+    const char *accepted =
+        causal_paged_check(a, a, a, o, lse, 2, 8, 2, 64, 64, bshd, t, 4, 4, t, 16, 8);
+    if (!noTable || !strstr(noTable, "page_table") || !noStrides ||
+        !strstr(noStrides, "strides") || accepted != NULL)
+      fail("paged checks", accepted ? accepted : "table or strides not refused");
+    else
+      printf("[ok  ] check: paged without a table or strides refused, with both accepted\n");
+  }
 }
 
 int main(int argc, char **argv) {
@@ -742,6 +820,7 @@ int main(int argc, char **argv) {
   one("one row, one key", 1, 1, 1, 1, 1, 0, stream);
   splitLaunches(stream);
   varlenLaunches(stream);
+  pagedLaunches(stream);
   validation(stream);
   CHECK_CU(cuStreamDestroy(stream));
   if (argc > 1)
