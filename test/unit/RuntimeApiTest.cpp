@@ -164,6 +164,37 @@ TEST(RuntimeApi, SpecializesAndConfigures) {
                       strides, 0, &kv);
   EXPECT_EQ(bad.code(), StatusCode::InvalidArgument);
   EXPECT_NE(bad.message().find("compile it with paged"), std::string::npos) << bad.message();
+
+  // Varlen is its own kernel (the varlen launch ABI); it is refused split, and its launches
+  // are checked against its form before the driver is needed.
+  KernelSpec varlenSpec = causalSpec();
+  varlenSpec.varlen = true;
+  std::shared_ptr<const Kernel> varlen;
+  s = runtime.getKernel(varlenSpec, varlen);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_NE(varlen->cacheKey(), plain->cacheKey());
+  EXPECT_NE(varlen->metadataJson().find("\"varlen\": true"), std::string::npos);
+  EXPECT_EQ(plain->metadataJson().find("varlen"), std::string::npos);
+  KernelSpec varlenSplit = varlenSpec;
+  varlenSplit.splitKv = true;
+  std::shared_ptr<const Kernel> refused;
+  s = runtime.getKernel(varlenSplit, refused);
+  EXPECT_EQ(s.code(), StatusCode::Compile);
+  EXPECT_NE(s.message().find("neither paged nor split"), std::string::npos) << s.message();
+  int32_t cu[3] = {0, 20, 50};
+  Varlen packed = Varlen::of(cu, cu, 50, 50);
+  bad = varlen->launch(nullptr, &dummy, &dummy, &dummy, &dummy, nullptr, {2, 1, 1, 30, 30, 128});
+  EXPECT_EQ(bad.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(bad.message().find("pass its sequence offsets"), std::string::npos) << bad.message();
+  bad = varlen->launch(nullptr, &dummy, &dummy, &dummy, &dummy, nullptr, {2, 1, 1, 30, 30, 128},
+                       nullptr, 0, nullptr, &packed);
+  EXPECT_EQ(bad.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(bad.message().find("varlen launch needs the strides"), std::string::npos)
+      << bad.message();
+  bad = plain->launch(nullptr, &dummy, &dummy, &dummy, &dummy, nullptr, {2, 1, 1, 30, 30, 128},
+                      strides, 0, nullptr, &packed);
+  EXPECT_EQ(bad.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(bad.message().find("compile it with varlen"), std::string::npos) << bad.message();
 }
 
 TEST(RuntimeApi, CompilesDslSource) {
