@@ -92,6 +92,35 @@ int main(void) {
   expect(status == TILEFUSE_ERROR_INVALID_ARGUMENT && strstr(err, "without split-KV") != NULL,
          "split launch of an unsplit kernel", err);
 
+  /* Varlen: its own kernel, the varlen launch ABI in its metadata; its launches need the
+   * strides, and a varlen kernel is not split. */
+  spec.varlen = 1;
+  status = tilefuse_attention_get(&spec, &again, err, sizeof err);
+  expect(status == TILEFUSE_OK && again != NULL &&
+             strstr(tilefuse_attention_metadata(again), "\"varlen\": true") != NULL,
+         "varlen", err);
+  if (again) {
+    static const int32_t offsets[3] = {0, 20, 50};
+    status = tilefuse_attention_launch_varlen(again, NULL, fake, fake, fake, fake, (float *)fake,
+                                              2, 1, 1, 30, 30, 128, NULL, offsets, offsets, 50,
+                                              50, err, sizeof err);
+    expect(status == TILEFUSE_ERROR_INVALID_ARGUMENT && strstr(err, "needs the strides") != NULL,
+           "a varlen launch without strides", err);
+    tilefuse_attention_release(again);
+  }
+  spec.split_kv = 1;
+  status = tilefuse_attention_get(&spec, &again, err, sizeof err);
+  expect(status == TILEFUSE_ERROR_COMPILE && again == NULL &&
+             strstr(err, "neither paged nor split") != NULL,
+         "varlen and split", err);
+  spec.split_kv = 0;
+  spec.varlen = 0;
+  status = tilefuse_attention_launch_varlen(NULL, NULL, fake, fake, fake, fake, (float *)fake, 2,
+                                            1, 1, 30, 30, 128, NULL, NULL, NULL, 0, 0, err,
+                                            sizeof err);
+  expect(status == TILEFUSE_ERROR_INVALID_ARGUMENT && strstr(err, "kernel is NULL") != NULL,
+         "varlen launch of NULL", err);
+
   /* Errors. */
   spec.kernel = "no_such_kernel";
   status = tilefuse_attention_get(&spec, &again, err, sizeof err);
