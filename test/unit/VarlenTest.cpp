@@ -92,6 +92,35 @@ INSTANTIATE_TEST_SUITE_P(AllVariants, VarlenCases, testing::ValuesIn(varlenCases
                            return info.param.kernel;
                          });
 
+/// In f32 storage nothing is rounded to 16 bits: the packed kernel matches float64 to 1e-5, so a
+/// row or key taken from a neighbouring sequence cannot hide in the rounding.
+TEST(VarlenF32, MatchesFloat64Tightly) {
+  for (const char *name : {"causal", "softcap", "prefix_lm"}) {
+    const kernels::KernelSource &src = *kernels::find(name);
+    CpuCompileOptions opts;
+    opts.elementType = "f32";
+    opts.blockM = 16;
+    opts.blockN = 32;
+    opts.varlen = true;
+    auto kernel = CpuKernel::compile(src.text, src.fileName, opts);
+    ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+    auto reference = test::compileReference(src.text, src.fileName);
+    ASSERT_TRUE(reference);
+    reference::Problem p;
+    p.D = (*kernel)->headDim();
+    p.H = 4;
+    p.Hkv = 2;
+    test::Packing packing{{33, 1, 90, 16}, {70, 5, 90, 0}};
+    SCOPED_TRACE(name);
+    test::RunResult r =
+        test::runAgainstReference(**kernel, *reference, p, 21, 1, nullptr, &packing);
+    EXPECT_TRUE(r.allWritten);
+    EXPECT_TRUE(r.lseInfMatches);
+    EXPECT_LE(r.outError, 1e-5);
+    EXPECT_LE(r.lseError, 1e-6);
+  }
+}
+
 /// Causal attention prunes per sequence: a sequence's key loop covers its own diagonal, not the
 /// longest sequence's, and programs past a sequence's end run no key block.
 TEST(VarlenPruning, KeyBlocksFollowEachSequence) {
