@@ -158,6 +158,34 @@ float fromF16(uint16_t x) {
 
 size_t elementSize(ElementType t) { return t == ElementType::F32 ? 4 : 2; }
 
+std::vector<int32_t> sequenceOffsets(const std::vector<int64_t> &lengths, int64_t first) {
+  std::vector<int32_t> offsets = {int32_t(first)};
+  for (int64_t length : lengths)
+    offsets.push_back(offsets.back() + int32_t(length));
+  return offsets;
+}
+
+std::vector<char> packRows(const char *padded, size_t rowBytes, int64_t heads, int64_t rows,
+                           const std::vector<int64_t> &lengths,
+                           const std::vector<int32_t> &offsets, int64_t tokens, char fill) {
+  std::vector<char> packed(size_t(tokens * heads) * rowBytes, fill);
+  for (size_t b = 0; b < lengths.size(); ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < lengths[b]; ++i)
+        std::memcpy(&packed[size_t((offsets[b] + i) * heads + h) * rowBytes],
+                    &padded[size_t((int64_t(b) * heads + h) * rows + i) * rowBytes], rowBytes);
+  return packed;
+}
+
+void unpackRows(const char *packed, char *padded, size_t rowBytes, int64_t heads, int64_t rows,
+                const std::vector<int64_t> &lengths, const std::vector<int32_t> &offsets) {
+  for (size_t b = 0; b < lengths.size(); ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < lengths[b]; ++i)
+        std::memcpy(&padded[size_t((int64_t(b) * heads + h) * rows + i) * rowBytes],
+                    &packed[size_t((offsets[b] + i) * heads + h) * rowBytes], rowBytes);
+}
+
 std::vector<double> storeAs(ElementType t, const std::vector<float> &values, void *dst) {
   std::vector<double> seen(values.size());
   for (size_t i = 0; i < values.size(); ++i) {

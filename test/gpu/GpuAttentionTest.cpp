@@ -409,13 +409,8 @@ void runVarlenCase(const KernelFiles &files, const KernelMetadata &metadata, con
   auto draw = [&](int64_t n) { return ref::randomNormal(n, rng); };
   size_t elementBytes = ref::elementSize(metadata.dtype);
   const int64_t lead = 2, tail = 3;
-  auto offsetsOf = [&](const std::vector<int64_t> &lengths) {
-    std::vector<int32_t> cu = {int32_t(lead)};
-    for (int64_t length : lengths)
-      cu.push_back(cu.back() + int32_t(length));
-    return cu;
-  };
-  std::vector<int32_t> cuQ = offsetsOf(queryLengths), cuK = offsetsOf(keyLengths);
+  std::vector<int32_t> cuQ = ref::sequenceOffsets(queryLengths, lead),
+                       cuK = ref::sequenceOffsets(keyLengths, lead);
   int64_t tokensQ = cuQ.back() + tail, tokensK = cuK.back() + tail;
   // Logical (padded) values, rounded to the storage type, and their packed bytes.
   auto pack = [&](int64_t heads, int64_t rows, const std::vector<int64_t> &lengths,
@@ -424,13 +419,8 @@ void runVarlenCase(const KernelFiles &files, const KernelMetadata &metadata, con
     std::vector<float> values = draw(p.B * heads * rows * D);
     std::vector<char> logical(values.size() * elementBytes);
     seen = ref::storeAs(metadata.dtype, values, logical.data());
-    std::vector<char> bytes(size_t(tokens * heads * D) * elementBytes, char(0xFF));
-    for (int64_t b = 0; b < p.B; ++b)
-      for (int64_t h = 0; h < heads; ++h)
-        for (int64_t i = 0; i < lengths[b]; ++i)
-          std::memcpy(&bytes[size_t(((cu[b] + i) * heads + h) * D) * elementBytes],
-                      &logical[size_t(((b * heads + h) * rows + i) * D) * elementBytes],
-                      D * elementBytes);
+    std::vector<char> bytes = ref::packRows(logical.data(), D * elementBytes, heads, rows,
+                                            lengths, cu, tokens, char(0xFF));
     auto buffer = DeviceBuffer::allocate(bytes.size());
     if (!buffer)
       return buffer.takeError();

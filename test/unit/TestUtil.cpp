@@ -163,42 +163,20 @@ test::RunResult test::runAgainstReference(const CpuKernel &kernel,
   std::vector<char> qPacked, kPacked, vPacked, oPacked;
   std::vector<float> lsePacked;
   int64_t tokensQ = 0;
-  auto pack = [&](const std::vector<int64_t> &lengths, std::vector<int32_t> &cu) {
-    cu = {int32_t(lead)};
-    for (int64_t length : lengths)
-      cu.push_back(cu.back() + int32_t(length));
-    return cu.back() + tail;
-  };
-  // Row i of sequence b, head h, in a packed tensor of `heads` heads and in a padded one of
-  // `rows` rows a head.
-  auto packedAt = [&](const std::vector<int32_t> &cu, int64_t heads, int64_t b, int64_t h,
-                      int64_t i) { return size_t(((cu[b] + i) * heads + h) * p.D) * es; };
-  auto paddedAt = [&](int64_t heads, int64_t rows, int64_t b, int64_t h, int64_t i) {
-    return size_t(((b * heads + h) * rows + i) * p.D) * es;
-  };
+  size_t rowBytes = p.D * es;
   Varlen varlen;
   if (packing) {
-    tokensQ = pack(packing->queryLengths, cuQ);
-    int64_t tokensK = pack(packing->keyLengths, cuK);
-    size_t rowBytes = p.D * es;
-    qPacked.assign(size_t(tokensQ * p.H) * rowBytes, static_cast<char>(0xff));
-    oPacked.assign(size_t(tokensQ * p.H) * rowBytes, static_cast<char>(0xff));
-    kPacked.assign(size_t(tokensK * p.Hkv) * rowBytes, static_cast<char>(0xff));
-    vPacked.assign(size_t(tokensK * p.Hkv) * rowBytes, static_cast<char>(0xff));
+    const std::vector<int64_t> &lq = packing->queryLengths, &lk = packing->keyLengths;
+    cuQ = reference::sequenceOffsets(lq, lead);
+    cuK = reference::sequenceOffsets(lk, lead);
+    tokensQ = cuQ.back() + tail;
+    int64_t tokensK = cuK.back() + tail;
+    char nan = static_cast<char>(0xff);
+    qPacked = reference::packRows(qb.data(), rowBytes, p.H, p.M, lq, cuQ, tokensQ, nan);
+    kPacked = reference::packRows(kb.data(), rowBytes, p.Hkv, p.N, lk, cuK, tokensK, nan);
+    vPacked = reference::packRows(vb.data(), rowBytes, p.Hkv, p.N, lk, cuK, tokensK, nan);
+    oPacked.assign(size_t(tokensQ * p.H) * rowBytes, nan);
     lsePacked.assign(size_t(p.H * tokensQ), NAN);
-    for (int64_t b = 0; b < p.B; ++b) {
-      for (int64_t h = 0; h < p.H; ++h)
-        for (int64_t i = 0; i < packing->queryLengths[b]; ++i)
-          std::memcpy(&qPacked[packedAt(cuQ, p.H, b, h, i)], &qb[paddedAt(p.H, p.M, b, h, i)],
-                      rowBytes);
-      for (int64_t h = 0; h < p.Hkv; ++h)
-        for (int64_t n = 0; n < packing->keyLengths[b]; ++n) {
-          std::memcpy(&kPacked[packedAt(cuK, p.Hkv, b, h, n)],
-                      &kb[paddedAt(p.Hkv, p.N, b, h, n)], rowBytes);
-          std::memcpy(&vPacked[packedAt(cuK, p.Hkv, b, h, n)],
-                      &vb[paddedAt(p.Hkv, p.N, b, h, n)], rowBytes);
-        }
-    }
     qv = Varlen::tokens(qPacked.data(), p.B, p.H, p.M, p.D);
     kv = Varlen::tokens(kPacked.data(), p.B, p.Hkv, p.N, p.D);
     vv = Varlen::tokens(vPacked.data(), p.B, p.Hkv, p.N, p.D);
@@ -226,8 +204,9 @@ test::RunResult test::runAgainstReference(const CpuKernel &kernel,
   if (packing) {
     // Back to the padded layout; rows past a sequence's length compare as equal (zero).
     std::vector<char> padded(nq * es, 0);
+    reference::unpackRows(oPacked.data(), padded.data(), rowBytes, p.H, p.M,
+                          packing->queryLengths, cuQ);
     std::fill(lseb.begin(), lseb.end(), 0.0f);
-    int64_t rowBytes = p.D * es;
     for (int64_t b = 0; b < p.B; ++b)
       for (int64_t h = 0; h < p.H; ++h)
         for (int64_t i = 0; i < p.M; ++i) {
@@ -237,7 +216,6 @@ test::RunResult test::runAgainstReference(const CpuKernel &kernel,
             refL[at] = 0;
             continue;
           }
-          std::memcpy(&padded[at * p.D * es], &oPacked[packedAt(cuQ, p.H, b, h, i)], rowBytes);
           lseb[at] = lsePacked[h * tokensQ + cuQ[b] + i];
         }
     ob.swap(padded);

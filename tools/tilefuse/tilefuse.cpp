@@ -414,14 +414,13 @@ struct RunInputs {
     size_t rowBytes = p.D * reference::elementSize(et);
     int64_t tokens = packed->cuQ.back();
     o.assign(size_t(p.B * p.H * p.M) * rowBytes, 0);
+    reference::unpackRows(oPacked.data(), o.data(), rowBytes, p.H, p.M, packed->queryLengths,
+                          packed->cuQ);
     lse.assign(size_t(p.B * p.H * p.M), 0.0f);
     for (int64_t b = 0; b < p.B; ++b)
       for (int64_t h = 0; h < p.H; ++h)
-        for (int64_t i = 0; i < packed->queryLengths[b]; ++i) {
-          size_t row = size_t((b * p.H + h) * p.M + i), at = size_t(packed->cuQ[b] + i);
-          std::memcpy(&o[row * rowBytes], &oPacked[(at * p.H + h) * rowBytes], rowBytes);
-          lse[row] = lsePacked[h * tokens + at];
-        }
+        for (int64_t i = 0; i < packed->queryLengths[b]; ++i)
+          lse[size_t((b * p.H + h) * p.M + i)] = lsePacked[h * tokens + packed->cuQ[b] + i];
   }
 };
 
@@ -499,27 +498,19 @@ static RunInputs drawInputs(const ReferenceKernel &f64Reference, int64_t headDim
     auto ragged = [&](int64_t longest, int64_t b) {
       return b == 0 ? longest : b == 2 ? 1 : std::max<int64_t>(1, longest - b * longest / 3);
     };
-    packed.cuQ = packed.cuK = {0};
     for (int64_t b = 0; b < p.B; ++b) {
       packed.queryLengths.push_back(ragged(p.M, b));
       packed.keyLengths.push_back(ragged(p.N, b));
-      packed.cuQ.push_back(packed.cuQ.back() + int32_t(packed.queryLengths[b]));
-      packed.cuK.push_back(packed.cuK.back() + int32_t(packed.keyLengths[b]));
     }
+    packed.cuQ = reference::sequenceOffsets(packed.queryLengths);
+    packed.cuK = reference::sequenceOffsets(packed.keyLengths);
     size_t rowBytes = p.D * es;
-    auto pack = [&](const std::vector<char> &padded, int64_t heads, int64_t rows,
-                    const std::vector<int64_t> &lengths, const std::vector<int32_t> &cu) {
-      std::vector<char> out(size_t(cu.back() * heads) * rowBytes);
-      for (int64_t b = 0; b < p.B; ++b)
-        for (int64_t h = 0; h < heads; ++h)
-          for (int64_t i = 0; i < lengths[b]; ++i)
-            std::memcpy(&out[size_t((cu[b] + i) * heads + h) * rowBytes],
-                        &padded[size_t((b * heads + h) * rows + i) * rowBytes], rowBytes);
-      return out;
-    };
-    packed.q = pack(in.q, p.H, p.M, packed.queryLengths, packed.cuQ);
-    packed.k = pack(in.k, p.Hkv, p.N, packed.keyLengths, packed.cuK);
-    packed.v = pack(in.v, p.Hkv, p.N, packed.keyLengths, packed.cuK);
+    packed.q = reference::packRows(in.q.data(), rowBytes, p.H, p.M, packed.queryLengths,
+                                   packed.cuQ, packed.cuQ.back(), 0);
+    packed.k = reference::packRows(in.k.data(), rowBytes, p.Hkv, p.N, packed.keyLengths,
+                                   packed.cuK, packed.cuK.back(), 0);
+    packed.v = reference::packRows(in.v.data(), rowBytes, p.Hkv, p.N, packed.keyLengths,
+                                   packed.cuK, packed.cuK.back(), 0);
   }
   return in;
 }

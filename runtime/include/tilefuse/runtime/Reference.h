@@ -129,6 +129,21 @@ llvm::Error runPerSequence(const Reference &reference, const Problem &p,
   return llvm::Error::success();
 }
 
+/// The cumulative offsets (cu_seqlens) of sequences of `lengths` rows packed one after another
+/// from row `first`: lengths.size() + 1 entries.
+std::vector<int32_t> sequenceOffsets(const std::vector<int64_t> &lengths, int64_t first = 0);
+
+/// A varlen run's packing (Varlen, the THD layout): the first lengths[b] rows of each head of
+/// sequence b of a padded B x heads x rows tensor (rows of `rowBytes` bytes, contiguous) go to
+/// rows offsets[b] ... of a [tokens, heads] one; its other rows are `fill` bytes.
+std::vector<char> packRows(const char *padded, size_t rowBytes, int64_t heads, int64_t rows,
+                           const std::vector<int64_t> &lengths,
+                           const std::vector<int32_t> &offsets, int64_t tokens, char fill);
+/// The inverse for the rows sequences own: packed rows back into a padded tensor, whose rows
+/// past a sequence's length are left as they are.
+void unpackRows(const char *packed, char *padded, size_t rowBytes, int64_t heads, int64_t rows,
+                const std::vector<int64_t> &lengths, const std::vector<int32_t> &offsets);
+
 /// Storage conversions (round to nearest even), so inputs can be drawn once and the reference
 /// sees exactly the values the kernel reads.
 uint16_t toBF16(float x);
