@@ -64,15 +64,13 @@ bool sameValue(Value a, Value b) {
   if (a == b)
     return true;
   auto x = dyn_cast<OpResult>(a), y = dyn_cast<OpResult>(b);
-  if (!x || !y || x.getResultNumber() != y.getResultNumber())
+  if (!x || !y || x.getResultNumber() != y.getResultNumber() || !isPure(x.getOwner()) ||
+      !isPure(y.getOwner()) || x.getOwner()->getNumRegions())
     return false;
-  Operation *p = x.getOwner(), *q = y.getOwner();
-  if (p->getName() != q->getName() || p->getNumRegions() || q->getNumRegions() || !isPure(p) ||
-      !isPure(q) || p->getAttrDictionary() != q->getAttrDictionary() ||
-      p->getResultTypes() != q->getResultTypes() || p->getNumOperands() != q->getNumOperands())
-    return false;
-  return llvm::all_of(llvm::zip(p->getOperands(), q->getOperands()),
-                      [](auto pair) { return sameValue(std::get<0>(pair), std::get<1>(pair)); });
+  return OperationEquivalence::isEquivalentTo(
+      x.getOwner(), y.getOwner(),
+      [](Value p, Value q) { return success(sameValue(p, q)); }, /*markEquivalent=*/nullptr,
+      OperationEquivalence::IgnoreLocations);
 }
 
 /// Step 2: carries the key block through `loop` (see the file comment). Leaves the loop alone

@@ -241,15 +241,15 @@ static inline const char *@NAME@_check(const void *q, const void *k, const void 
 @PAGED_CHECK@@VARLEN_CHECK@  for (i = 0; i < @STRIDE_COUNT@; ++i)
     if (s[i] < 0)
       return "strides must not be negative";
-  if (!@NAME@_fits_(B, s[0], H, s[1], M, s[2], D))
+  if (!@NAME@_fits_(@Q_BATCHES@, s[0], H, s[1], @Q_ROWS@, s[2], D))
     return "q spans 2^31 elements or more; the kernel indexes in 32 bits";
   if (!@NAME@_fits_(@KV_BATCHES@, s[3], Hkv, s[4], @KV_ROWS@, s[5], D))
     return "k spans 2^31 elements or more; the kernel indexes in 32 bits";
   if (!@NAME@_fits_(@KV_BATCHES@, s[6], Hkv, s[7], @KV_ROWS@, s[8], D))
     return "v spans 2^31 elements or more; the kernel indexes in 32 bits";
-  if (!@NAME@_fits_(B, s[9], H, s[10], M, s[11], D))
+  if (!@NAME@_fits_(@Q_BATCHES@, s[9], H, s[10], @Q_ROWS@, s[11], D))
     return "o spans 2^31 elements or more; the kernel indexes in 32 bits";
-  if (!@NAME@_fits_(B, s[12], H, s[13], 1, 0, M))
+  if (!@NAME@_fits_(@Q_BATCHES@, s[12], H, s[13], 1, 0, @Q_ROWS@))
     return "lse spans 2^31 elements or more; the kernel indexes in 32 bits";
   for (i = 0; i < 3; ++i)
     if (s[i] % 2 != 0 || s[9 + i] % 2 != 0)
@@ -363,7 +363,8 @@ static constexpr llvm::StringLiteral varlenDoc = R"tilefuse_c( *
  * B counts the sequences, M and N bound their query and key lengths (the grid covers M rows a
  * sequence).
 )tilefuse_c";
-static constexpr llvm::StringLiteral varlenCheck = R"tilefuse_c(  /* Varlen: the offsets, and every tensor one batch of its packed rows. */
+static constexpr llvm::StringLiteral varlenCheck = R"tilefuse_c(  /* Varlen: the offsets; the batch strides are not read (every tensor is one batch of its
+   * packed rows: the extents below). */
   if (strides == NULL)
     return "a varlen launch needs the strides (the packed tensors' head and row strides)";
   if (cu_seqlens_q == NULL || cu_seqlens_k == NULL || (uintptr_t)cu_seqlens_q % 4 != 0 ||
@@ -372,9 +373,6 @@ static constexpr llvm::StringLiteral varlenCheck = R"tilefuse_c(  /* Varlen: the
   if (total_q < 0 || total_k < 0)
     return "total_q and total_k must not be negative";
   s[0] = s[3] = s[6] = s[9] = s[12] = 0;
-  B = 1;
-  M = total_q > 0 ? total_q : 1;
-  N = total_k > 0 ? total_k : 1;
 )tilefuse_c";
 
 // A split-KV kernel's additions (tile-split-kv; LaunchAbi.h's split form and workspace layout).
@@ -615,8 +613,12 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
           : "";
   values["PAGED_DOC"] = paged ? substitute(pagedDoc, values) : "";
   values["PAGED_CHECK"] = paged ? substitute(pagedCheck, values) : "";
-  values["KV_BATCHES"] = paged ? "pages" : "B";
-  values["KV_ROWS"] = paged ? "page_size" : "N";
+  // Each tensor's extents for the 32-bit offset checks: a paged cache's pages, a packed
+  // batch's rows (varlen), else B batches of M (N) rows.
+  values["Q_BATCHES"] = varlen ? "1" : "B";
+  values["Q_ROWS"] = varlen ? "(total_q > 0 ? total_q : 1)" : "M";
+  values["KV_BATCHES"] = paged ? "pages" : varlen ? "1" : "B";
+  values["KV_ROWS"] = paged ? "page_size" : varlen ? "(total_k > 0 ? total_k : 1)" : "N";
   values["PAGED_LOCALS"] =
       paged ? "  CUdeviceptr paged_pointers[" + std::to_string(launch_abi::kPagedPointerCount) +
                   "];\n  int64_t paged_sizes[" + std::to_string(launch_abi::kPagedSizeCount) +

@@ -186,6 +186,15 @@ void unpackRows(const char *packed, char *padded, size_t rowBytes, int64_t heads
                     &packed[size_t((offsets[b] + i) * heads + h) * rowBytes], rowBytes);
 }
 
+void unpackLseRows(const float *packed, float *padded, int64_t heads, int64_t rows,
+                   int64_t tokens, const std::vector<int64_t> &lengths,
+                   const std::vector<int32_t> &offsets) {
+  for (size_t b = 0; b < lengths.size(); ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < lengths[b]; ++i)
+        padded[(int64_t(b) * heads + h) * rows + i] = packed[h * tokens + offsets[b] + i];
+}
+
 std::vector<double> storeAs(ElementType t, const std::vector<float> &values, void *dst) {
   std::vector<double> seen(values.size());
   for (size_t i = 0; i < values.size(); ++i) {

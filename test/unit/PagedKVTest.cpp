@@ -48,7 +48,6 @@ TEST_P(PagedKVCases, MatchesFloat64Reference) {
   ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
   auto reference = test::compileReference(text, fileName);
   ASSERT_TRUE(reference);
-  bool fixedHeads = c.kernel == "gqa" || c.kernel == "mqa";
   struct Shape {
     int64_t M, pageSize;
     std::vector<int64_t> lengths;
@@ -63,14 +62,7 @@ TEST_P(PagedKVCases, MatchesFloat64Reference) {
     reference::Problem p;
     p.M = s.M;
     p.D = (*kernel)->headDim();
-    p.H = fixedHeads ? 8 : 4;
-    p.Hkv = c.kernel == "gqa" ? 2 : c.kernel == "mqa" ? 1 : c.kernel == "attention" ? 2 : p.H;
-    if (c.testOnly)
-      p.H = p.Hkv = 3;
-    if (c.kernel == "gqa_head_window") {
-      p.H = 6;
-      p.Hkv = 2;
-    }
+    bool fixedHeads = test::variantHeads(c.kernel, c.testOnly, p);
     test::Paging paging;
     paging.pageSize = s.pageSize;
     paging.lengths = s.lengths;

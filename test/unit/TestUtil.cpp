@@ -67,6 +67,19 @@ test::VariantSource test::variantSource(const std::string &name, bool testOnly) 
   return {src->text, src->fileName};
 }
 
+bool test::variantHeads(const std::string &name, bool testOnly, reference::Problem &p) {
+  bool declared = name == "gqa" || name == "mqa";
+  p.H = declared ? 8 : 4;
+  p.Hkv = name == "gqa" ? 2 : name == "mqa" ? 1 : name == "attention" ? 2 : p.H;
+  if (testOnly)
+    p.H = p.Hkv = 3;
+  if (name == "gqa_head_window") {
+    p.H = 6;
+    p.Hkv = 2;
+  }
+  return declared;
+}
+
 std::unique_ptr<ReferenceKernel> test::compileBundledReference(const std::string &name) {
   const kernels::KernelSource *src = kernels::find(name);
   EXPECT_NE(src, nullptr) << name;
@@ -190,7 +203,10 @@ test::RunResult test::runAgainstReference(const CpuKernel &kernel,
     r.allWritten = false;
     return r;
   }
-  std::vector<double> refO(nq, NAN), refL(nl, NAN);
+  // Packed, the reference leaves the rows past a sequence's length as they are: zero, as the
+  // kernel's unpacked output has them.
+  double unset = packing ? 0.0 : NAN;
+  std::vector<double> refO(nq, unset), refL(nl, unset);
   std::vector<int64_t> perSequence = paging ? paging->lengths : std::vector<int64_t>();
   if (packing)
     perSequence = packing->keyLengths;
@@ -206,19 +222,10 @@ test::RunResult test::runAgainstReference(const CpuKernel &kernel,
     std::vector<char> padded(nq * es, 0);
     reference::unpackRows(oPacked.data(), padded.data(), rowBytes, p.H, p.M,
                           packing->queryLengths, cuQ);
-    std::fill(lseb.begin(), lseb.end(), 0.0f);
-    for (int64_t b = 0; b < p.B; ++b)
-      for (int64_t h = 0; h < p.H; ++h)
-        for (int64_t i = 0; i < p.M; ++i) {
-          size_t at = size_t((b * p.H + h) * p.M + i);
-          if (i >= packing->queryLengths[b]) {
-            std::fill_n(refO.begin() + at * p.D, p.D, 0.0);
-            refL[at] = 0;
-            continue;
-          }
-          lseb[at] = lsePacked[h * tokensQ + cuQ[b] + i];
-        }
     ob.swap(padded);
+    std::fill(lseb.begin(), lseb.end(), 0.0f);
+    reference::unpackLseRows(lsePacked.data(), lseb.data(), p.H, p.M, tokensQ,
+                             packing->queryLengths, cuQ);
     // The rows no sequence owns keep their poison.
     for (int64_t t : {int64_t(0), lead - 1, tokensQ - tail, tokensQ - 1})
       for (int64_t h = 0; h < p.H; ++h) {

@@ -37,6 +37,12 @@ struct VariantSource {
 };
 VariantSource variantSource(const std::string &name, bool testOnly);
 
+/// The head counts the variant tests run `name` with: the ones gqa and mqa declare (8 query
+/// heads; 2 and 1 key/value heads), grouped heads for attention (4 and 2) and gqa_head_window
+/// (6 and 2, three query heads a key/value head), 3 and 3 for the other test-only variants, else
+/// 4 and 4. True when the kernel declares them (8 query heads: callers keep those runs short).
+bool variantHeads(const std::string &name, bool testOnly, runtime::reference::Problem &p);
+
 /// One run of a kernel on fresh random inputs, with its float64 reference.
 struct RunResult {
   double outError = 0; ///< ||O - ref|| / ||ref||

@@ -45,7 +45,6 @@ TEST_P(VarlenCases, MatchesFloat64ReferencePerSequence) {
       // A sequence without keys: its rows are fully masked.
       {32, 16, {5, 70}, {0, 20}},
   };
-  bool fixedHeads = c.kernel == "gqa" || c.kernel == "mqa";
   unsigned seed = 5;
   for (const Shape &s : shapes) {
     CpuCompileOptions opts;
@@ -56,14 +55,7 @@ TEST_P(VarlenCases, MatchesFloat64ReferencePerSequence) {
     ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
     reference::Problem p;
     p.D = (*kernel)->headDim();
-    p.H = fixedHeads ? 8 : 4;
-    p.Hkv = c.kernel == "gqa" ? 2 : c.kernel == "mqa" ? 1 : c.kernel == "attention" ? 2 : p.H;
-    if (c.testOnly)
-      p.H = p.Hkv = 3;
-    if (c.kernel == "gqa_head_window") {
-      p.H = 6;
-      p.Hkv = 2;
-    }
+    test::variantHeads(c.kernel, c.testOnly, p);
     test::Packing packing{s.queryLengths, s.keyLengths};
     SCOPED_TRACE(testing::Message() << c.kernel << " Br=" << s.blockM << " Bc=" << s.blockN
                                     << " sequences=" << s.queryLengths.size());

@@ -341,6 +341,19 @@ def interleaved_medians(torch, fns, warmup, reps, flush):
             for name, pairs in events.items()}
 
 
+def prepare_column(torch, result, impl, prepare, outputs, ready):
+    """Prepares one column of a row: `prepare()` gives the timed function, whose first call (also
+    its warm-up and compile) is kept in outputs; a failure is the column's n/a in `result`."""
+    try:
+        fn = prepare()
+        outputs[impl] = fn().clone()
+        torch.cuda.synchronize()
+        ready[impl] = fn
+    except Exception as e:
+        result["n/a"][impl] = f"{type(e).__name__}: {str(e).strip()[:200]}"
+        print(f"  {impl}: n/a: {result['n/a'][impl]}", file=sys.stderr)
+
+
 def fmt_tflops(result, impl):
     t = result["tflops"].get(impl)
     if t is None:
@@ -608,21 +621,15 @@ def run_varlen(args, torch, device, flush, impls, preparers, variants, variant_k
                 bshd = [x.transpose(1, 2).contiguous().transpose(1, 2) for x in (q, k, v)]
                 for impl in columns:
                     kernels = variant_kernels.get(impl)
-                    try:
-                        if kernels is not None and kernels.varlen:
-                            fn = kernels.prepare_varlen(torch, *packed, cu, max_len, causal,
-                                                        scale)
-                            result["packed"].append(impl)
-                        elif impl == "tilefuse:bshd":
-                            fn = preparers["tilefuse"](torch, *bshd, causal, scale)
-                        else:
-                            fn = preparers[impl](torch, q, k, v, causal, scale)
-                        outputs[impl] = fn().clone()
-                        torch.cuda.synchronize()
-                        ready[impl] = fn
-                    except Exception as e:
-                        result["n/a"][impl] = f"{type(e).__name__}: {str(e).strip()[:200]}"
-                        print(f"  {impl}: n/a: {result['n/a'][impl]}", file=sys.stderr)
+                    if kernels is not None and kernels.varlen:
+                        result["packed"].append(impl)
+                        prepare = (lambda kernels=kernels: kernels.prepare_varlen(
+                            torch, *packed, cu, max_len, causal, scale))
+                    elif impl == "tilefuse:bshd":
+                        prepare = lambda: preparers["tilefuse"](torch, *bshd, causal, scale)
+                    else:
+                        prepare = lambda impl=impl: preparers[impl](torch, q, k, v, causal, scale)
+                    prepare_column(torch, result, impl, prepare, outputs, ready)
                 for impl, ms in interleaved_medians(torch, ready, args.warmup, args.reps,
                                                     flush).items():
                     result["ms"][impl] = ms
@@ -686,14 +693,9 @@ def run_decode(args, torch, device, flush, impls, preparers, variants):
                   "bytes": kv_bytes, "ms": {}, "gbps": {}, "n/a": {}, "max_rel_err": {}}
         ready, outputs = {"copy": lambda: dst.copy_(src)}, {}
         for impl in impls:
-            try:
-                fn = preparers[impl](torch, q, k, v, False, scale)
-                outputs[impl] = fn().clone()
-                torch.cuda.synchronize()
-                ready[impl] = fn
-            except Exception as e:
-                result["n/a"][impl] = f"{type(e).__name__}: {str(e).strip()[:200]}"
-                print(f"  {impl}: n/a: {result['n/a'][impl]}", file=sys.stderr)
+            prepare_column(torch, result, impl,
+                           lambda impl=impl: preparers[impl](torch, q, k, v, False, scale),
+                           outputs, ready)
         for impl, ms in interleaved_medians(torch, ready, args.warmup, args.reps, flush).items():
             result["ms"][impl] = ms
             moved = 2 * kv_bytes if impl == "copy" else kv_bytes  # the copy reads and writes

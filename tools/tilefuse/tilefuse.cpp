@@ -417,10 +417,8 @@ struct RunInputs {
     reference::unpackRows(oPacked.data(), o.data(), rowBytes, p.H, p.M, packed->queryLengths,
                           packed->cuQ);
     lse.assign(size_t(p.B * p.H * p.M), 0.0f);
-    for (int64_t b = 0; b < p.B; ++b)
-      for (int64_t h = 0; h < p.H; ++h)
-        for (int64_t i = 0; i < packed->queryLengths[b]; ++i)
-          lse[size_t((b * p.H + h) * p.M + i)] = lsePacked[h * tokens + packed->cuQ[b] + i];
+    reference::unpackLseRows(lsePacked.data(), lse.data(), p.H, p.M, tokens,
+                             packed->queryLengths, packed->cuQ);
   }
 };
 

@@ -143,6 +143,11 @@ std::vector<char> packRows(const char *padded, size_t rowBytes, int64_t heads, i
 /// past a sequence's length are left as they are.
 void unpackRows(const char *packed, char *padded, size_t rowBytes, int64_t heads, int64_t rows,
                 const std::vector<int64_t> &lengths, const std::vector<int32_t> &offsets);
+/// The same for a packed logsumexp, [heads, tokens] (FlashAttention's varlen LSE layout), into a
+/// padded B x heads x rows one.
+void unpackLseRows(const float *packed, float *padded, int64_t heads, int64_t rows,
+                   int64_t tokens, const std::vector<int64_t> &lengths,
+                   const std::vector<int32_t> &offsets);
 
 /// Storage conversions (round to nearest even), so inputs can be drawn once and the reference
 /// sees exactly the values the kernel reads.
