@@ -24,14 +24,16 @@
 #              sequences in pages of odd and even sizes, and memcheck + racecheck on small cases
 #   tests-varlen the varlen kernels (build-gpu/kernels-varlen) on ragged packed sequences, and
 #              memcheck + racecheck on small cases
-#   varlen     bench.py --varlen: prefill on a mix of sequence lengths, packed (tf:varlen, and
-#              tf:varlen-budget with ctas_per_sm=3) beside the same sequences padded to the
-#              longest (tilefuse, its BSHD form, SDPA flash and cuDNN)
+#   varlen     bench.py --varlen: prefill on a mix of sequence lengths, packed (tf:varlen,
+#              tf:varlen-budget with ctas_per_sm=3, and tf:tuned-varlen when the tune step wrote
+#              build-gpu/tuned-varlen/) beside the same sequences padded to the longest
+#              (tilefuse, its BSHD form, SDPA flash and cuDNN)
 #   decode     bench.py --decode: one query row, GQA 32/8, D = 128, KV 1k-128k; GB/s beside SDPA
 #              and a device copy (DECODE_LENGTHS=...)
 #   tune       `tilefuse tune` of the self-contained build: attention and causal at head dim 64
 #              and 128 (TUNE_HEAD_DIMS="64 128 256") for the bench's sequence lengths
-#              (TUNE_SEQS=1024,4096), and a test-only variant, into the tuning
+#              (TUNE_SEQS=1024,4096), their varlen forms (TUNE_VARLEN_SEQS, into
+#              build-gpu/tuned-varlen/), and a test-only variant, into the tuning
 #              database build-gpu/cache/tuning/ and build-gpu/tuned/ (PTX + JSON for bench); then
 #              a second process that must find every entry in the database.
 #              Not in the default steps: run `scripts/gpu-run.sh runtime tune bench`.
@@ -120,11 +122,13 @@ for step in "${steps[@]}"; do
       kernel_set_tests varlen build-gpu/kernels-varlen
       ;;
     varlen)
+      tuned_varlen=()
+      [ -d build-gpu/tuned-varlen ] && tuned_varlen=(--variant tuned-varlen=build-gpu/tuned-varlen)
       run_step varlen python3 tools/bench/bench.py --ptx-dir build-gpu/kernels \
         --lib build-gpu/libtilefuse_cuda.so --out "$out/varlen.json" \
         --impls tilefuse,sdpa-flash,sdpa-cudnn --variant varlen=build-gpu/kernels-varlen-bench \
         --variant varlen-budget=build-gpu/kernels-varlen-bench-budget \
-        --varlen "${VARLEN_MAX:-1024,4096,16384}" ${VARLEN_ARGS:-}
+        --varlen "${VARLEN_MAX:-1024,4096,16384}" "${tuned_varlen[@]}" ${VARLEN_ARGS:-}
       ;;
     decode)
       # Decode rows: the plain kernels, the split-KV ones (tf:split, GQA-packed) and unpacked
@@ -173,6 +177,15 @@ for step in "${steps[@]}"; do
             --seq "$seqs" --force --emit-dir build-gpu/tuned
         done
       done
+      # The varlen forms, at the varlen bench's longest lengths (`varlen` step's column
+      # tf:tuned-varlen).
+      for kernel in attention causal; do
+        for d in ${TUNE_HEAD_DIMS:-64 128}; do
+          run_step "tune-varlen-$kernel-d$d" "$cli" tune --kernel "$kernel" --head-dim "$d" \
+            --varlen --seq "${TUNE_VARLEN_SEQS:-1024,4096,16384}" --force \
+            --emit-dir build-gpu/tuned-varlen
+        done
+      done
       run_step tune-chunked_local "$cli" tune test/variants/chunked_local.mlir \
         --seq 4096 --force
       # A second process: every entry from the database, no tuning.
@@ -182,7 +195,7 @@ for step in "${steps[@]}"; do
         status=1
       fi
       mkdir -p "$out/tuning" && cp build-gpu/cache/tuning/*.json "$out/tuning/" 2>/dev/null
-      cp -r build-gpu/tuned "$out/" 2>/dev/null
+      cp -r build-gpu/tuned build-gpu/tuned-varlen "$out/" 2>/dev/null
       unset TILEFUSE_CACHE_DIR
       ;;
     runtime)

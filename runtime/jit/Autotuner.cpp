@@ -17,6 +17,7 @@
 #include <cstring>
 #include <ctime>
 #include <mutex>
+#include <optional>
 #include <random>
 
 using namespace tilefuse;
@@ -131,15 +132,23 @@ struct Slot {
 };
 
 /// The device buffers of the timed problem: `rotations` input and output sets and the L2 flush.
+/// A varlen kernel's problem is a packed batch (THD) with its sequence offsets.
 struct Workspace {
   cu::AttentionShape shape;
+  cu::AttentionStrides strides;
   std::vector<cu::DeviceBuffer> q, k, v, o, lse;
   cu::DeviceBuffer flush;
   size_t oBytes = 0;
+  std::optional<Varlen> varlen;
+  cu::DeviceBuffer sequenceOffsets;
 
   cu::AttentionBuffers buffers(size_t set) const {
     return {q[set].address(), k[set].address(), v[set].address(), o[set].address(),
             lse[set].address()};
+  }
+  llvm::Error launch(const cu::CudaKernel &kernel, const cu::Stream &stream, size_t set) const {
+    return kernel.launch(stream.handle(), buffers(set), shape, strides, /*kvSplits=*/0,
+                         /*paged=*/nullptr, varlen ? &*varlen : nullptr);
   }
 };
 
@@ -171,13 +180,52 @@ static cu::AttentionShape problemShape(const CompiledKernel &k, int64_t bucket) 
   return s;
 }
 
+/// A varlen problem's sequence lengths: the bucket, then bucket·7/8, 6/8, ... 1/8 in turn (the
+/// mix bench.py's varlen rows run), up to at least 16k tokens and three sequences.
+static std::vector<int64_t> varlenLengths(int64_t bucket) {
+  std::vector<int64_t> lengths;
+  int64_t tokens = 0;
+  for (int64_t i = 0; tokens < 16384 || lengths.size() < 3; ++i) {
+    int64_t eighths = 8 - i % 8;
+    lengths.push_back(std::max<int64_t>(1, bucket * eighths / 8));
+    tokens += lengths.back();
+  }
+  return lengths;
+}
+
 static llvm::Expected<Workspace> allocateWorkspace(const CompiledKernel &k,
-                                                   const cu::AttentionShape &s, int rotations,
+                                                   cu::AttentionShape s, int rotations,
                                                    int64_t l2Bytes) {
   Workspace w;
-  w.shape = s;
   ElementType et = k.dtype == "f16" ? ElementType::F16 : ElementType::BF16;
-  size_t qElems = s.B * s.H * s.M * s.D, kElems = s.B * s.Hkv * s.N * s.D;
+  // Rows of Q (and O) and of K and V over every batch entry: padded, B·M and B·N; packed, the
+  // sequences' lengths (M = N = the longest).
+  int64_t queryRows = s.B * s.M, keyRows = s.B * s.N;
+  if (k.varlen) {
+    std::vector<int64_t> lengths = varlenLengths(s.M);
+    std::vector<int32_t> offsets = {0};
+    for (int64_t length : lengths)
+      offsets.push_back(offsets.back() + int32_t(length));
+    s.B = int64_t(lengths.size());
+    queryRows = keyRows = offsets.back();
+    auto device = cu::DeviceBuffer::allocate(offsets.size() * sizeof(int32_t));
+    if (!device)
+      return device.takeError();
+    if (llvm::Error e = device->upload(offsets.data(), offsets.size() * sizeof(int32_t)))
+      return std::move(e);
+    w.sequenceOffsets = std::move(*device);
+    auto *cu = reinterpret_cast<const int32_t *>(w.sequenceOffsets.address());
+    w.varlen = Varlen::of(cu, cu, queryRows, keyRows);
+    // THD: [tokens, heads, D]; LSE [H, tokens]; the batch strides are not read.
+    w.strides.qH = w.strides.oH = w.strides.kH = w.strides.vH = s.D;
+    w.strides.qM = w.strides.oM = s.H * s.D;
+    w.strides.kN = w.strides.vN = s.Hkv * s.D;
+    w.strides.lseH = queryRows;
+  } else {
+    w.strides = cu::AttentionStrides::contiguous(s);
+  }
+  w.shape = s;
+  size_t qElems = queryRows * s.H * s.D, kElems = keyRows * s.Hkv * s.D;
   w.oBytes = qElems * 2;
   // One random host pattern, uploaded at a different offset per tensor and set: distinct inputs
   // without drawing hundreds of millions of normals (or even copying them) per buffer.
@@ -208,7 +256,7 @@ static llvm::Expected<Workspace> allocateWorkspace(const CompiledKernel &k,
     auto o = cu::DeviceBuffer::allocate(w.oBytes);
     if (!o)
       return o.takeError();
-    auto lse = cu::DeviceBuffer::allocate(s.B * s.H * s.M * sizeof(float));
+    auto lse = cu::DeviceBuffer::allocate(queryRows * s.H * sizeof(float));
     if (!lse)
       return lse.takeError();
     w.q.push_back(std::move(*q));
@@ -233,8 +281,7 @@ static llvm::Expected<std::vector<double>> runAndSample(const cu::CudaKernel &ke
   // runs on the legacy stream, which a non-blocking stream does not wait for.
   if (llvm::Error e = w.o[0].fillAsync(0xFF, stream))
     return std::move(e);
-  if (llvm::Error e = kernel.launch(stream.handle(), w.buffers(0), w.shape,
-                                    cu::AttentionStrides::contiguous(w.shape)))
+  if (llvm::Error e = w.launch(kernel, stream, 0))
     return std::move(e);
   if (llvm::Error e = stream.synchronize())
     return std::move(e);
@@ -352,7 +399,7 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
       return int(c.blockM != d.blockM) + int(c.blockN != d.blockN) +
              int(c.rowsPerWarp != d.rowsPerWarp) + int(c.mma != d.mma) +
              int(c.qOperand != d.qOperand) + int(c.copyIssue != d.copyIssue) +
-             int(c.stages != d.stages);
+             int(c.stages != d.stages) + int(c.ctasPerSm != d.ctasPerSm);
     };
     std::vector<Slot *> order;
     for (Slot &slot : slots)
@@ -518,7 +565,6 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
     if (slot.alive())
       alive.push_back(&slot);
   int repetitions = std::max(3, options.repetitions), warmup = std::max(0, options.warmup);
-  cu::AttentionStrides strides = cu::AttentionStrides::contiguous(shape);
   std::vector<cu::Event> starts, stops;
   for (size_t i = 0; i < alive.size(); ++i) {
     auto start = cu::Event::create(), stop = cu::Event::create();
@@ -545,8 +591,7 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
         return std::move(e);
       if (llvm::Error e = starts[i].record(*stream))
         return std::move(e);
-      if (llvm::Error e = slot.kernel->launch(stream->handle(), workspace->buffers(set), shape,
-                                              strides)) {
+      if (llvm::Error e = workspace->launch(*slot.kernel, *stream, set)) {
         slot.report.outcome = CandidateOutcome::LaunchFailed;
         slot.report.reason = cu::takeReport(std::move(e)).message;
         continue;
@@ -610,11 +655,11 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
   record.defaultMs = defaultSlot->report.medianMs;
   record.candidates = slots.size();
   record.timed = llvm::count_if(slots, [](const Slot &s) { return !s.times.empty(); });
-  record.B = shape.B;
-  record.H = shape.H;
-  record.Hkv = shape.Hkv;
-  record.M = shape.M;
-  record.N = shape.N;
+  record.B = workspace->shape.B;
+  record.H = workspace->shape.H;
+  record.Hkv = workspace->shape.Hkv;
+  record.M = workspace->shape.M;
+  record.N = workspace->shape.N;
   record.created = utcNow();
   report.totalSeconds = secondsSince(t0);
   record.tuningSeconds = report.totalSeconds;

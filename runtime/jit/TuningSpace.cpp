@@ -10,6 +10,8 @@ ChipLimits ChipLimits::forChip(llvm::StringRef chip) {
   ChipLimits limits;
   // cudaDevAttrMaxSharedMemoryPerBlockOptin of the H100/H200 and of the A100.
   limits.sharedBytesPerBlock = chip == "sm_90a" ? 232448 : 166912;
+  // cudaDevAttrMaxSharedMemoryPerMultiprocessor: 228 KiB and 164 KiB.
+  limits.sharedBytesPerSm = chip == "sm_90a" ? 233472 : 167936;
   return limits;
 }
 
@@ -44,7 +46,36 @@ TuningAxes TuningAxes::forChip(llvm::StringRef chip) {
   axes.qOperand = {QOperand::Registers, QOperand::Shared};
   axes.copyIssue = {CopyIssue::Eager, CopyIssue::AtBarrier};
   axes.stages = {2, 3};
+  axes.ctasPerSm = {std::nullopt, 2, 3, 4};
   return axes;
+}
+
+/// Why `config`'s register budget (ctas_per_sm) is unreachable or no budget at all, or empty.
+static std::string budgetReason(const TileConfig &config, const ResourceEstimate &e,
+                                const ChipLimits &limits, int64_t headDim) {
+  if (!config.ctasPerSm || e.threads <= 0)
+    return "";
+  int64_t ctas = *config.ctasPerSm;
+  std::string name = "ctas_per_sm=" + std::to_string(ctas);
+  if (ctas * e.threads > limits.threadsPerSm)
+    return name + ": " + std::to_string(ctas) + " x " + std::to_string(e.threads) +
+           " threads, over the SM's " + std::to_string(limits.threadsPerSm);
+  int64_t shared = ctas * (e.sharedBytes + limits.reservedSharedBytesPerBlock);
+  if (limits.sharedBytesPerSm > 0 && shared > limits.sharedBytesPerSm)
+    return name + ": " + std::to_string(ctas) + " x " + std::to_string(e.sharedBytes) +
+           " bytes of shared memory, over the SM's " + std::to_string(limits.sharedBytesPerSm);
+  // ptxas allocates registers in units of 8 per thread.
+  int64_t budget = limits.registersPerBlock / (ctas * e.threads) / 8 * 8;
+  if (budget >= limits.registersPerThread)
+    return name + ": leaves " + std::to_string(budget) + " registers per thread, no budget " +
+           "below the hardware's " + std::to_string(limits.registersPerThread) +
+           " (the same kernel as without it)";
+  int64_t rows = config.rowsPerWarp.value_or(16);
+  int64_t live = rows * (headDim + config.blockN.value_or(0)) / 32;
+  if (live > budget)
+    return name + ": " + std::to_string(budget) + " registers per thread, under the " +
+           std::to_string(live) + " the O accumulator and the scores alone hold (it would spill)";
+  return "";
 }
 
 /// Why `e` does not fit `limits`, or empty.
@@ -79,6 +110,8 @@ std::vector<Candidate> jit::enumerateSpace(int64_t headDim, llvm::StringRef chip
     c.config = config;
     c.estimate = estimateResources(c.config, headDim, elementBytes);
     c.reason = pruneReason(c.estimate, limits);
+    if (c.reason.empty())
+      c.reason = budgetReason(c.config, c.estimate, limits, headDim);
     c.pruned = !c.reason.empty();
     space.push_back(std::move(c));
   };
@@ -90,7 +123,8 @@ std::vector<Candidate> jit::enumerateSpace(int64_t headDim, llvm::StringRef chip
           for (QOperand q : axes.qOperand)
             for (CopyIssue copy : axes.copyIssue)
               for (int64_t stages : axes.stages)
-                for (bool packGqa : axes.packGqa) {
+                for (bool packGqa : axes.packGqa)
+                  for (std::optional<int64_t> ctas : axes.ctasPerSm) {
                   config.blockM = br;
                   config.blockN = bc;
                   config.rowsPerWarp = rows;
@@ -99,6 +133,7 @@ std::vector<Candidate> jit::enumerateSpace(int64_t headDim, llvm::StringRef chip
                   config.copyIssue = copy;
                   config.stages = stages;
                   config.packGqa = packGqa;
+                  config.ctasPerSm = ctas;
                   add(config);
                 }
   return space;

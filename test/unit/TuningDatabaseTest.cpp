@@ -355,6 +355,7 @@ TEST(AutotunerGpu, TunesCausalAndTheRuntimeReusesTheDatabase) {
   axes.blockN = {64, 128};
   axes.copyIssue = {CopyIssue::Eager};
   axes.stages = {2};
+  axes.ctasPerSm = {std::nullopt, 3};
   options.axes = axes;
   options.repetitions = 5;
   auto report = tune(problem, options);

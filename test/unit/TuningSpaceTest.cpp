@@ -84,6 +84,68 @@ TEST(TuningSpace, ResourceModelPrunesWithReasons) {
       << big.reason;
 }
 
+// The register budget (ctas_per_sm) is pruned where it cannot be reached or is no budget at all.
+TEST(TuningSpace, RegisterBudgetPrunesWithReasons) {
+  TuningAxes axes;
+  axes.blockM = {64, 128};
+  axes.blockN = {64, 128};
+  axes.rowsPerWarp = {16};
+  axes.mma = {MmaKind::Wgmma};
+  axes.qOperand = {QOperand::Registers};
+  axes.copyIssue = {CopyIssue::Eager};
+  axes.stages = {2, 3};
+  axes.ctasPerSm = {std::nullopt, 2, 3, 4};
+  ChipLimits limits = ChipLimits::forChip("sm_90a");
+  std::vector<Candidate> space = enumerateSpace(128, "sm_90a", limits, axes);
+  EXPECT_EQ(space.size(), 2u * 2 * 2 * 4);
+  auto find = [&](llvm::StringRef text) -> const Candidate & {
+    auto it = llvm::find_if(space, [&](const Candidate &c) { return c.config.print() == text; });
+    EXPECT_NE(it, space.end()) << text.str();
+    static Candidate none;
+    return it == space.end() ? none : *it;
+  };
+  const std::string base =
+      "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
+      "pack_gqa=false";
+  EXPECT_FALSE(find(base).pruned) << find(base).reason;
+  // 128 threads: three CTAs leave 168 registers, four 128; both hold the 96 of O and the scores.
+  EXPECT_FALSE(find(base + ",ctas_per_sm=3").pruned) << find(base + ",ctas_per_sm=3").reason;
+  EXPECT_FALSE(find(base + ",ctas_per_sm=4").pruned) << find(base + ",ctas_per_sm=4").reason;
+  // Two leave 256: no budget, the same kernel as without one.
+  const Candidate &none = find(base + ",ctas_per_sm=2");
+  EXPECT_TRUE(none.pruned);
+  EXPECT_NE(none.reason.find("ctas_per_sm=2: leaves 256 registers per thread, no budget"),
+            std::string::npos)
+      << none.reason;
+  // 256 threads at three CTAs: 80 registers, under the 96 of O (64) and 64 scores (32).
+  const Candidate &spill = find(
+      "Br=128,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
+      "pack_gqa=false,ctas_per_sm=3");
+  EXPECT_TRUE(spill.pruned);
+  EXPECT_NE(spill.reason.find("ctas_per_sm=3: 80 registers per thread, under the 96"),
+            std::string::npos)
+      << spill.reason;
+  // Bc = 128, three stages: 4 x 32 KiB of K and V per CTA; two CTAs do not fit 228 KiB.
+  const Candidate &shared = find(
+      "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=3,"
+      "pack_gqa=false,ctas_per_sm=2");
+  EXPECT_TRUE(shared.pruned);
+  EXPECT_NE(shared.reason.find("ctas_per_sm=2: 2 x 131072 bytes of shared memory, over the "
+                               "SM's 233472"),
+            std::string::npos)
+      << shared.reason;
+  // Threads: a smaller SM.
+  limits.threadsPerSm = 256;
+  std::vector<Candidate> small = enumerateSpace(128, "sm_90a", limits, axes);
+  auto it = llvm::find_if(small, [&](const Candidate &c) {
+    return c.config.print() == base + ",ctas_per_sm=3";
+  });
+  ASSERT_NE(it, small.end());
+  EXPECT_NE(it->reason.find("ctas_per_sm=3: 3 x 128 threads, over the SM's 256"),
+            std::string::npos)
+      << it->reason;
+}
+
 // The shared-memory model is what tgpu-allocate-shared-memory allocates: checked against compiled kernels.
 TEST(TuningSpace, SharedMemoryModelMatchesCompiledKernels) {
   const kernels::KernelSource &attention = *kernels::find("attention");

@@ -148,7 +148,11 @@ class Tilefuse:
         T, H, D = q.shape
         Hkv = k.shape[1]
         dtype = "bf16" if q.dtype == torch.bfloat16 else "f16"
-        key = (causal, D, dtype, None)
+        # The kernel tuned for the longest sequence's bucket (`tilefuse tune --varlen`), else
+        # one without a bucket.
+        key = (causal, D, dtype, seq_bucket(max_len))
+        if key not in self.varlen:
+            key = (causal, D, dtype, None)
         if key not in self.varlen:
             raise Unavailable(f"no varlen {'causal' if causal else 'attention'} kernel for D={D}")
         kernel = self.kernels[key]

@@ -39,7 +39,7 @@ cl::SubCommand tools::tuneCommand(
 static cl::OptionCategory tuneCategory(
     "tilefuse tune options",
     "  tilefuse tune (--kernel NAME | FILE.mlir) [--head-dim D] [--dtype bf16|f16] [--seq N,..]\n"
-    "                [--emit-dir DIR] [--force]\n"
+    "                [--varlen] [--emit-dir DIR] [--force]\n"
     "  The database is <cache dir>/tuning/ (TILEFUSE_CACHE_DIR, default ~/.cache/tilefuse);\n"
     "  the runtime uses it with TILEFUSE_AUTOTUNE=cached|on, `tilefuse compile --tuned` too.");
 
@@ -60,6 +60,11 @@ static cl::list<int64_t> tSeq("seq",
                                        "bucket each: the next power of two; default 4096)"),
                               cl::CommaSeparated, cl::sub(tools::tuneCommand),
                               cl::cat(tuneCategory));
+static cl::opt<bool> tVarlen(
+    "varlen",
+    cl::desc("Tune the kernel's varlen form (tile-varlen; `compile --tuned --varlen` reads it): "
+             "timed on a packed batch of ragged sequences, the longest the bucket"),
+    cl::init(false), cl::sub(tools::tuneCommand), cl::cat(tuneCategory));
 static cl::opt<std::string> tArch("arch", cl::desc("Target chip (default: this GPU's)"),
                                   cl::init(""), cl::sub(tools::tuneCommand),
                                   cl::cat(tuneCategory));
@@ -253,6 +258,7 @@ int tools::tuneMain() {
   options.elementType = tDtype;
   options.params.assign(tParams.begin(), tParams.end());
   options.features = tFeatures;
+  options.varlen = tVarlen;
   if (!tArch.empty()) {
     options.chip = tArch;
   } else {
@@ -283,6 +289,8 @@ int tools::tuneMain() {
       stem += "_d" + std::to_string(byDefault->headDim);
     if (byDefault->dtype == "f16")
       stem += "_f16";
+    if (options.varlen)
+      stem += "_varlen";
   }
 
   int status = 0;

@@ -13,7 +13,7 @@
 //                    -o OUT
 //       Compiles ahead of time: PTX (with the launch metadata in OUT.json beside it), a cubin
 //       (through ptxas; OUT.json too) or a C header with the cubin and a launcher.
-//   tilefuse tune (--kernel NAME | FILE.mlir) [--head-dim --dtype --seq N,..] [--emit-dir DIR]
+//   tilefuse tune (--kernel NAME | FILE.mlir) [--head-dim --dtype --seq N,.. --varlen] [--emit-dir DIR]
 //       Autotunes on this GPU into the tuning database (TuneCommand.cpp); `compile --tuned`
 //       compiles with its configuration.
 //   tilefuse bench-compile [--kernel NAME] [--arch] [--repeat N]

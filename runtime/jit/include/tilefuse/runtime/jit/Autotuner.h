@@ -19,7 +19,9 @@
 //
 // The problem timed: M = N = the sequence bucket (sequenceBucket), D the kernel's head dim,
 // B = max(1, 16384 / N), H = max(1, 2048 / D), Hkv = H, except where the kernel's signature
-// declares a size. Errors are values: no driver or GPU, a kernel that does not compile in its
+// declares a size. A varlen kernel runs a packed batch instead: sequences of the bucket's length,
+// then 7/8, 6/8, ... 1/8 of it in turn, up to 16k tokens (bench.py's varlen mix; M = N = the
+// bucket bounds them). Errors are values: no driver or GPU, a kernel that does not compile in its
 // default configuration, or a CUDA context left unusable by a faulting candidate; everything
 // else only drops candidates.
 //

@@ -18,6 +18,12 @@
 //                  block it cannot launch. The driver's JIT report decides in the end: the tuner
 //                  drops kernels that spill anyway.
 //   threads        at most the chip's threads per block.
+//   ctas_per_sm    the register budget (TileConfig::ctasPerSm) must be reachable: N CTAs' threads
+//                  within the SM's 2048 and their shared memory within the SM's; a budget of
+//                  255 or more registers is no budget (the same kernel as without it); one below
+//                  the O accumulator and the scores alone (rows_per_warp·(d + Bc)/32) would
+//                  only spill. ptxas decides the rest: a budget it cannot meet spills, and the
+//                  tuner drops the kernel.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TILEFUSE_RUNTIME_JIT_TUNINGSPACE_H
@@ -28,6 +34,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +46,11 @@ struct ChipLimits {
   int64_t threadsPerBlock = 1024;
   int64_t registersPerThread = 255;
   int64_t registersPerBlock = 65536;
+  /// What the SM holds for all its CTAs at once (ctas_per_sm): shared memory (less the 1 KiB
+  /// the driver reserves per CTA) and threads.
+  int64_t sharedBytesPerSm = 0;
+  int64_t reservedSharedBytesPerBlock = 1024;
+  int64_t threadsPerSm = 2048;
 
   /// The limits of the chip's reference part: sm_90a (H100/H200: 227 KiB), sm_80 (A100:
   /// 163 KiB). Prefer the device's own numbers where there is one (the tuner asks the driver).
@@ -65,10 +77,12 @@ struct TuningAxes {
   std::vector<CopyIssue> copyIssue;
   std::vector<int64_t> stages;
   std::vector<bool> packGqa = {false};
+  /// The register budget; nullopt: none (the compiler's choice).
+  std::vector<std::optional<int64_t>> ctasPerSm = {std::nullopt};
 
   /// Br 64/128/256, Bc 32/64/128/256, rows per warp 16/32, Q in registers or shared, both copy
   /// issues, 2 or 3 key ring stages; mma.sync, and wgmma on sm_90a; GQA packing off (the
-  /// split-KV kernels, where it pays, ask for it).
+  /// split-KV kernels, where it pays, ask for it); no register budget, or 2, 3 or 4 CTAs an SM.
   static TuningAxes forChip(llvm::StringRef chip);
 };
 
