@@ -576,7 +576,22 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
     stops.push_back(std::move(*stop));
   }
   int totalRounds = warmup + repetitions;
+  // Drops the candidates over `factor` times the best of `times` (one per alive candidate).
+  auto dropSlow = [&](const std::vector<double> &times, double factor, llvm::StringRef when) {
+    double best = INFINITY;
+    for (size_t i = 0; i < alive.size(); ++i)
+      if (alive[i]->alive())
+        best = std::min(best, times[i]);
+    for (size_t i = 0; i < alive.size(); ++i)
+      if (alive[i]->alive() && !alive[i]->report.isDefault && times[i] > factor * best) {
+        alive[i]->report.outcome = CandidateOutcome::Slow;
+        alive[i]->report.reason =
+            llvm::formatv("{0:f2}x the best {1}", times[i] / best, when).str();
+      }
+  };
+  double lastRoundSeconds = 0;
   for (int round = 0; round < totalRounds; ++round) {
+    auto roundStart = Clock::now();
     size_t set = round % rotations;
     std::vector<size_t> order;
     for (size_t i = 0; i < alive.size(); ++i)
@@ -585,6 +600,7 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
     if (order.empty())
       break;
     std::rotate(order.begin(), order.begin() + round % order.size(), order.end());
+    std::vector<double> roundMs(alive.size(), INFINITY);
     for (size_t i : order) {
       Slot &slot = *alive[i];
       if (llvm::Error e = workspace->flush.fillAsync(uint8_t(round), *stream))
@@ -606,29 +622,30 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
       auto ms = cu::Event::elapsedMilliseconds(starts[i], stops[i]);
       if (!ms)
         return ms.takeError();
+      roundMs[i] = *ms;
       if (round >= warmup)
         slot.times.push_back(*ms);
     }
+    lastRoundSeconds = secondsSince(roundStart);
+    // The first round already tells the far-off candidates apart (the check ran each once, so
+    // nothing in it is a first launch): they leave before the rounds that decide.
+    if (round == 0)
+      dropSlow(roundMs, 1.5, "in the first round");
     if (round < warmup)
       continue;
     int timedRounds = round - warmup + 1;
     report.rounds = timedRounds;
     progress("time", timedRounds, repetitions);
     if (timedRounds == 3) {
-      double best = INFINITY;
-      for (Slot *slot : alive)
-        if (slot->alive())
-          best = std::min(best, median(slot->times));
-      for (Slot *slot : alive)
-        if (slot->alive() && !slot->report.isDefault && median(slot->times) > 1.3 * best) {
-          slot->report.outcome = CandidateOutcome::Slow;
-          slot->report.reason = llvm::formatv("{0:f2}x the best after 3 rounds",
-                                              median(slot->times) / best)
-                                    .str();
-        }
+      std::vector<double> medians(alive.size(), INFINITY);
+      for (size_t i = 0; i < alive.size(); ++i)
+        if (alive[i]->alive())
+          medians[i] = median(alive[i]->times);
+      dropSlow(medians, 1.3, "after 3 rounds");
     }
+    // Another round would end past the budget (the last one's time foretells the next's).
     if (timedRounds >= 3 && timedRounds < repetitions &&
-        secondsSince(t0) > options.budgetSeconds) {
+        secondsSince(t0) + lastRoundSeconds > options.budgetSeconds) {
       report.budgetNote = llvm::formatv("the {0} s budget was spent after {1} of {2} rounds",
                                         options.budgetSeconds, timedRounds, repetitions)
                               .str();

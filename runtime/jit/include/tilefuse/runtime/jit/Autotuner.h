@@ -13,9 +13,10 @@
 //   5. the survivors are timed with CUDA events, round-robin (the order rotated each round, so
 //      drift falls on all alike): warm-up rounds, then repetitions, each launch after a write of
 //      a buffer twice the L2 size (cold L2, as a model's layer sees it) and on the next of several
-//      input sets (rotated); after three rounds candidates over 1.3x the best median are dropped;
-//      the winner has the lowest median. Timing stops early (with at least three rounds) once the
-//      budget is spent.
+//      input sets (rotated); candidates over 1.5x the best of the first round, and over 1.3x the
+//      best median after three timed rounds, are dropped; the winner has the lowest median.
+//      Timing stops early (with at least three timed rounds) where another round would end past
+//      the budget.
 //
 // The problem timed: M = N = the sequence bucket (sequenceBucket), D the kernel's head dim,
 // B = max(1, 16384 / N), H = max(1, 2048 / D), Hkv = H, except where the kernel's signature
@@ -71,7 +72,7 @@ struct TuningOptions {
   /// one module at a time; its cache makes later tunings fast) still times the default's
   /// neighbourhood within the budget. At most four loads wait on the driver at a time, so the
   /// loads under way at that point add about a second.
-  double compileBudgetShare = 0.5;
+  double compileBudgetShare = 0.4;
   /// The space; empty: TuningAxes::forChip.
   std::optional<TuningAxes> axes;
   /// Called from the tuning thread (never concurrently) as candidates compile and rounds run.
@@ -85,7 +86,7 @@ enum class CandidateOutcome {
   Spilled,      ///< the JIT report shows local memory
   LaunchFailed,
   WrongResult,  ///< its output differs from the default configuration's
-  Slow,         ///< over 1.3x the best after three rounds
+  Slow,         ///< over 1.5x the best in the first round, or 1.3x after three timed rounds
   OverBudget,   ///< not compiled: the compile share of the time budget was spent
   Timed,
 };
