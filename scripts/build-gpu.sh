@@ -79,6 +79,8 @@ done
 # tests-varlen), and the varlen bench's: attention and causal at head dims 64 and 128, as
 # compiled by default and with the register budget of 3 CTAs an SM (ctas_per_sm=3).
 KERNEL_SET=varlen scripts/compile-kernels.sh "$out/kernels-varlen" || exit 1
+# The same over paged caches (chunked prefill; scripts/gpu-run.sh tests-paged-varlen).
+KERNEL_SET=paged-varlen scripts/compile-kernels.sh "$out/kernels-paged-varlen" || exit 1
 rm -rf "$out"/kernels-varlen-bench*
 mkdir -p "$out/kernels-varlen-bench" "$out/kernels-varlen-bench-budget"
 for d in 64 128; do

@@ -13,6 +13,7 @@
 #   KERNEL_SET=split scripts/compile-kernels.sh DIR --split-kv    the split-KV set
 #   KERNEL_SET=paged scripts/compile-kernels.sh DIR               the paged-KV set
 #   KERNEL_SET=varlen scripts/compile-kernels.sh DIR              the varlen set
+#   KERNEL_SET=paged-varlen scripts/compile-kernels.sh DIR        the varlen set over paged caches
 set -uo pipefail
 cd "$(dirname "$0")/.."
 (($#)) || { echo "usage: $0 DIR [tilefuse compile options...]" >&2; exit 2; }
@@ -82,6 +83,23 @@ if [ "${KERNEL_SET:-full}" = varlen ]; then
   compile causal_d128 --kernel causal --head-dim 128 --varlen "$@"
   compile attention_sm80 --kernel attention --arch sm_80 --varlen "$@"
   compile sliding_window_sm80 --kernel sliding_window --arch sm_80 --varlen "$@"
+  echo "compile-kernels: $(ls "$dir"/*.ptx 2>/dev/null | wc -l) kernels in $dir${*:+ ($*)}"
+  ((${#failed[@]} == 0)) || { echo "compile-kernels: FAILED: ${failed[*]}" >&2; exit 1; }
+  exit 0
+fi
+if [ "${KERNEL_SET:-full}" = paged-varlen ]; then
+  # The paged varlen set (KERNEL_SET=paged-varlen): every bundled variant and the test-only ones
+  # with packed queries over a paged cache (tile-paged-kv, then tile-varlen: chunked prefill);
+  # attention at head dim 128, a page size fixed at compile time, and sm_80.
+  for kernel in $("$tilefuse" list | awk '{print $1}'); do
+    compile "$kernel" --kernel "$kernel" --paged-kv --varlen "$@"
+  done
+  for variant in test/variants/*.mlir; do
+    compile "$(basename "$variant" .mlir)" "$variant" --paged-kv --varlen "$@"
+  done
+  compile attention_d128 --kernel attention --head-dim 128 --paged-kv --varlen "$@"
+  compile causal_p16 --kernel causal --paged-kv --page-size 16 --varlen "$@"
+  compile causal_sm80 --kernel causal --arch sm_80 --paged-kv --varlen "$@"
   echo "compile-kernels: $(ls "$dir"/*.ptx 2>/dev/null | wc -l) kernels in $dir${*:+ ($*)}"
   ((${#failed[@]} == 0)) || { echo "compile-kernels: FAILED: ${failed[*]}" >&2; exit 1; }
   exit 0

@@ -24,6 +24,8 @@
 #              sequences in pages of odd and even sizes, and memcheck + racecheck on small cases
 #   tests-varlen the varlen kernels (build-gpu/kernels-varlen) on ragged packed sequences, and
 #              memcheck + racecheck on small cases
+#   tests-paged-varlen  the same over paged caches (build-gpu/kernels-paged-varlen: chunked
+#              prefill), odd and even page sizes
 #   varlen     bench.py --varlen: prefill on a mix of sequence lengths, packed (tf:varlen,
 #              tf:varlen-budget with ctas_per_sm=3, and tf:tuned-varlen when the tune step wrote
 #              build-gpu/tuned-varlen/) beside the same sequences padded to the longest
@@ -120,6 +122,10 @@ for step in "${steps[@]}"; do
     tests-varlen)
       # The varlen kernels on ragged packed sequences.
       kernel_set_tests varlen build-gpu/kernels-varlen
+      ;;
+    tests-paged-varlen)
+      # The varlen kernels over paged caches: packed queries, paged keys.
+      kernel_set_tests paged-varlen build-gpu/kernels-paged-varlen
       ;;
     varlen)
       tuned_varlen=()

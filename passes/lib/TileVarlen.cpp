@@ -6,6 +6,11 @@
 // score and mask regions see indices within each sequence, and tile-tiling turns `sequences`
 // into per-program row offsets and bounds, so masks and pruning work per sequence.
 //
+// Over a paged K/V cache (tile-paged-kv ran first: chunked prefill, or prefill and decode
+// mixed in one batch) only the queries pack: the key loads stay paged, each sequence's keys
+// are its kv_lengths rows of its pages, and the key offsets argument is there for the launch
+// ABI's one varlen form but not read.
+//
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/Passes.h"
 
@@ -42,11 +47,8 @@ struct TileVarlenPass : public tilefuse::impl::TileVarlenBase<TileVarlenPass> {
     func::FuncOp func = getOperation();
     if (func.isExternal() || func->hasAttr(kVarlenAttr))
       return;
-    if (func->hasAttr(kPagedKVAttr)) {
-      func.emitError("tile-varlen: a paged kernel (tile-paged-kv) has per-sequence key lengths "
-                     "already; packed query sequences over a paged cache are not supported");
-      return signalPassFailure();
-    }
+    // Paged (tile-paged-kv ran first), the keys are the cache's pages: only the queries pack.
+    bool paged = func->hasAttr(kPagedKVAttr);
     // Keys and values are what a tile.dot takes as its right operand; every other load is
     // per query row (Q), as every store is (O, LSE).
     llvm::SetVector<LoadOp> keyLoads, queryLoads;
@@ -86,8 +88,11 @@ struct TileVarlenPass : public tilefuse::impl::TileVarlenBase<TileVarlenPass> {
       auto arg = dyn_cast_or_null<BlockArgument>(v);
       return arg && arguments >= 2 && arg.getArgNumber() == arguments - fromEnd;
     };
+    auto packedKeys = [&](LoadOp l) {
+      return paged ? l.isPaged() && !l.getSequences() : isArgument(l.getSequences(), 1);
+    };
     if (llvm::all_of(queryLoads, [&](LoadOp l) { return isArgument(l.getSequences(), 2); }) &&
-        llvm::all_of(keyLoads, [&](LoadOp l) { return isArgument(l.getSequences(), 1); }) &&
+        llvm::all_of(keyLoads, packedKeys) &&
         llvm::all_of(stores, [&](StoreOp s) { return isArgument(s.getSequences(), 2); })) {
       func->setAttr(kVarlenAttr, UnitAttr::get(&getContext()));
       return;
@@ -99,10 +104,16 @@ struct TileVarlenPass : public tilefuse::impl::TileVarlenBase<TileVarlenPass> {
     SmallVector<Operation *> all;
     for (LoadOp load : queryLoads)
       all.push_back(load);
-    for (LoadOp load : keyLoads)
-      all.push_back(load);
+    if (!paged)
+      for (LoadOp load : keyLoads)
+        all.push_back(load);
     for (StoreOp store : stores)
       all.push_back(store);
+    for (LoadOp load : keyLoads)
+      if (paged && !load.isPaged()) {
+        load.emitOpError("tile-varlen: a paged kernel's key and value loads are paged");
+        return signalPassFailure();
+      }
     for (Operation *op : all) {
       accesses.insert(op);
       if (auto load = dyn_cast<LoadOp>(op); load && (load.getSequences() || load.isPaged())) {
@@ -163,8 +174,9 @@ struct TileVarlenPass : public tilefuse::impl::TileVarlenBase<TileVarlenPass> {
     };
     for (LoadOp load : queryLoads)
       pack(load, queryOffsets);
-    for (LoadOp load : keyLoads)
-      pack(load, keyOffsets);
+    if (!paged)
+      for (LoadOp load : keyLoads)
+        pack(load, keyOffsets);
     for (StoreOp store : stores) {
       b.setInsertionPoint(store);
       StoreOp::create(b, store.getLoc(), store.getValue(), store.getView(), queryOffsets);

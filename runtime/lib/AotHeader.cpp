@@ -374,6 +374,26 @@ static constexpr llvm::StringLiteral varlenCheck = R"tilefuse_c(  /* Varlen: the
     return "total_q and total_k must not be negative";
   s[0] = s[3] = s[6] = s[9] = s[12] = 0;
 )tilefuse_c";
+// Varlen over a paged cache: only the queries pack; the keys are the caches' (kv_lengths).
+static constexpr llvm::StringLiteral pagedVarlenDoc = R"tilefuse_c( *
+ * Varlen over the paged cache (chunked prefill): q, o and lse are packed batches of
+ * variable-length sequences (FlashAttention's varlen THD layout): sequence b's query rows are
+ * rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1 (B + 1 non-decreasing int32 device entries,
+ * within total_q: device memory, not checked) of q and o ([total_q, H, @HEAD_DIM@]) and lse
+ * ([H, total_q]); their strides are a head's and a row's (the batch strides are not read).
+ * Sequence b's keys are its kv_lengths[b] rows of the paged cache: cu_seqlens_k and total_k are
+ * not read (NULL and 0 will do). M bounds the query lengths (the grid covers M rows a sequence).
+)tilefuse_c";
+static constexpr llvm::StringLiteral pagedVarlenCheck = R"tilefuse_c(  /* Varlen: the query offsets; q's, o's and lse's batch strides are not read (each is one
+   * batch of its packed rows: the extents below); the keys are the caches'. */
+  (void)cu_seqlens_k;
+  (void)total_k;
+  if (cu_seqlens_q == NULL || (uintptr_t)cu_seqlens_q % 4 != 0)
+    return "cu_seqlens_q must be non-NULL and 4-byte aligned";
+  if (total_q < 0)
+    return "total_q must not be negative";
+  s[0] = s[9] = s[12] = 0;
+)tilefuse_c";
 
 // A split-KV kernel's additions (tile-split-kv; LaunchAbi.h's split form and workspace layout).
 static constexpr llvm::StringLiteral splitDoc = R"tilefuse_c( *
@@ -579,7 +599,7 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
   // The split form: the workspace and the key splits after the ABI's parameters.
   bool split = kernel.splitKv;
   values["SPLIT_KV"] = split ? "1" : "0";
-  // The varlen form (never split): the offsets after the ABI's parameters.
+  // The varlen form (never split): the offsets after the ABI's parameters (and the paged ones).
   bool varlen = kernel.varlen;
   // The paged form: the table, the lengths, table_b and page_size after the ABI's parameters
   // and before the split ones.
@@ -649,8 +669,8 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
                "*cu_seqlens_k,\n *                      int64_t total_q, int64_t total_k"
              : "";
   values["VARLEN_ARGUMENTS"] = varlen ? ", cu_seqlens_q, cu_seqlens_k, total_q, total_k" : "";
-  values["VARLEN_DOC"] = varlen ? substitute(varlenDoc, values) : "";
-  values["VARLEN_CHECK"] = varlen ? varlenCheck.str() : "";
+  values["VARLEN_DOC"] = !varlen ? "" : substitute(paged ? pagedVarlenDoc : varlenDoc, values);
+  values["VARLEN_CHECK"] = !varlen ? "" : paged ? pagedVarlenCheck.str() : varlenCheck.str();
   values["VARLEN_LOCALS"] =
       varlen ? "  CUdeviceptr varlen_pointers[" +
                    std::to_string(launch_abi::kVarlenPointerCount) + "];\n"
@@ -658,11 +678,11 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
   std::string varlenPack;
   if (varlen) {
     varlenPack = "  /* The varlen form: the queries' and the keys' offsets. */\n";
-    // The C parameters are named as the ABI names the pointers.
+    // The C parameters are named as the ABI names the pointers; after the paged ones.
     for (int i = 0; i < launch_abi::kVarlenPointerCount; ++i)
       varlenPack += "  varlen_pointers[" + std::to_string(i) + "] = (CUdeviceptr)(uintptr_t)" +
                     launch_abi::kVarlenPointerNames[i] + ";\n  parameters[" +
-                    std::to_string(launch_abi::kParameterCount + i) + "] = &varlen_pointers[" +
+                    std::to_string(firstSplit + i) + "] = &varlen_pointers[" +
                     std::to_string(i) + "];\n";
   }
   values["VARLEN_PACK"] = varlenPack;

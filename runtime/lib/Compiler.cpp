@@ -210,17 +210,19 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
       kernel = fn;
     }
   // A kernel written paged (varlen) takes the page table and lengths (the sequence offsets)
-  // after the views.
+  // after the views; one written both, the table and lengths, then the offsets.
   unsigned arguments = kernel ? kernel.getNumArguments() : 0;
-  if (!kernel || (arguments != cuda::abiTensorCount &&
-                  !((options.pagedKv || options.varlen) &&
-                    arguments == cuda::abiTensorCount + 2)))
+  unsigned written = cuda::abiTensorCount + (options.pagedKv ? 2 : 0) + (options.varlen ? 2 : 0);
+  if (!kernel || (arguments != cuda::abiTensorCount && arguments != written))
     return fail(bufferName + ": expected one kernel function taking (Q, K, V, O, LSE)" +
-                (options.pagedKv  ? " (written paged: and the page table and lengths)"
-                 : options.varlen ? " (written varlen: and the query and key offsets)"
-                                  : ""));
-  if (options.varlen && (options.pagedKv || options.splitKv))
-    return fail(bufferName + ": a varlen kernel is neither paged nor split");
+                (options.pagedKv && options.varlen
+                     ? " (written paged and varlen: and the page table, lengths, query and key "
+                       "offsets)"
+                 : options.pagedKv ? " (written paged: and the page table and lengths)"
+                 : options.varlen  ? " (written varlen: and the query and key offsets)"
+                                   : ""));
+  if (options.varlen && options.splitKv)
+    return fail(bufferName + ": a varlen kernel is not split");
   // Every static size of the signature goes into the launch metadata: a launch with other sizes
   // would compute wrong results, so every launch path checks them.
   for (auto [index, tensor] : llvm::enumerate(cuda::abiTensors())) {

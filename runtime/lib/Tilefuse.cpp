@@ -371,8 +371,9 @@ Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> 
   // The tuned configuration replaces the default only: an explicit one is the caller's choice.
   std::string configSource = tiles->empty() ? "default" : "explicit";
   AutotuneMode mode = spec.autotune.value_or(impl->options.autotune);
-  // The tuner times contiguous launches: a paged kernel keeps its default configuration.
-  if (tiles->empty() && mode != AutotuneMode::Off && !spec.pagedKv && !spec.varlen) {
+  // The tuner times contiguous and packed (varlen) launches: a paged kernel keeps its default
+  // configuration.
+  if (tiles->empty() && mode != AutotuneMode::Off && !spec.pagedKv) {
     // The default configuration first: it resolves the dtype and head dim the key needs (and
     // is what runs when there is no tuned one); a cache hit after the first call.
     auto byDefault = impl->cache.getOrCompile(source, bufferName, options);

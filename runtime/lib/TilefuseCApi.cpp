@@ -199,6 +199,24 @@ int tilefuse_attention_launch_varlen(const tilefuse_attention *kernel, void *str
                 err, errlen);
 }
 
+int tilefuse_attention_launch_paged_varlen(
+    const tilefuse_attention *kernel, void *stream, const void *q, const void *k_cache,
+    const void *v_cache, void *o, float *lse, int64_t B, int64_t H, int64_t Hkv, int64_t M,
+    int64_t N, int64_t D, const int64_t *strides, const int32_t *page_table,
+    int64_t pages_per_sequence, int64_t table_stride, const int32_t *kv_lengths,
+    int64_t page_size, int64_t pages, const int32_t *cu_seqlens_q, int64_t total_q, char *err,
+    size_t errlen) {
+  if (!kernel)
+    return invalid("tilefuse_attention_launch_paged_varlen: kernel is NULL", err, errlen);
+  PagedKV paged = PagedKV::of(page_table, pages_per_sequence, table_stride, kv_lengths,
+                              page_size, pages);
+  // The keys are the caches': no key offsets.
+  Varlen varlen = Varlen::of(cu_seqlens_q, nullptr, total_q, 0);
+  return report(kernel->kernel->launch(stream, q, k_cache, v_cache, o, lse,
+                                       {B, H, Hkv, M, N, D}, strides, 0, &paged, &varlen),
+                err, errlen);
+}
+
 void tilefuse_attention_release(tilefuse_attention *kernel) { delete kernel; }
 
 int tilefuse_reference_attention(const tilefuse_spec *spec, const double *q, const double *k,

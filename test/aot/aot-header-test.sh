@@ -59,6 +59,11 @@ step "--emit header --paged-kv" "$tilefuse" compile --kernel causal --paged-kv -
   --name causal_paged -o causal_paged.h
 step "causal_paged.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra \
   -pedantic -Werror -isystem "$cuda_include" -x c -c causal_paged.h -o header7.o
+step "--emit header --paged-kv --varlen --page-size 16" "$tilefuse" compile --kernel causal \
+  --paged-kv --varlen --page-size 16 --emit header --name causal_paged_varlen \
+  -o causal_paged_varlen.h
+step "causal_paged_varlen.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra \
+  -pedantic -Werror -isystem "$cuda_include" -x c -c causal_paged_varlen.h -o header9.o
 step "--emit header --paged-kv --split-kv --page-size 16" "$tilefuse" compile --kernel attention \
   --paged-kv --split-kv --page-size 16 --emit header --name attention_paged_split \
   -o attention_paged_split.h

@@ -396,6 +396,67 @@ void reportAndCheck(const KernelFiles &files, const KernelMetadata &metadata,
   EXPECT_LE(cmp.lseError, lseBound) << "LSE relative L2 error";
 }
 
+/// A paged cache's pages for the sequences: B rows of perSequence entries, the pages in a random
+/// order (a few pages belong to no sequence).
+struct PageTable {
+  int64_t pageSize = 0, perSequence = 0, pages = 0;
+  std::vector<int32_t> table;
+};
+PageTable shuffledPages(int64_t B, int64_t N, int64_t pageSize, std::mt19937_64 &rng) {
+  PageTable t;
+  t.pageSize = pageSize;
+  t.perSequence = (N + pageSize - 1) / pageSize;
+  t.pages = B * t.perSequence + 3;
+  std::vector<int32_t> order(t.pages);
+  for (int64_t i = 0; i < t.pages; ++i)
+    order[i] = int32_t(i);
+  std::shuffle(order.begin(), order.end(), rng);
+  t.table.assign(order.begin(), order.begin() + B * t.perSequence);
+  return t;
+}
+
+/// The cache strides (page, head, row) of K and V: interleaved, vLLM's [pages, page size, Hkv,
+/// D]; else [pages, Hkv, page size, D].
+void setCacheStrides(AttentionStrides &strides, int64_t Hkv, int64_t D, int64_t pageSize,
+                     bool interleaved) {
+  if (interleaved) {
+    strides.kB = strides.vB = pageSize * Hkv * D;
+    strides.kH = strides.vH = D;
+    strides.kN = strides.vN = Hkv * D;
+  } else {
+    strides.kB = strides.vB = Hkv * pageSize * D;
+    strides.kH = strides.vH = pageSize * D;
+    strides.kN = strides.vN = D;
+  }
+}
+
+/// K or V as a paged cache on the device: sequence b's first lengths[b] rows of `logical`
+/// (B x Hkv x N x D as drawn) in the pages `t` gives it, at the cache strides; NaN elsewhere.
+llvm::Expected<DeviceBuffer> pagedCache(ElementType dtype, const ref::Problem &p,
+                                        const std::vector<double> &logical,
+                                        const std::vector<int64_t> &lengths, const PageTable &t,
+                                        const AttentionStrides &strides) {
+  size_t elementBytes = ref::elementSize(dtype);
+  int64_t ps = t.pageSize, D = p.D;
+  std::vector<char> bytes(size_t(t.pages * ps * p.Hkv * D) * elementBytes, char(0xFF));
+  std::vector<float> row(D);
+  for (int64_t b = 0; b < p.B; ++b)
+    for (int64_t h = 0; h < p.Hkv; ++h)
+      for (int64_t n = 0; n < lengths[b]; ++n) {
+        int64_t page = t.table[b * t.perSequence + n / ps];
+        int64_t at = page * strides.kB + h * strides.kH + (n % ps) * strides.kN;
+        for (int64_t d = 0; d < D; ++d)
+          row[d] = float(logical[((b * p.Hkv + h) * p.N + n) * D + d]);
+        ref::storeAs(dtype, row, bytes.data() + at * elementBytes);
+      }
+  auto buffer = DeviceBuffer::allocate(bytes.size());
+  if (!buffer)
+    return buffer.takeError();
+  if (llvm::Error error = buffer->upload(bytes.data(), bytes.size()))
+    return std::move(error);
+  return std::move(*buffer);
+}
+
 /// A varlen kernel's case: the inputs drawn as for a padded B x H x M x D batch, then packed one
 /// sequence after another (THD: [tokens, heads, D], LSE [heads, tokens]) behind two rows no
 /// sequence owns and before three more (NaN in Q, K, V; they must keep their poison in O and
@@ -432,6 +493,29 @@ void runVarlenCase(const KernelFiles &files, const KernelMetadata &metadata, con
   TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer qDevice, pack(p.H, p.M, queryLengths, cuQ, tokensQ, q));
   TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer kDevice, pack(p.Hkv, p.N, keyLengths, cuK, tokensK, k));
   TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer vDevice, pack(p.Hkv, p.N, keyLengths, cuK, tokensK, v));
+  // Over a paged cache (chunked prefill): the same keys and values in pages instead, and no
+  // key offsets passed (the kernel must not read them).
+  AttentionStrides strides;
+  PagedKV paged;
+  std::optional<DeviceBuffer> tableDevice, lengthsDevice;
+  if (metadata.pagedKv) {
+    PageTable t = shuffledPages(p.B, p.N, c.pageSize, rng);
+    setCacheStrides(strides, p.Hkv, D, t.pageSize, c.interleaved);
+    TF_ASSERT_OK_AND_ASSIGN(kDevice, pagedCache(metadata.dtype, p, k, keyLengths, t, strides));
+    TF_ASSERT_OK_AND_ASSIGN(vDevice, pagedCache(metadata.dtype, p, v, keyLengths, t, strides));
+    std::vector<int32_t> lengths32(keyLengths.begin(), keyLengths.end());
+    TF_ASSERT_OK_AND_ASSIGN(tableDevice, DeviceBuffer::allocate(t.table.size() * 4));
+    TF_ASSERT_OK(tableDevice->upload(t.table.data(), t.table.size() * 4));
+    TF_ASSERT_OK_AND_ASSIGN(lengthsDevice, DeviceBuffer::allocate(lengths32.size() * 4));
+    TF_ASSERT_OK(lengthsDevice->upload(lengths32.data(), lengths32.size() * 4));
+    paged = PagedKV::of(reinterpret_cast<const int32_t *>(tableDevice->address()),
+                        t.perSequence, t.perSequence,
+                        reinterpret_cast<const int32_t *>(lengthsDevice->address()), t.pageSize,
+                        t.pages);
+  } else {
+    strides.kH = strides.vH = D;
+    strides.kN = strides.vN = p.Hkv * D;
+  }
   TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer oDevice,
                           DeviceBuffer::allocate(size_t(tokensQ * p.H * D) * elementBytes));
   TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer lseDevice,
@@ -445,20 +529,18 @@ void runVarlenCase(const KernelFiles &files, const KernelMetadata &metadata, con
 
   // THD strides; the batch strides are not read (0).
   AttentionShape shape{p.B, p.H, p.Hkv, p.M, p.N, D};
-  AttentionStrides strides;
   strides.qH = strides.oH = D;
   strides.qM = strides.oM = p.H * D;
-  strides.kH = strides.vH = D;
-  strides.kN = strides.vN = p.Hkv * D;
   strides.lseH = tokensQ;
-  Varlen varlen = Varlen::of(reinterpret_cast<const int32_t *>(cuQDevice.address()),
-                             reinterpret_cast<const int32_t *>(cuKDevice.address()), tokensQ,
-                             tokensK);
+  Varlen varlen = Varlen::of(
+      reinterpret_cast<const int32_t *>(cuQDevice.address()),
+      metadata.pagedKv ? nullptr : reinterpret_cast<const int32_t *>(cuKDevice.address()),
+      tokensQ, tokensK);
   TF_ASSERT_OK_AND_ASSIGN(Stream stream, Stream::create());
   AttentionBuffers buffers{qDevice.address(), kDevice.address(), vDevice.address(),
                            oDevice.address(), lseDevice.address()};
-  TF_ASSERT_OK(loaded.kernel->launch(stream.handle(), buffers, shape, strides, 0, nullptr,
-                                     &varlen));
+  TF_ASSERT_OK(loaded.kernel->launch(stream.handle(), buffers, shape, strides, 0,
+                                     metadata.pagedKv ? &paged : nullptr, &varlen));
   TF_ASSERT_OK(stream.synchronize());
   std::vector<char> oBytes(oDevice.size());
   std::vector<float> lsePacked(p.H * tokensQ);
@@ -489,7 +571,7 @@ void runVarlenCase(const KernelFiles &files, const KernelMetadata &metadata, con
       cmp.paddingTouched += !poisoned;
     }
 
-  reportAndCheck(files, metadata, c.name() + "_varlen", cmp,
+  reportAndCheck(files, metadata, c.name() + (metadata.pagedKv ? "_paged_varlen" : "_varlen"), cmp,
                  "foreign rows written", "the kernel wrote rows that belong to no sequence");
 }
 
@@ -541,45 +623,13 @@ void runCase(const KernelFiles &files, const KernelMetadata &metadata, const Cas
   std::optional<DeviceBuffer> tableDevice, lengthsDevice;
   if (c.pageSize) {
     lengths = pagedLengths(c);
-    int64_t ps = c.pageSize, perSequence = (p.N + ps - 1) / ps;
-    int64_t pages = p.B * perSequence + 3;
-    std::vector<int32_t> order(pages), table(p.B * perSequence), lengths32;
-    for (int64_t i = 0; i < pages; ++i)
-      order[i] = int32_t(i);
-    std::shuffle(order.begin(), order.end(), rng);
-    std::copy_n(order.begin(), table.size(), table.begin());
-    for (int64_t length : lengths)
-      lengths32.push_back(int32_t(length));
-    if (c.interleaved) {
-      strides.kB = strides.vB = ps * p.Hkv * D;
-      strides.kH = strides.vH = D;
-      strides.kN = strides.vN = p.Hkv * D;
-    } else {
-      strides.kB = strides.vB = p.Hkv * ps * D;
-      strides.kH = strides.vH = ps * D;
-      strides.kN = strides.vN = D;
-    }
-    auto cache = [&](const std::vector<double> &logical) -> llvm::Expected<DeviceBuffer> {
-      std::vector<char> bytes(size_t(pages * ps * p.Hkv * D) * elementBytes, char(0xFF));
-      std::vector<float> row(D);
-      for (int64_t b = 0; b < p.B; ++b)
-        for (int64_t h = 0; h < p.Hkv; ++h)
-          for (int64_t n = 0; n < lengths[b]; ++n) {
-            int64_t page = table[b * perSequence + n / ps];
-            int64_t at = page * strides.kB + h * strides.kH + (n % ps) * strides.kN;
-            for (int64_t d = 0; d < D; ++d)
-              row[d] = float(logical[((b * p.Hkv + h) * p.N + n) * D + d]);
-            ref::storeAs(metadata.dtype, row, bytes.data() + at * elementBytes);
-          }
-      auto buffer = DeviceBuffer::allocate(bytes.size());
-      if (!buffer)
-        return buffer.takeError();
-      if (llvm::Error error = buffer->upload(bytes.data(), bytes.size()))
-        return std::move(error);
-      return std::move(*buffer);
-    };
-    TF_ASSERT_OK_AND_ASSIGN(kDevice, cache(k));
-    TF_ASSERT_OK_AND_ASSIGN(vDevice, cache(v));
+    PageTable t = shuffledPages(p.B, p.N, c.pageSize, rng);
+    std::vector<int32_t> lengths32(lengths.begin(), lengths.end());
+    setCacheStrides(strides, p.Hkv, D, t.pageSize, c.interleaved);
+    TF_ASSERT_OK_AND_ASSIGN(kDevice, pagedCache(metadata.dtype, p, k, lengths, t, strides));
+    TF_ASSERT_OK_AND_ASSIGN(vDevice, pagedCache(metadata.dtype, p, v, lengths, t, strides));
+    const std::vector<int32_t> &table = t.table;
+    int64_t ps = t.pageSize, perSequence = t.perSequence, pages = t.pages;
     TF_ASSERT_OK_AND_ASSIGN(tableDevice, DeviceBuffer::allocate(table.size() * 4));
     TF_ASSERT_OK(tableDevice->upload(table.data(), table.size() * 4));
     TF_ASSERT_OK_AND_ASSIGN(lengthsDevice, DeviceBuffer::allocate(lengths32.size() * 4));

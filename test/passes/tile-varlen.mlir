@@ -104,7 +104,9 @@ func.func @reads_length(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
 
 // -----
 
-// A paged kernel is not made varlen.
+// Over a paged cache (chunked prefill) only the queries pack: the key and value loads stay
+// paged, each sequence's keys its lengths' rows of its pages; the key offsets are appended (the
+// launch ABI's one varlen form) but not read.
 
 !qkv = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
 !lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
@@ -113,7 +115,15 @@ func.func @reads_length(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
 !out = tensor<?x?x?x64xf32>
 !table = memref<?x?xi32, strided<[?, 1]>>
 
-// expected-error @below {{tile-varlen: a paged kernel (tile-paged-kv) has per-sequence key lengths already}}
+// CHECK-LABEL: func.func @paged
+// CHECK-SAME:    %[[T:[^:]+]]: memref<?x?xi32, strided<[?, 1]>>, %[[L:[^:]+]]: memref<?xi32>, %[[CUQ:[^:]+]]: memref<?xi32>, %[[CUK:[^:]+]]: memref<?xi32>)
+// CHECK-SAME:    attributes {tile.paged_kv, tile.varlen}
+// CHECK:         tile.load %{{.+}} sequences %[[CUQ]] :
+// CHECK:         tile.load %{{.+}} pages %[[T]] lengths %[[L]] :
+// CHECK:         tile.load %{{.+}} pages %[[T]] lengths %[[L]] :
+// CHECK-NOT:     %[[CUK]]
+// CHECK:         tile.store %{{.+}} sequences %[[CUQ]] :
+// CHECK:         tile.store %{{.+}} sequences %[[CUQ]] :
 func.func @paged(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse, %T: !table,
                  %L: memref<?xi32>) attributes {tile.paged_kv} {
   %q = tile.load %Q : !qkv -> !in
@@ -124,6 +134,35 @@ func.func @paged(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse, %T: !table,
   %o = tile.dot %p, %v : !scores, !in -> !out
   tile.store %o, %O : !out, !qkv
   tile.store %lse, %LSE : tensor<?x?x?xf32>, !lse
+  return
+}
+
+// -----
+
+// Written varlen over a paged cache by hand: the queries through the next-to-last argument,
+// the keys paged.
+
+!qkv = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!in = tensor<?x?x?x64xbf16>
+!scores = tensor<?x?x?x?xf32>
+!out = tensor<?x?x?x64xf32>
+!table = memref<?x?xi32, strided<[?, 1]>>
+
+// CHECK-LABEL: func.func @written_paged_varlen
+// CHECK-SAME:    attributes {tile.paged_kv, tile.varlen}
+// CHECK:         tile.load %arg0 sequences %arg7 :
+func.func @written_paged_varlen(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse, %T: !table,
+                                %L: memref<?xi32>, %cuq: memref<?xi32>, %cuk: memref<?xi32>)
+    attributes {tile.paged_kv} {
+  %q = tile.load %Q sequences %cuq : !qkv -> !in
+  %k = tile.load %K pages %T lengths %L : !qkv, !table, memref<?xi32> -> !in
+  %v = tile.load %V pages %T lengths %L : !qkv, !table, memref<?xi32> -> !in
+  %s = tile.dot %q, %k transpose_rhs : !in, !in -> !scores
+  %p, %lse = tile.softmax %s : !scores -> !scores, tensor<?x?x?xf32>
+  %o = tile.dot %p, %v : !scores, !in -> !out
+  tile.store %o, %O sequences %cuq : !out, !qkv
+  tile.store %lse, %LSE sequences %cuq : tensor<?x?x?xf32>, !lse
   return
 }
 

@@ -21,12 +21,29 @@
 // BUDGETJSON: ctas_per_sm=3
 // BUDGETJSON: "varlen": true
 
-// Varlen with split-KV or paged KV is an error.
+// Varlen with split-KV is an error.
 // RUN: not tilefuse compile --kernel attention --varlen --split-kv --emit ptx -o %t/x.ptx 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=SPLIT
-// SPLIT: a varlen kernel is neither paged nor split
-// RUN: not tilefuse compile --kernel attention --varlen --paged-kv --emit ptx -o %t/x.ptx 2>&1 \
-// RUN:   | FileCheck %s --check-prefix=SPLIT
+// SPLIT: a varlen kernel is not split
+
+// Over a paged cache (chunked prefill): the paged parameters (24-27), then the offsets (28,
+// 29); the sidecar says both.
+// RUN: tilefuse compile --kernel causal --varlen --paged-kv --emit ptx -o %t/paged.ptx
+// RUN: FileCheck %s --check-prefix=PAGED --input-file %t/paged.ptx
+// RUN: FileCheck %s --check-prefix=PAGEDJSON --input-file %t/paged.json
+// PAGED:     .entry causal(
+// PAGED:       causal_param_29{{$}}
+// PAGED-NEXT:  )
+// PAGEDJSON: "paged_kv": true
+// PAGEDJSON: "varlen": true
+// RUN: tilefuse compile --kernel causal --varlen --paged-kv --emit header -o %t/pagedvarlen.h
+// RUN: FileCheck %s --check-prefix=PAGEDHEADER --input-file %t/pagedvarlen.h
+// PAGEDHEADER: Varlen over the paged cache (chunked prefill)
+// PAGEDHEADER: return "cu_seqlens_q must be non-NULL and 4-byte aligned";
+// PAGEDHEADER: s[0] = s[9] = s[12] = 0;
+// PAGEDHEADER: parameters[27] = &paged_sizes[1];
+// PAGEDHEADER: parameters[28] = &varlen_pointers[0];
+// PAGEDHEADER: parameters[29] = &varlen_pointers[1];
 
 // The AOT header's launcher takes the offsets and the packed tensors' rows.
 // RUN: tilefuse compile --kernel attention --varlen --emit header -o %t/varlen.h

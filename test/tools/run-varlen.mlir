@@ -14,6 +14,16 @@
 // WINDOW: varlen       query lengths 500, 334, 1, key lengths 500, 334, 1, packed
 // WINDOW: result       PASS
 //
-// RUN: not tilefuse run --varlen --paged-kv 2>&1 | FileCheck %s --check-prefix=FORM
+// Over a paged cache (chunked prefill): packed queries, the keys the cache's pages (odd page
+// size), their lengths the paged ones.
+// RUN: tilefuse run --varlen --paged-kv --page-size 7 --device cpu --kernel causal --B 4 \
+// RUN:   --H 4 --Hkv 2 --M 90 --N 333 | FileCheck %s --check-prefix=PAGED
+// PAGED: paged KV     {{[0-9]+}} pages of 7 rows, lengths 333, 222, 1, 1
+// PAGED: varlen       query lengths 90, 60, 1, 1 (keys: the paged lengths), packed
+// PAGED: result       PASS
+// RUN: tilefuse run --varlen --paged-kv --device cpu --kernel alibi --B 3 --M 40 --N 100 \
+// RUN:   | FileCheck %s --check-prefix=ALIBI
+// ALIBI: result       PASS
+//
 // RUN: not tilefuse run --varlen --split-kv 2>&1 | FileCheck %s --check-prefix=FORM
-// FORM: error: --varlen runs the forward kernel, neither split nor paged
+// FORM: error: --varlen runs the forward kernel, not split

@@ -102,6 +102,8 @@ test::RunResult test::runAgainstReference(const CpuKernel &kernel,
       p.N = std::max(p.N, packing->keyLengths[b]);
     }
   }
+  if (packing && paging)
+    EXPECT_EQ(packing->keyLengths, paging->lengths) << "paged, the keys are the paged lengths";
   if (paging) {
     EXPECT_EQ(paging->lengths.size(), size_t(p.B));
     p.N = 0;
@@ -186,16 +188,20 @@ test::RunResult test::runAgainstReference(const CpuKernel &kernel,
     int64_t tokensK = cuK.back() + tail;
     char nan = static_cast<char>(0xff);
     qPacked = reference::packRows(qb.data(), rowBytes, p.H, p.M, lq, cuQ, tokensQ, nan);
-    kPacked = reference::packRows(kb.data(), rowBytes, p.Hkv, p.N, lk, cuK, tokensK, nan);
-    vPacked = reference::packRows(vb.data(), rowBytes, p.Hkv, p.N, lk, cuK, tokensK, nan);
     oPacked.assign(size_t(tokensQ * p.H) * rowBytes, nan);
     lsePacked.assign(size_t(p.H * tokensQ), NAN);
     qv = Varlen::tokens(qPacked.data(), p.B, p.H, p.M, p.D);
-    kv = Varlen::tokens(kPacked.data(), p.B, p.Hkv, p.N, p.D);
-    vv = Varlen::tokens(vPacked.data(), p.B, p.Hkv, p.N, p.D);
     ov = Varlen::tokens(oPacked.data(), p.B, p.H, p.M, p.D);
     lv = Varlen::lse(lsePacked.data(), p.B, p.H, p.M, tokensQ);
-    varlen = Varlen::of(cuQ.data(), cuK.data(), tokensQ, tokensK);
+    // Paged too (chunked prefill), the keys are the caches' above and no key offsets are
+    // passed: the kernel must not read them.
+    if (!paging) {
+      kPacked = reference::packRows(kb.data(), rowBytes, p.Hkv, p.N, lk, cuK, tokensK, nan);
+      vPacked = reference::packRows(vb.data(), rowBytes, p.Hkv, p.N, lk, cuK, tokensK, nan);
+      kv = Varlen::tokens(kPacked.data(), p.B, p.Hkv, p.N, p.D);
+      vv = Varlen::tokens(vPacked.data(), p.B, p.Hkv, p.N, p.D);
+    }
+    varlen = Varlen::of(cuQ.data(), paging ? nullptr : cuK.data(), tokensQ, tokensK);
   }
   if (llvm::Error e = kernel.run(qv, kv, vv, ov, lv, &r.counts, kvSplits,
                                  paging ? &paged : nullptr, packing ? &varlen : nullptr)) {
@@ -208,7 +214,7 @@ test::RunResult test::runAgainstReference(const CpuKernel &kernel,
   double unset = packing ? 0.0 : NAN;
   std::vector<double> refO(nq, unset), refL(nl, unset);
   std::vector<int64_t> perSequence = paging ? paging->lengths : std::vector<int64_t>();
-  if (packing)
+  if (packing && !paging)
     perSequence = packing->keyLengths;
   if (llvm::Error e = reference::runPerSequence(
           referenceKernel, p, paging || packing ? &perSequence : nullptr, q.data(), k.data(),

@@ -65,7 +65,9 @@ struct Paging {
 /// A varlen run (kernels compiled with varlen): each sequence's query and key rows. The inputs
 /// are drawn as for a padded run (M and N the longest lengths), then packed one sequence after
 /// another (THD) behind two rows no sequence owns and before three more; those rows are NaN in
-/// Q, K and V and must be left as they are in O and LSE. B is the number of sequences.
+/// Q, K and V and must be left as they are in O and LSE. B is the number of sequences. With a
+/// Paging too (a paged varlen kernel: chunked prefill) only the queries pack; the keys are the
+/// paged caches, keyLengths must equal the paged lengths, and no key offsets are passed.
 struct Packing {
   std::vector<int64_t> queryLengths, keyLengths;
 };

@@ -111,9 +111,37 @@ int main(void) {
   spec.split_kv = 1;
   status = tilefuse_attention_get(&spec, &again, err, sizeof err);
   expect(status == TILEFUSE_ERROR_COMPILE && again == NULL &&
-             strstr(err, "neither paged nor split") != NULL,
+             strstr(err, "a varlen kernel is not split") != NULL,
          "varlen and split", err);
   spec.split_kv = 0;
+  /* Varlen over a paged cache (chunked prefill): both in the metadata, its own launch. */
+  spec.paged_kv = 1;
+  status = tilefuse_attention_get(&spec, &again, err, sizeof err);
+  expect(status == TILEFUSE_OK && again != NULL &&
+             strstr(tilefuse_attention_metadata(again), "\"varlen\": true") != NULL &&
+             strstr(tilefuse_attention_metadata(again), "\"paged_kv\": true") != NULL,
+         "paged varlen", err);
+  if (again) {
+    static const int32_t offsets[3] = {0, 20, 50}, table[4] = {0, 1, 2, 3}, lengths[2] = {30, 7};
+    status = tilefuse_attention_launch_paged_varlen(
+        again, NULL, fake, fake, fake, fake, (float *)fake, 2, 1, 1, 30, 30, 128, NULL, table, 2,
+        2, lengths, 16, 4, offsets, 50, err, sizeof err);
+    expect(status == TILEFUSE_ERROR_INVALID_ARGUMENT && strstr(err, "needs the strides") != NULL,
+           "a paged varlen launch without strides", err);
+    /* A varlen launch of it lacks the page table. */
+    status = tilefuse_attention_launch_varlen(again, NULL, fake, fake, fake, fake, (float *)fake,
+                                              2, 1, 1, 30, 30, 128, NULL, offsets, offsets, 50,
+                                              50, err, sizeof err);
+    expect(status == TILEFUSE_ERROR_INVALID_ARGUMENT, "a paged varlen kernel's varlen launch",
+           err);
+    tilefuse_attention_release(again);
+  }
+  spec.paged_kv = 0;
+  status = tilefuse_attention_launch_paged_varlen(
+      NULL, NULL, fake, fake, fake, fake, (float *)fake, 2, 1, 1, 30, 30, 128, NULL, NULL, 1, 1,
+      NULL, 16, 1, NULL, 0, err, sizeof err);
+  expect(status == TILEFUSE_ERROR_INVALID_ARGUMENT && strstr(err, "kernel is NULL") != NULL,
+         "paged varlen launch of NULL", err);
   spec.varlen = 0;
   status = tilefuse_attention_launch_varlen(NULL, NULL, fake, fake, fake, fake, (float *)fake, 2,
                                             1, 1, 30, 30, 128, NULL, NULL, NULL, 0, 0, err,

@@ -69,6 +69,37 @@ TEST_P(VarlenCases, MatchesFloat64ReferencePerSequence) {
   }
 }
 
+// Over a paged cache (chunked prefill, prefill and decode in one batch): packed queries, each
+// sequence's keys its lengths' rows of its pages (an odd page size, pages shuffled); a decode
+// sequence (one query row over many keys), one without queries, one with fewer keys than
+// queries.
+TEST_P(VarlenCases, OverAPagedCacheMatchesFloat64ReferencePerSequence) {
+  const VarlenCase &c = GetParam();
+  auto [text, fileName] = test::variantSource(c.kernel, c.testOnly);
+  ASSERT_FALSE(text.empty());
+  auto reference = test::compileReference(text, fileName);
+  ASSERT_TRUE(reference);
+  CpuCompileOptions opts;
+  opts.blockM = 16;
+  opts.blockN = 32;
+  opts.varlen = true;
+  opts.pagedKv = true;
+  auto kernel = CpuKernel::compile(text, fileName, opts);
+  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+  reference::Problem p;
+  p.D = (*kernel)->headDim();
+  test::variantHeads(c.kernel, c.testOnly, p);
+  std::vector<int64_t> queryLengths = {40, 1, 0, 33}, keyLengths = {130, 77, 9, 20};
+  test::Packing packing{queryLengths, keyLengths};
+  test::Paging paging{/*pageSize=*/7, keyLengths};
+  test::RunResult r =
+      test::runAgainstReference(**kernel, *reference, p, /*seed=*/31, 1, &paging, &packing);
+  EXPECT_TRUE(r.allWritten) << "NaN or poison in the output";
+  EXPECT_TRUE(r.lseInfMatches);
+  EXPECT_LE(r.outError, 8e-3);
+  EXPECT_LE(r.lseError, 1e-5);
+}
+
 std::vector<VarlenCase> varlenCases() {
   std::vector<VarlenCase> cases;
   for (const char *k : {"attention", "causal", "sliding_window", "alibi", "softcap", "prefix_lm",
@@ -139,7 +170,7 @@ TEST(VarlenPruning, KeyBlocksFollowEachSequence) {
 }
 
 /// Bad offsets and launches of the wrong form are errors, never reads out of bounds; a varlen
-/// kernel is not split, packed or paged.
+/// kernel is not split or GQA-packed; over a paged cache it needs its query offsets.
 TEST(VarlenLaunch, BadOffsetsAndFormsAreErrors) {
   const kernels::KernelSource &src = *kernels::find("attention");
   CpuCompileOptions opts;
@@ -183,19 +214,31 @@ TEST(VarlenLaunch, BadOffsetsAndFormsAreErrors) {
   varlen.cuSeqlensK = cu.data();
   expectError((*padded)->run(q4, q4, q4, o4, lse3, nullptr, 1, nullptr, &varlen),
               "compile it with varlen");
-  for (auto [split, pack, paged] : {std::tuple{true, false, false}, {false, true, false},
-                                    {false, false, true}}) {
+  for (auto [split, pack] : {std::pair{true, false}, {false, true}}) {
     opts.varlen = true;
     opts.splitKv = split;
     opts.packGqa = pack;
-    opts.pagedKv = paged;
     auto refused = CpuKernel::compile(src.text, src.fileName, opts);
     ASSERT_FALSE(bool(refused));
     std::string message = llvm::toString(refused.takeError());
-    EXPECT_NE(message.find("a varlen kernel is not split, GQA-packed or paged"),
-              std::string::npos)
+    EXPECT_NE(message.find("a varlen kernel is not split or GQA-packed"), std::string::npos)
         << message;
   }
+  // Over a paged cache the key offsets are not read (null is fine), the query offsets are.
+  opts.splitKv = opts.packGqa = false;
+  opts.pagedKv = true;
+  auto pagedVarlen = CpuKernel::compile(src.text, src.fileName, opts);
+  ASSERT_TRUE(bool(pagedVarlen)) << llvm::toString(pagedVarlen.takeError());
+  varlen.cuSeqlensQ = nullptr;
+  varlen.cuSeqlensK = nullptr;
+  int32_t table[2] = {0, 1}, lengths[2] = {2, 4};
+  PagedKV paged = PagedKV::of(table, 1, 1, lengths, 4, 2);
+  std::vector<float> cacheRows(size_t(2 * 4 * D), 1.0f);
+  HostView cache = HostView::contiguous(cacheRows.data(), {2, 1, 4, D});
+  expectError((*pagedVarlen)->run(q4, cache, cache, o4, lse3, nullptr, 1, &paged, &varlen),
+              "needs the queries' and the keys' sequence offsets");
+  expectError((*pagedVarlen)->run(q4, cache, cache, o4, lse3, nullptr, 1, nullptr, &varlen),
+              "pass its page table and lengths");
 }
 
 } // namespace

@@ -242,7 +242,8 @@ static cl::opt<bool> runVarlen(
     "varlen",
     cl::desc("Run the kernel on a packed batch of variable-length sequences (tile-varlen; the "
              "THD layout of FlashAttention's varlen API): ragged query and key lengths (M and N "
-             "the longest), packed one after another"),
+             "the longest), packed one after another; with --paged-kv, packed queries over the "
+             "paged cache (chunked prefill)"),
     cl::init(false), cl::sub(runCmd), cl::cat(runCategory));
 static cl::opt<int64_t> runPageSize("page-size",
                                     cl::desc("--paged-kv: rows per page (fixed in the kernel)"),
@@ -337,8 +338,8 @@ static int runMain() {
     fmt::print(stderr, "error: --page-size must be positive, not {}\n", runPageSize.getValue());
     return 2;
   }
-  if (runVarlen && (runBackward || runSplitKv || runPagedKv)) {
-    fmt::print(stderr, "error: --varlen runs the forward kernel, neither split nor paged\n");
+  if (runVarlen && (runBackward || runSplitKv)) {
+    fmt::print(stderr, "error: --varlen runs the forward kernel, not split\n");
     return 2;
   }
   if (runSplitKv && runBackward) {
@@ -500,6 +501,9 @@ static RunInputs drawInputs(const ReferenceKernel &f64Reference, int64_t headDim
       packed.queryLengths.push_back(ragged(p.M, b));
       packed.keyLengths.push_back(ragged(p.N, b));
     }
+    // Over a paged cache (chunked prefill) the keys are the cache's: its lengths.
+    if (in.paged)
+      packed.keyLengths = in.paged->lengths;
     packed.cuQ = reference::sequenceOffsets(packed.queryLengths);
     packed.cuK = reference::sequenceOffsets(packed.keyLengths);
     size_t rowBytes = p.D * es;
@@ -599,11 +603,14 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
     oPacked.assign(size_t(tokensQ * p.H * p.D) * es, char(0xff));
     lsePacked.assign(size_t(p.H * tokensQ), NAN);
     qv = Varlen::tokens(in.packed->q.data(), p.B, p.H, p.M, p.D);
-    kv = Varlen::tokens(in.packed->k.data(), p.B, p.Hkv, p.N, p.D);
-    vv = Varlen::tokens(in.packed->v.data(), p.B, p.Hkv, p.N, p.D);
+    if (!in.paged) { // paged, K and V are the caches and the key offsets are not read
+      kv = Varlen::tokens(in.packed->k.data(), p.B, p.Hkv, p.N, p.D);
+      vv = Varlen::tokens(in.packed->v.data(), p.B, p.Hkv, p.N, p.D);
+    }
     ov = Varlen::tokens(oPacked.data(), p.B, p.H, p.M, p.D);
     lv = Varlen::lse(lsePacked.data(), p.B, p.H, p.M, tokensQ);
-    varlen = Varlen::of(in.packed->cuQ.data(), in.packed->cuK.data(), tokensQ, tokensK);
+    varlen = Varlen::of(in.packed->cuQ.data(), in.paged ? nullptr : in.packed->cuK.data(),
+                        tokensQ, tokensK);
   }
   t0 = std::chrono::steady_clock::now();
   if (llvm::Error e = (*kernel)->run(qv, kv, vv, ov, lv, &counts, splits,
@@ -629,8 +636,10 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
     fmt::print("paged KV     {} pages of {} rows, lengths {}\n", in.paged->pages,
                in.paged->pageSize, fmt::join(in.paged->lengths, ", "));
   if (in.packed)
-    fmt::print("varlen       query lengths {}, key lengths {}, packed\n",
-               fmt::join(in.packed->queryLengths, ", "), fmt::join(in.packed->keyLengths, ", "));
+    fmt::print("varlen       query lengths {}{}, packed\n", fmt::join(in.packed->queryLengths, ", "),
+               in.paged ? " (keys: the paged lengths)"
+                        : ", key lengths " + fmt::format("{}", fmt::join(in.packed->keyLengths,
+                                                                          ", ")));
   fmt::print("compile      {:.1f} ms   run {:.1f} ms\n", compileMs, runMs);
   fmt::print("blocks       {} visited of {} ({} full, {} partial)\n", counts.visited(), allBlocks,
              counts.full, counts.partial);
@@ -843,11 +852,15 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
   std::optional<cuda::DeviceBuffer> cuQ, cuK;
   if (in.packed) {
     // THD: [tokens, heads, D], LSE [H, tokens]; the batch strides are not read.
-    strides.qB = strides.kB = strides.vB = strides.oB = strides.lseB = 0;
-    strides.qH = strides.oH = strides.kH = strides.vH = p.D;
+    strides.qB = strides.oB = strides.lseB = 0;
+    strides.qH = strides.oH = p.D;
     strides.qM = strides.oM = p.H * p.D;
-    strides.kN = strides.vN = p.Hkv * p.D;
     strides.lseH = tokensQ;
+    if (!in.paged) { // paged, K and V are the caches (above)
+      strides.kB = strides.vB = 0;
+      strides.kH = strides.vH = p.D;
+      strides.kN = strides.vN = p.Hkv * p.D;
+    }
     auto upload32 = [&](const std::vector<int32_t> &host) {
       return upload(std::vector<char>(reinterpret_cast<const char *>(host.data()),
                                       reinterpret_cast<const char *>(host.data() + host.size())));
@@ -859,9 +872,10 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
       return fail(ck.takeError());
     cuQ = std::move(*cq);
     cuK = std::move(*ck);
+    // Paged, the key offsets are not read: none are passed.
     varlen = Varlen::of(reinterpret_cast<const int32_t *>(cuQ->address()),
-                        reinterpret_cast<const int32_t *>(cuK->address()), tokensQ,
-                        in.packed->cuK.back());
+                        in.paged ? nullptr : reinterpret_cast<const int32_t *>(cuK->address()),
+                        tokensQ, in.packed->cuK.back());
   }
   t0 = std::chrono::steady_clock::now();
   if (llvm::Error e = (*kernel)->launch(stream->handle(), buffers, shape, strides, runKvSplits,
@@ -895,8 +909,10 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
     fmt::print("paged KV     {} pages of {} rows, lengths {}\n", in.paged->pages,
                in.paged->pageSize, fmt::join(in.paged->lengths, ", "));
   if (in.packed)
-    fmt::print("varlen       query lengths {}, key lengths {}, packed\n",
-               fmt::join(in.packed->queryLengths, ", "), fmt::join(in.packed->keyLengths, ", "));
+    fmt::print("varlen       query lengths {}{}, packed\n", fmt::join(in.packed->queryLengths, ", "),
+               in.paged ? " (keys: the paged lengths)"
+                        : ", key lengths " + fmt::format("{}", fmt::join(in.packed->keyLengths,
+                                                                          ", ")));
   fmt::print("compile      {:.1f} ms (PTX + driver JIT)   run {:.3f} ms\n", compileMs, runMs);
   // P is rounded to the storage type for the P x V MMA, and O once more on the store.
   return checkAgainstReference(reference, in, ob, lseb, in.et == ElementType::BF16 ? 1e-2 : 3e-3);

@@ -10,8 +10,9 @@
 // split * row blocks + row block. A paged kernel (tile-paged-kv) takes the page table, the
 // lengths, the table's row stride and the page size before those; its K and V views are the
 // caches, page_size rows a page. A varlen kernel (tile-varlen) takes the queries' and the keys'
-// sequence offsets after the base parameters; its views are packed batches, whose batch index
-// counts rows (batch stride = row stride, the ABI's batch strides unread).
+// sequence offsets after the base (and paged) parameters; its views are packed batches, whose
+// batch index counts rows (batch stride = row stride, the ABI's batch strides unread), all but
+// a paged kernel's caches.
 //
 //===----------------------------------------------------------------------===//
 #include "TGPUToNVVMPatterns.h"
@@ -75,8 +76,8 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
   bool paged = fn->hasAttr(tile::kPagedKVAttr);
   bool split = fn->hasAttr(tile::kSplitKVAttr);
   bool varlen = fn->hasAttr(tile::kVarlenAttr);
-  if (varlen && (paged || split))
-    return fn.emitError("a varlen kernel (tile-varlen) is neither paged nor split");
+  if (varlen && split)
+    return fn.emitError("a varlen kernel (tile-varlen) is not split");
   unsigned viewCount = abi::kTensorCount;
   unsigned pagedArguments = paged ? abi::kPagedPointerCount : 0;
   unsigned arguments = viewCount + pagedArguments + (varlen ? abi::kVarlenPointerCount : 0) +
@@ -171,8 +172,9 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
     SmallVector<Value> sizes, strides;
     for (int64_t d = 0; d < type.getRank(); ++d) {
       int sizeIndex = abi::sizeIndex(tensor.dimensions[d]);
-      if (varlen && d == 0) {
-        // A packed batch: the batch index is a packed row (tile.load `sequences`).
+      if (varlen && d == 0 && !cache) {
+        // A packed batch: the batch index is a packed row (tile.load `sequences`); a paged
+        // cache's keys are not packed.
         sizes.push_back(unbounded);
         strides.push_back(type.getRank() == 3 ? constant(1)
                                               : narrow(stride(abi::firstStride(i) + 2)));
@@ -202,12 +204,12 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
                              entry.getArgument(firstPaged + 1), {B}, {one}));
   }
   if (varlen) {
-    // B + 1 offsets each, right after the base parameters.
+    // B + 1 offsets each, after the base (and paged) parameters.
+    unsigned firstVarlen = firstPaged + (paged ? abi::kPagedParameterCount : 0);
     Value offsets = LLVM::AddOp::create(b, loc, size(abi::SizeParameter::B), constant(1));
     for (int i = 0; i < abi::kVarlenPointerCount; ++i)
       views.push_back(makeView(cast<MemRefType>(argumentTypes[views.size()]),
-                               entry.getArgument(abi::kParameterCount + i), {offsets},
-                               {constant(1)}));
+                               entry.getArgument(firstVarlen + i), {offsets}, {constant(1)}));
   }
   if (split) {
     // The workspace is contiguous (LaunchAbi.h): strides are products of the sizes.

@@ -165,6 +165,21 @@ int tilefuse_attention_launch_paged(const tilefuse_attention *kernel, void *stre
                                     int64_t page_size, int64_t pages, int64_t kv_splits,
                                     char *err, size_t errlen);
 
+/* A paged varlen kernel's launch (spec->paged_kv and spec->varlen: chunked prefill, or prefill
+ * and decode mixed, over a paged cache; FlashAttention's varlen API with a block table and
+ * seqused_k): q, o and lse are packed as in tilefuse_attention_launch_varlen (total_q rows,
+ * sequence b's at cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1, M bounding their lengths), k_cache,
+ * v_cache, the table and the lengths as in tilefuse_attention_launch_paged (sequence b's keys are
+ * its kv_lengths[b] rows; N bounds them). `strides` must not be NULL: the packed tensors' head
+ * and row strides (batch strides unread) and the caches' page, head and row strides. */
+int tilefuse_attention_launch_paged_varlen(
+    const tilefuse_attention *kernel, void *stream, const void *q, const void *k_cache,
+    const void *v_cache, void *o, float *lse, int64_t B, int64_t H, int64_t Hkv, int64_t M,
+    int64_t N, int64_t D, const int64_t *strides, const int32_t *page_table,
+    int64_t pages_per_sequence, int64_t table_stride, const int32_t *kv_lengths,
+    int64_t page_size, int64_t pages, const int32_t *cu_seqlens_q, int64_t total_q, char *err,
+    size_t errlen);
+
 /* Drops this reference; NULL is ignored. */
 void tilefuse_attention_release(tilefuse_attention *kernel);
 

@@ -99,6 +99,22 @@ int tilefuse_cuda_launch_varlen(const tilefuse_kernel *kernel, void *stream, con
                                 const int32_t *cu_seqlens_k, int64_t total_q, int64_t total_k,
                                 char *err, size_t errlen);
 
+/* A paged varlen kernel's launch (its sidecar says "paged_kv" and "varlen"; `tilefuse compile
+ * --paged-kv --varlen`: chunked prefill over a paged cache, FlashAttention's varlen API with a
+ * block table and seqused_k): q, o and lse packed as in tilefuse_cuda_launch_varlen (total_q
+ * rows at the offsets cu_seqlens_q, M bounding the sequences' query lengths), k_cache, v_cache,
+ * the table and the lengths as in tilefuse_cuda_launch_paged (sequence b's keys are its
+ * kv_lengths[b] rows, N bounds them). `strides` as in tilefuse_cuda_launch, not NULL. */
+int tilefuse_cuda_launch_paged_varlen(const tilefuse_kernel *kernel, void *stream, const void *q,
+                                      const void *k_cache, const void *v_cache, void *o,
+                                      void *lse, int64_t B, int64_t H, int64_t Hkv, int64_t M,
+                                      int64_t N, int64_t D, const int64_t *strides,
+                                      const int32_t *page_table, int64_t pages_per_sequence,
+                                      int64_t table_stride, const int32_t *kv_lengths,
+                                      int64_t page_size, int64_t pages,
+                                      const int32_t *cu_seqlens_q, int64_t total_q, char *err,
+                                      size_t errlen);
+
 /* Unloads the kernel; NULL is ignored. */
 void tilefuse_cuda_free(tilefuse_kernel *kernel);
 

@@ -44,12 +44,13 @@ struct CpuKernel::Impl {
   using D2 = cpu::Descriptor<2>;
   using D1 = cpu::Descriptor<1>;
   /// The entry's C interface: (Q, K, V, O, LSE), then tile-paged-kv's page table and lengths,
-  /// or tile-varlen's query and key offsets, then tile-split-kv's partial O and LSE, arrival
+  /// then tile-varlen's query and key offsets, then tile-split-kv's partial O and LSE, arrival
   /// counters and split count.
   using KernelFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *);
   using SplitKernelFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *, D4 *, D3 *, D3 *, int64_t);
   using PagedKernelFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *, D2 *, D1 *);
   using VarlenKernelFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *, D1 *, D1 *);
+  using PagedVarlenKernelFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *, D2 *, D1 *, D1 *, D1 *);
   using PagedSplitKernelFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *, D2 *, D1 *, D4 *, D3 *,
                                       D3 *, int64_t);
   void *entry = nullptr;
@@ -82,17 +83,21 @@ CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   static const char *kArgNames[] = {"Q", "K", "V", "O", "LSE"};
   static const int kRanks[] = {4, 4, 4, 4, 3};
   auto argTypes = kernel.getArgumentTypes();
-  if (options.varlen && (options.splitKv || options.packGqa || options.pagedKv))
-    return makeError(bufferName + ": a varlen kernel is not split, GQA-packed or paged");
+  if (options.varlen && (options.splitKv || options.packGqa))
+    return makeError(bufferName + ": a varlen kernel is not split or GQA-packed");
   // A kernel written paged (or varlen) by hand takes the page table and lengths (the sequence
-  // offsets) after the views.
-  bool written = (options.pagedKv || options.varlen) && argTypes.size() == 7;
+  // offsets) after the views; written both, the table and lengths, then the offsets.
+  bool written = (options.pagedKv || options.varlen) &&
+                 argTypes.size() == 5 + (options.pagedKv ? 2u : 0u) + (options.varlen ? 2u : 0u);
   if ((argTypes.size() != 5 && !written) || kernel.getNumResults() != 0)
     return makeError(bufferName + ": kernel @" + impl->name +
                      " must take (Q, K, V, O, LSE) memrefs" +
-                     (options.pagedKv ? " (and, written paged, the page table and lengths)"
-                      : options.varlen ? " (and, written varlen, the query and key offsets)"
-                                       : "") +
+                     (options.pagedKv && options.varlen
+                          ? " (and, written paged and varlen, the page table, lengths, query and "
+                            "key offsets)"
+                      : options.pagedKv ? " (and, written paged, the page table and lengths)"
+                      : options.varlen  ? " (and, written varlen, the query and key offsets)"
+                                        : "") +
                      " and return nothing");
   for (unsigned i = 0; i < 5; ++i) {
     auto spec = cpu::specOf(argTypes[i], kArgNames[i], kRanks[i], impl->name, bufferName);
@@ -165,9 +170,12 @@ llvm::Error CpuKernel::run(const HostView &q, const HostView &k, const HostView 
     if (llvm::Error e = cpu::checkView(impl->args[i], *views[i], impl->name))
       return e;
   if (llvm::Error e = paged    ? cpu::checkPagedShapes(q, k, v, o, lse, *paged)
-                      : varlen ? cpu::checkVarlenShapes(q, k, v, o, lse, *varlen)
+                      : varlen ? llvm::Error::success()
                                : cpu::checkShapes(q, k, v, o, lse))
     return e;
+  if (varlen)
+    if (llvm::Error e = cpu::checkVarlenShapes(q, k, v, o, lse, *varlen, /*pagedKeys=*/paged))
+      return e;
   if (paged && impl->pageSize && k.sizes[2] != impl->pageSize)
     return makeError("kernel @" + impl->name + " was compiled for pages of " +
                      llvm::Twine(impl->pageSize) + " rows, not " + llvm::Twine(k.sizes[2]));
@@ -178,10 +186,13 @@ llvm::Error CpuKernel::run(const HostView &q, const HostView &k, const HostView 
   cpu::Descriptor<3> d3 = cpu::describe<3>(lse);
   if (varlen) {
     // Packed batches (tile.load `sequences`): the batch index counts the packed rows, so the
-    // batch stride is the row stride and the batch size the rows (the last offset).
-    int64_t rows[] = {varlen->cuSeqlensQ[B], varlen->cuSeqlensK[B], varlen->cuSeqlensK[B],
-                      varlen->cuSeqlensQ[B]};
+    // batch stride is the row stride and the batch size the rows (the last offset). Paged,
+    // K and V are the caches, not packed.
+    int64_t keyRows = paged ? 0 : varlen->cuSeqlensK[B];
+    int64_t rows[] = {varlen->cuSeqlensQ[B], keyRows, keyRows, varlen->cuSeqlensQ[B]};
     for (int i = 0; i < 4; ++i) {
+      if (paged && (i == 1 || i == 2))
+        continue;
       d4[i].sizes[0] = std::max<int64_t>(rows[i], 1);
       d4[i].strides[0] = d4[i].strides[2];
     }
@@ -209,8 +220,15 @@ llvm::Error CpuKernel::run(const HostView &q, const HostView &k, const HostView 
       d.strides[0] = 1;
       return d;
     };
+    // A paged varlen kernel does not read the key offsets (they may be null).
     Impl::D1 offsets[2] = {describeOffsets(varlen->cuSeqlensQ),
                            describeOffsets(varlen->cuSeqlensK)};
+    if (paged) {
+      reinterpret_cast<Impl::PagedVarlenKernelFn>(impl->entry)(&d4[0], &d4[1], &d4[2], &d4[3],
+                                                               &d3, &table, &lengths,
+                                                               &offsets[0], &offsets[1]);
+      return llvm::Error::success();
+    }
     reinterpret_cast<Impl::VarlenKernelFn>(impl->entry)(&d4[0], &d4[1], &d4[2], &d4[3], &d3,
                                                         &offsets[0], &offsets[1]);
     return llvm::Error::success();

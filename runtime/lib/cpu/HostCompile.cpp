@@ -229,10 +229,11 @@ llvm::Error checkPagedShapes(const HostView &q, const HostView &k, const HostVie
 }
 
 llvm::Error checkVarlenShapes(const HostView &q, const HostView &k, const HostView &v,
-                              const HostView &o, const HostView &lse, const Varlen &varlen) {
-  if (llvm::Error e = checkShapes(q, k, v, o, lse))
+                              const HostView &o, const HostView &lse, const Varlen &varlen,
+                              bool pagedKeys) {
+  if (llvm::Error e = pagedKeys ? llvm::Error::success() : checkShapes(q, k, v, o, lse))
     return e;
-  if (!varlen.cuSeqlensQ || !varlen.cuSeqlensK)
+  if (!varlen.cuSeqlensQ || (!pagedKeys && !varlen.cuSeqlensK))
     return makeError("a varlen launch needs the queries' and the keys' sequence offsets");
   // Host memory: the offsets are checked, so a bad one is an error here, not a read out of
   // bounds.
@@ -240,6 +241,8 @@ llvm::Error checkVarlenShapes(const HostView &q, const HostView &k, const HostVi
   for (auto [offsets, name, limit, total] :
        {std::tuple(varlen.cuSeqlensQ, "query", q.sizes[2], varlen.totalQ),
         std::tuple(varlen.cuSeqlensK, "key", k.sizes[2], varlen.totalK)}) {
+    if (pagedKeys && llvm::StringRef(name) == "key")
+      continue; // paged, the keys are the caches' lengths (checkPagedShapes)
     if (offsets[B] > total)
       return makeError(llvm::Twine("the ") + name + " sequences end at row " +
                        llvm::Twine(offsets[B]) + ", past the packed tensor's " +

@@ -97,8 +97,11 @@ llvm::Error checkPagedShapes(const HostView &q, const HostView &k, const HostVie
 /// The same for a packed batch (Varlen): the views are B x H x L x D as checkShapes takes them,
 /// and each sequence's offsets are non-decreasing, from at least 0, with at most L rows (M for
 /// the queries, N for the keys), ending within the packed tensors' rows (totalQ, totalK).
+/// `pagedKeys`: K and V are paged caches (checkPagedShapes checks them and the shapes), so only
+/// the query offsets are checked and the key offsets may be null.
 llvm::Error checkVarlenShapes(const HostView &q, const HostView &k, const HostView &v,
-                              const HostView &o, const HostView &lse, const Varlen &varlen);
+                              const HostView &o, const HostView &lse, const Varlen &varlen,
+                              bool pagedKeys = false);
 
 /// The memref descriptor of MLIR's C interface for a ranked memref.
 template <int N> struct Descriptor {

@@ -151,6 +151,33 @@ int tilefuse_cuda_launch_varlen(const tilefuse_kernel *kernel, void *stream, con
                 err, errlen);
 }
 
+int tilefuse_cuda_launch_paged_varlen(const tilefuse_kernel *kernel, void *stream, const void *q,
+                                      const void *k_cache, const void *v_cache, void *o,
+                                      void *lse, int64_t B, int64_t H, int64_t Hkv, int64_t M,
+                                      int64_t N, int64_t D, const int64_t *strides,
+                                      const int32_t *page_table, int64_t pages_per_sequence,
+                                      int64_t table_stride, const int32_t *kv_lengths,
+                                      int64_t page_size, int64_t pages,
+                                      const int32_t *cu_seqlens_q, int64_t total_q, char *err,
+                                      size_t errlen) {
+  if (!kernel)
+    return invalidArgument("tilefuse_cuda_launch_paged_varlen: kernel is NULL", err, errlen);
+  if (!strides)
+    return invalidArgument("tilefuse_cuda_launch_paged_varlen: strides must not be NULL (the "
+                           "packed tensors' and the caches' strides)",
+                           err, errlen);
+  AttentionShape shape{B, H, Hkv, M, N, D};
+  AttentionBuffers buffers{address(q), address(k_cache), address(v_cache), address(o),
+                           address(lse)};
+  auto paged = tilefuse::runtime::PagedKV::of(page_table, pages_per_sequence, table_stride,
+                                              kv_lengths, page_size, pages);
+  // The keys are the caches': no key offsets.
+  auto varlen = tilefuse::runtime::Varlen::of(cu_seqlens_q, nullptr, total_q, 0);
+  return report(kernel->kernel->launch(static_cast<CUstream_st *>(stream), buffers, shape,
+                                       AttentionStrides::fromArray(strides), 0, &paged, &varlen),
+                err, errlen);
+}
+
 int tilefuse_cuda_launch(const tilefuse_kernel *kernel, void *stream, const void *q,
                          const void *k, const void *v, void *o, void *lse, int64_t B, int64_t H,
                          int64_t Hkv, int64_t M, int64_t N, int64_t D, const int64_t *strides,

@@ -290,9 +290,11 @@ llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metada
                                   "pass sequence offsets");
   if (varlen) {
     auto address = [](const int32_t *p) { return reinterpret_cast<uintptr_t>(p); };
+    // A paged varlen kernel's keys are the caches': its key offsets are not read (may be null).
     for (auto [name, pointer] : {std::pair{"query offsets", address(varlen->cuSeqlensQ)},
                                  std::pair{"key offsets", address(varlen->cuSeqlensK)}})
-      if (!pointer || pointer % 4)
+      if ((!pointer && !(metadata.pagedKv && llvm::StringRef(name) == "key offsets")) ||
+          pointer % 4)
         return fail(llvm::Twine("the ") + name + " pointer must be non-null and 4-byte aligned");
     if (varlen->totalQ < 0 || varlen->totalK < 0)
       return fail("the packed tensors' rows (totalQ, totalK) must not be negative");
@@ -373,7 +375,8 @@ llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metada
   std::pair<int64_t, int64_t> queryRows = {shape.B, shape.M};
   if (varlen) {
     queryRows = {1, std::max<int64_t>(varlen->totalQ, 1)};
-    cacheRows = {1, std::max<int64_t>(varlen->totalK, 1)};
+    if (!paged)
+      cacheRows = {1, std::max<int64_t>(varlen->totalK, 1)};
   }
   struct {
     const char *name;

@@ -85,8 +85,10 @@ def TileVarlen : Pass<"tile-varlen", "mlir::func::FuncOp"> {
     views' M and N bound the sequences' lengths. Score and mask regions see indices within
     each sequence, so masks and pruning work per sequence unchanged. A memref.dim of a view's
     batch or row dimension (whose meaning would change: packed rows, the longest sequence's
-    length) is an error at that use. A paged kernel (tile-paged-kv) is refused. Runs on
-    the written form, before tile-tiling; marks the function tile.varlen.
+    length) is an error at that use. Over a paged cache (tile-paged-kv ran first: chunked
+    prefill) only the queries pack; the key loads stay paged (each sequence's keys are its
+    kv_lengths rows) and the key offsets are not read. Runs on the written form, before
+    tile-tiling; marks the function tile.varlen.
   }];
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }

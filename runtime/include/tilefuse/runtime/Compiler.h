@@ -37,7 +37,8 @@ struct PtxCompileOptions {
   /// With pagedKv: rows per page, fixed at compile time (0: any, given at launch).
   int64_t pageSize = 0;
   /// tile-varlen: the views are packed batches of variable-length sequences; the kernel takes
-  /// LaunchAbi.h's varlen parameters. Not with splitKv, pagedKv or pack_gqa.
+  /// LaunchAbi.h's varlen parameters. With pagedKv only the queries pack (chunked prefill over a
+  /// paged cache). Not with splitKv or pack_gqa.
   bool varlen = false;
   /// When not empty, the IR after each stage goes to files under this directory (the source,
   /// one file per pass in MLIR's IR file tree, the PTX and the metadata). Not part of what is

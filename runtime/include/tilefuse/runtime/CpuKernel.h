@@ -44,7 +44,8 @@ struct CpuCompileOptions {
   /// With pagedKv: rows per page, fixed at compile time (0: any).
   int64_t pageSize = 0;
   /// Varlen (tile-varlen): the views are packed batches of variable-length sequences,
-  /// addressed through CpuKernel::run's Varlen. Not with splitKv, packGqa or pagedKv.
+  /// addressed through CpuKernel::run's Varlen; with pagedKv only the queries pack (the keys
+  /// are the paged caches). Not with splitKv or packGqa.
   bool varlen = false;
 };
 

@@ -123,8 +123,9 @@ struct KernelSpec {
   /// faster), or 0: any, given at each launch.
   int64_t pageSize = 0;
   /// Varlen (tile-varlen): packed batches of variable-length sequences, found through
-  /// cumulative offsets (Kernel::launch's `varlen`; FlashAttention's varlen API). Not with
-  /// splitKv or pagedKv; not tuned.
+  /// cumulative offsets (Kernel::launch's `varlen`; FlashAttention's varlen API). With pagedKv
+  /// only the queries pack: chunked prefill over a paged cache, each sequence's keys its
+  /// lengths' rows (FlashAttention's block_table with seqused_k). Not with splitKv.
   bool varlen = false;
 };
 
