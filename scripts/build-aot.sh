@@ -9,6 +9,7 @@
 #   build-gpu/aot/causal_split.h  `--split-kv --emit header --name causal_split`: the split launcher
 #   build-gpu/aot/causal_varlen.h `--varlen --emit header --name causal_varlen`: the varlen launcher
 #   build-gpu/aot/causal_paged.h  `--paged-kv --emit header --name causal_paged`: the paged launcher
+#   build-gpu/aot/causal_paged_varlen.h  `--paged-kv --varlen`: the chunked-prefill launcher
 #   build-gpu/aot/gqa.h           the header of kernels/gqa.mlir, whose launcher refuses head
 #                                 counts other than the 8 and 2 it declares
 #   build-gpu/aot/AotCheck.c      the C program (test/gpu/AotCheck.c) that uses causal.h and
@@ -51,6 +52,8 @@ mv "$out/causal.json" "$out/causal.ptx.json"
   -o "$out/causal_varlen.h"
 "$tilefuse" compile --kernel causal --arch "$arch" --paged-kv --emit header --name causal_paged \
   -o "$out/causal_paged.h"
+"$tilefuse" compile --kernel causal --arch "$arch" --paged-kv --varlen --emit header \
+  --name causal_paged_varlen -o "$out/causal_paged_varlen.h"
 cp test/gpu/AotCheck.c "$out/AotCheck.c"
 
 # The same checks as the aot-header test, so nothing broken travels: the header is plain C99 and

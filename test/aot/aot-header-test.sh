@@ -111,7 +111,7 @@ fi
 step "gqa.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra -pedantic \
   -Werror -isystem "$cuda_include" -x c -c gqa.h -o header4.o
 step "two headers in one translation unit" sh -c "printf '#include \"causal.h\"\n#include \"causal_f16_d128.h\"\n' > both.c && '$cc' -std=c99 -Wall -Werror -I. -I'$cuda_include' -c both.c -o both.o"
-step "AotCheck.c builds against causal.h, causal_split.h, causal_varlen.h, causal_paged.h and gqa.h" "$cc" -std=c99 -O2 -Wall -Wextra -Werror \
+step "AotCheck.c builds against causal.h, causal_split.h, causal_varlen.h, causal_paged.h, causal_paged_varlen.h and gqa.h" "$cc" -std=c99 -O2 -Wall -Wextra -Werror \
   -I. -I"$cuda_include" "$check_c" -o aot-check -L"$cuda_lib" -lcuda -lpthread -lm
 if [ "$status" = 0 ]; then
   # Without a driver, the toolkit's stub stands in for libcuda.so.1 (its calls all fail).

@@ -25,6 +25,8 @@
  *   8. causal_paged.h, the causal kernel with --paged-kv: K and V in caches of 16-row pages
  *      ([pages, 16, Hkv, D]) through a page table, a length per sequence; on the host, a NULL
  *      table and NULL strides are refused;
+ *   9. causal_paged_varlen.h, the causal kernel with --paged-kv --varlen (chunked prefill):
+ *      queries packed as in 7, keys in pages as in 8, no key offsets passed;
  *   5. the `--emit cubin` file (argv[1]) loads with cuModuleLoad and has the kernel; with
  *      argv[2], the PTX it came from loads through the driver's JIT too. Both loads are timed
  *      (run with CUDA_CACHE_DISABLE=1 for a cold JIT).
@@ -42,6 +44,7 @@
 #include "causal.h"
 #include "causal_split.h"
 #include "causal_paged.h"
+#include "causal_paged_varlen.h"
 #include "causal_varlen.h"
 #include "gqa.h"
 
@@ -494,6 +497,73 @@ static void pagedLaunches(CUstream stream) {
   }
 }
 
+/* Test 9: the paged varlen header: Q, O and LSE packed as in test 7 (sequences of M rows), K and
+ * V in pages as in test 8 (lengths N); cu_seqlens_k NULL (not read). */
+static void pagedVarlenLaunches(CUstream stream) {
+  static const struct {
+    const char *name;
+    int64_t B, H, Hkv, M, N, pageSize;
+  } cases[] = {
+      {"paged varlen: 3 sequences, 300 queries over 300 keys, pages of 16", 3, 4, 2, 300, 300,
+       16},
+      {"paged varlen: 2 sequences, 64 queries over 333 keys, pages of 16", 2, 2, 1, 64, 333, 16},
+  };
+  size_t i;
+  int64_t b, j;
+  for (i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    Problem p;
+    Outputs out;
+    CUresult r;
+    int64_t ps = cases[i].pageSize, perSequence = (cases[i].N + ps - 1) / ps;
+    int64_t pages = cases[i].B * perSequence, launchStrides[14];
+    int32_t table[256], lengths[8], cuQ[8];
+    CUdeviceptr dTable, dLengths, dcuQ;
+    layout(&p, cases[i].B, cases[i].H, cases[i].Hkv, cases[i].M, cases[i].N, 1);
+    p.s[3] = p.s[6] = perSequence * ps * p.Hkv * D; /* a sequence's pages */
+    p.s[4] = p.s[7] = D;
+    p.s[5] = p.s[8] = p.Hkv * D;
+    p.s[12] = p.M; /* LSE: [H, tokens] */
+    p.s[13] = p.B * p.M;
+    p.kElems = (size_t)(pages * ps * p.Hkv * D);
+    p.lseElems = (size_t)(p.H * p.B * p.M);
+    setUp(&p);
+    allocOutputs(&p, &out);
+    for (j = 0; j < pages; ++j)
+      table[j] = (int32_t)j;
+    for (b = 0; b < p.B; ++b)
+      lengths[b] = (int32_t)p.N;
+    for (b = 0; b <= p.B; ++b)
+      cuQ[b] = (int32_t)(b * p.M);
+    CHECK_CU(cuMemAlloc(&dTable, (size_t)pages * 4));
+    CHECK_CU(cuMemAlloc(&dLengths, (size_t)p.B * 4));
+    CHECK_CU(cuMemAlloc(&dcuQ, sizeof cuQ));
+    CHECK_CU(cuMemcpyHtoD(dTable, table, (size_t)pages * 4));
+    CHECK_CU(cuMemcpyHtoD(dLengths, lengths, (size_t)p.B * 4));
+    CHECK_CU(cuMemcpyHtoD(dcuQ, cuQ, sizeof cuQ));
+    for (j = 0; j < 14; ++j)
+      launchStrides[j] = p.s[j];
+    launchStrides[3] = launchStrides[6] = ps * p.Hkv * D; /* a page */
+    r = causal_paged_varlen_launch(
+        stream, (const void *)(uintptr_t)p.dq, (const void *)(uintptr_t)p.dk,
+        (const void *)(uintptr_t)p.dv, (void *)(uintptr_t)out.o, (float *)(uintptr_t)out.lse,
+        p.B, p.H, p.Hkv, p.M, p.N, launchStrides, (const int32_t *)(uintptr_t)dTable,
+        perSequence, perSequence, (const int32_t *)(uintptr_t)dLengths, ps, pages,
+        (const int32_t *)(uintptr_t)dcuQ, NULL, p.B * p.M, 0);
+    if (r != CUDA_SUCCESS) {
+      fail(cases[i].name, errorName(r));
+    } else {
+      CHECK_CU(cuStreamSynchronize(stream));
+      compare(cases[i].name, &p, &out);
+    }
+    cuMemFree(dTable);
+    cuMemFree(dLengths);
+    cuMemFree(dcuQ);
+    cuMemFree(out.o);
+    cuMemFree(out.lse);
+    tearDown(&p);
+  }
+}
+
 static void expectRejected(const char *name, const char *expected, const void *q, const void *k,
                            const void *v, void *o, float *lse, int64_t H, int64_t Hkv,
                            const int64_t *strides) {
@@ -821,6 +891,7 @@ int main(int argc, char **argv) {
   splitLaunches(stream);
   varlenLaunches(stream);
   pagedLaunches(stream);
+  pagedVarlenLaunches(stream);
   validation(stream);
   CHECK_CU(cuStreamDestroy(stream));
   if (argc > 1)

@@ -85,16 +85,31 @@ llvm::Expected<DeviceBuffer> upload(const std::vector<char> &host) {
   return std::move(*buffer);
 }
 
+/// A varlen or paged kernel's launch form (KernelSpec::varlen, pagedKv). In BMHD storage, B
+/// sequences of M query (N key) rows each are a packed batch already (THD: [B·M, H, D], the
+/// sequences at offsets b·M), so the padded float64 reference reads the same memory; LSE is then
+/// [H, B·M]. Paged, sequence b's keys are its N rows in pages b·perSequence ... in order: [B,
+/// perSequence·pageSize, Hkv, D] for the reference, a page stride for the launch.
+struct Form {
+  bool varlen = false;
+  int64_t pageSize = 0; ///< 0: contiguous keys
+};
+
 /// Launches `kernel` (got for `spec`) on random inputs of `shape` stored in `layout`, and
 /// compares O and LSE with the float64 reference of `spec` on the same values and layout.
 void launchAndCheck(const KernelSpec &spec, const Kernel &kernel, const AttentionShape &shape,
-                    Layout layout) {
+                    Layout layout, Form form = {}) {
   SCOPED_TRACE(kernel.name() + " " + kernel.dtype() + " D=" + std::to_string(shape.D) + " " +
-               kernel.arch() + (layout == Layout::BMHD ? " bmhd" : " bhmd"));
+               kernel.arch() + (layout == Layout::BMHD ? " bmhd" : " bhmd") +
+               (form.varlen ? " varlen" : "") +
+               (form.pageSize ? " pages of " + std::to_string(form.pageSize) : ""));
   ASSERT_TRUE(kernel.dtype() == "bf16" || kernel.dtype() == "f16") << kernel.dtype();
+  ASSERT_TRUE(layout == Layout::BMHD || (!form.varlen && !form.pageSize));
   ElementType type = kernel.dtype() == "bf16" ? ElementType::BF16 : ElementType::F16;
   size_t bytes = ref::elementSize(type);
-  size_t nq = shape.B * shape.H * shape.M * shape.D, nk = shape.B * shape.Hkv * shape.N * shape.D,
+  int64_t perSequence = form.pageSize ? (shape.N + form.pageSize - 1) / form.pageSize : 0;
+  int64_t keyRows = form.pageSize ? perSequence * form.pageSize : shape.N; // per sequence
+  size_t nq = shape.B * shape.H * shape.M * shape.D, nk = shape.B * shape.Hkv * keyRows * shape.D,
          nl = shape.B * shape.H * shape.M;
 
   std::mt19937 rng(1234);
@@ -103,6 +118,12 @@ void launchAndCheck(const KernelSpec &spec, const Kernel &kernel, const Attentio
   std::vector<double> k64 = ref::storeAs(type, ref::randomNormal(nk, rng), k.data());
   std::vector<double> v64 = ref::storeAs(type, ref::randomNormal(nk, rng), v.data());
   std::vector<int64_t> strides = stridesOf(layout, shape);
+  if (form.pageSize)
+    strides[3] = strides[6] = keyRows * shape.Hkv * shape.D; // a sequence's pages
+  if (form.varlen) { // LSE [H, B·M]
+    strides[12] = shape.M;
+    strides[13] = shape.B * shape.M;
+  }
 
   std::vector<double> o64(nq), lse64(nl);
   Status status = referenceAttention(spec, q64.data(), k64.data(), v64.data(), o64.data(),
@@ -123,9 +144,39 @@ void launchAndCheck(const KernelSpec &spec, const Kernel &kernel, const Attentio
   TF_ASSERT_OK(stream.takeError());
 
   auto pointer = [](const DeviceBuffer &b) { return reinterpret_cast<void *>(b.address()); };
+  // Paged: pages in order, every sequence N rows; the launch takes a page's stride. Varlen: the
+  // sequences at offsets b·M (b·N); paged, no key offsets.
+  std::vector<int64_t> launchStrides = strides;
+  std::vector<int32_t> table, lengths(shape.B, int32_t(shape.N)), cuQ, cuK;
+  for (int64_t i = 0; i < shape.B * perSequence; ++i)
+    table.push_back(int32_t(i));
+  for (int64_t b = 0; b <= shape.B; ++b) {
+    cuQ.push_back(int32_t(b * shape.M));
+    cuK.push_back(int32_t(b * shape.N));
+  }
+  auto upload32 = [](const std::vector<int32_t> &host) {
+    return upload(std::vector<char>(reinterpret_cast<const char *>(host.data()),
+                                    reinterpret_cast<const char *>(host.data() + host.size())));
+  };
+  auto dtable = upload32(table.empty() ? std::vector<int32_t>{0} : table),
+       dlengths = upload32(lengths), dcuQ = upload32(cuQ), dcuK = upload32(cuK);
+  TF_ASSERT_OK(dtable.takeError());
+  TF_ASSERT_OK(dlengths.takeError());
+  TF_ASSERT_OK(dcuQ.takeError());
+  TF_ASSERT_OK(dcuK.takeError());
+  PagedKV paged = PagedKV::of(static_cast<const int32_t *>(pointer(*dtable)), perSequence,
+                              perSequence, static_cast<const int32_t *>(pointer(*dlengths)),
+                              form.pageSize, shape.B * perSequence);
+  if (form.pageSize)
+    launchStrides[3] = launchStrides[6] = form.pageSize * shape.Hkv * shape.D;
+  Varlen varlen = Varlen::of(
+      static_cast<const int32_t *>(pointer(*dcuQ)),
+      form.pageSize ? nullptr : static_cast<const int32_t *>(pointer(*dcuK)), shape.B * shape.M,
+      shape.B * shape.N);
   status = kernel.launch(stream->handle(), pointer(*dq), pointer(*dk), pointer(*dv),
                          pointer(*dout), static_cast<float *>(pointer(*dlse)), shape,
-                         layout == Layout::BHMD ? nullptr : strides.data());
+                         layout == Layout::BHMD ? nullptr : launchStrides.data(), 0,
+                         form.pageSize ? &paged : nullptr, form.varlen ? &varlen : nullptr);
   ASSERT_TRUE(status.ok()) << "launch: " << status.message();
   TF_ASSERT_OK(stream->synchronize());
 
@@ -267,6 +318,33 @@ TEST(RuntimeApiGpu, SplitKVKernels) {
   KernelSpec wide = bundled("attention", "bf16", 128);
   wide.splitKv = true;
   compileLaunchAndCheck(runtime, wide, AttentionShape{1, 8, 8, 3, 40000, 128});
+}
+
+// Varlen, paged and both (chunked prefill), compiled in process from KernelSpec::varlen and
+// pagedKv, launched through Kernel::launch's Varlen and PagedKV.
+TEST(RuntimeApiGpu, VarlenAndPagedKernels) {
+  TF_REQUIRE_GPU();
+  Runtime runtime(inProcessOnly());
+  struct Case {
+    const char *kernel;
+    bool varlen;
+    int64_t pageSize;
+    AttentionShape shape;
+  };
+  for (const Case &c : {Case{"causal", true, 0, kShape}, Case{"sliding_window", true, 0, kShape},
+                        Case{"causal", false, 16, kShape}, Case{"causal", true, 16, kShape},
+                        Case{"gqa", true, 7, kGroupedShape},
+                        Case{"alibi", true, 32, {3, 4, 4, 100, 1000, 64}}}) {
+    KernelSpec spec = bundled(c.kernel);
+    spec.varlen = c.varlen;
+    spec.pagedKv = c.pageSize > 0;
+    std::shared_ptr<const Kernel> kernel;
+    Status status = runtime.getKernel(spec, kernel);
+    ASSERT_TRUE(status.ok()) << c.kernel << ": " << status.message();
+    AttentionShape shape = c.shape;
+    shape.D = kernel->headDim();
+    launchAndCheck(spec, *kernel, shape, Layout::BMHD, Form{c.varlen, c.pageSize});
+  }
 }
 
 TEST(RuntimeApiGpu, KernelsWrittenAsDslText) {
