@@ -81,6 +81,8 @@ done
 KERNEL_SET=varlen scripts/compile-kernels.sh "$out/kernels-varlen" || exit 1
 # The same over paged caches (chunked prefill; scripts/gpu-run.sh tests-paged-varlen).
 KERNEL_SET=paged-varlen scripts/compile-kernels.sh "$out/kernels-paged-varlen" || exit 1
+# Split-KV on packed batches (scripts/gpu-run.sh tests-varlen-split).
+KERNEL_SET=varlen-split scripts/compile-kernels.sh "$out/kernels-varlen-split" || exit 1
 rm -rf "$out"/kernels-varlen-bench*
 mkdir -p "$out/kernels-varlen-bench" "$out/kernels-varlen-bench-budget"
 for d in 64 128; do

@@ -14,6 +14,7 @@
 #   KERNEL_SET=paged scripts/compile-kernels.sh DIR               the paged-KV set
 #   KERNEL_SET=varlen scripts/compile-kernels.sh DIR              the varlen set
 #   KERNEL_SET=paged-varlen scripts/compile-kernels.sh DIR        the varlen set over paged caches
+#   KERNEL_SET=varlen-split scripts/compile-kernels.sh DIR        the varlen set, split-KV
 set -uo pipefail
 cd "$(dirname "$0")/.."
 (($#)) || { echo "usage: $0 DIR [tilefuse compile options...]" >&2; exit 2; }
@@ -100,6 +101,25 @@ if [ "${KERNEL_SET:-full}" = paged-varlen ]; then
   compile attention_d128 --kernel attention --head-dim 128 --paged-kv --varlen "$@"
   compile causal_p16 --kernel causal --paged-kv --page-size 16 --varlen "$@"
   compile causal_sm80 --kernel causal --arch sm_80 --paged-kv --varlen "$@"
+  echo "compile-kernels: $(ls "$dir"/*.ptx 2>/dev/null | wc -l) kernels in $dir${*:+ ($*)}"
+  ((${#failed[@]} == 0)) || { echo "compile-kernels: FAILED: ${failed[*]}" >&2; exit 1; }
+  exit 0
+fi
+if [ "${KERNEL_SET:-full}" = varlen-split ]; then
+  # The split varlen set (KERNEL_SET=varlen-split): every bundled variant and the test-only ones
+  # split-KV (GQA-packed) on packed batches (decode over ragged keys); attention at head dim 128,
+  # over a paged cache, and on sm_80.
+  for kernel in $("$tilefuse" list | awk '{print $1}'); do
+    compile "$kernel" --kernel "$kernel" --varlen --split-kv "$@"
+  done
+  for variant in test/variants/*.mlir; do
+    compile "$(basename "$variant" .mlir)" "$variant" --varlen --split-kv "$@"
+  done
+  compile attention_d128 --kernel attention --head-dim 128 --varlen --split-kv "$@"
+  compile attention_d128_paged --kernel attention --head-dim 128 --varlen --split-kv \
+    --paged-kv "$@"
+  compile causal_paged_p16 --kernel causal --varlen --split-kv --paged-kv --page-size 16 "$@"
+  compile attention_sm80 --kernel attention --arch sm_80 --varlen --split-kv "$@"
   echo "compile-kernels: $(ls "$dir"/*.ptx 2>/dev/null | wc -l) kernels in $dir${*:+ ($*)}"
   ((${#failed[@]} == 0)) || { echo "compile-kernels: FAILED: ${failed[*]}" >&2; exit 1; }
   exit 0

@@ -26,6 +26,8 @@
 #              memcheck + racecheck on small cases
 #   tests-paged-varlen  the same over paged caches (build-gpu/kernels-paged-varlen: chunked
 #              prefill), odd and even page sizes
+#   tests-varlen-split  split-KV varlen kernels (build-gpu/kernels-varlen-split): decode over
+#              ragged keys at several split counts, contiguous and paged
 #   varlen     bench.py --varlen: prefill on a mix of sequence lengths, packed (tf:varlen,
 #              tf:varlen-budget with ctas_per_sm=3, and tf:tuned-varlen when the tune step wrote
 #              build-gpu/tuned-varlen/) beside the same sequences padded to the longest
@@ -126,6 +128,10 @@ for step in "${steps[@]}"; do
     tests-paged-varlen)
       # The varlen kernels over paged caches: packed queries, paged keys.
       kernel_set_tests paged-varlen build-gpu/kernels-paged-varlen
+      ;;
+    tests-varlen-split)
+      # The split varlen kernels: decode over ragged keys, several split counts.
+      kernel_set_tests varlen-split build-gpu/kernels-varlen-split
       ;;
     varlen)
       tuned_varlen=()

@@ -22,7 +22,10 @@
 // The kernel gets four trailing arguments: O_part, LSE_part, the arrival counters (i32, one per
 // program of the unsplit grid, indexed by its ids; zero before the first launch, the merging
 // program resets its own) and S. The partials are stored and read at the rows O is (packed rows
-// of a GQA group included). Runs after tile-block-pruning (it splits the pruned range) and before tile-pipeline.
+// of a GQA group included). A varlen kernel's partials are a padded batch's: workspace row
+// s·B + b holds sequence b's rows (at most M) at their rows within the sequence, and the merge
+// stores O and LSE packed, where the kernel stored them. Runs after tile-block-pruning (it
+// splits the pruned range) and before tile-pipeline.
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/Passes.h"
@@ -54,6 +57,16 @@ struct TiledKernel {
   BlockStoreOp outputStore, lseStore;
 };
 
+/// Whether `index` is the program's batch `batch`, or (a packed batch, tile-varlen) its
+/// sequence's first row: the offsets read at `batch`.
+bool isProgramBatch(Value index, Value batch) {
+  if (index == batch)
+    return true;
+  auto cast = index.getDefiningOp<arith::IndexCastUIOp>();
+  auto load = cast ? cast.getIn().getDefiningOp<memref::LoadOp>() : nullptr;
+  return load && load.getIndices().size() == 1 && load.getIndices()[0] == batch;
+}
+
 FailureOr<TiledKernel> matchTiledKernel(func::FuncOp func) {
   TiledKernel k;
   SmallVector<scf::ForallOp> grids;
@@ -81,7 +94,8 @@ FailureOr<TiledKernel> matchTiledKernel(func::FuncOp func) {
   for (BlockStoreOp store : {k.outputStore, k.lseStore}) {
     if (!k.keyLoop->isBeforeInBlock(store))
       return store.emitError("tile-split-kv: the store must follow the key loop");
-    if (store.getIndices().size() != 3 || store.getIndices()[0] != k.grid.getInductionVar(0))
+    if (store.getIndices().size() != 3 ||
+        !isProgramBatch(store.getIndices()[0], k.grid.getInductionVar(0)))
       return store.emitError("tile-split-kv: the store must address [batch, head, row] of its "
                              "program");
   }
@@ -104,12 +118,6 @@ struct TileSplitKVPass : public tilefuse::impl::TileSplitKVBase<TileSplitKVPass>
     func::FuncOp func = getOperation();
     if (func.isExternal())
       return;
-    if (func->hasAttr(kVarlenAttr)) {
-      // The workspace holds a partial per (split, batch, head, row) of a padded batch.
-      func.emitError("tile-split-kv: a packed batch of variable-length sequences (tile-varlen) "
-                     "is not split");
-      return signalPassFailure();
-    }
     FailureOr<TiledKernel> matched = matchTiledKernel(func);
     if (failed(matched))
       return signalPassFailure();

@@ -21,7 +21,8 @@
 // loads and stores take cu[b] as their batch index and keep the rows r within the sequence,
 // bounded by its length, as the score and mask regions do. The grid runs over the sequences
 // (cu has one more entry). A program whose rows all lie past its sequence's end runs no key
-// block.
+// block. GQA-packed, a program's rows are the G heads' rows of its sequence (G·length, each
+// head's `length` rows after the last's).
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/Passes.h"
@@ -193,10 +194,13 @@ public:
     }
     // A packed batch: the program's sequence starts at row cu[b], the batch index of its
     // blocks, and has cu[b + 1] - cu[b] rows.
-    Value qBatch = bIdx, kBatch = bIdx;
+    // GQA-packed, a program's rows are the group's heads' rows of the sequence: G·length.
+    Value qBatch = bIdx, kBatch = bIdx, sequenceRows;
     if (Value offsets = c.q.getSequences()) {
       auto [start, end] = sequence(offsets);
-      rowBound = arith::SubIOp::create(b, loc, end, start);
+      sequenceRows = arith::SubIOp::create(b, loc, end, start);
+      rowBound = packGqa ? arith::MulIOp::create(b, loc, group, sequenceRows).getResult()
+                         : sequenceRows;
       qBatch = start;
     }
     if (Value offsets = c.k.getSequences()) {
@@ -218,7 +222,7 @@ public:
       // hIdx is the group's first query head; a row's own head comes from its packed row.
       hkv = forall.getInductionVar(1);
       hIdx = arith::MulIOp::create(b, loc, hkv, group);
-      headRows = M;
+      headRows = sequenceRows ? sequenceRows : M;
     } else {
       hIdx = forall.getInductionVar(1);
       hkv = arith::DivUIOp::create(b, loc, hIdx, group);
@@ -424,12 +428,6 @@ struct TileTilingPass : public tilefuse::impl::TileTilingBase<TileTilingPass> {
       if (chain->lseStore && last->isBeforeInBlock(chain->lseStore))
         last = chain->lseStore;
       bool packGqa = config->packGqa.value_or(false);
-      if (packGqa && chain->q.getSequences()) {
-        chain->q.emitOpError("GQA packing (pack_gqa) runs a program over the rows of several "
-                             "query heads; a packed batch of variable-length sequences is not "
-                             "supported with it");
-        return signalPassFailure();
-      }
       OpBuilder b(last);
       TilingEmitter(b, softmax.getLoc(), *chain, br, bc, packGqa).emit();
 

@@ -306,7 +306,7 @@ static inline const char *@NAME@_check(const void *q, const void *k, const void 
     parameters[@FIRST_SIZE@ + i] = &sizes[i];
   for (i = 0; i < @STRIDE_COUNT@; ++i)
     parameters[@FIRST_STRIDE@ + i] = &s[i];
-@PAGED_PACK@@SPLIT_PACK@@VARLEN_PACK@  /* The program grid (launch_abi::programGrid). */
+@PAGED_PACK@@VARLEN_PACK@@SPLIT_PACK@  /* The program grid (launch_abi::programGrid). */
   rowBlocks = (unsigned)(((@UPPER@_PACK_GQA ? H / Hkv * M : M) + @UPPER@_BLOCK_M - 1) /
                          @UPPER@_BLOCK_M);
   heads = (unsigned)(@UPPER@_PACK_GQA ? Hkv : H);
@@ -599,15 +599,16 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
   // The split form: the workspace and the key splits after the ABI's parameters.
   bool split = kernel.splitKv;
   values["SPLIT_KV"] = split ? "1" : "0";
-  // The varlen form (never split): the offsets after the ABI's parameters (and the paged ones).
+  // The varlen form: the offsets after the ABI's parameters and the paged ones, before the
+  // split ones.
   bool varlen = kernel.varlen;
   // The paged form: the table, the lengths, table_b and page_size after the ABI's parameters
   // and before the split ones.
   bool paged = kernel.pagedKv;
-  int firstSplit = launch_abi::kParameterCount + (paged ? launch_abi::kPagedParameterCount : 0);
-  values["LAUNCH_PARAMETER_COUNT"] = std::to_string(
-      firstSplit + (split ? launch_abi::kSplitParameterCount : 0) +
-      (varlen ? launch_abi::kVarlenPointerCount : 0));
+  int firstVarlen = launch_abi::kParameterCount + (paged ? launch_abi::kPagedParameterCount : 0);
+  int firstSplit = firstVarlen + (varlen ? launch_abi::kVarlenPointerCount : 0);
+  values["LAUNCH_PARAMETER_COUNT"] =
+      std::to_string(firstSplit + (split ? launch_abi::kSplitParameterCount : 0));
   values["PAGED_DEFINE"] =
       paged ? "/* a paged-KV kernel's page size, fixed at compile time (0: any) */\n#define " +
                   llvm::StringRef(symbol).upper() + "_PAGE_SIZE " +
@@ -682,7 +683,7 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
     for (int i = 0; i < launch_abi::kVarlenPointerCount; ++i)
       varlenPack += "  varlen_pointers[" + std::to_string(i) + "] = (CUdeviceptr)(uintptr_t)" +
                     launch_abi::kVarlenPointerNames[i] + ";\n  parameters[" +
-                    std::to_string(firstSplit + i) + "] = &varlen_pointers[" +
+                    std::to_string(firstVarlen + i) + "] = &varlen_pointers[" +
                     std::to_string(i) + "];\n";
   }
   values["VARLEN_PACK"] = varlenPack;

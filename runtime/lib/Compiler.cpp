@@ -221,8 +221,6 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
                  : options.pagedKv ? " (written paged: and the page table and lengths)"
                  : options.varlen  ? " (written varlen: and the query and key offsets)"
                                    : ""));
-  if (options.varlen && options.splitKv)
-    return fail(bufferName + ": a varlen kernel is not split");
   // Every static size of the signature goes into the launch metadata: a launch with other sizes
   // would compute wrong results, so every launch path checks them.
   for (auto [index, tensor] : llvm::enumerate(cuda::abiTensors())) {
@@ -286,8 +284,6 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
     return fail(bufferName + ": the page size must be positive (or 0: any)");
   gpo.pageSize = options.pageSize;
   k.pageSize = options.pageSize;
-  if (options.varlen && tiles.packGqa.value_or(false))
-    return fail(bufferName + ": a varlen kernel is not GQA-packed (pack_gqa)");
   gpo.varlen = options.varlen;
   k.varlen = options.varlen;
   tilefuse::buildTileToPTXPipeline(pm, gpo);

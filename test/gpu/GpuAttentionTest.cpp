@@ -275,6 +275,19 @@ std::vector<Case> casesFor(const KernelMetadata &metadata, bool smallOnly) {
       H = 8;
       Hkv = 2;
     }
+    if (metadata.splitKv) {
+      // Decode over ragged keys (FlashDecoding on a packed batch): the launcher's split count
+      // and fixed ones (one split, a few, more than there are key blocks); short prefill too.
+      if (smallOnly)
+        return {{4, H, Hkv, 1, 1000, false, 0}, {3, H, Hkv, 17, 300, false, 5}};
+      std::vector<Case> cases;
+      for (int64_t N : {1000, 4096, 32768})
+        for (int64_t splits : {0, 1, 5, 64})
+          cases.push_back({4, H, Hkv, 1, N, false, splits});
+      cases.push_back({4, H, Hkv, 17, 1000, false, 0});
+      cases.push_back({3, H, Hkv, 300, 2000, false, 7});
+      return cases;
+    }
     if (smallOnly)
       return {{4, H, Hkv, 17, 300, false}, {2, H, Hkv, 128, 128, false}};
     return {{4, H, Hkv, 1000, 1000, false}, {4, H, Hkv, 4096, 4096, false},
@@ -539,7 +552,7 @@ void runVarlenCase(const KernelFiles &files, const KernelMetadata &metadata, con
   TF_ASSERT_OK_AND_ASSIGN(Stream stream, Stream::create());
   AttentionBuffers buffers{qDevice.address(), kDevice.address(), vDevice.address(),
                            oDevice.address(), lseDevice.address()};
-  TF_ASSERT_OK(loaded.kernel->launch(stream.handle(), buffers, shape, strides, 0,
+  TF_ASSERT_OK(loaded.kernel->launch(stream.handle(), buffers, shape, strides, c.kvSplits,
                                      metadata.pagedKv ? &paged : nullptr, &varlen));
   TF_ASSERT_OK(stream.synchronize());
   std::vector<char> oBytes(oDevice.size());

@@ -76,7 +76,9 @@ func.func @unpacked_output(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse,
 
 // -----
 
-// GQA packing runs a program over several query heads' rows: not with packed sequences.
+// GQA-packed (pack_gqa): a program's rows are the G query heads' rows of its sequence, G times
+// the sequence's length; the blocks take the length as `packed` (a row's head and index within
+// the sequence come from it), the group's first head and the sequence's first row.
 
 !qkv = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
 !lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
@@ -84,10 +86,19 @@ func.func @unpacked_output(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse,
 !scores = tensor<?x?x?x?xf32>
 !out = tensor<?x?x?x64xf32>
 
+// CHECK-LABEL: func.func @packed_gqa
+// CHECK:         %[[G:.+]] = arith.divui
+// CHECK:         scf.forall (%[[B:[^,]+]], %[[HKV:[^,]+]], %{{.+}}) in
+// CHECK:           %[[QS:.+]] = arith.index_castui %{{.+}} : i32 to index
+// CHECK:           %[[QE:.+]] = arith.index_castui %{{.+}} : i32 to index
+// CHECK:           %[[LEN:.+]] = arith.subi %[[QE]], %[[QS]] : index
+// CHECK:           %[[ROWS:.+]] = arith.muli %[[G]], %[[LEN]] : index
+// CHECK:           %[[H0:.+]] = arith.muli %[[HKV]], %[[G]] : index
+// CHECK:           tile.block_load %{{.+}}[%[[QS]], %[[H0]], %{{.+}}] bound %[[ROWS]] packed %[[LEN]]
+// CHECK:           tile.block_store %{{.+}}[%[[QS]], %[[H0]], %{{.+}}] bound %[[ROWS]] packed %[[LEN]]
 module attributes {tile.config = #tile.config<"pack_gqa=true">} {
   func.func @packed_gqa(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse,
                         %cuq: memref<?xi32>, %cuk: memref<?xi32>) {
-    // expected-error @below {{GQA packing (pack_gqa) runs a program over the rows of several query heads}}
     %q = tile.load %Q sequences %cuq : !qkv -> !in
     %k = tile.load %K sequences %cuk : !qkv -> !in
     %v = tile.load %V sequences %cuk : !qkv -> !in

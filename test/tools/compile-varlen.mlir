@@ -21,10 +21,22 @@
 // BUDGETJSON: ctas_per_sm=3
 // BUDGETJSON: "varlen": true
 
-// Varlen with split-KV is an error.
-// RUN: not tilefuse compile --kernel attention --varlen --split-kv --emit ptx -o %t/x.ptx 2>&1 \
-// RUN:   | FileCheck %s --check-prefix=SPLIT
-// SPLIT: a varlen kernel is not split
+// Split-KV: the varlen offsets (24, 25), then o_part, lse_part, counters and S (26-29).
+// RUN: tilefuse compile --kernel attention --varlen --split-kv --emit ptx -o %t/split.ptx
+// RUN: FileCheck %s --check-prefix=SPLIT --input-file %t/split.ptx
+// RUN: FileCheck %s --check-prefix=SPLITJSON --input-file %t/split.json
+// SPLIT:     .entry attention(
+// SPLIT:       attention_param_29{{$}}
+// SPLIT-NEXT:  )
+// SPLITJSON: "split_kv": true
+// SPLITJSON: pack_gqa=true
+// SPLITJSON: "varlen": true
+// RUN: tilefuse compile --kernel attention --varlen --split-kv --emit header -o %t/split.h
+// RUN: FileCheck %s --check-prefix=SPLITHEADER --input-file %t/split.h
+// SPLITHEADER: parameters[24] = &varlen_pointers[0];
+// SPLITHEADER: parameters[25] = &varlen_pointers[1];
+// SPLITHEADER: parameters[26] = &split_pointers[0];
+// SPLITHEADER: parameters[29] = &splits;
 
 // Over a paged cache (chunked prefill): the paged parameters (24-27), then the offsets (28,
 // 29); the sidecar says both.

@@ -25,5 +25,15 @@
 // RUN:   | FileCheck %s --check-prefix=ALIBI
 // ALIBI: result       PASS
 //
-// RUN: not tilefuse run --varlen --split-kv 2>&1 | FileCheck %s --check-prefix=FORM
-// FORM: error: --varlen runs the forward kernel, not split
+// Split-KV (GQA-packed, as split kernels are): decode over ragged keys, and over a paged cache.
+// RUN: tilefuse run --varlen --split-kv --device cpu --kernel gqa --B 3 --M 1 --N 900 \
+// RUN:   | FileCheck %s --check-prefix=SPLIT
+// SPLIT: split-KV     4 key splits per row block, GQA-packed
+// SPLIT: result       PASS
+// RUN: tilefuse run --varlen --paged-kv --split-kv --kv-splits 5 --device cpu --kernel causal \
+// RUN:   --B 4 --H 4 --Hkv 2 --M 40 --N 500 | FileCheck %s --check-prefix=SPLIT5
+// SPLIT5: split-KV     5 key splits per row block, GQA-packed
+// SPLIT5: result       PASS
+//
+// RUN: not tilefuse run --varlen --backward 2>&1 | FileCheck %s --check-prefix=FORM
+// FORM: error: --varlen runs the forward kernel

@@ -175,12 +175,15 @@ TEST(RuntimeApi, SpecializesAndConfigures) {
   EXPECT_NE(varlen->cacheKey(), plain->cacheKey());
   EXPECT_NE(varlen->metadataJson().find("\"varlen\": true"), std::string::npos);
   EXPECT_EQ(plain->metadataJson().find("varlen"), std::string::npos);
+  // Split (FlashDecoding on a packed batch): its own kernel, GQA-packed as split kernels are.
   KernelSpec varlenSplit = varlenSpec;
   varlenSplit.splitKv = true;
-  std::shared_ptr<const Kernel> refused;
-  s = runtime.getKernel(varlenSplit, refused);
-  EXPECT_EQ(s.code(), StatusCode::Compile);
-  EXPECT_NE(s.message().find("a varlen kernel is not split"), std::string::npos) << s.message();
+  std::shared_ptr<const Kernel> varlenSplitKernel;
+  s = runtime.getKernel(varlenSplit, varlenSplitKernel);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_NE(varlenSplitKernel->metadataJson().find("\"split_kv\": true"), std::string::npos);
+  EXPECT_NE(varlenSplitKernel->metadataJson().find("\"varlen\": true"), std::string::npos);
+  EXPECT_NE(varlenSplitKernel->cacheKey(), varlen->cacheKey());
   int32_t cu[3] = {0, 20, 50};
   Varlen packed = Varlen::of(cu, cu, 50, 50);
   bad = varlen->launch(nullptr, &dummy, &dummy, &dummy, &dummy, nullptr, {2, 1, 1, 30, 30, 128});

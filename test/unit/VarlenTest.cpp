@@ -100,6 +100,44 @@ TEST_P(VarlenCases, OverAPagedCacheMatchesFloat64ReferencePerSequence) {
   EXPECT_LE(r.lseError, 1e-5);
 }
 
+// Split-KV and GQA packing (decode over ragged keys: FlashDecoding on a packed batch): packed
+// queries, a few rows each, one sequence without queries and one without keys; the partials a
+// padded batch's, the merge storing packed rows. Contiguous keys and a paged cache; split counts
+// of 1, 3 and more than there are key blocks.
+TEST_P(VarlenCases, SplitAndPackedMatchFloat64ReferencePerSequence) {
+  const VarlenCase &c = GetParam();
+  auto [text, fileName] = test::variantSource(c.kernel, c.testOnly);
+  ASSERT_FALSE(text.empty());
+  auto reference = test::compileReference(text, fileName);
+  ASSERT_TRUE(reference);
+  std::vector<int64_t> queryLengths = {3, 1, 0, 17, 1}, keyLengths = {500, 77, 30, 200, 0};
+  for (bool paged : {false, true})
+    for (int64_t splits : {1, 3, 40}) {
+      CpuCompileOptions opts;
+      opts.blockM = 16;
+      opts.blockN = 16;
+      opts.varlen = true;
+      opts.splitKv = true;
+      opts.packGqa = splits != 3; // and unpacked once
+      opts.pagedKv = paged;
+      auto kernel = CpuKernel::compile(text, fileName, opts);
+      ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+      reference::Problem p;
+      p.D = (*kernel)->headDim();
+      test::variantHeads(c.kernel, c.testOnly, p);
+      SCOPED_TRACE(testing::Message() << c.kernel << (paged ? " paged" : "") << " S=" << splits
+                                      << (opts.packGqa ? " packed" : ""));
+      test::Packing packing{queryLengths, keyLengths};
+      test::Paging paging{/*pageSize=*/16, keyLengths};
+      test::RunResult r = test::runAgainstReference(**kernel, *reference, p, /*seed=*/7, splits,
+                                                    paged ? &paging : nullptr, &packing);
+      EXPECT_TRUE(r.allWritten) << "NaN or poison in the output";
+      EXPECT_TRUE(r.lseInfMatches);
+      EXPECT_LE(r.outError, 8e-3);
+      EXPECT_LE(r.lseError, 1e-5);
+    }
+}
+
 std::vector<VarlenCase> varlenCases() {
   std::vector<VarlenCase> cases;
   for (const char *k : {"attention", "causal", "sliding_window", "alibi", "softcap", "prefix_lm",
@@ -170,7 +208,7 @@ TEST(VarlenPruning, KeyBlocksFollowEachSequence) {
 }
 
 /// Bad offsets and launches of the wrong form are errors, never reads out of bounds; a varlen
-/// kernel is not split or GQA-packed; over a paged cache it needs its query offsets.
+/// paged varlen kernel needs its query offsets, not its key offsets.
 TEST(VarlenLaunch, BadOffsetsAndFormsAreErrors) {
   const kernels::KernelSource &src = *kernels::find("attention");
   CpuCompileOptions opts;
@@ -214,18 +252,8 @@ TEST(VarlenLaunch, BadOffsetsAndFormsAreErrors) {
   varlen.cuSeqlensK = cu.data();
   expectError((*padded)->run(q4, q4, q4, o4, lse3, nullptr, 1, nullptr, &varlen),
               "compile it with varlen");
-  for (auto [split, pack] : {std::pair{true, false}, {false, true}}) {
-    opts.varlen = true;
-    opts.splitKv = split;
-    opts.packGqa = pack;
-    auto refused = CpuKernel::compile(src.text, src.fileName, opts);
-    ASSERT_FALSE(bool(refused));
-    std::string message = llvm::toString(refused.takeError());
-    EXPECT_NE(message.find("a varlen kernel is not split or GQA-packed"), std::string::npos)
-        << message;
-  }
   // Over a paged cache the key offsets are not read (null is fine), the query offsets are.
-  opts.splitKv = opts.packGqa = false;
+  opts.varlen = true;
   opts.pagedKv = true;
   auto pagedVarlen = CpuKernel::compile(src.text, src.fileName, opts);
   ASSERT_TRUE(bool(pagedVarlen)) << llvm::toString(pagedVarlen.takeError());

@@ -76,8 +76,6 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
   bool paged = fn->hasAttr(tile::kPagedKVAttr);
   bool split = fn->hasAttr(tile::kSplitKVAttr);
   bool varlen = fn->hasAttr(tile::kVarlenAttr);
-  if (varlen && split)
-    return fn.emitError("a varlen kernel (tile-varlen) is not split");
   unsigned viewCount = abi::kTensorCount;
   unsigned pagedArguments = paged ? abi::kPagedPointerCount : 0;
   unsigned arguments = viewCount + pagedArguments + (varlen ? abi::kVarlenPointerCount : 0) +
@@ -213,7 +211,8 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
   }
   if (split) {
     // The workspace is contiguous (LaunchAbi.h): strides are products of the sizes.
-    unsigned firstPointer = abi::kParameterCount + (paged ? abi::kPagedParameterCount : 0);
+    unsigned firstPointer = abi::kParameterCount + (paged ? abi::kPagedParameterCount : 0) +
+                            (varlen ? abi::kVarlenPointerCount : 0);
     Value splits = entry.getArgument(firstPointer + abi::kSplitPointerCount);
     Value S = narrow(splits);
     Value B = size(abi::SizeParameter::B), H = size(abi::SizeParameter::H);

@@ -72,8 +72,9 @@ typedef struct tilefuse_spec {
   int64_t page_size;        /* paged_kv: rows per page fixed at compile time (faster), or 0:
                                any, given at each launch */
   int varlen;               /* nonzero: packed batches of variable-length sequences
-                               (tilefuse_attention_launch_varlen); not with split_kv or
-                               paged_kv; not tuned */
+                               (tilefuse_attention_launch_varlen); with paged_kv, packed
+                               queries over the paged cache (tilefuse_attention_launch_paged_
+                               varlen); with split_kv, the launcher picks the split count */
 } tilefuse_spec;
 
 /* A compiled kernel (a reference to one held by the process-wide runtime). */

@@ -18,7 +18,9 @@
 #include "tilefuse/runtime/device/LaunchAbi.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include <array>
 #include <mutex>
+#include <utility>
 
 using namespace mlir;
 using namespace tilefuse;
@@ -28,6 +30,41 @@ namespace {
 
 llvm::Error makeError(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+/// Calls a kernel entry of `N` descriptor addresses, and (`Split`) the split count after them.
+template <bool Split, size_t... I>
+void callEntry(void *entry, const std::array<void *, sizeof...(I)> &arguments, int64_t splits,
+               std::index_sequence<I...>) {
+  if constexpr (Split) {
+    using Fn = void (*)(decltype((void)I, static_cast<void *>(nullptr))..., int64_t);
+    reinterpret_cast<Fn>(entry)(arguments[I]..., splits);
+  } else {
+    using Fn = void (*)(decltype((void)I, static_cast<void *>(nullptr))...);
+    reinterpret_cast<Fn>(entry)(arguments[I]...);
+  }
+}
+
+/// The entry's arguments in order: 5 views, [2 paged], [2 varlen], [3 split + the count].
+void callEntry(void *entry, llvm::ArrayRef<void *> arguments, bool split, int64_t splits) {
+  auto call = [&](auto count) {
+    constexpr size_t n = decltype(count)::value;
+    std::array<void *, n> fixed;
+    std::copy(arguments.begin(), arguments.end(), fixed.begin());
+    if (split)
+      callEntry<true>(entry, fixed, splits, std::make_index_sequence<n>());
+    else
+      callEntry<false>(entry, fixed, splits, std::make_index_sequence<n>());
+  };
+  switch (arguments.size()) {
+  case 5: return call(std::integral_constant<size_t, 5>());
+  case 7: return call(std::integral_constant<size_t, 7>());
+  case 8: return call(std::integral_constant<size_t, 8>());
+  case 9: return call(std::integral_constant<size_t, 9>());
+  case 10: return call(std::integral_constant<size_t, 10>());
+  case 12: return call(std::integral_constant<size_t, 12>());
+  }
+  llvm_unreachable("a kernel entry takes 5, 7, 9 views (+3 split)");
 }
 
 } // namespace
@@ -45,14 +82,7 @@ struct CpuKernel::Impl {
   using D1 = cpu::Descriptor<1>;
   /// The entry's C interface: (Q, K, V, O, LSE), then tile-paged-kv's page table and lengths,
   /// then tile-varlen's query and key offsets, then tile-split-kv's partial O and LSE, arrival
-  /// counters and split count.
-  using KernelFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *);
-  using SplitKernelFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *, D4 *, D3 *, D3 *, int64_t);
-  using PagedKernelFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *, D2 *, D1 *);
-  using VarlenKernelFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *, D1 *, D1 *);
-  using PagedVarlenKernelFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *, D2 *, D1 *, D1 *, D1 *);
-  using PagedSplitKernelFn = void (*)(D4 *, D4 *, D4 *, D4 *, D3 *, D2 *, D1 *, D4 *, D3 *,
-                                      D3 *, int64_t);
+  /// counters and split count: every argument a descriptor's address but the count (callEntry).
   void *entry = nullptr;
   bool split = false, paged = false, varlen = false;
   int64_t pageSize = 0; ///< fixed at compile time (0: any)
@@ -83,8 +113,6 @@ CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   static const char *kArgNames[] = {"Q", "K", "V", "O", "LSE"};
   static const int kRanks[] = {4, 4, 4, 4, 3};
   auto argTypes = kernel.getArgumentTypes();
-  if (options.varlen && (options.splitKv || options.packGqa))
-    return makeError(bufferName + ": a varlen kernel is not split or GQA-packed");
   // A kernel written paged (or varlen) by hand takes the page table and lengths (the sequence
   // offsets) after the views; written both, the table and lengths, then the offsets.
   bool written = (options.pagedKv || options.varlen) &&
@@ -212,33 +240,25 @@ llvm::Error CpuKernel::run(const HostView &q, const HostView &k, const HostView 
     lengths.strides[0] = 1;
   }
   cpu::CountBlockEvents counting(counts);
+  std::vector<void *> arguments = {&d4[0], &d4[1], &d4[2], &d4[3], &d3};
+  if (paged)
+    arguments.insert(arguments.end(), {&table, &lengths});
+  // A paged varlen kernel does not read the key offsets (they may be null).
+  auto describeOffsets = [&](const int32_t *pointer) {
+    Impl::D1 d{};
+    d.allocated = d.aligned = const_cast<int32_t *>(pointer);
+    d.sizes[0] = B + 1;
+    d.strides[0] = 1;
+    return d;
+  };
+  Impl::D1 offsets[2];
   if (varlen) {
-    auto describeOffsets = [&](const int32_t *pointer) {
-      Impl::D1 d{};
-      d.allocated = d.aligned = const_cast<int32_t *>(pointer);
-      d.sizes[0] = B + 1;
-      d.strides[0] = 1;
-      return d;
-    };
-    // A paged varlen kernel does not read the key offsets (they may be null).
-    Impl::D1 offsets[2] = {describeOffsets(varlen->cuSeqlensQ),
-                           describeOffsets(varlen->cuSeqlensK)};
-    if (paged) {
-      reinterpret_cast<Impl::PagedVarlenKernelFn>(impl->entry)(&d4[0], &d4[1], &d4[2], &d4[3],
-                                                               &d3, &table, &lengths,
-                                                               &offsets[0], &offsets[1]);
-      return llvm::Error::success();
-    }
-    reinterpret_cast<Impl::VarlenKernelFn>(impl->entry)(&d4[0], &d4[1], &d4[2], &d4[3], &d3,
-                                                        &offsets[0], &offsets[1]);
-    return llvm::Error::success();
+    offsets[0] = describeOffsets(varlen->cuSeqlensQ);
+    offsets[1] = describeOffsets(varlen->cuSeqlensK);
+    arguments.insert(arguments.end(), {&offsets[0], &offsets[1]});
   }
   if (!impl->split) {
-    if (paged)
-      reinterpret_cast<Impl::PagedKernelFn>(impl->entry)(&d4[0], &d4[1], &d4[2], &d4[3], &d3,
-                                                         &table, &lengths);
-    else
-      reinterpret_cast<Impl::KernelFn>(impl->entry)(&d4[0], &d4[1], &d4[2], &d4[3], &d3);
+    callEntry(impl->entry, arguments, /*split=*/false, 0);
     return llvm::Error::success();
   }
   // The split workspace (tile-split-kv): partial O [S*B, H, M, Dv] and LSE [S*B, H, M] in f32,
@@ -251,13 +271,8 @@ llvm::Error CpuKernel::run(const HostView &q, const HostView &k, const HostView 
   auto lsePartD = cpu::describe<3>(HostView::contiguous(lsePart.data(), {S * B, H, M, 0}, 3));
   auto countersD = cpu::describe<3>(HostView::contiguous(
       counters.data(), {grid.batch, grid.heads, grid.rowBlocks, 0}, 3));
-  if (paged)
-    reinterpret_cast<Impl::PagedSplitKernelFn>(impl->entry)(&d4[0], &d4[1], &d4[2], &d4[3], &d3,
-                                                            &table, &lengths, &outputPartD,
-                                                            &lsePartD, &countersD, S);
-  else
-    reinterpret_cast<Impl::SplitKernelFn>(impl->entry)(&d4[0], &d4[1], &d4[2], &d4[3], &d3,
-                                                       &outputPartD, &lsePartD, &countersD, S);
+  arguments.insert(arguments.end(), {&outputPartD, &lsePartD, &countersD});
+  callEntry(impl->entry, arguments, /*split=*/true, S);
   // The merging program of each row block resets its counter: a counter left over means a row
   // block that never merged.
   if (llvm::any_of(counters, [](int32_t c) { return c != 0; }))

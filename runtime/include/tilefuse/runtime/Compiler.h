@@ -38,7 +38,7 @@ struct PtxCompileOptions {
   int64_t pageSize = 0;
   /// tile-varlen: the views are packed batches of variable-length sequences; the kernel takes
   /// LaunchAbi.h's varlen parameters. With pagedKv only the queries pack (chunked prefill over a
-  /// paged cache). Not with splitKv or pack_gqa.
+  /// paged cache). With splitKv (and pack_gqa) too: FlashDecoding on a packed batch.
   bool varlen = false;
   /// When not empty, the IR after each stage goes to files under this directory (the source,
   /// one file per pass in MLIR's IR file tree, the PTX and the metadata). Not part of what is

@@ -45,7 +45,7 @@ struct CpuCompileOptions {
   int64_t pageSize = 0;
   /// Varlen (tile-varlen): the views are packed batches of variable-length sequences,
   /// addressed through CpuKernel::run's Varlen; with pagedKv only the queries pack (the keys
-  /// are the paged caches). Not with splitKv or packGqa.
+  /// are the paged caches). With splitKv and packGqa too.
   bool varlen = false;
 };
 

@@ -125,7 +125,8 @@ struct KernelSpec {
   /// Varlen (tile-varlen): packed batches of variable-length sequences, found through
   /// cumulative offsets (Kernel::launch's `varlen`; FlashAttention's varlen API). With pagedKv
   /// only the queries pack: chunked prefill over a paged cache, each sequence's keys its
-  /// lengths' rows (FlashAttention's block_table with seqused_k). Not with splitKv.
+  /// lengths' rows (FlashAttention's block_table with seqused_k). With splitKv (GQA-packed, as
+  /// split kernels are): decode over ragged keys.
   bool varlen = false;
 };
 

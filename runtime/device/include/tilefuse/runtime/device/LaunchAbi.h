@@ -149,8 +149,9 @@ inline constexpr int kPagedParameterCount = kPagedPointerCount + kPagedSizeCount
 /// those of cu_seqlens_k in K and V, where a tensor's row r of head h is at r * (its row stride)
 /// + h * (its head stride); the batch strides are not read. B counts the sequences, M and N
 /// bound their query and key lengths (the grid covers M rows a sequence; the kernel reads the
-/// lengths from the offsets). They take two parameters after the base ones and the paged ones
-/// (varlen kernels are not split):
+/// lengths from the offsets). They take two parameters after the base ones and the paged ones,
+/// and before the split ones (a split varlen kernel's workspace is a padded batch's: partial
+/// row s·B + b holds sequence b's rows, M at most):
 ///   cu_seqlens_q   i32 pointer, B + 1 non-decreasing entries
 ///   cu_seqlens_k   i32 pointer, B + 1 non-decreasing entries; not read by a paged varlen
 ///                  kernel (chunked prefill), whose K and V are the paged caches and sequence
