@@ -145,7 +145,8 @@ for step in "${steps[@]}"; do
     decode)
       # Decode rows: the plain kernels, the split-KV ones (tf:split, GQA-packed) and unpacked
       # (tf:unpacked), the split-KV ones on a paged cache of 16- and 128-row pages (tf:paged16,
-      # tf:paged128), SDPA and a device copy.
+      # tf:paged128), the split varlen ones on the same rows packed (tf:varlen), SDPA and a
+      # device copy.
       run_step decode python3 tools/bench/bench.py --ptx-dir build-gpu/kernels \
         --lib build-gpu/libtilefuse_cuda.so --out "$out/decode.json" \
         --impls tilefuse,sdpa-flash,sdpa-cudnn --variant split=build-gpu/kernels-split \
@@ -153,7 +154,8 @@ for step in "${steps[@]}"; do
         --variant paged16=build-gpu/kernels-paged-bench@16 \
         --variant paged128=build-gpu/kernels-paged-bench@128 \
         --variant p16fixed=build-gpu/kernels-paged-bench-p16@16 \
-        --variant p128fixed=build-gpu/kernels-paged-bench-p128@128 ${DECODE_VARIANTS:-} \
+        --variant p128fixed=build-gpu/kernels-paged-bench-p128@128 \
+        --variant varlen=build-gpu/kernels-varlen-split ${DECODE_VARIANTS:-} \
         --decode "${DECODE_LENGTHS:-1024,4096,32768,131072}" \
         --decode-shape "${DECODE_SHAPE:-8,32,8,128}"
       ;;

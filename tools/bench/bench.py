@@ -141,8 +141,9 @@ class Tilefuse:
         if meta.get("varlen"):
             self.varlen.add(key)
 
-    def prepare_varlen(self, torch, q, k, v, cu, max_len, causal, scale):
-        """q, k, v: packed [tokens, heads, D]; cu: the B + 1 int32 offsets (device)."""
+    def prepare_varlen(self, torch, q, k, v, cu_q, cu_k, max_q, max_k, causal, scale):
+        """q, k, v: packed [tokens, heads, D]; cu_q, cu_k: the B + 1 int32 offsets (device);
+        max_q, max_k: the longest query and key sequences."""
         if self.error:
             raise Unavailable(self.error)
         T, H, D = q.shape
@@ -150,7 +151,7 @@ class Tilefuse:
         dtype = "bf16" if q.dtype == torch.bfloat16 else "f16"
         # The kernel tuned for the longest sequence's bucket (`tilefuse tune --varlen`), else
         # one without a bucket.
-        key = (causal, D, dtype, seq_bucket(max_len))
+        key = (causal, D, dtype, seq_bucket(max(max_q, max_k)))
         if key not in self.varlen:
             key = (causal, D, dtype, None)
         if key not in self.varlen:
@@ -163,12 +164,12 @@ class Tilefuse:
                                         0, v.stride(1), v.stride(0), 0, o.stride(1), o.stride(0),
                                         0, lse.stride(0))
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-        B = cu.numel() - 1
+        B = cu_q.numel() - 1
         args = (kernel[0], stream, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
-                lse.data_ptr(), B, H, Hkv, max_len, max_len, D, strides, cu.data_ptr(),
-                cu.data_ptr(), T, k.shape[0], self._err, len(self._err))
+                lse.data_ptr(), B, H, Hkv, max_q, max_k, D, strides, cu_q.data_ptr(),
+                cu_k.data_ptr(), T, k.shape[0], self._err, len(self._err))
         launch = self.lib.tilefuse_cuda_launch_varlen
-        buffers = (o, lse, cu)
+        buffers = (o, lse, cu_q, cu_k)
 
         def run():
             if launch(*args) != 0:
@@ -470,7 +471,8 @@ def main():
                      variant_kernels, results)
         return
     if args.decode:
-        results = run_decode(args, torch, device, flush, impls, preparers, variants)
+        results = run_decode(args, torch, device, flush, impls, preparers, variants,
+                             variant_kernels)
         write_report(args, torch, impls, tilefuse if "tilefuse" in impls else None,
                      variant_kernels, results)
         return
@@ -628,7 +630,7 @@ def run_varlen(args, torch, device, flush, impls, preparers, variants, variant_k
                     if kernels is not None and kernels.varlen:
                         result["packed"].append(impl)
                         prepare = (lambda kernels=kernels: kernels.prepare_varlen(
-                            torch, *packed, cu, max_len, causal, scale))
+                            torch, *packed, cu, cu, max_len, max_len, causal, scale))
                     elif impl == "tilefuse:bshd":
                         prepare = lambda: preparers["tilefuse"](torch, *bshd, causal, scale)
                     else:
@@ -667,7 +669,7 @@ def run_varlen(args, torch, device, flush, impls, preparers, variants, variant_k
     return results
 
 
-def run_decode(args, torch, device, flush, impls, preparers, variants):
+def run_decode(args, torch, device, flush, impls, preparers, variants, variant_kernels):
     """Decode rows: M = 1 per sequence, full attention over N keys; GB/s of K and V read (each
     byte once), and the device's copy bandwidth on a buffer of the same size (bytes read plus
     bytes written per second, as a device-to-device copy is quoted) in the same interleaved
@@ -696,10 +698,25 @@ def run_decode(args, torch, device, flush, impls, preparers, variants):
                   "D": D, "M": 1, "N": n,
                   "bytes": kv_bytes, "ms": {}, "gbps": {}, "n/a": {}, "max_rel_err": {}}
         ready, outputs = {"copy": lambda: dst.copy_(src)}, {}
+        # A varlen column (a kernel compiled --varlen --split-kv) runs the same rows packed: B
+        # sequences of one query row over n keys each, [tokens, heads, D].
+        packed = None
         for impl in impls:
-            prepare_column(torch, result, impl,
-                           lambda impl=impl: preparers[impl](torch, q, k, v, False, scale),
-                           outputs, ready)
+            kernels = variant_kernels.get(impl)
+            if kernels is not None and kernels.varlen:
+                if packed is None:
+                    packed = (q.transpose(1, 2).reshape(B, H, D).contiguous(),
+                              k.transpose(1, 2).reshape(B * n, Hkv, D).contiguous(),
+                              v.transpose(1, 2).reshape(B * n, Hkv, D).contiguous(),
+                              torch.arange(B + 1, device=device, dtype=torch.int32),
+                              torch.arange(B + 1, device=device, dtype=torch.int32) * n)
+
+                def prepare(kernels=kernels):
+                    run = kernels.prepare_varlen(torch, *packed, 1, n, False, scale)
+                    return lambda: run().view(B, 1, H, D).transpose(1, 2)
+            else:
+                prepare = lambda impl=impl: preparers[impl](torch, q, k, v, False, scale)
+            prepare_column(torch, result, impl, prepare, outputs, ready)
         for impl, ms in interleaved_medians(torch, ready, args.warmup, args.reps, flush).items():
             result["ms"][impl] = ms
             moved = 2 * kv_bytes if impl == "copy" else kv_bytes  # the copy reads and writes
@@ -723,7 +740,7 @@ def run_decode(args, torch, device, flush, impls, preparers, variants):
                                             f"{max(errs):.1e}")
         print(f"{n:<12}" + "".join(f"{c:>18}" for c in cells) + f"{err_text:>14}", flush=True)
         results.append(result)
-        del q, k, v, src, dst, outputs
+        del q, k, v, src, dst, outputs, packed
     return results
 
 
