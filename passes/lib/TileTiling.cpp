@@ -222,7 +222,9 @@ public:
       // hIdx is the group's first query head; a row's own head comes from its packed row.
       hkv = forall.getInductionVar(1);
       hIdx = arith::MulIOp::create(b, loc, hkv, group);
-      headRows = sequenceRows ? sequenceRows : M;
+      // At least 1: a sequence without rows has no row to unpack, and no division by zero.
+      headRows = sequenceRows ? arith::MaxUIOp::create(b, loc, sequenceRows, idx(1)).getResult()
+                              : M;
     } else {
       hIdx = forall.getInductionVar(1);
       hkv = arith::DivUIOp::create(b, loc, hIdx, group);

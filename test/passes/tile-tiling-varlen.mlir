@@ -77,8 +77,8 @@ func.func @unpacked_output(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse,
 // -----
 
 // GQA-packed (pack_gqa): a program's rows are the G query heads' rows of its sequence, G times
-// the sequence's length; the blocks take the length as `packed` (a row's head and index within
-// the sequence come from it), the group's first head and the sequence's first row.
+// the sequence's length; the blocks take the length (at least 1) as `packed` (a row's head and
+// index within the sequence come from it), the group's first head and the sequence's first row.
 
 !qkv = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
 !lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
@@ -94,8 +94,9 @@ func.func @unpacked_output(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse,
 // CHECK:           %[[LEN:.+]] = arith.subi %[[QE]], %[[QS]] : index
 // CHECK:           %[[ROWS:.+]] = arith.muli %[[G]], %[[LEN]] : index
 // CHECK:           %[[H0:.+]] = arith.muli %[[HKV]], %[[G]] : index
-// CHECK:           tile.block_load %{{.+}}[%[[QS]], %[[H0]], %{{.+}}] bound %[[ROWS]] packed %[[LEN]]
-// CHECK:           tile.block_store %{{.+}}[%[[QS]], %[[H0]], %{{.+}}] bound %[[ROWS]] packed %[[LEN]]
+// CHECK:           %[[HEADROWS:.+]] = arith.maxui %[[LEN]], %{{.+}} : index
+// CHECK:           tile.block_load %{{.+}}[%[[QS]], %[[H0]], %{{.+}}] bound %[[ROWS]] packed %[[HEADROWS]]
+// CHECK:           tile.block_store %{{.+}}[%[[QS]], %[[H0]], %{{.+}}] bound %[[ROWS]] packed %[[HEADROWS]]
 module attributes {tile.config = #tile.config<"pack_gqa=true">} {
   func.func @packed_gqa(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse,
                         %cuq: memref<?xi32>, %cuk: memref<?xi32>) {

@@ -2,13 +2,13 @@
 //
 // tile.block_load of a block in registers (#tgpu.operand_a: Q's fragments, loaded once):
 // each thread loads its 32-bit pairs straight from global memory; rows at or past the bound
-// read a valid row and are replaced by zeros. tile.block_store of an accumulator
+// read the view's first element and are replaced by zeros. tile.block_store of an accumulator
 // (#tgpu.mma_acc, #tgpu.wgmma_acc) or of its rows (#tgpu.acc_rows: the logsumexp): each
 // thread stores its pairs (rounded to the view's type), guarded by the bound; a row vector is
 // written by lane c == 0 of each quad. tile.block_load of an accumulator or its rows from an
 // f32 view (tile-split-kv's partial results, written by other CTAs) is the store's mirror:
 // each thread loads the elements it holds, volatile (coherent at system scope, so no stale
-// L1 line of another CTA's write), rows past the bound read as zero. A block with packed rows
+// L1 line of another CTA's write), rows past the bound read row 0 and are replaced by zeros. A block with packed rows
 // (`packed R`: a GQA group's heads) unpacks each thread's rows into (head, row) through
 // tile::unpackRow, once per row. memref.dim reads a view's size.
 //
@@ -131,7 +131,6 @@ struct BlockLoadToAccumulator : OpConversionPattern<tile::BlockLoadOp> {
                   adaptor.getBound(), adaptor.getHeadRows(), rowsPerWarp);
     const KernelView &view = rows.view;
     Value row0 = rows.row0, bound = rows.bound, rowBase = rows.threadRow;
-    Value lastRow = arith::SubIOp::create(b, loc, bound, indexConstant(b, loc, 1));
     ThreadCoordinates t = threadCoordinates(b, op);
     bool rowVector = layout->getKind() == Kind::AccumulatorRows;
     int64_t nTiles = rowVector ? 0 : layout->getCols() / 8;
@@ -144,8 +143,12 @@ struct BlockLoadToAccumulator : OpConversionPattern<tile::BlockLoadOp> {
       Value row = addIndex(b, loc, row0,
                            addIndex(b, loc, rowBase, indexConstant(b, loc, 16 * mt + 8 * h)));
       Value ok = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, row, bound);
-      // discarded when not ok
-      SmallVector<Value> rowAt = rows.at(b, loc, b.createOrFold<arith::MinUIOp>(loc, row, lastRow));
+      // A row at or past the bound reads row 0 instead, and is discarded: with a bound of 0 (a
+      // packed sequence without rows) no row of its own exists to read, and bound - 1 would
+      // wrap. The workspace this reads (tile-split-kv's partials) has a row 0 for every
+      // (split, batch, head), and packed row 0 is the group's first head's.
+      Value safeRow = arith::SelectOp::create(b, loc, ok, row, indexConstant(b, loc, 0));
+      SmallVector<Value> rowAt = rows.at(b, loc, safeRow);
       auto load = [&](Type type, ValueRange at, unsigned alignment) {
         return LLVM::LoadOp::create(b, loc, type, view.address(b, loc, at), alignment,
                                     /*isVolatile=*/true);
