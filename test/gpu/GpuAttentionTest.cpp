@@ -369,6 +369,16 @@ const LoadedKernel &loadOnce(const KernelFiles &files) {
   return it->second;
 }
 
+/// A device buffer holding `bytes`.
+llvm::Expected<DeviceBuffer> uploadBytes(const std::vector<char> &bytes) {
+  auto buffer = DeviceBuffer::allocate(bytes.size());
+  if (!buffer)
+    return buffer.takeError();
+  if (llvm::Error error = buffer->upload(bytes.data(), bytes.size()))
+    return std::move(error);
+  return std::move(*buffer);
+}
+
 /// Uploads `values` drawn in logical B x X x L x D order, stored in `layout`, and returns what the
 /// kernel will read (rounded to the storage type), in logical order.
 llvm::Expected<DeviceBuffer> uploadInput(ElementType dtype, const Layout &layout,
@@ -377,13 +387,7 @@ llvm::Expected<DeviceBuffer> uploadInput(ElementType dtype, const Layout &layout
   size_t elementBytes = ref::elementSize(dtype);
   std::vector<char> logical(values.size() * elementBytes);
   seen = ref::storeAs(dtype, values, logical.data());
-  std::vector<char> storage = scatter(layout, logical, elementBytes, 0);
-  auto buffer = DeviceBuffer::allocate(storage.size());
-  if (!buffer)
-    return buffer.takeError();
-  if (llvm::Error error = buffer->upload(storage.data(), storage.size()))
-    return std::move(error);
-  return std::move(*buffer);
+  return uploadBytes(scatter(layout, logical, elementBytes, 0));
 }
 
 /// Prints a case's line and checks its comparison against the bounds (kernels compute in f32
@@ -462,12 +466,7 @@ llvm::Expected<DeviceBuffer> pagedCache(ElementType dtype, const ref::Problem &p
           row[d] = float(logical[((b * p.Hkv + h) * p.N + n) * D + d]);
         ref::storeAs(dtype, row, bytes.data() + at * elementBytes);
       }
-  auto buffer = DeviceBuffer::allocate(bytes.size());
-  if (!buffer)
-    return buffer.takeError();
-  if (llvm::Error error = buffer->upload(bytes.data(), bytes.size()))
-    return std::move(error);
-  return std::move(*buffer);
+  return uploadBytes(bytes);
 }
 
 /// A varlen kernel's case: the inputs drawn as for a padded B x H x M x D batch, then packed one
@@ -493,14 +492,8 @@ void runVarlenCase(const KernelFiles &files, const KernelMetadata &metadata, con
     std::vector<float> values = draw(p.B * heads * rows * D);
     std::vector<char> logical(values.size() * elementBytes);
     seen = ref::storeAs(metadata.dtype, values, logical.data());
-    std::vector<char> bytes = ref::packRows(logical.data(), D * elementBytes, heads, rows,
-                                            lengths, cu, tokens, char(0xFF));
-    auto buffer = DeviceBuffer::allocate(bytes.size());
-    if (!buffer)
-      return buffer.takeError();
-    if (llvm::Error error = buffer->upload(bytes.data(), bytes.size()))
-      return std::move(error);
-    return std::move(*buffer);
+    return uploadBytes(ref::packRows(logical.data(), D * elementBytes, heads, rows, lengths, cu,
+                                     tokens, char(0xFF)));
   };
   std::vector<double> q, k, v;
   TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer qDevice, pack(p.H, p.M, queryLengths, cuQ, tokensQ, q));

@@ -27,12 +27,37 @@ struct VarlenCase {
 
 class VarlenCases : public testing::TestWithParam<VarlenCase> {};
 
-TEST_P(VarlenCases, MatchesFloat64ReferencePerSequence) {
-  const VarlenCase &c = GetParam();
+/// Compiles `c`'s variant with `opts` (varlen set here), runs it on the packed `packing` (over
+/// `paging`'s cache where given) at `splits` key splits, and checks it against float64 per
+/// sequence: every element written, fully masked rows -inf, O to 8e-3, LSE to 1e-5.
+void expectMatchesReference(const VarlenCase &c, CpuCompileOptions opts,
+                            const test::Packing &packing, const test::Paging *paging,
+                            int64_t splits, unsigned seed) {
   auto [text, fileName] = test::variantSource(c.kernel, c.testOnly);
   ASSERT_FALSE(text.empty());
   auto reference = test::compileReference(text, fileName);
   ASSERT_TRUE(reference);
+  opts.varlen = true;
+  opts.pagedKv = paging != nullptr;
+  auto kernel = CpuKernel::compile(text, fileName, opts);
+  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+  reference::Problem p;
+  p.D = (*kernel)->headDim();
+  test::variantHeads(c.kernel, c.testOnly, p);
+  SCOPED_TRACE(testing::Message() << c.kernel << " Br=" << opts.blockM << " Bc=" << opts.blockN
+                                  << " sequences=" << packing.queryLengths.size()
+                                  << (paging ? " paged" : "") << " S=" << splits
+                                  << (opts.packGqa ? " GQA-packed" : ""));
+  test::RunResult r =
+      test::runAgainstReference(**kernel, *reference, p, seed, splits, paging, &packing);
+  EXPECT_TRUE(r.allWritten) << "NaN or poison in the output: a row of another sequence was "
+                               "read, or an element was not written";
+  EXPECT_TRUE(r.lseInfMatches) << "fully masked rows must have logsumexp -inf, others finite";
+  EXPECT_LE(r.outError, 8e-3);
+  EXPECT_LE(r.lseError, 1e-5);
+}
+
+TEST_P(VarlenCases, MatchesFloat64ReferencePerSequence) {
   struct Shape {
     int64_t blockM, blockN;
     std::vector<int64_t> queryLengths, keyLengths;
@@ -50,22 +75,8 @@ TEST_P(VarlenCases, MatchesFloat64ReferencePerSequence) {
     CpuCompileOptions opts;
     opts.blockM = s.blockM;
     opts.blockN = s.blockN;
-    opts.varlen = true;
-    auto kernel = CpuKernel::compile(text, fileName, opts);
-    ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
-    reference::Problem p;
-    p.D = (*kernel)->headDim();
-    test::variantHeads(c.kernel, c.testOnly, p);
-    test::Packing packing{s.queryLengths, s.keyLengths};
-    SCOPED_TRACE(testing::Message() << c.kernel << " Br=" << s.blockM << " Bc=" << s.blockN
-                                    << " sequences=" << s.queryLengths.size());
-    test::RunResult r =
-        test::runAgainstReference(**kernel, *reference, p, seed++, 1, nullptr, &packing);
-    EXPECT_TRUE(r.allWritten) << "NaN or poison in the output: a row of another sequence was "
-                                 "read, or an element was not written";
-    EXPECT_TRUE(r.lseInfMatches) << "fully masked rows must have logsumexp -inf, others finite";
-    EXPECT_LE(r.outError, 8e-3);
-    EXPECT_LE(r.lseError, 1e-5);
+    expectMatchesReference(GetParam(), opts, {s.queryLengths, s.keyLengths}, nullptr, 1,
+                           seed++);
   }
 }
 
@@ -74,30 +85,12 @@ TEST_P(VarlenCases, MatchesFloat64ReferencePerSequence) {
 // sequence (one query row over many keys), one without queries, one with fewer keys than
 // queries.
 TEST_P(VarlenCases, OverAPagedCacheMatchesFloat64ReferencePerSequence) {
-  const VarlenCase &c = GetParam();
-  auto [text, fileName] = test::variantSource(c.kernel, c.testOnly);
-  ASSERT_FALSE(text.empty());
-  auto reference = test::compileReference(text, fileName);
-  ASSERT_TRUE(reference);
   CpuCompileOptions opts;
   opts.blockM = 16;
   opts.blockN = 32;
-  opts.varlen = true;
-  opts.pagedKv = true;
-  auto kernel = CpuKernel::compile(text, fileName, opts);
-  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
-  reference::Problem p;
-  p.D = (*kernel)->headDim();
-  test::variantHeads(c.kernel, c.testOnly, p);
   std::vector<int64_t> queryLengths = {40, 1, 0, 33}, keyLengths = {130, 77, 9, 20};
-  test::Packing packing{queryLengths, keyLengths};
   test::Paging paging{/*pageSize=*/7, keyLengths};
-  test::RunResult r =
-      test::runAgainstReference(**kernel, *reference, p, /*seed=*/31, 1, &paging, &packing);
-  EXPECT_TRUE(r.allWritten) << "NaN or poison in the output";
-  EXPECT_TRUE(r.lseInfMatches);
-  EXPECT_LE(r.outError, 8e-3);
-  EXPECT_LE(r.lseError, 1e-5);
+  expectMatchesReference(GetParam(), opts, {queryLengths, keyLengths}, &paging, 1, 31);
 }
 
 // Split-KV and GQA packing (decode over ragged keys: FlashDecoding on a packed batch): packed
@@ -105,36 +98,17 @@ TEST_P(VarlenCases, OverAPagedCacheMatchesFloat64ReferencePerSequence) {
 // padded batch's, the merge storing packed rows. Contiguous keys and a paged cache; split counts
 // of 1, 3 and more than there are key blocks.
 TEST_P(VarlenCases, SplitAndPackedMatchFloat64ReferencePerSequence) {
-  const VarlenCase &c = GetParam();
-  auto [text, fileName] = test::variantSource(c.kernel, c.testOnly);
-  ASSERT_FALSE(text.empty());
-  auto reference = test::compileReference(text, fileName);
-  ASSERT_TRUE(reference);
   std::vector<int64_t> queryLengths = {3, 1, 0, 17, 1}, keyLengths = {500, 77, 30, 200, 0};
+  test::Paging paging{/*pageSize=*/16, keyLengths};
   for (bool paged : {false, true})
     for (int64_t splits : {1, 3, 40}) {
       CpuCompileOptions opts;
       opts.blockM = 16;
       opts.blockN = 16;
-      opts.varlen = true;
       opts.splitKv = true;
       opts.packGqa = splits != 3; // and unpacked once
-      opts.pagedKv = paged;
-      auto kernel = CpuKernel::compile(text, fileName, opts);
-      ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
-      reference::Problem p;
-      p.D = (*kernel)->headDim();
-      test::variantHeads(c.kernel, c.testOnly, p);
-      SCOPED_TRACE(testing::Message() << c.kernel << (paged ? " paged" : "") << " S=" << splits
-                                      << (opts.packGqa ? " packed" : ""));
-      test::Packing packing{queryLengths, keyLengths};
-      test::Paging paging{/*pageSize=*/16, keyLengths};
-      test::RunResult r = test::runAgainstReference(**kernel, *reference, p, /*seed=*/7, splits,
-                                                    paged ? &paging : nullptr, &packing);
-      EXPECT_TRUE(r.allWritten) << "NaN or poison in the output";
-      EXPECT_TRUE(r.lseInfMatches);
-      EXPECT_LE(r.outError, 8e-3);
-      EXPECT_LE(r.lseError, 1e-5);
+      expectMatchesReference(GetParam(), opts, {queryLengths, keyLengths},
+                             paged ? &paging : nullptr, splits, 7);
     }
 }
 
