@@ -77,6 +77,14 @@ struct TileSpecializePass : public tilefuse::impl::TileSpecializeBase<TileSpecia
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+    // The options specialize the kernel's signature (its storage type and head dimension): a
+    // bad one is reported at the kernel function, the module having no line of its own.
+    Location optionsLoc = module.getLoc();
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (!fn.isExternal()) {
+        optionsLoc = fn.getLoc();
+        break;
+      }
     Type newElt;
     if (!elementType.empty()) {
       newElt = llvm::StringSwitch<Type>(elementType)
@@ -85,13 +93,15 @@ struct TileSpecializePass : public tilefuse::impl::TileSpecializeBase<TileSpecia
                    .Case("f32", Float32Type::get(ctx))
                    .Default(Type());
       if (!newElt) {
-        module.emitError("tile-specialize: element-type must be bf16, f16 or f32, not '")
+        mlir::emitError(optionsLoc, "tile-specialize: element-type must be bf16, f16 or f32, "
+                                    "not '")
             << elementType << "'";
         return signalPassFailure();
       }
     }
     if (headDim < 0 || (headDim != 0 && headDim % 16 != 0)) {
-      module.emitError("tile-specialize: head-dim must be a positive multiple of 16, got ")
+      mlir::emitError(optionsLoc, "tile-specialize: head-dim must be a positive multiple of 16, "
+                                  "got ")
           << headDim.getValue();
       return signalPassFailure();
     }
@@ -101,7 +111,7 @@ struct TileSpecializePass : public tilefuse::impl::TileSpecializeBase<TileSpecia
       llvm::Expected<TileConfig> parsed = TileConfig::parse(config);
       llvm::Error error = parsed ? parsed->verify() : parsed.takeError();
       if (error) {
-        module.emitError("tile-specialize: config '")
+        mlir::emitError(optionsLoc, "tile-specialize: config '")
             << config << "': " << llvm::toString(std::move(error));
         return signalPassFailure();
       }

@@ -21,6 +21,8 @@ void tilefuse::runtime::registerCompilerDialects(DialectRegistry &registry) {
 tilefuse::runtime::DiagnosedSource::DiagnosedSource(MLIRContext &ctx, llvm::StringRef source,
                                                     llvm::StringRef bufferName)
     : ctx(ctx), handler(sourceMgr, &ctx, os) {
+  // A user reads these: the DSL line is the location, not a dump of the IR it became.
+  ctx.printOpOnDiagnostic(false);
   sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, bufferName),
                                llvm::SMLoc());
 }

@@ -112,3 +112,19 @@ func.func @typo(%Q: memref<?x?x?x64xbf16>) {
 // RUN: not tilefuse compile --kernel sliding_window --param window=7 -o %t/bad.ptx 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BADPARAM
 // BADPARAM: kernels/sliding_window.mlir:{{[0-9]+}}:{{[0-9]+}}: error: tile-specialize: the kernel has no parameter 'window' (it has: {{.*}}window_left
+
+// A bad head dimension or storage type is reported at the kernel function the options
+// specialize, without a dump of the IR; `run` takes --head-dim too.
+// RUN: not tilefuse compile --kernel causal --head-dim 100 -o %t/bad.ptx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADDIM
+// BADDIM: kernels/causal.mlir:{{[0-9]+}}:1: error: tile-specialize: head-dim must be a positive multiple of 16, got 100
+// BADDIM-NEXT: func.func @causal(
+// BADDIM-NOT: see current operation
+// RUN: not tilefuse compile --kernel causal --dtype f8 -o %t/bad.ptx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADTYPE
+// BADTYPE: kernels/causal.mlir:{{[0-9]+}}:1: error: tile-specialize: element-type must be bf16, f16 or f32, not 'f8'
+// BADTYPE-NOT: see current operation
+// RUN: tilefuse run --device cpu --kernel causal --head-dim 128 --M 70 --N 90 \
+// RUN:   | FileCheck %s --check-prefix=RUNDIM
+// RUNDIM: shape        B=2 H=8 Hkv=8 M=70 N=90 D=128
+// RUNDIM: result       PASS

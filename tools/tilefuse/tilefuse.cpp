@@ -209,6 +209,10 @@ static cl::opt<std::string> kernelFile("file", cl::desc("A DSL file instead of a
                                        cl::sub(runCmd), cl::cat(runCategory));
 static cl::opt<std::string> dtype("dtype", cl::desc("Storage type: bf16, f16 or f32"),
                                   cl::init("bf16"), cl::sub(runCmd), cl::cat(runCategory));
+static cl::opt<int64_t> runHeadDim("head-dim",
+                                   cl::desc("Head dimension, for a kernel written for any (0: as "
+                                            "written)"),
+                                   cl::init(0), cl::sub(runCmd), cl::cat(runCategory));
 static cl::opt<int64_t> optB("B", cl::desc("batch"), cl::init(2), cl::sub(runCmd),
                              cl::cat(runCategory));
 static cl::opt<int64_t> optH("H", cl::desc("query heads"), cl::init(8), cl::sub(runCmd),
@@ -310,7 +314,9 @@ static int runMain() {
 
   // The float64 reference comes from the same text (its written form, evaluated naively), so a
   // user's --file kernel is checked exactly like a bundled one.
-  auto reference = ReferenceKernel::compile(text, bufferName, ReferenceOptions());
+  ReferenceOptions referenceOptions;
+  referenceOptions.headDim = runHeadDim;
+  auto reference = ReferenceKernel::compile(text, bufferName, referenceOptions);
   if (!reference) {
     fmt::print(stderr, "{}\n", llvm::toString(reference.takeError()));
     return 1;
@@ -553,6 +559,7 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
                     const ReferenceKernel &reference) {
   CpuCompileOptions opts;
   opts.elementType = dtype;
+  opts.headDim = runHeadDim;
   opts.blockM = blockM;
   opts.blockN = blockN;
   opts.instrument = true;
@@ -654,6 +661,7 @@ static int runBackwardOnCpu(const std::string &text, const std::string &bufferNa
                             const ReferenceKernel &forwardReference) {
   CpuBackwardOptions opts;
   opts.elementType = dtype;
+  opts.headDim = runHeadDim;
   opts.blockM = blockM;
   opts.blockN = blockN;
   opts.deterministic = runDeterministic;
@@ -665,7 +673,9 @@ static int runBackwardOnCpu(const std::string &text, const std::string &bufferNa
     return 1;
   }
   double compileMs = msSince(t0);
-  auto reference = BackwardReferenceKernel::compile(text, bufferName, ReferenceOptions());
+  ReferenceOptions referenceOptions;
+  referenceOptions.headDim = runHeadDim;
+  auto reference = BackwardReferenceKernel::compile(text, bufferName, referenceOptions);
   if (!reference) {
     fmt::print(stderr, "{}\n", llvm::toString(reference.takeError()));
     return 1;
@@ -759,6 +769,7 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
     return fail(dev.takeError());
   PtxCompileOptions opts; // block sizes: the tuned defaults for the kernel's head dimension
   opts.elementType = dtype;
+  opts.headDim = runHeadDim;
   opts.splitKv = runSplitKv;
   opts.pagedKv = runPagedKv;
   opts.pageSize = runPagedKv ? runPageSize.getValue() : 0;
