@@ -464,15 +464,9 @@ def main():
             print(f"{impl}: {kpath.name}: {'causal' if causal else 'attention'} D={d} {dtype}"
                   f"{'' if bucket is None else f' N<={bucket}'}", file=sys.stderr)
 
-    if args.varlen:
-        results = run_varlen(args, torch, device, flush, impls, preparers, variants,
-                             variant_kernels)
-        write_report(args, torch, impls, tilefuse if "tilefuse" in impls else None,
-                     variant_kernels, results)
-        return
-    if args.decode:
-        results = run_decode(args, torch, device, flush, impls, preparers, variants,
-                             variant_kernels)
+    if args.varlen or args.decode:
+        run = run_varlen if args.varlen else run_decode
+        results = run(args, torch, device, flush, impls, preparers, variants, variant_kernels)
         write_report(args, torch, impls, tilefuse if "tilefuse" in impls else None,
                      variant_kernels, results)
         return

@@ -804,6 +804,10 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
       return std::move(e);
     return std::move(*buffer);
   };
+  auto upload32 = [&](const std::vector<int32_t> &host) {
+    return upload(std::vector<char>(reinterpret_cast<const char *>(host.data()),
+                                    reinterpret_cast<const char *>(host.data() + host.size())));
+  };
   // Paged: K and V are the caches; varlen: every tensor is packed.
   auto q = upload(in.packed ? in.packed->q : in.q),
        k = upload(in.paged ? in.paged->kCache : in.packed ? in.packed->k : in.k),
@@ -842,10 +846,6 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
     strides.kB = strides.vB = cache[0];
     strides.kH = strides.vH = cache[1];
     strides.kN = strides.vN = cache[2];
-    auto upload32 = [&](const std::vector<int32_t> &host) {
-      return upload(std::vector<char>(reinterpret_cast<const char *>(host.data()),
-                                      reinterpret_cast<const char *>(host.data() + host.size())));
-    };
     auto t = upload32(in.paged->table), l = upload32(in.paged->lengths32);
     if (!t)
       return fail(t.takeError());
@@ -872,10 +872,6 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
       strides.kH = strides.vH = p.D;
       strides.kN = strides.vN = p.Hkv * p.D;
     }
-    auto upload32 = [&](const std::vector<int32_t> &host) {
-      return upload(std::vector<char>(reinterpret_cast<const char *>(host.data()),
-                                      reinterpret_cast<const char *>(host.data() + host.size())));
-    };
     auto cq = upload32(in.packed->cuQ), ck = upload32(in.packed->cuK);
     if (!cq)
       return fail(cq.takeError());

@@ -238,11 +238,12 @@ llvm::Error checkVarlenShapes(const HostView &q, const HostView &k, const HostVi
   // Host memory: the offsets are checked, so a bad one is an error here, not a read out of
   // bounds.
   int64_t B = q.sizes[0];
-  for (auto [offsets, name, limit, total] :
-       {std::tuple(varlen.cuSeqlensQ, "query", q.sizes[2], varlen.totalQ),
-        std::tuple(varlen.cuSeqlensK, "key", k.sizes[2], varlen.totalK)}) {
-    if (pagedKeys && llvm::StringRef(name) == "key")
-      continue; // paged, the keys are the caches' lengths (checkPagedShapes)
+  // Paged, the keys are the caches' lengths (checkPagedShapes): only the queries' offsets.
+  for (auto [offsets, name, limit, total, checked] :
+       {std::tuple(varlen.cuSeqlensQ, "query", q.sizes[2], varlen.totalQ, true),
+        std::tuple(varlen.cuSeqlensK, "key", k.sizes[2], varlen.totalK, !pagedKeys)}) {
+    if (!checked)
+      continue;
     if (offsets[B] > total)
       return makeError(llvm::Twine("the ") + name + " sequences end at row " +
                        llvm::Twine(offsets[B]) + ", past the packed tensor's " +

@@ -64,6 +64,29 @@ DevicePtr address(const void *pointer) {
   return static_cast<DevicePtr>(reinterpret_cast<uintptr_t>(pointer));
 }
 
+/// Every launch form of the C API: `function`'s argument checks (the kernel; the strides where
+/// `stridesNeeded` names what they describe, else NULL strides are contiguous), then
+/// CudaKernel::launch, which checks the rest.
+int launchForm(const char *function, const char *stridesNeeded, const tilefuse_kernel *kernel,
+               void *stream, const void *q, const void *k, const void *v, void *o, void *lse,
+               const AttentionShape &shape, const int64_t *strides, int64_t kvSplits,
+               const tilefuse::runtime::PagedKV *paged, const tilefuse::runtime::Varlen *varlen,
+               char *err, size_t errlen) {
+  if (!kernel)
+    return invalidArgument((std::string(function) + ": kernel is NULL").c_str(), err, errlen);
+  if (!strides && stridesNeeded)
+    return invalidArgument((std::string(function) + ": strides must not be NULL (" +
+                            stridesNeeded + ")")
+                               .c_str(),
+                           err, errlen);
+  AttentionBuffers buffers{address(q), address(k), address(v), address(o), address(lse)};
+  AttentionStrides layout = strides ? AttentionStrides::fromArray(strides)
+                                    : AttentionStrides::contiguous(shape);
+  return report(kernel->kernel->launch(static_cast<CUstream_st *>(stream), buffers, shape, layout,
+                                       kvSplits, paged, varlen),
+                err, errlen);
+}
+
 } // namespace
 
 int tilefuse_cuda_available(char *err, size_t errlen) {
@@ -96,15 +119,8 @@ int tilefuse_cuda_launch_split(const tilefuse_kernel *kernel, void *stream, cons
                                int64_t H, int64_t Hkv, int64_t M, int64_t N, int64_t D,
                                const int64_t *strides, int64_t kv_splits, char *err,
                                size_t errlen) {
-  if (!kernel)
-    return invalidArgument("tilefuse_cuda_launch: kernel is NULL", err, errlen);
-  AttentionShape shape{B, H, Hkv, M, N, D};
-  AttentionBuffers buffers{address(q), address(k), address(v), address(o), address(lse)};
-  AttentionStrides layout = strides ? AttentionStrides::fromArray(strides)
-                                    : AttentionStrides::contiguous(shape);
-  return report(kernel->kernel->launch(static_cast<CUstream_st *>(stream), buffers, shape, layout,
-                                       kv_splits),
-                err, errlen);
+  return launchForm("tilefuse_cuda_launch", nullptr, kernel, stream, q, k, v, o, lse,
+                    {B, H, Hkv, M, N, D}, strides, kv_splits, nullptr, nullptr, err, errlen);
 }
 
 int tilefuse_cuda_launch_paged(const tilefuse_kernel *kernel, void *stream, const void *q,
@@ -114,20 +130,11 @@ int tilefuse_cuda_launch_paged(const tilefuse_kernel *kernel, void *stream, cons
                                int64_t pages_per_sequence, int64_t table_stride,
                                const int32_t *kv_lengths, int64_t page_size, int64_t pages,
                                int64_t kv_splits, char *err, size_t errlen) {
-  if (!kernel)
-    return invalidArgument("tilefuse_cuda_launch_paged: kernel is NULL", err, errlen);
-  if (!strides)
-    return invalidArgument("tilefuse_cuda_launch_paged: strides must not be NULL (the caches' "
-                           "page, head and row strides)",
-                           err, errlen);
-  AttentionShape shape{B, H, Hkv, M, N, D};
-  AttentionBuffers buffers{address(q), address(k_cache), address(v_cache), address(o),
-                           address(lse)};
   auto paged = tilefuse::runtime::PagedKV::of(page_table, pages_per_sequence, table_stride,
                                               kv_lengths, page_size, pages);
-  return report(kernel->kernel->launch(static_cast<CUstream_st *>(stream), buffers, shape,
-                                       AttentionStrides::fromArray(strides), kv_splits, &paged),
-                err, errlen);
+  return launchForm("tilefuse_cuda_launch_paged", "the caches' page, head and row strides",
+                    kernel, stream, q, k_cache, v_cache, o, lse, {B, H, Hkv, M, N, D}, strides,
+                    kv_splits, &paged, nullptr, err, errlen);
 }
 
 int tilefuse_cuda_launch_varlen(const tilefuse_kernel *kernel, void *stream, const void *q,
@@ -136,19 +143,10 @@ int tilefuse_cuda_launch_varlen(const tilefuse_kernel *kernel, void *stream, con
                                 const int64_t *strides, const int32_t *cu_seqlens_q,
                                 const int32_t *cu_seqlens_k, int64_t total_q, int64_t total_k,
                                 char *err, size_t errlen) {
-  if (!kernel)
-    return invalidArgument("tilefuse_cuda_launch_varlen: kernel is NULL", err, errlen);
-  if (!strides)
-    return invalidArgument("tilefuse_cuda_launch_varlen: strides must not be NULL (the packed "
-                           "tensors' head and row strides)",
-                           err, errlen);
-  AttentionShape shape{B, H, Hkv, M, N, D};
-  AttentionBuffers buffers{address(q), address(k), address(v), address(o), address(lse)};
   auto varlen = tilefuse::runtime::Varlen::of(cu_seqlens_q, cu_seqlens_k, total_q, total_k);
-  return report(kernel->kernel->launch(static_cast<CUstream_st *>(stream), buffers, shape,
-                                       AttentionStrides::fromArray(strides), 0, nullptr,
-                                       &varlen),
-                err, errlen);
+  return launchForm("tilefuse_cuda_launch_varlen", "the packed tensors' head and row strides",
+                    kernel, stream, q, k, v, o, lse, {B, H, Hkv, M, N, D}, strides, 0, nullptr,
+                    &varlen, err, errlen);
 }
 
 int tilefuse_cuda_launch_paged_varlen(const tilefuse_kernel *kernel, void *stream, const void *q,
@@ -160,22 +158,14 @@ int tilefuse_cuda_launch_paged_varlen(const tilefuse_kernel *kernel, void *strea
                                       int64_t page_size, int64_t pages,
                                       const int32_t *cu_seqlens_q, int64_t total_q, char *err,
                                       size_t errlen) {
-  if (!kernel)
-    return invalidArgument("tilefuse_cuda_launch_paged_varlen: kernel is NULL", err, errlen);
-  if (!strides)
-    return invalidArgument("tilefuse_cuda_launch_paged_varlen: strides must not be NULL (the "
-                           "packed tensors' and the caches' strides)",
-                           err, errlen);
-  AttentionShape shape{B, H, Hkv, M, N, D};
-  AttentionBuffers buffers{address(q), address(k_cache), address(v_cache), address(o),
-                           address(lse)};
   auto paged = tilefuse::runtime::PagedKV::of(page_table, pages_per_sequence, table_stride,
                                               kv_lengths, page_size, pages);
   // The keys are the caches': no key offsets.
   auto varlen = tilefuse::runtime::Varlen::of(cu_seqlens_q, nullptr, total_q, 0);
-  return report(kernel->kernel->launch(static_cast<CUstream_st *>(stream), buffers, shape,
-                                       AttentionStrides::fromArray(strides), 0, &paged, &varlen),
-                err, errlen);
+  return launchForm("tilefuse_cuda_launch_paged_varlen",
+                    "the packed tensors' and the caches' strides", kernel, stream, q, k_cache,
+                    v_cache, o, lse, {B, H, Hkv, M, N, D}, strides, 0, &paged, &varlen, err,
+                    errlen);
 }
 
 int tilefuse_cuda_launch(const tilefuse_kernel *kernel, void *stream, const void *q,

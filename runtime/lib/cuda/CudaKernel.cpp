@@ -291,10 +291,10 @@ llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metada
   if (varlen) {
     auto address = [](const int32_t *p) { return reinterpret_cast<uintptr_t>(p); };
     // A paged varlen kernel's keys are the caches': its key offsets are not read (may be null).
-    for (auto [name, pointer] : {std::pair{"query offsets", address(varlen->cuSeqlensQ)},
-                                 std::pair{"key offsets", address(varlen->cuSeqlensK)}})
-      if ((!pointer && !(metadata.pagedKv && llvm::StringRef(name) == "key offsets")) ||
-          pointer % 4)
+    for (auto [name, pointer, required] :
+         {std::tuple{"query offsets", address(varlen->cuSeqlensQ), true},
+          std::tuple{"key offsets", address(varlen->cuSeqlensK), !metadata.pagedKv}})
+      if ((!pointer && required) || pointer % 4)
         return fail(llvm::Twine("the ") + name + " pointer must be non-null and 4-byte aligned");
     if (varlen->totalQ < 0 || varlen->totalK < 0)
       return fail("the packed tensors' rows (totalQ, totalK) must not be negative");
