@@ -18,15 +18,20 @@
 # Needs the development build (build/, scripts/bootstrap.sh; TILEFUSE_BUILD_DIR for another) and the CUDA toolkit's ptxas
 # (CUDA_HOME, CUDA_PATH, PATH or /usr/local/cuda/bin).
 #
-#   scripts/build-aot.sh [--arch sm_90a]
+#   scripts/build-aot.sh [--arch sm_90a] [--head-dim D]
+#
+# --head-dim sets the causal kernels' head dimension (default: the kernel's own, 64); at 96 to 192
+# on sm_90a causal.h is the warp-specialized kernel, whose launcher encodes TMA tensor maps.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 arch=sm_90a
+dims=()
 while (($#)); do
   case "$1" in
     --arch) arch=$2; shift 2 ;;
-    *) echo "usage: $0 [--arch sm_90a|sm_80]" >&2; exit 2 ;;
+    --head-dim) dims=(--head-dim "$2"); shift 2 ;;
+    *) echo "usage: $0 [--arch sm_90a|sm_80] [--head-dim D]" >&2; exit 2 ;;
   esac
 done
 
@@ -41,18 +46,18 @@ out=build-gpu/aot
 rm -rf "$out"
 mkdir -p "$out"
 
-"$tilefuse" compile --kernel causal --arch "$arch" --emit ptx -o "$out/causal.ptx"
+"$tilefuse" compile --kernel causal "${dims[@]}" --arch "$arch" --emit ptx -o "$out/causal.ptx"
 mv "$out/causal.json" "$out/causal.ptx.json"
-"$tilefuse" compile --kernel causal --arch "$arch" --emit cubin -o "$out/causal.cubin"
-"$tilefuse" compile --kernel causal --arch "$arch" --emit header -o "$out/causal.h"
+"$tilefuse" compile --kernel causal "${dims[@]}" --arch "$arch" --emit cubin -o "$out/causal.cubin"
+"$tilefuse" compile --kernel causal "${dims[@]}" --arch "$arch" --emit header -o "$out/causal.h"
 "$tilefuse" compile --kernel gqa --arch "$arch" --emit header -o "$out/gqa.h"
-"$tilefuse" compile --kernel causal --arch "$arch" --split-kv --emit header --name causal_split \
+"$tilefuse" compile --kernel causal "${dims[@]}" --arch "$arch" --split-kv --emit header --name causal_split \
   -o "$out/causal_split.h"
-"$tilefuse" compile --kernel causal --arch "$arch" --varlen --emit header --name causal_varlen \
+"$tilefuse" compile --kernel causal "${dims[@]}" --arch "$arch" --varlen --emit header --name causal_varlen \
   -o "$out/causal_varlen.h"
-"$tilefuse" compile --kernel causal --arch "$arch" --paged-kv --emit header --name causal_paged \
+"$tilefuse" compile --kernel causal "${dims[@]}" --arch "$arch" --paged-kv --emit header --name causal_paged \
   -o "$out/causal_paged.h"
-"$tilefuse" compile --kernel causal --arch "$arch" --paged-kv --varlen --emit header \
+"$tilefuse" compile --kernel causal "${dims[@]}" --arch "$arch" --paged-kv --varlen --emit header \
   --name causal_paged_varlen -o "$out/causal_paged_varlen.h"
 cp test/gpu/AotCheck.c "$out/AotCheck.c"
 

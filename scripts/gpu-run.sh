@@ -26,6 +26,9 @@
 #              memcheck + racecheck on small cases
 #   tests-paged-varlen  the same over paged caches (build-gpu/kernels-paged-varlen: chunked
 #              prefill), odd and even page sizes
+#   tests-ws   the warp-specialized kernels (build-gpu/variants/ws: warp_specialize=true, TMA
+#              producer and wgmma consumers) against float64, then memcheck, racecheck and
+#              synccheck on their small cases
 #   tests-varlen-split  split-KV varlen kernels (build-gpu/kernels-varlen-split): decode over
 #              ragged keys at several split counts, contiguous and paged
 #   varlen     bench.py --varlen: prefill on a mix of sequence lengths, packed (tf:varlen,
@@ -128,6 +131,14 @@ for step in "${steps[@]}"; do
     tests-paged-varlen)
       # The varlen kernels over paged caches: packed queries, paged keys.
       kernel_set_tests paged-varlen build-gpu/kernels-paged-varlen
+      ;;
+    tests-ws)
+      # Warp-specialized kernels (mbarrier rings between a TMA producer and the consumers):
+      # synccheck too, for the named and mbarrier synchronization.
+      kernel_set_tests ws build-gpu/variants/ws
+      run_step synccheck-ws env TILEFUSE_PTX_DIR=build-gpu/variants/ws TILEFUSE_GPU_SMALL=1 \
+        compute-sanitizer --tool synccheck --error-exitcode 1 --print-limit 20 "$tests" \
+        --gtest_brief=1 --gtest_filter='GpuAttention*'
       ;;
     tests-varlen-split)
       # The split varlen kernels: decode over ragged keys, several split counts.

@@ -29,19 +29,20 @@ bool TileConfig::isComplete() const {
 
 bool TileConfig::empty() const {
   return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue && !stages &&
-         !packGqa && !ctasPerSm;
+         !packGqa && !ctasPerSm && !warpSpecialize;
 }
 
 bool TileConfig::operator==(const TileConfig &other) const {
   return blockM == other.blockM && blockN == other.blockN && rowsPerWarp == other.rowsPerWarp &&
          mma == other.mma && qOperand == other.qOperand && copyIssue == other.copyIssue &&
-         stages == other.stages && packGqa == other.packGqa && ctasPerSm == other.ctasPerSm;
+         stages == other.stages && packGqa == other.packGqa && ctasPerSm == other.ctasPerSm &&
+         warpSpecialize == other.warpSpecialize;
 }
 
 llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
   return llvm::hash_combine(config.blockM, config.blockN, config.rowsPerWarp, config.mma,
                             config.qOperand, config.copyIssue, config.stages, config.packGqa,
-                            config.ctasPerSm);
+                            config.ctasPerSm, config.warpSpecialize);
 }
 
 std::string TileConfig::print() const {
@@ -62,6 +63,8 @@ std::string TileConfig::print() const {
     items.push_back("stages=" + std::to_string(*stages));
   if (packGqa)
     items.push_back(*packGqa ? "pack_gqa=true" : "pack_gqa=false");
+  if (warpSpecialize)
+    items.push_back(*warpSpecialize ? "warp_specialize=true" : "warp_specialize=false");
   if (ctasPerSm)
     items.push_back("ctas_per_sm=" + std::to_string(*ctasPerSm));
   return llvm::join(items, ",");
@@ -105,8 +108,11 @@ llvm::Error TileConfig::set(llvm::StringRef key, llvm::StringRef value) {
     return choice(packGqa, false, "false", true, "true");
   if (key == "ctas_per_sm" || key == "ctas-per-sm")
     return integer(ctasPerSm);
+  if (key == "warp_specialize" || key == "warp-specialize")
+    return choice(warpSpecialize, false, "false", true, "true");
   return fail("unknown setting '" + key +
-              "' (Br, Bc, rows_per_warp, mma, q, copy_issue, stages, pack_gqa, ctas_per_sm)");
+              "' (Br, Bc, rows_per_warp, mma, q, copy_issue, stages, pack_gqa, ctas_per_sm, "
+              "warp_specialize)");
 }
 
 llvm::Expected<TileConfig> TileConfig::parse(llvm::StringRef text) {
@@ -143,6 +149,8 @@ TileConfig TileConfig::overriddenBy(const TileConfig &other) const {
     out.packGqa = other.packGqa;
   if (other.ctasPerSm)
     out.ctasPerSm = other.ctasPerSm;
+  if (other.warpSpecialize)
+    out.warpSpecialize = other.warpSpecialize;
   return out;
 }
 
@@ -167,6 +175,11 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   // moves whole rows of one head.
   if (packGqa == true && qOperand == QOperand::Shared)
     return fail("pack_gqa=true needs q=registers (packed rows are not copied to shared memory)");
+  // The consumers are warpgroups issuing wgmma; the producer's TMA panels are wgmma's 128-byte
+  // swizzle (LaunchAbi.h), and its pack of G heads' rows would need a gathering load.
+  if (warpSpecialize == true && (mma == MmaKind::Sync || packGqa == true ||
+                                 (!chip.empty() && chip != "sm_90a")))
+    return fail("warp_specialize=true needs mma=wgmma (chip sm_90a) and pack_gqa=false");
   if (mma == MmaKind::Wgmma) {
     // the GPU lowering's constraints for warpgroup MMAs (its message), checked here so the tuner
     // never compiles a configuration the pass would refuse.
@@ -179,10 +192,17 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
 }
 
 int64_t TileConfig::threads() const {
-  return blockM && rowsPerWarp ? 32 * (*blockM / *rowsPerWarp) : 0;
+  return blockM && rowsPerWarp ? 32 * (*blockM / *rowsPerWarp) + producerThreads() : 0;
 }
 
-TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip) {
+/// Warp specialization as the default: measured on the H200 at head dims 96, 128 and 192 (1.03x to
+/// 1.43x the one-warpgroup kernel, docs/perf.md, 2026-12-01, ninth session); at 64 it is 7-14%
+/// slower (the softmax's issue bound, not the loads), and at 256 Bc = 128 does not fit.
+static bool warpSpecializedByDefault(int64_t headDim, llvm::StringRef chip, KeyLayout keys) {
+  return chip == "sm_90a" && keys == KeyLayout::Tensors && headDim >= 96 && headDim <= 192;
+}
+
+TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, KeyLayout keys) {
   TileConfig c;
   c.qOperand = QOperand::Registers;
   c.copyIssue = CopyIssue::Eager;
@@ -197,6 +217,12 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip) {
     c.blockN = headDim <= 64 ? 128 : 64;
     c.rowsPerWarp = 16;
     c.mma = MmaKind::Wgmma;
+    if (warpSpecializedByDefault(headDim, chip, keys)) {
+      // Two consumer warpgroups and key blocks of 128 (FlashAttention-3's tile).
+      c.blockM = 128;
+      c.blockN = 128;
+      c.warpSpecialize = true;
+    }
     return c;
   }
   // mma.sync: at D <= 64 two m16 tiles per warp (Br = 128 on 4 warps) reach FA2; at D = 128
@@ -218,7 +244,8 @@ TileConfig tilefuse::splitKvTileConfig(int64_t headDim, llvm::StringRef chip) {
 
 llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &requested,
                                                                 int64_t headDim,
-                                                                llvm::StringRef chip) {
+                                                                llvm::StringRef chip,
+                                                                KeyLayout keys) {
   // The fields one by one first, so a bad value is named as such, not as a bad combination.
   TileConfig alone;
   alone.blockM = requested.blockM;
@@ -233,9 +260,14 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   bool syncOnly = requested.mma == MmaKind::Sync || requested.rowsPerWarp == 32 ||
                   requested.qOperand == QOperand::Shared ||
                   (requested.blockM && *requested.blockM % 64);
-  TileConfig tiles =
-      defaultTileConfig(headDim, syncOnly ? llvm::StringRef("sm_80") : chip)
-          .overriddenBy(requested);
+  // The warp-specialized default only where nothing asked for rules it out.
+  bool noWarpRoles = syncOnly || requested.packGqa == true || requested.warpSpecialize == false;
+  TileConfig base = defaultTileConfig(headDim, syncOnly ? llvm::StringRef("sm_80") : chip,
+                                      noWarpRoles ? KeyLayout::Gathered : keys);
+  // Warp-specialized: two consumer warpgroups (FlashAttention-3's Br = 128) unless Br is set.
+  if (requested.warpSpecialize == true && !syncOnly)
+    base.blockM = 128;
+  TileConfig tiles = base.overriddenBy(requested);
   if (!requested.rowsPerWarp && *tiles.blockM % *tiles.rowsPerWarp)
     tiles.rowsPerWarp = 16; // an explicit Br the default rows-per-warp does not divide
   // The chip is left to convert-tgpu-to-nvvm, whose message names it.

@@ -8,6 +8,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace tilefuse::tgpu;
@@ -19,15 +20,22 @@ using namespace tilefuse::tgpu;
 // Shared buffers and rings
 //===----------------------------------------------------------------------===//
 
+/// An mbarrier is one 64-bit word of shared memory.
+static constexpr int64_t kMBarrierBytes = 8;
+
 int64_t AllocOp::getSizeInBytes() {
   if (auto ring = dyn_cast<RingType>(getType()))
     return ring.getSizeInBytes();
+  if (auto barriers = dyn_cast<mlir::nvgpu::MBarrierGroupType>(getType()))
+    return kMBarrierBytes * barriers.getNumBarriers();
   return cast<BufferType>(getType()).getSizeInBytes();
 }
 
 int64_t AllocOp::getAlignment() {
   if (auto ring = dyn_cast<RingType>(getType()))
     return ring.getAlignment();
+  if (isa<mlir::nvgpu::MBarrierGroupType>(getType()))
+    return kMBarrierBytes;
   return cast<BufferType>(getType()).getAlignment();
 }
 
@@ -83,6 +91,24 @@ LogicalResult AsyncCopyOp::verify() {
                          << buffer.getSharedTile().rowBytes() << " bytes is not whole chunks";
   if (getPageTable() && view.getRank() != 4)
     return emitOpError("a paged copy reads a rank-4 cache at (batch, head, row)");
+  return success();
+}
+
+int64_t WarpSpecializeOp::registersAtLaunch(int64_t threads, int64_t ctasPerSm) {
+  int64_t perThread = 65536 / std::max<int64_t>(1, threads * std::max<int64_t>(1, ctasPerSm));
+  return std::min<int64_t>(255, perThread) / 8 * 8;
+}
+
+LogicalResult TensorMapOp::verify() {
+  auto argument = dyn_cast<BlockArgument>(getView());
+  if (!argument || !isa<mlir::FunctionOpInterface>(argument.getOwner()->getParentOp()))
+    return emitOpError("maps a kernel argument (the launcher encodes its tensor map), not a "
+                       "value computed in the kernel");
+  auto view = cast<MemRefType>(getView().getType());
+  MemRefType box = getDescriptor().getType().getTensor();
+  if (box.getRank() != view.getRank() || box.getElementType() != view.getElementType())
+    return emitOpError() << "the descriptor's box " << box << " must have the rank and element "
+                         << "type of the view " << view;
   return success();
 }
 

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "tilefuse/dialect/KernelConfig.h"
 
 namespace tilefuse {
 #define GEN_PASS_DEF_TILEPIPELINE
@@ -151,6 +152,13 @@ void prefetchKeys(scf::ForOp loop) {
 
 struct TilePipelinePass : public tilefuse::impl::TilePipelineBase<TilePipelinePass> {
   void runOnOperation() override {
+    // A warp-specialized kernel's producer runs ahead of its consumers through rings of stages
+    // (tgpu-warp-specialize): nothing to prefetch or hoist here.
+    FailureOr<TileConfig> config = tile::readModuleConfig(getOperation());
+    if (failed(config))
+      return signalPassFailure();
+    if (config->warpSpecialize.value_or(false))
+      return;
     SmallVector<scf::ForOp> loops;
     getOperation().walk([&](scf::ForOp loop) {
       if (loop->hasAttr(kKVLoopAttr))

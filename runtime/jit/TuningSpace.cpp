@@ -25,6 +25,9 @@ ResourceEstimate jit::estimateResources(const TileConfig &config, int64_t headDi
   int64_t keyBlock = buffer(bc * d * elementBytes);
   int64_t stages = config.stages.value_or(2);
   e.sharedBytes = stages * keyBlock /* the K ring */ + keyBlock /* V */;
+  // Warp-specialized: the values have a ring of their own, and each stage two mbarriers.
+  if (config.warpSpecialize.value_or(false))
+    e.sharedBytes = 2 * stages * keyBlock + 4 * stages * 8;
   if (config.qOperand == QOperand::Shared)
     e.sharedBytes += buffer(br * d * elementBytes);
   e.seedSharedBytes = 4 * br * d + 4 * bc * d + 2 * br * bc + 8 * br;
@@ -32,6 +35,7 @@ ResourceEstimate jit::estimateResources(const TileConfig &config, int64_t headDi
   int64_t query = config.qOperand == QOperand::Shared ? 0 : rows * d / 64;
   e.registersPerThread = accumulator + scores + query + 32;
   e.threads = config.threads();
+  e.producerThreads = config.producerThreads();
   return e;
 }
 
@@ -47,6 +51,8 @@ TuningAxes TuningAxes::forChip(llvm::StringRef chip) {
   axes.copyIssue = {CopyIssue::Eager, CopyIssue::AtBarrier};
   axes.stages = {2, 3};
   axes.ctasPerSm = {std::nullopt, 2, 3, 4};
+  if (chip == "sm_90a")
+    axes.warpSpecialize = {false, true};
   return axes;
 }
 
@@ -89,9 +95,11 @@ static std::string pruneReason(const ResourceEstimate &e, const ChipLimits &limi
   if (e.registersPerThread > limits.registersPerThread)
     return "registers: ~" + std::to_string(e.registersPerThread) + " per thread estimated, " +
            "over " + std::to_string(limits.registersPerThread) + " (it would spill)";
-  if (e.registersPerThread * e.threads > limits.registersPerBlock)
+  // A producer warpgroup keeps 24 registers a thread (setmaxnreg); the consumers take the rest.
+  int64_t consumers = e.threads - e.producerThreads;
+  if (e.registersPerThread * consumers + 24 * e.producerThreads > limits.registersPerBlock)
     return "registers: ~" + std::to_string(e.registersPerThread) + " x " +
-           std::to_string(e.threads) + " threads per block estimated, over the SM's " +
+           std::to_string(consumers) + " threads per block estimated, over the SM's " +
            std::to_string(limits.registersPerBlock);
   return "";
 }
@@ -124,7 +132,8 @@ std::vector<Candidate> jit::enumerateSpace(int64_t headDim, llvm::StringRef chip
             for (CopyIssue copy : axes.copyIssue)
               for (int64_t stages : axes.stages)
                 for (bool packGqa : axes.packGqa)
-                  for (std::optional<int64_t> ctas : axes.ctasPerSm) {
+                  for (std::optional<int64_t> ctas : axes.ctasPerSm)
+                    for (bool roles : axes.warpSpecialize) {
                   config.blockM = br;
                   config.blockN = bc;
                   config.rowsPerWarp = rows;
@@ -134,6 +143,7 @@ std::vector<Candidate> jit::enumerateSpace(int64_t headDim, llvm::StringRef chip
                   config.stages = stages;
                   config.packGqa = packGqa;
                   config.ctasPerSm = ctas;
+                  config.warpSpecialize = roles;
                   add(config);
                 }
   return space;

@@ -53,7 +53,7 @@ static constexpr llvm::StringLiteral headerTemplate = R"tilefuse_c(/* @NAME@.h -
  * Hkv; B and H at most 65535; M and N below 2^31; strides non-negative, even for q and o,
  * multiples of 8 for k and v; every tensor's largest element offset below 2^31 (the kernel
  * indexes in 32 bits); q, o and lse 4-byte aligned, k and v 16-byte aligned.
-@PAGED_DOC@@SPLIT_DOC@@VARLEN_DOC@ *
+@PAGED_DOC@@SPLIT_DOC@@VARLEN_DOC@@TMA_DOC@ *
  * The first call loads the module into the CUDA context current on the calling thread (device
  * 0's primary context, made current, when there is none); later calls must run with that
  * context current, or with none (CUDA_ERROR_INVALID_CONTEXT otherwise). The module stays
@@ -267,7 +267,7 @@ static inline const char *@NAME@_check(const void *q, const void *k, const void 
   return NULL;
 }
 
-@SPLIT_WORKSPACE@static inline CUresult @NAME@_launch(CUstream stream, const void *q, const void *k,
+@SPLIT_WORKSPACE@@TMA_MAP@static inline CUresult @NAME@_launch(CUstream stream, const void *q, const void *k,
                                      const void *v, void *o, float *lse, int64_t B, int64_t H,
                                      int64_t Hkv, int64_t M, int64_t N,
                                      const int64_t strides[@STRIDE_COUNT@]@PAGED_SIGNATURE@@SPLIT_SIGNATURE@@VARLEN_SIGNATURE@) {
@@ -275,7 +275,7 @@ static inline const char *@NAME@_check(const void *q, const void *k, const void 
   int64_t sizes[@SIZE_COUNT@];
   int64_t s[@STRIDE_COUNT@];
   void *parameters[@LAUNCH_PARAMETER_COUNT@];
-@PAGED_LOCALS@@SPLIT_LOCALS@@VARLEN_LOCALS@
+@PAGED_LOCALS@@SPLIT_LOCALS@@VARLEN_LOCALS@@TMA_LOCALS@
   CUfunction function;
   CUcontext loaded, current = NULL;
   CUresult result;
@@ -306,7 +306,7 @@ static inline const char *@NAME@_check(const void *q, const void *k, const void 
     parameters[@FIRST_SIZE@ + i] = &sizes[i];
   for (i = 0; i < @STRIDE_COUNT@; ++i)
     parameters[@FIRST_STRIDE@ + i] = &s[i];
-@PAGED_PACK@@VARLEN_PACK@@SPLIT_PACK@  /* The program grid (launch_abi::programGrid). */
+@PAGED_PACK@@VARLEN_PACK@@SPLIT_PACK@@TMA_PACK@  /* The program grid (launch_abi::programGrid). */
   rowBlocks = (unsigned)(((@UPPER@_PACK_GQA ? H / Hkv * M : M) + @UPPER@_BLOCK_M - 1) /
                          @UPPER@_BLOCK_M);
   heads = (unsigned)(@UPPER@_PACK_GQA ? Hkv : H);
@@ -438,6 +438,42 @@ static inline CUresult @NAME@_split_workspace_init(CUdeviceptr workspace, int64_
                                                    int64_t Hkv, int64_t M, CUstream stream) {
   @NAME@_split_workspace_layout w = @NAME@_split_workspace(1, B, H, Hkv, M);
   return cuMemsetD8Async(workspace + w.counters, 0, w.counter_bytes, stream);
+}
+
+)tilefuse_c";
+
+// A TMA kernel's additions (warp_specialize; LaunchAbi.h's tensor maps). The launcher's checks
+// already cover most of the maps' rules (16-byte aligned k and v, strides of whole 16 bytes,
+// sizes below 2^32, the 32-bit offsets bound every stride of a dimension longer than 1 below
+// 2^40 bytes); block_n <= 256 emitAotHeader checks. What the driver still refuses (a stride of
+// 2^40 bytes or more of a dimension of size 1) comes back as the launch's result.
+static constexpr llvm::StringLiteral tmaDoc = R"tilefuse_c( *
+ * TMA: the kernel reads k and v through tensor maps (CUtensorMap) that every launch encodes
+ * with cuTensorMapEncodeTiled (CUDA 12.0 or later; a GPU of compute capability 9.0); where the
+ * driver refuses a map, its error is the launch's result and nothing is launched.
+)tilefuse_c";
+
+static constexpr llvm::StringLiteral tmaMap = R"tilefuse_c(#if CUDA_VERSION < 12000
+#error "@NAME@.h reads K and V with TMA: it needs cuda.h of CUDA 12.0 or later"
+#endif
+
+/* The tensor map of k or v at `base` with element strides {b, h, n} (launch_abi's k_map,
+ * v_map): dimensions {D, N, Hkv, B}, innermost first; boxes of one 128-byte panel of
+ * @UPPER@_BLOCK_N rows, swizzled as wgmma reads them; elements out of bounds read as zero. */
+static inline CUresult @NAME@_tensor_map_(CUtensorMap *map, const void *base, int64_t B,
+                                          int64_t Hkv, int64_t N, const int64_t strides[3]) {
+  const cuuint64_t dims[4] = {@UPPER@_HEAD_DIM, (cuuint64_t)N, (cuuint64_t)Hkv,
+                              (cuuint64_t)B};
+  const cuuint64_t byte_strides[3] = {(cuuint64_t)strides[2] * @UPPER@_ELEMENT_BYTES,
+                                      (cuuint64_t)strides[1] * @UPPER@_ELEMENT_BYTES,
+                                      (cuuint64_t)strides[0] * @UPPER@_ELEMENT_BYTES};
+  const cuuint32_t box[4] = {@TMA_BOX_COLUMNS@, @UPPER@_BLOCK_N, 1, 1};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  return cuTensorMapEncodeTiled(map, @TMA_DATA_TYPE@, 4, (void *)(uintptr_t)base,
+                                dims, byte_strides, box, element_strides,
+                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
 )tilefuse_c";
@@ -721,5 +757,41 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
   }
   values["SPLIT_PACK"] = splitPack;
   values["SPLIT_GRID"] = split ? " * (unsigned)splits" : "";
+  // The TMA form: the tensor maps of k and v after every other parameter.
+  bool tma = kernel.kvTma;
+  if (tma && (paged || varlen))
+    return fail("a TMA kernel (warp_specialize) is neither paged nor varlen");
+  // The box's rows are a tensor map's box dimension: at most 256.
+  if (tma && (kernel.blockN < 1 || kernel.blockN > 256))
+    return fail("the TMA kernel's block_n " + llvm::Twine(kernel.blockN) +
+                " is outside a tensor map's boxes [1, 256]");
+  int firstMap = firstSplit + (split ? launch_abi::kSplitParameterCount : 0);
+  if (tma)
+    values["LAUNCH_PARAMETER_COUNT"] = std::to_string(firstMap + launch_abi::kTensorMapCount);
+  values["TMA_DATA_TYPE"] = kernel.dtype == "bf16" ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
+                                                   : "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
+  values["TMA_BOX_COLUMNS"] = std::to_string(launch_abi::tmaBoxColumns(2));
+  values["TMA_DOC"] = tma ? tmaDoc.str() : "";
+  values["TMA_MAP"] = tma ? substitute(tmaMap, values) : "";
+  // 128-byte aligned: the driver needs 64, and C99's CUtensorMap has only its members' 8.
+  values["TMA_LOCALS"] = tma ? "  CUtensorMap maps[" +
+                                   std::to_string(launch_abi::kTensorMapCount) +
+                                   "] __attribute__((aligned(128)));\n"
+                             : "";
+  std::string tmaPack;
+  if (tma) {
+    tmaPack = "  /* The TMA form: the tensor maps of k and v, last. */\n"
+              "  result = " + symbol + "_tensor_map_(&maps[0], k, B, Hkv, N, &s[" +
+              std::to_string(launch_abi::firstStride(1)) + "]);\n"
+              "  if (result == CUDA_SUCCESS)\n"
+              "    result = " + symbol + "_tensor_map_(&maps[1], v, B, Hkv, N, &s[" +
+              std::to_string(launch_abi::firstStride(2)) + "]);\n"
+              "  if (result != CUDA_SUCCESS)\n"
+              "    return result;\n";
+    for (int i = 0; i < launch_abi::kTensorMapCount; ++i)
+      tmaPack += "  parameters[" + std::to_string(firstMap + i) + "] = &maps[" +
+                 std::to_string(i) + "];\n";
+  }
+  values["TMA_PACK"] = tmaPack;
   return substitute(headerTemplate, values);
 }

@@ -40,6 +40,8 @@ std::string CompiledKernel::metadataJson() const {
     o["page_size"] = pageSize;
   if (varlen)
     o["varlen"] = true;
+  if (kvTma)
+    o["kv_tma"] = true;
   // The grid depends on it (launch_abi::programGrid): a launch needs it, unlike tile_config.
   if (tiles.packGqa.value_or(false))
     o["pack_gqa"] = true;
@@ -92,6 +94,7 @@ llvm::Expected<CompiledKernel> CompiledKernel::fromMetadataJson(llvm::StringRef 
   k.pagedKv = o->getBoolean("paged_kv").value_or(false);
   k.pageSize = o->getInteger("page_size").value_or(0);
   k.varlen = o->getBoolean("varlen").value_or(false);
+  k.kvTma = o->getBoolean("kv_tma").value_or(false);
   k.ptx = std::move(ptx);
   return k;
 }
@@ -258,7 +261,10 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   TileConfig requested = options.splitKv
                              ? splitKvTileConfig(k.headDim, options.chip).overriddenBy(options.tiles)
                              : options.tiles;
-  auto resolved = resolveTileConfig(requested, k.headDim, options.chip);
+  // Paged caches and packed batches are gathered row by row: no TMA loads, no warp roles.
+  KeyLayout keys =
+      options.pagedKv || options.varlen ? KeyLayout::Gathered : KeyLayout::Tensors;
+  auto resolved = resolveTileConfig(requested, k.headDim, options.chip, keys);
   if (!resolved)
     return badConfig(resolved.takeError());
   const TileConfig &tiles = *resolved;
@@ -266,6 +272,7 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   k.blockM = *tiles.blockM;
   k.blockN = *tiles.blockN;
   k.threads = tiles.threads();
+  k.kvTma = tiles.warpSpecialize.value_or(false);
 
   PassManager pm(&ctx, ModuleOp::getOperationName());
   // The configuration travels as its text: the pipeline's tile-specialize writes it on the

@@ -269,3 +269,61 @@ module attributes {tilefuse.threads = {unmapped = 128 : i64}} {
     return
   }
 }
+
+// -----
+
+!qkv = memref<?x?x?x128xbf16>
+!lse = memref<?x?x?xf32>
+!tile = !tgpu.buffer<64x128xbf16, #tgpu.shared<canonical_128b>>
+!bars = !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+!map = !nvgpu.tensormap.descriptor<tensor = memref<1x1x64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+
+// TMA (TMAToNVVM.cpp): the tensor maps of K and V are the kernel's last two parameters, listed
+// as grid constants for tilefuse-mark-grid-constants; a 128-column bf16 tile is two 128-byte
+// panels, so two bulk tensor copies at columns 0 and 64 into bytes 0 and 8192 of the stage,
+// both completing on the stage's barrier (8 bytes a barrier). The mbarrier ops address
+// barrier `id` of their group. The partitions (WarpRolesToNVVM.cpp) move registers: 384
+// threads start with 168 each; the consumers increase to 240, the producer decreases to 24.
+// CHECK-LABEL: gpu.func @tma
+// CHECK-SAME:      %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr) kernel
+// CHECK-SAME:      tilefuse.grid_constants = array<i32: 24, 25>
+// CHECK:           nvvm.mbarrier.init
+// CHECK:           nvvm.setmaxregister  increase 240
+// CHECK:           scf.while
+// CHECK:             mbarrier.try_wait.parity.shared.b64 p
+// CHECK:           nvvm.mbarrier.arrive
+// CHECK:           nvvm.setmaxregister  decrease 24
+// CHECK:           nvvm.mbarrier.arrive.expect_tx
+// CHECK:           %[[D0:.+]] = llvm.addrspacecast %{{.+}} : !llvm.ptr<3> to !llvm.ptr<7>
+// CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global %[[D0]], %{{.+}}, %{{.+}}, box[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}]
+// CHECK:           %[[D1:.+]] = llvm.addrspacecast %{{.+}} : !llvm.ptr<3> to !llvm.ptr<7>
+// CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global %[[D1]]
+// CHECK-NOT:       nvvm.cp.async.bulk.tensor
+// CHECK:           gpu.return
+module attributes {tilefuse.threads = {tma = 384 : i64}} {
+  func.func @tma(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c256 = arith.constant 256 : index
+    %c16384 = arith.constant 16384 : index
+    %false = arith.constant false
+    %ring = tgpu.alloc {offset = 0 : i64} : !tgpu.ring<2 x 64x128xbf16, #tgpu.shared<canonical_128b>>
+    %full = tgpu.alloc {offset = 32768 : i64} : !bars
+    %empty = tgpu.alloc {offset = 32784 : i64} : !bars
+    %kmap = tgpu.tensor_map %K : !qkv -> !map
+    %vmap = tgpu.tensor_map %V : !qkv -> !map
+    %m = memref.dim %Q, %c0 : !qkv
+    scf.forall (%b, %h, %r) in (%m, %m, %m) {
+      nvgpu.mbarrier.init %full[%c1], %c1 : !bars
+      tgpu.warp_specialize partition warps 8 registers 240 {
+        nvgpu.mbarrier.try_wait.parity %full[%c1], %false, %c0 : !bars
+        %t = nvgpu.mbarrier.arrive %empty[%c1] : !bars -> !nvgpu.mbarrier.token
+      } partition warps 4 registers 24 {
+        nvgpu.mbarrier.arrive.expect_tx %full[%c1], %c16384 : !bars
+        %buf = tgpu.stage %ring[%c1] : !tgpu.ring<2 x 64x128xbf16, #tgpu.shared<canonical_128b>>
+        tgpu.tma_load %kmap[%c0, %r, %h, %b], %full[%c1] into %buf : !map, !bars, !tile
+      }
+    } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+    return
+  }
+}

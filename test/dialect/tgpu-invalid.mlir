@@ -664,3 +664,20 @@ func.func @pack_input(%p: tensor<64x64xf32>) {
   %a = tgpu.pack_operand_a %p : tensor<64x64xf32> -> tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
   return
 }
+
+// -----
+
+func.func @tensor_map_of_a_computed_view(%k: memref<?x?x?x64xbf16>) {
+  %c = memref.cast %k : memref<?x?x?x64xbf16> to memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+  // expected-error @+1 {{maps a kernel argument (the launcher encodes its tensor map), not a value computed in the kernel}}
+  %map = tgpu.tensor_map %c : memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>> -> !nvgpu.tensormap.descriptor<tensor = memref<1x1x64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+  return
+}
+
+// -----
+
+func.func @mbarrier_offset(%k: memref<?x?x?x64xbf16>) {
+  // expected-error @+1 {{offset 4 is not a non-negative multiple of 8 bytes}}
+  %bars = tgpu.alloc {offset = 4 : i64} : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+  return
+}

@@ -184,3 +184,16 @@ func.func @pack_wgmma(%p: tensor<128x64xf32, #tgpu.wgmma_acc<warpgroups = 2>>)
       -> tensor<128x64xf16, #tgpu.operand_a<warps = 8, rows_per_warp = 16>>
   return %a : tensor<128x64xf16, #tgpu.operand_a<warps = 8, rows_per_warp = 16>>
 }
+
+// -----
+
+// The warp-specialized kernel's pieces: an mbarrier group allocated like a buffer (8 bytes a
+// barrier) and the tensor map of a kernel argument.
+// CHECK-LABEL: func.func @tensor_map_and_barriers
+// CHECK:         tgpu.alloc {offset = 8 : i64} : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+// CHECK:         tgpu.tensor_map %arg0 : memref<?x?x?x64xbf16> -> <tensor = memref<1x1x64x64xbf16, 3>
+func.func @tensor_map_and_barriers(%k: memref<?x?x?x64xbf16>) {
+  %bars = tgpu.alloc {offset = 8 : i64} : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+  %map = tgpu.tensor_map %k : memref<?x?x?x64xbf16> -> !nvgpu.tensormap.descriptor<tensor = memref<1x1x64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+  return
+}

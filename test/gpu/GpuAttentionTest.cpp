@@ -46,6 +46,7 @@
 using namespace tilefuse::runtime;
 using namespace tilefuse::runtime::cuda;
 namespace ref = tilefuse::runtime::reference;
+namespace launch_abi = tilefuse::launch_abi;
 
 namespace {
 
@@ -1053,6 +1054,54 @@ TEST(LaunchValidation, RefusesSizesTheKernelDoesNotDeclare) {
   }
 }
 
+// TMA kernels (warp_specialize; "kv_tma"): never paged or varlen, in the sidecar or at launch,
+// and K and V must make tensor maps the driver takes, refused with the tensor's name.
+TEST(LaunchValidation, TmaKernels) {
+  std::string sidecar = validSidecar;
+  sidecar.insert(sidecar.find("\"declared_sizes\""), "\"kv_tma\": true, ");
+  TF_ASSERT_OK_AND_ASSIGN(KernelMetadata m, KernelMetadata::parse(sidecar, "causal.json"));
+  EXPECT_TRUE(m.kvTma);
+  for (const char *flag : {"\"paged_kv\": true, ", "\"varlen\": true, "}) {
+    std::string both = sidecar;
+    both.insert(both.find("\"declared_sizes\""), flag);
+    auto parsed = KernelMetadata::parse(both, "causal.json");
+    ASSERT_FALSE(parsed) << flag;
+    EXPECT_NE(takeReport(parsed.takeError()).message.find("a TMA kernel (\"kv_tma\") is neither"),
+              std::string::npos);
+  }
+
+  AttentionShape shape{2, 8, 2, 1000, 4096, 64};
+  AttentionBuffers buffers{0x1000, 0x2000, 0x3000, 0x4000, 0x5000};
+  AttentionStrides strides = AttentionStrides::contiguous(shape);
+  TF_ASSERT_OK(validateLaunch(m, buffers, shape, strides));
+  auto refusal = [&](const KernelMetadata &metadata, const PagedKV *paged,
+                     const Varlen *varlen) {
+    llvm::Error error = validateLaunch(metadata, buffers, shape, strides, paged, varlen);
+    if (!error)
+      return std::string("(accepted)");
+    ErrorReport report = takeReport(std::move(error));
+    EXPECT_EQ(report.kind, ErrorKind::InvalidArgument);
+    return report.message;
+  };
+  int32_t table[1] = {0};
+  PagedKV paged = PagedKV::of(table, 1, 1, table, 4096, 8);
+  Varlen varlen = Varlen::of(table, table, 2000, 8192);
+  EXPECT_NE(refusal(m, &paged, nullptr)
+                .find("launch of 'causal': the kernel reads K and V with TMA (warp_specialize), "
+                      "whose tensor maps take neither a paged cache"),
+            std::string::npos);
+  EXPECT_NE(refusal(m, nullptr, &varlen).find("take neither a packed batch"), std::string::npos);
+  KernelMetadata wide = m;
+  wide.blockN = 512;
+  EXPECT_NE(refusal(wide, nullptr, nullptr)
+                .find("launch of 'causal': the TMA map of K: its box of block_n = 512 rows"),
+            std::string::npos);
+  // The box is the tensor map's: a kernel without TMA has none to fit.
+  KernelMetadata plain = wide;
+  plain.kvTma = false;
+  EXPECT_EQ(refusal(plain, nullptr, nullptr), "(accepted)");
+}
+
 TEST(LaunchValidation, StridesRoundTripInParameterOrder) {
   int64_t values[AttentionStrides::count];
   for (int i = 0; i < AttentionStrides::count; ++i)
@@ -1192,6 +1241,186 @@ TEST(CudaDriver, LaunchRefusesSizesTheKernelDoesNotDeclare) {
             std::string::npos)
       << report.message;
   TF_ASSERT_OK(stream.synchronize());
+}
+
+/// A TMA probe of the launch ABI (LaunchAbi.h: the base parameters, the split ones with
+/// `split`, then the tensor maps k_map and v_map): CTA 0 writes every other parameter, as 64-bit
+/// values in order, to lse; each CTA of the first split (x < gridDim.x / S) loads the boxes at
+/// {panel · 64, x · 64, y, z} of K's and V's maps, two panels each, into a 1024-byte aligned
+/// shared tile and copies the 32 KiB to o at ((z · gridDim.y + y) · rowBlocks + x) · 32 KiB.
+std::string tmaProbePtx(const std::string &name, bool split) {
+  int parameters = launch_abi::kParameterCount + (split ? launch_abi::kSplitParameterCount : 0);
+  std::string ptx = ".version 8.0\n.target sm_90a\n.address_size 64\n"
+                    ".shared .align 1024 .b8 tile[32768];\n.shared .align 8 .b64 bar;\n"
+                    ".visible .entry " + name + "(\n";
+  for (int i = 0; i < parameters; ++i)
+    ptx += "  .param .u64 p" + std::to_string(i) + ",\n";
+  ptx += "  .param .align 64 .b8 k_map[128],\n  .param .align 64 .b8 v_map[128]\n)"
+         " .maxntid 128, 1, 1\n{\n"
+         "  .reg .pred %p<4>;\n  .reg .b32 %r<24>;\n  .reg .b64 %rd<8>;\n"
+         "  mov.u32 %r1, %ctaid.x;\n  mov.u32 %r2, %ctaid.y;\n  mov.u32 %r3, %ctaid.z;\n"
+         "  mov.u32 %r4, %tid.x;\n  or.b32 %r5, %r1, %r2;\n  or.b32 %r5, %r5, %r3;\n"
+         "  or.b32 %r5, %r5, %r4;\n  setp.ne.u32 %p1, %r5, 0;\n  @%p1 bra PARAMETERS_DONE;\n"
+         "  ld.param.u64 %rd1, [p4];\n  cvta.to.global.u64 %rd1, %rd1;\n";
+  for (int i = 0; i < parameters; ++i)
+    ptx += "  ld.param.u64 %rd2, [p" + std::to_string(i) + "];\n  st.global.u64 [%rd1+" +
+           std::to_string(8 * i) + "], %rd2;\n";
+  ptx += "PARAMETERS_DONE:\n  mov.u32 %r6, %nctaid.x;\n";
+  if (split) // rowBlocks = gridDim.x / S
+    ptx += "  ld.param.u64 %rd2, [p" + std::to_string(parameters - 1) +
+           "];\n  cvt.u32.u64 %r7, %rd2;\n  div.u32 %r6, %r6, %r7;\n";
+  ptx += R"(  setp.ge.u32 %p1, %r1, %r6;
+  @%p1 bra DONE;
+  mov.u32 %r8, bar;
+  mov.u32 %r9, tile;
+  setp.ne.u32 %p2, %r4, 0;
+  @%p2 bra INITIALIZED;
+  mbarrier.init.shared.b64 [%r8], 1;
+  fence.proxy.async.shared::cta;
+INITIALIZED:
+  bar.sync 0;
+  @%p2 bra ISSUED;
+  mov.u32 %r10, 32768;
+  mbarrier.arrive.expect_tx.shared.b64 _, [%r8], %r10;
+  shl.b32 %r10, %r1, 6;
+  mov.u32 %r11, 0;
+  mov.u32 %r12, 64;
+  mov.b64 %rd3, k_map;
+  cvta.param.u64 %rd3, %rd3;
+  mov.b64 %rd4, v_map;
+  cvta.param.u64 %rd4, %rd4;
+  cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes
+      [%r9], [%rd3, {%r11, %r10, %r2, %r3}], [%r8];
+  add.u32 %r13, %r9, 8192;
+  cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes
+      [%r13], [%rd3, {%r12, %r10, %r2, %r3}], [%r8];
+  add.u32 %r13, %r9, 16384;
+  cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes
+      [%r13], [%rd4, {%r11, %r10, %r2, %r3}], [%r8];
+  add.u32 %r13, %r9, 24576;
+  cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes
+      [%r13], [%rd4, {%r12, %r10, %r2, %r3}], [%r8];
+ISSUED:
+WAIT:
+  mbarrier.try_wait.parity.shared.b64 %p3, [%r8], 0;
+  @!%p3 bra WAIT;
+  mov.u32 %r14, %nctaid.y;
+  mad.lo.u32 %r15, %r3, %r14, %r2;
+  mad.lo.u32 %r15, %r15, %r6, %r1;
+  ld.param.u64 %rd5, [p3];
+  cvta.to.global.u64 %rd5, %rd5;
+  mul.wide.u32 %rd6, %r15, 32768;
+  add.u64 %rd5, %rd5, %rd6;
+  mov.u32 %r16, %r4;
+COPY:
+  shl.b32 %r17, %r16, 4;
+  add.u32 %r18, %r9, %r17;
+  ld.shared.v4.u32 {%r19, %r20, %r21, %r22}, [%r18];
+  cvt.u64.u32 %rd6, %r17;
+  add.u64 %rd7, %rd5, %rd6;
+  st.global.v4.u32 [%rd7], {%r19, %r20, %r21, %r22};
+  add.u32 %r16, %r16, 128;
+  setp.lt.u32 %p1, %r16, 2048;
+  @%p1 bra COPY;
+DONE:
+  ret;
+}
+)";
+  return ptx;
+}
+
+// A TMA kernel's launch (metadata.kvTma) encodes K's and V's tensor maps and passes them after
+// every other parameter, split or not: the probe's boxes are the tensors' elements (BSHD K with
+// padded rows, BHND V with padded heads), 128-byte swizzled, zero past N = 100 and D = 96.
+TEST(CudaDriver, TmaKernelsReadTheirTensorMaps) {
+  TF_REQUIRE_GPU();
+  TF_ASSERT_OK_AND_ASSIGN(DeviceInfo device, Driver::get()->currentDevice());
+  if (device.computeMajor != 9)
+    GTEST_SKIP() << "TMA probe PTX is sm_90a; " << device.name << " is sm_"
+                 << device.computeMajor << device.computeMinor;
+  const AttentionShape shape{2, 2, 2, 128, 100, 96};
+  const int64_t rowBlocks = 2, paddedD = 104;
+  AttentionStrides strides = AttentionStrides::contiguous(shape);
+  strides.kN = shape.Hkv * paddedD;
+  strides.kH = paddedD;
+  strides.kB = shape.N * shape.Hkv * paddedD;
+  strides.vH = shape.N * shape.D + 64;
+  strides.vB = shape.Hkv * strides.vH;
+  auto value = [](int t, int64_t b, int64_t h, int64_t n, int64_t d) {
+    return uint16_t(1 + (t * 40503 + b * 7919 + h * 104729 + n * 131 + d) % 65000);
+  };
+  // NaN where no element is: a box that reads padding shows.
+  std::vector<uint16_t> kHost(shape.B * strides.kB, 0xFFFF), vHost(shape.B * strides.vB, 0xFFFF);
+  for (int64_t b = 0; b < shape.B; ++b)
+    for (int64_t h = 0; h < shape.Hkv; ++h)
+      for (int64_t n = 0; n < shape.N; ++n)
+        for (int64_t d = 0; d < shape.D; ++d) {
+          kHost[b * strides.kB + h * strides.kH + n * strides.kN + d] = value(0, b, h, n, d);
+          vHost[b * strides.vB + h * strides.vH + n * strides.vN + d] = value(1, b, h, n, d);
+        }
+  size_t tileBytes = 32768, outBytes = shape.B * shape.H * rowBlocks * tileBytes;
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer q, DeviceBuffer::allocate(4096));
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer k, DeviceBuffer::allocate(kHost.size() * 2));
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer v, DeviceBuffer::allocate(vHost.size() * 2));
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer o, DeviceBuffer::allocate(outBytes));
+  TF_ASSERT_OK_AND_ASSIGN(DeviceBuffer lse, DeviceBuffer::allocate(4096));
+  TF_ASSERT_OK(k.upload(kHost.data(), kHost.size() * 2));
+  TF_ASSERT_OK(v.upload(vHost.data(), vHost.size() * 2));
+  AttentionBuffers buffers{q.address(), k.address(), v.address(), o.address(), lse.address()};
+  TF_ASSERT_OK_AND_ASSIGN(Stream stream, Stream::create());
+  for (bool split : {false, true}) {
+    SCOPED_TRACE(split ? "split" : "unsplit");
+    std::string name = split ? "tma_probe_split" : "tma_probe";
+    KernelMetadata metadata = metadataNamed(name.c_str(), 128);
+    metadata.headDim = shape.D;
+    metadata.kvTma = true;
+    metadata.splitKv = split;
+    TF_ASSERT_OK_AND_ASSIGN(std::unique_ptr<CudaKernel> kernel,
+                            CudaKernel::load(tmaProbePtx(name, split), metadata));
+    TF_ASSERT_OK(o.fill(0xAB));
+    TF_ASSERT_OK(lse.fill(0));
+    TF_ASSERT_OK(kernel->launch(stream.handle(), buffers, shape, strides, split ? 3 : 0));
+    TF_ASSERT_OK(stream.synchronize());
+
+    std::vector<int64_t> parameters(32);
+    TF_ASSERT_OK(lse.download(parameters.data(), parameters.size() * 8));
+    std::vector<int64_t> expected = {int64_t(q.address()), int64_t(k.address()),
+                                     int64_t(v.address()), int64_t(o.address()),
+                                     int64_t(lse.address()), shape.B, shape.H, shape.Hkv,
+                                     shape.M, shape.N};
+    for (int64_t stride : strides.toArray())
+      expected.push_back(stride);
+    for (int i = 0; i < launch_abi::kParameterCount; ++i)
+      EXPECT_EQ(parameters[i], expected[i]) << "parameter " << i;
+    if (split) {
+      for (int i = 0; i < launch_abi::kSplitPointerCount; ++i)
+        EXPECT_NE(parameters[launch_abi::kParameterCount + i], 0) << "split pointer " << i;
+      EXPECT_EQ(parameters[launch_abi::kParameterCount + launch_abi::kSplitPointerCount], 3);
+    }
+
+    std::vector<uint8_t> out(outBytes);
+    TF_ASSERT_OK(o.download(out.data(), out.size()));
+    int64_t wrong = 0;
+    for (int64_t b = 0; b < shape.B; ++b)
+      for (int64_t h = 0; h < shape.H; ++h)
+        for (int64_t x = 0; x < rowBlocks; ++x)
+          for (int t = 0; t < 2; ++t)
+            for (int panel = 0; panel < 2; ++panel)
+              for (int64_t r = 0; r < 64; ++r)
+                for (int64_t column = 0; column < 64; ++column) {
+                  // SWIZZLE_128B: a row's 16-byte chunk j is at chunk j ^ (row mod 8).
+                  size_t at = ((b * shape.H + h) * rowBlocks + x) * tileBytes +
+                              (t * 2 + panel) * 8192 + r * 128 +
+                              (((column / 8) ^ (r % 8)) * 16) + (column % 8) * 2;
+                  uint16_t got = uint16_t(out[at] | out[at + 1] << 8);
+                  int64_t n = x * 64 + r, d = panel * 64 + column;
+                  uint16_t want = n < shape.N && d < shape.D ? value(t, b, h, n, d) : 0;
+                  if (got != want && wrong++ < 5)
+                    ADD_FAILURE() << (t ? "V" : "K") << "[" << b << "][" << h << "][" << n
+                                  << "][" << d << "]: got " << got << ", want " << want;
+                }
+    EXPECT_EQ(wrong, 0) << "elements of the boxes that are wrong";
+  }
 }
 
 TEST(CudaDriver, CompiledGqaRefusesSixHeadsAndWritesNothing) {

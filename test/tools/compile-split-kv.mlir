@@ -17,12 +17,23 @@
 // CHECK:     ld.volatile.global.v2.b32
 // JSON: "split_kv": true
 
-// The unsplit kernel keeps the 24 parameters and no split protocol.
-// RUN: tilefuse compile --kernel attention --head-dim 128 --emit ptx -o %t/whole.ptx
+// The unsplit kernel keeps the 24 parameters and no split protocol (at head dim 64: at 128 the
+// default kernel is warp-specialized and takes its two tensor maps after them).
+// RUN: tilefuse compile --kernel attention --head-dim 64 --emit ptx -o %t/whole.ptx
 // RUN: FileCheck %s --check-prefix=WHOLE --input-file %t/whole.ptx
 // WHOLE:     .param .u64 attention_param_23{{$}}
 // WHOLE-NEXT: )
 // WHOLE-NOT: atom.global
+// RUN: tilefuse compile --kernel attention --head-dim 128 --emit ptx -o %t/tma.ptx
+// RUN: FileCheck %s --check-prefix=TMA --input-file %t/tma.ptx
+// TMA:      .param .u64 attention_param_23,
+// TMA-NEXT: .param .align 64 .b8 attention_param_24[128],
+// TMA-NEXT: .param .align 64 .b8 attention_param_25[128]
+// TMA-NEXT: )
+// TMA:      setmaxnreg.inc.sync.aligned.u32 240
+// TMA:      setmaxnreg.dec.sync.aligned.u32 24
+// TMA:      cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// TMA-NOT:  cp.async.cg
 
 // mma.sync (sm_80) lowers the same split.
 // RUN: tilefuse compile --kernel causal --arch sm_80 --split-kv --emit ptx -o %t/sm80.ptx

@@ -30,11 +30,18 @@
 // (mma.sync at D = 64 takes two m16 tiles per warp unless told otherwise.)
 // CONFIG: "tile_config": "Br=64,Bc=64,rows_per_warp=32,mma=sync,q=shared,copy_issue=at-barrier,stages=2,pack_gqa=false"
 
-// A three-stage key ring: tgpu-pipeline reads stages from the module's configuration.
-// RUN: tilefuse compile --kernel attention --head-dim 128 --config stages=3 --emit ptx -o %t/ring3.ptx
+// A three-stage key ring: tgpu-pipeline reads stages from the module's configuration (the
+// one-warpgroup kernel: at head dim 128 the default is warp-specialized).
+// RUN: tilefuse compile --kernel attention --head-dim 128 --config stages=3,warp_specialize=false --emit ptx -o %t/ring3.ptx
 // RUN: FileCheck %s --check-prefix=RING3 --input-file %t/ring3.json
 // RING3: "shared_bytes": 65536
-// RING3: "tile_config": "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=3,pack_gqa=false"
+// RING3: "tile_config": "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=3,pack_gqa=false,warp_specialize=false"
+// The warp-specialized default's rings: keys and values, three stages each, and their barriers.
+// RUN: tilefuse compile --kernel attention --head-dim 128 --config stages=3 --emit ptx -o %t/ws3.ptx
+// RUN: FileCheck %s --check-prefix=WS3 --input-file %t/ws3.json
+// WS3: "kv_tma": true
+// WS3: "shared_bytes": 196704
+// WS3: "threads": 384
 
 // RUN: not tilefuse compile --kernel causal --config stages=6 -o %t/x 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BADSTAGES

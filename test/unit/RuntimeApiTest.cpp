@@ -102,7 +102,9 @@ TEST(RuntimeApi, SpecializesAndConfigures) {
   EXPECT_EQ(kernel->headDim(), 128);
   EXPECT_EQ(kernel->blockM(), 128);
   EXPECT_EQ(kernel->blockN(), 32);
-  EXPECT_EQ(kernel->threads(), 256);
+  // Head dim 128 on sm_90a is warp-specialized by default: 8 consumer warps and a producer
+  // warpgroup.
+  EXPECT_EQ(kernel->threads(), 384);
   std::shared_ptr<const Kernel> plain;
   ASSERT_TRUE(runtime.getKernel(causalSpec(), plain).ok());
   EXPECT_NE(plain->cacheKey(), kernel->cacheKey());
@@ -525,6 +527,78 @@ TEST(AotHeader, NamesTypesAndMetadata) {
   auto bad = runtime::emitAotHeader(k, "x", options);
   ASSERT_FALSE(bool(bad));
   EXPECT_NE(llvm::toString(bad.takeError()).find("--name"), std::string::npos);
+}
+
+/// A TMA kernel (warp_specialize; "kv_tma"): its sidecar says so and reads back, and its
+/// launcher encodes the tensor maps of k and v and passes them after every other parameter.
+/// Without kv_tma, none of it.
+TEST(AotHeader, TmaKernelsEncodeTheirTensorMaps) {
+  runtime::CompiledKernel k;
+  k.name = "attention";
+  k.dtype = "bf16";
+  k.blockM = 128;
+  k.blockN = 128;
+  k.threads = 384;
+  k.headDim = 128;
+  k.sharedBytes = 0;
+  auto plain = runtime::emitAotHeader(k, "x", {});
+  ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
+  EXPECT_EQ(plain->find("CUtensorMap"), std::string::npos);
+  EXPECT_EQ(k.metadataJson().find("kv_tma"), std::string::npos);
+
+  k.kvTma = true;
+  std::string json = k.metadataJson();
+  EXPECT_NE(json.find("\"kv_tma\": true"), std::string::npos) << json;
+  auto back = runtime::CompiledKernel::fromMetadataJson(json, "");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_TRUE(back->kvTma);
+  auto metadata = runtime::cuda::KernelMetadata::parse(json, "attention.json");
+  ASSERT_TRUE(bool(metadata)) << llvm::toString(metadata.takeError());
+  EXPECT_TRUE(metadata->kvTma);
+
+  auto header = runtime::emitAotHeader(k, "x", {});
+  ASSERT_TRUE(bool(header)) << llvm::toString(header.takeError());
+  for (const char *part :
+       {"#if CUDA_VERSION < 12000",
+        "static inline CUresult attention_tensor_map_(CUtensorMap *map, const void *base,",
+        "const cuuint64_t dims[4] = {ATTENTION_HEAD_DIM, (cuuint64_t)N, (cuuint64_t)Hkv,\n"
+        "                              (cuuint64_t)B};",
+        "(cuuint64_t)strides[2] * ATTENTION_ELEMENT_BYTES,",
+        "const cuuint32_t box[4] = {64, ATTENTION_BLOCK_N, 1, 1};",
+        "return cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4,",
+        "CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,",
+        "CU_TENSOR_MAP_L2_PROMOTION_L2_256B,",
+        "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE", "void *parameters[26];",
+        "CUtensorMap maps[2] __attribute__((aligned(128)));",
+        "result = attention_tensor_map_(&maps[0], k, B, Hkv, N, &s[3]);",
+        "result = attention_tensor_map_(&maps[1], v, B, Hkv, N, &s[6]);",
+        "parameters[24] = &maps[0];\n  parameters[25] = &maps[1];\n"})
+    EXPECT_NE(header->find(part), std::string::npos) << part;
+  EXPECT_EQ(header->find('@'), std::string::npos) << "a placeholder was left";
+
+  // Split: the maps after the split parameters; f16 maps for f16 kernels.
+  k.splitKv = true;
+  k.dtype = "f16";
+  header = runtime::emitAotHeader(k, "x", {});
+  ASSERT_TRUE(bool(header)) << llvm::toString(header.takeError());
+  for (const char *part :
+       {"void *parameters[30];", "parameters[27] = &splits;",
+        "parameters[28] = &maps[0];\n  parameters[29] = &maps[1];\n",
+        "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"})
+    EXPECT_NE(header->find(part), std::string::npos) << part;
+
+  // What a tensor map cannot take is refused when the header is written.
+  runtime::CompiledKernel paged = k;
+  paged.pagedKv = true;
+  auto refused = runtime::emitAotHeader(paged, "x", {});
+  ASSERT_FALSE(bool(refused));
+  EXPECT_NE(llvm::toString(refused.takeError()).find("neither paged nor varlen"),
+            std::string::npos);
+  runtime::CompiledKernel wide = k;
+  wide.blockN = 512;
+  refused = runtime::emitAotHeader(wide, "x", {});
+  ASSERT_FALSE(bool(refused));
+  EXPECT_NE(llvm::toString(refused.takeError()).find("block_n 512"), std::string::npos);
 }
 
 /// The host pair (forward and derived backward on the CPU): compiled once per spec, the

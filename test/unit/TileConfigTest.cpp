@@ -111,6 +111,43 @@ TEST(TileConfig, RegisterBudgetOnlyWhereAskedFor) {
   EXPECT_NE(hash_value(*budget), hash_value(*resolved));
 }
 
+/// Warp specialization is asked for too: it adds a producer warpgroup's 128 threads, takes two
+/// consumer warpgroups (Br = 128) unless Br is set, and needs warpgroup MMAs on sm_90a.
+TEST(TileConfig, WarpSpecializeAddsAProducerWarpgroup) {
+  auto plain = resolveTileConfig(parsed(""), 64, "sm_90a");
+  ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
+  EXPECT_FALSE(plain->warpSpecialize);
+  EXPECT_EQ(plain->print().find("warp_specialize"), std::string::npos);
+  auto ws = resolveTileConfig(parsed("warp_specialize=true"), 64, "sm_90a");
+  ASSERT_TRUE(bool(ws)) << llvm::toString(ws.takeError());
+  EXPECT_EQ(ws->blockM, 128);
+  EXPECT_EQ(ws->mma, MmaKind::Wgmma);
+  EXPECT_EQ(ws->threads(), 256 + 128);
+  EXPECT_EQ(parsed(ws->print()), *ws);
+  EXPECT_NE(hash_value(*ws), hash_value(*plain));
+  auto br64 = resolveTileConfig(parsed("warp_specialize=true,Br=64"), 64, "sm_90a");
+  ASSERT_TRUE(bool(br64)) << llvm::toString(br64.takeError());
+  EXPECT_EQ(br64->threads(), 128 + 128);
+  for (const char *bad : {"warp_specialize=true,mma=sync", "warp_specialize=true,pack_gqa=true",
+                          "warp_specialize=maybe"}) {
+    auto config = TileConfig::parse(bad);
+    std::string message;
+    if (!config)
+      message = llvm::toString(config.takeError());
+    else if (llvm::Error e = config->verify())
+      message = llvm::toString(std::move(e));
+    EXPECT_NE(message.find("warp_specialize"), std::string::npos) << bad << ": " << message;
+  }
+  auto onAmpere = resolveTileConfig(parsed("warp_specialize=true"), 128, "sm_80");
+  // The d128 default is warp-specialized already.
+  auto d128 = resolveTileConfig(parsed(""), 128, "sm_90a");
+  ASSERT_TRUE(bool(d128));
+  EXPECT_EQ(d128->warpSpecialize, true);
+  EXPECT_EQ(d128->threads(), 384);
+  ASSERT_FALSE(bool(onAmpere));
+  EXPECT_NE(llvm::toString(onAmpere.takeError()).find("sm_90a"), std::string::npos);
+}
+
 TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
   auto resolved = [](llvm::StringRef text, int64_t d, llvm::StringRef chip) {
     auto c = resolveTileConfig(parsed(text), d, chip);
@@ -123,8 +160,22 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
   };
   EXPECT_EQ(resolved("", 64, "sm_90a"),
             "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,pack_gqa=false");
+  // Head dims 96 to 192 on sm_90a: the warp-specialized kernel; off, the one-warpgroup one.
   EXPECT_EQ(resolved("", 128, "sm_90a"),
-            "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,pack_gqa=false");
+            "Br=128,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
+            "pack_gqa=false,warp_specialize=true");
+  EXPECT_EQ(resolved("warp_specialize=false", 128, "sm_90a"),
+            "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
+            "pack_gqa=false,warp_specialize=false");
+  // Keys gathered row by row (paged, varlen) and packed rows (split-KV decode) keep it off.
+  auto gathered = resolveTileConfig(parsed(""), 128, "sm_90a", KeyLayout::Gathered);
+  ASSERT_TRUE(bool(gathered));
+  EXPECT_EQ(gathered->print(),
+            "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
+            "pack_gqa=false");
+  EXPECT_EQ(resolved("pack_gqa=true", 128, "sm_90a"),
+            "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
+            "pack_gqa=true");
   EXPECT_EQ(resolved("", 64, "sm_80"),
             "Br=128,Bc=64,rows_per_warp=32,mma=sync,q=registers,copy_issue=eager,stages=2,pack_gqa=false");
   // A setting wgmma cannot take selects the mma.sync table.
@@ -133,8 +184,8 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
   // An explicit Br the default rows per warp does not divide takes 16.
   EXPECT_EQ(resolved("Br=48", 64, "sm_90a"),
             "Br=48,Bc=64,rows_per_warp=16,mma=sync,q=registers,copy_issue=eager,stages=2,pack_gqa=false");
-  EXPECT_EQ(resolved("stages=3,pack_gqa=false", 128, "sm_90a"),
-            "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=3,pack_gqa=false");
+  EXPECT_EQ(resolved("stages=3,pack_gqa=false", 64, "sm_90a"),
+            "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=3,pack_gqa=false");
   EXPECT_FALSE(bool(resolveTileConfig(parsed("stages=5"), 64, "sm_90a")));
   EXPECT_FALSE(bool(resolveTileConfig(parsed("Br=20"), 64, "sm_90a")))
       << "checked before anything else";

@@ -58,9 +58,11 @@ int main(void) {
     expect(strcmp(tilefuse_attention_origin(kernel), "compiled") == 0 ||
                strcmp(tilefuse_attention_origin(kernel), "disk") == 0,
            "origin of the first get", tilefuse_attention_origin(kernel));
-    /* No GPU, no tuning database entry and no explicit configuration: the default. */
-    expect(strstr(tilefuse_attention_config(kernel), "Br=64,Bc=64,rows_per_warp=16,mma=wgmma") ==
-               tilefuse_attention_config(kernel),
+    /* No GPU, no tuning database entry and no explicit configuration: the default, at head dim
+     * 128 on sm_90a the warp-specialized kernel. */
+    expect(strstr(tilefuse_attention_config(kernel), "Br=128,Bc=128,rows_per_warp=16,mma=wgmma") ==
+                   tilefuse_attention_config(kernel) &&
+               strstr(tilefuse_attention_config(kernel), "warp_specialize=true") != NULL,
            "config", tilefuse_attention_config(kernel));
   }
   status = tilefuse_attention_get(&spec, &again, err, sizeof err);

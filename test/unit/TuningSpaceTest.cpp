@@ -29,6 +29,8 @@ TEST(TuningSpace, EveryCandidateIsCompleteConsistentAndDistinct) {
     EXPECT_EQ(anyWgmma, chip == "sm_90a");
     // The defaults are in the space, and fit.
     TileConfig defaults = defaultTileConfig(128, chip);
+    // Candidates say whether they are warp-specialized; the default may leave it to the chip.
+    defaults.warpSpecialize = defaults.warpSpecialize.value_or(false);
     auto it = llvm::find_if(space, [&](const Candidate &c) { return c.config == defaults; });
     ASSERT_NE(it, space.end()) << defaults.print();
     EXPECT_FALSE(it->pruned) << it->reason;
@@ -54,14 +56,14 @@ TEST(TuningSpace, ResourceModelPrunesWithReasons) {
     static Candidate none;
     return it == space.end() ? none : *it;
   };
-  const char *tail = ",mma=sync,q=registers,copy_issue=eager,stages=2,pack_gqa=false";
+  const char *tail = ",mma=sync,q=registers,copy_issue=eager,stages=2,pack_gqa=false,warp_specialize=false";
   const Candidate &small = find(std::string("Br=64,Bc=64,rows_per_warp=16") + tail);
   EXPECT_FALSE(small.pruned) << small.reason;
   EXPECT_EQ(small.estimate.sharedBytes, 3 * 64 * 128 * 2);
   // A third stage holds one more key block.
   const Candidate &deeper =
       find("Br=64,Bc=64,rows_per_warp=16,mma=sync,q=registers,copy_issue=eager,stages=3,"
-           "pack_gqa=false");
+           "pack_gqa=false,warp_specialize=false");
   EXPECT_FALSE(deeper.pruned) << deeper.reason;
   EXPECT_EQ(deeper.estimate.sharedBytes, 4 * 64 * 128 * 2);
   EXPECT_EQ(small.estimate.seedSharedBytes, 4 * 64 * 128 + 4 * 64 * 128 + 2 * 64 * 64 + 8 * 64);
@@ -106,7 +108,7 @@ TEST(TuningSpace, RegisterBudgetPrunesWithReasons) {
   };
   const std::string base =
       "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
-      "pack_gqa=false";
+      "pack_gqa=false,warp_specialize=false";
   EXPECT_FALSE(find(base).pruned) << find(base).reason;
   // 128 threads: three CTAs leave 168 registers, four 128; both hold the 96 of O and the scores.
   EXPECT_FALSE(find(base + ",ctas_per_sm=3").pruned) << find(base + ",ctas_per_sm=3").reason;
@@ -120,7 +122,7 @@ TEST(TuningSpace, RegisterBudgetPrunesWithReasons) {
   // 256 threads at three CTAs: 80 registers, under the 96 of O (64) and 64 scores (32).
   const Candidate &spill = find(
       "Br=128,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
-      "pack_gqa=false,ctas_per_sm=3");
+      "pack_gqa=false,warp_specialize=false,ctas_per_sm=3");
   EXPECT_TRUE(spill.pruned);
   EXPECT_NE(spill.reason.find("ctas_per_sm=3: 80 registers per thread, under the 96"),
             std::string::npos)
@@ -128,7 +130,7 @@ TEST(TuningSpace, RegisterBudgetPrunesWithReasons) {
   // Bc = 128, three stages: 4 x 32 KiB of K and V per CTA; two CTAs do not fit 228 KiB.
   const Candidate &shared = find(
       "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=3,"
-      "pack_gqa=false,ctas_per_sm=2");
+      "pack_gqa=false,warp_specialize=false,ctas_per_sm=2");
   EXPECT_TRUE(shared.pruned);
   EXPECT_NE(shared.reason.find("ctas_per_sm=2: 2 x 131072 bytes of shared memory, over the "
                                "SM's 233472"),
@@ -149,11 +151,16 @@ TEST(TuningSpace, RegisterBudgetPrunesWithReasons) {
 // The shared-memory model is what tgpu-allocate-shared-memory allocates: checked against compiled kernels.
 TEST(TuningSpace, SharedMemoryModelMatchesCompiledKernels) {
   const kernels::KernelSource &attention = *kernels::find("attention");
-  for (const char *text : {"Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager",
+  for (const char *text : {"Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,"
+                           "warp_specialize=false",
                            "Br=128,Bc=32,rows_per_warp=32,mma=sync,q=registers,copy_issue=eager",
                            "Br=64,Bc=64,rows_per_warp=16,mma=sync,q=shared,copy_issue=eager",
                            // a third key block in the ring (tgpu-pipeline)
-                           "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,stages=3",
+                           "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,stages=3,"
+                           "warp_specialize=false",
+                           // warp-specialized: rings of keys and of values, two mbarriers a stage
+                           "Br=128,Bc=128,rows_per_warp=16,mma=wgmma,stages=2,warp_specialize=true",
+                           "Br=128,Bc=64,rows_per_warp=16,mma=wgmma,stages=3,warp_specialize=true",
                            "Br=128,Bc=32,rows_per_warp=32,mma=sync,q=shared,stages=4"}) {
     auto config = TileConfig::parse(text);
     ASSERT_TRUE(bool(config));

@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "tilefuse/dialect/KernelConfig.h"
+#include "tilefuse/dialect/TileGPUOps.h"
 #include "tilefuse/dialect/TileOps.h"
 #include "tilefuse/runtime/device/LaunchAbi.h"
 
@@ -126,7 +127,24 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
     params.append(abi::kSplitPointerCount, global);
     params.push_back(b.getI64Type()); // S
   }
+  // TMA kernels (tgpu-warp-specialize wrote tgpu.tensor_map of K and V): the two tensor maps,
+  // by value, last.
+  SmallVector<tgpu::TensorMapOp> maps;
+  fn.walk([&](tgpu::TensorMapOp map) { maps.push_back(map); });
+  unsigned firstMap = params.size();
+  if (!maps.empty())
+    params.append(abi::kTensorMapCount, LLVM::LLVMPointerType::get(ctx));
   auto kernel = gpu::GPUFuncOp::create(b, loc, fn.getSymName(), b.getFunctionType(params, {}));
+  // The maps are grid constants: the kernel reads them in place, in parameter space, and TMA
+  // takes their generic address. convert-gpu-to-nvvm keeps neither llvm.byval nor
+  // nvvm.grid_constant of a gpu.func's arguments, so the function lists them and
+  // tilefuse-mark-grid-constants sets both on the llvm.func it becomes.
+  if (!maps.empty()) {
+    SmallVector<int32_t> positions;
+    for (unsigned i = firstMap; i < params.size(); ++i)
+      positions.push_back(int32_t(i));
+    kernel->setAttr(kGridConstantsAttr, b.getDenseI32ArrayAttr(positions));
+  }
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
   // setmaxnreg and the register budget need both (shared/DESIGN.md, toolchain facts).
@@ -236,6 +254,18 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
                              entry.getArgument(firstPointer + 2), {B, gridHeads, rowBlocks},
                              {mul(gridHeads, rowBlocks), rowBlocks, one}));
     views.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), splits));
+  }
+
+  // Each tensor map is its parameter: K's first, V's second (the ABI's order).
+  for (tgpu::TensorMapOp map : maps) {
+    auto view = dyn_cast<BlockArgument>(map.getView());
+    if (!view || view.getArgNumber() < 1 || view.getArgNumber() > 2)
+      return map.emitOpError("maps a view the launch ABI has no tensor map for (only K and V)");
+    Value parameter = entry.getArgument(firstMap + view.getArgNumber() - 1);
+    Value descriptor =
+        UnrealizedConversionCastOp::create(b, map.getLoc(), map.getType(), parameter).getResult(0);
+    map.getResult().replaceAllUsesWith(descriptor);
+    map.erase();
   }
 
   // Move the body: the function's entry block takes the rebuilt views as its arguments.

@@ -34,7 +34,8 @@ namespace {
 bool hasBlocksOrBuffers(Operation *op) {
   auto unconverted = [](Type t) {
     return isa<RankedTensorType, MemRefType, tgpu::BufferType, tgpu::RingType,
-               nvgpu::DeviceAsyncTokenType>(t);
+               nvgpu::DeviceAsyncTokenType, nvgpu::MBarrierGroupType,
+               nvgpu::TensorMapDescriptorType>(t);
   };
   return llvm::any_of(op->getOperandTypes(), unconverted) ||
          llvm::any_of(op->getResultTypes(), unconverted);
@@ -109,6 +110,7 @@ struct ConvertTGPUToNVVMPass
     populateElementwiseToNVVMPatterns(converter, patterns, legality);
     populateWarpRolesToNVVMPatterns(converter, patterns);
     populateSplitArriveToNVVMPatterns(converter, patterns);
+    populateTMAToNVVMPatterns(converter, patterns);
     scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns, legality);
     if (failed(applyPartialConversion(gpuModule, legality, std::move(patterns))))
       return signalPassFailure();

@@ -40,6 +40,9 @@ namespace tilefuse::nvvm {
 /// The kernel's dynamic shared memory (an external array<0 x i8> in address space 3, aligned to
 /// 1024 bytes for the 128-byte swizzle), which every tgpu.alloc is an offset into.
 constexpr llvm::StringLiteral kDynamicSharedMemorySymbol = "tilefuse_dynamic_smem";
+/// A kernel's parameters passed by value as grid constants (the TMA tensor maps): an array of
+/// positions, each a 128-byte, 64-byte aligned parameter (launch_abi::kTensorMapBytes).
+constexpr llvm::StringLiteral kGridConstantsAttr = "tilefuse.grid_constants";
 
 /// Types of tgpu kernels to the per-thread types of NVVM kernels:
 ///   tensor<R x C x T, #register layout>  vector<values per thread x T>; 16-bit A fragments as
@@ -140,6 +143,9 @@ void populateElementwiseToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
                                        mlir::ConversionTarget &target);
 void populateWarpRolesToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
                                      mlir::RewritePatternSet &patterns);
+/// tgpu.tma_load and the nvgpu mbarrier ops (TMAToNVVM.cpp).
+void populateTMAToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
+                               mlir::RewritePatternSet &patterns);
 void populateSplitArriveToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
                                        mlir::RewritePatternSet &patterns);
 

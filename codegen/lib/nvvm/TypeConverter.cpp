@@ -47,6 +47,12 @@ TGPUToNVVMTypeConverter::TGPUToNVVMTypeConverter(MLIRContext *ctx) {
   });
   addConversion(
       [ctx](nvgpu::DeviceAsyncTokenType) -> Type { return IntegerType::get(ctx, 32); });
+  // An mbarrier group is its first barrier's shared address (tgpu.alloc); a tensor map is the
+  // generic address of the kernel's grid-constant parameter holding it.
+  addConversion(
+      [ctx](nvgpu::MBarrierGroupType) -> Type { return LLVM::LLVMPointerType::get(ctx, 3); });
+  addConversion(
+      [ctx](nvgpu::TensorMapDescriptorType) -> Type { return LLVM::LLVMPointerType::get(ctx); });
   auto cast = [](OpBuilder &b, Type type, ValueRange inputs, Location loc) -> Value {
     return UnrealizedConversionCastOp::create(b, loc, type, inputs).getResult(0);
   };

@@ -3,7 +3,8 @@
 // tgpu.warp_specialize: partition i runs on the warps [first_i, first_i + warps_i) (the
 // partitions' warps in order), each under `scf.if` on the thread's warp index, and starts by
 // moving its warps' register budget with setmaxnreg: a decrease below the CTA's starting
-// share (64K registers over its threads, at most 255, a multiple of 8) frees registers, an
+// share (64K registers over its threads and the CTAs an SM holds, at most 255, a multiple of 8:
+// WarpSpecializeOp::registersAtLaunch) frees registers, an
 // increase takes them (FA3's producer / consumer split). setmaxnreg acts on whole warpgroups,
 // which the op's verifier guarantees.
 //
@@ -30,7 +31,9 @@ struct WarpSpecializeToBranches : OpConversionPattern<tgpu::WarpSpecializeOp> {
     if (!block)
       return op.emitOpError("the kernel's thread count is unknown");
     int64_t threads = (*block)[0];
-    int64_t startingShare = std::min<int64_t>(255, 65536 / threads) / 8 * 8;
+    auto ctas = kernel->getAttrOfType<IntegerAttr>("nvvm.minctasm");
+    int64_t startingShare =
+        tgpu::WarpSpecializeOp::registersAtLaunch(threads, ctas ? ctas.getInt() : 1);
     ThreadCoordinates t = threadCoordinates(rewriter, op);
     int64_t first = 0;
     for (auto [region, warps, registers] : llvm::zip(

@@ -302,6 +302,20 @@ private:
         state.everyBufferRead();
         continue;
       }
+      if (isa<WarpSpecializeOp>(op)) {
+        // Partitions order their buffers with mbarriers (tgpu-warp-specialize: TMA completes on
+        // a stage's full barrier, a consumer releases it on its empty one); a CTA-wide barrier
+        // inside one would wait for threads of the others forever.
+        WalkResult cpAsync = op.walk([](Operation *inner) {
+          return isa<AsyncCopyOp, nvgpu::DeviceAsyncWaitOp>(inner) ? WalkResult::interrupt()
+                                                                   : WalkResult::advance();
+        });
+        if (cpAsync.wasInterrupted())
+          return op.emitOpError("tgpu-insert-barriers: cp.async inside warp-specialized "
+                                "partitions; their copies are TMA loads on mbarriers");
+        state.everyBufferRead();
+        continue;
+      }
       if (op.getNumRegions() != 0) {
         WalkResult async = op.walk([](Operation *inner) {
           return isa<AsyncCopyOp, nvgpu::DeviceAsyncWaitOp, WgmmaOp, MmaOp>(inner)

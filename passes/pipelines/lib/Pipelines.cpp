@@ -93,12 +93,15 @@ void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOption
   frontEnd.pageSize = options.pageSize;
   frontEnd.varlen = options.varlen;
   buildTileFrontEndPipeline(pm, frontEnd);
+  // (A warp-specialized kernel's tile-pipeline leaves it alone: its rings are its pipeline.)
   pm.addNestedPass<func::FuncOp>(createTilePipeline());
   // The layouts, the copy issue and the tile sizes come from the module's tile.config.
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUAssignLayouts());
   pm.addNestedPass<func::FuncOp>(tgpu::createTileToTGPU());
   // The ring's stages come from the module's tile.config (stages=N).
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUPipeline());
+  // The producer and consumer roles, when the module's tile.config asks for them.
+  pm.addNestedPass<func::FuncOp>(tgpu::createTGPUWarpSpecialize());
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUInsertBarriers());
   tgpu::TGPUAllocateSharedMemoryOptions shared;
   // The opt-in dynamic shared memory per CTA: 227 KiB on sm_90, 163 KiB on sm_80.

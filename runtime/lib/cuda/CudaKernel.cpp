@@ -1,5 +1,6 @@
 //===- CudaKernel.cpp - compiled attention kernels on the GPU -------------===//
 #include "tilefuse/runtime/cuda/CudaKernel.h"
+#include "tilefuse/runtime/cuda/TensorMaps.h"
 
 #include "DriverApi.h"
 
@@ -18,6 +19,7 @@
 using namespace tilefuse::runtime;
 using namespace tilefuse::runtime::cuda;
 using namespace tilefuse::runtime::cuda::detail;
+namespace launch_abi = tilefuse::launch_abi;
 
 //===----------------------------------------------------------------------===//
 // The ABI's tensors and the sizes a kernel declares
@@ -189,13 +191,19 @@ llvm::Expected<KernelMetadata> KernelMetadata::parse(llvm::StringRef json,
   for (auto [key, field] : {std::pair{"split_kv", &metadata.splitKv},
                              std::pair{"pack_gqa", &metadata.packGqa},
                              std::pair{"paged_kv", &metadata.pagedKv},
-                             std::pair{"varlen", &metadata.varlen}})
+                             std::pair{"varlen", &metadata.varlen},
+                             std::pair{"kv_tma", &metadata.kvTma}})
     if (const llvm::json::Value *flag = object->get(key)) {
       std::optional<bool> v = flag->getAsBoolean();
       if (!v)
         return fail(llvm::Twine("\"") + key + "\" must be true or false");
       *field = *v;
     }
+  // The tensor maps cover B x Hkv x N x D tensors at the K and V pointers: no paged cache, no
+  // packed batch (LaunchAbi.h).
+  if (metadata.kvTma && (metadata.pagedKv || metadata.varlen))
+    return fail("a TMA kernel (\"kv_tma\") is neither paged (\"paged_kv\") nor varlen "
+                "(\"varlen\")");
 
   if (const llvm::json::Value *pageSize = object->get("page_size")) {
     std::optional<int64_t> v = pageSize->getAsInteger();
@@ -275,6 +283,32 @@ llvm::Error tilefuse::runtime::cuda::checkDeclaredSizes(const DeclaredSizes &dec
   return llvm::Error::success();
 }
 
+/// A TMA kernel's tensor maps of K and V (kvTensorMap), in launch_abi::kTensorMapNames order;
+/// errors name the launch.
+static llvm::Expected<std::array<TensorMapArguments, launch_abi::kTensorMapCount>>
+kvTensorMaps(const KernelMetadata &metadata, const AttentionBuffers &buffers,
+             const AttentionShape &shape, const AttentionStrides &strides) {
+  std::array<int64_t, 4> extents = {shape.B, shape.Hkv, shape.N, shape.D};
+  struct {
+    const char *name;
+    DevicePtr base;
+    std::array<int64_t, 3> strides;
+  } tensors[] = {{launch_abi::kTensors[1].name, buffers.k, {strides.kB, strides.kH, strides.kN}},
+                 {launch_abi::kTensors[2].name, buffers.v, {strides.vB, strides.vH, strides.vN}}};
+  static_assert(std::size(tensors) == launch_abi::kTensorMapCount);
+  std::array<TensorMapArguments, launch_abi::kTensorMapCount> maps;
+  for (auto [index, tensor] : llvm::enumerate(tensors)) {
+    auto map = kvTensorMap(tensor.name, tensor.base, extents, tensor.strides, metadata.dtype,
+                           metadata.blockN);
+    if (!map)
+      return makeError(ErrorKind::InvalidArgument,
+                       "launch of '" + metadata.name + "': " +
+                           takeReport(map.takeError()).message);
+    maps[index] = *map;
+  }
+  return maps;
+}
+
 llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metadata,
                                                     const AttentionBuffers &buffers,
                                                     const AttentionShape &shape,
@@ -284,6 +318,13 @@ llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metada
   auto fail = [&](const llvm::Twine &why) {
     return makeError(ErrorKind::InvalidArgument, "launch of '" + metadata.name + "': " + why);
   };
+  // Before the paged and varlen checks, whose advice (compile it paged, varlen) would not do.
+  if (metadata.kvTma && (paged || varlen))
+    return fail(llvm::Twine("the kernel reads K and V with TMA (warp_specialize), whose tensor "
+                            "maps take neither ") +
+                (paged ? "a paged cache" : "a packed batch") +
+                ": compile it without warp_specialize for " +
+                (paged ? "paged KV" : "varlen"));
   if (metadata.varlen != (varlen != nullptr))
     return fail(metadata.varlen ? "the kernel runs on a packed batch: pass its sequence offsets"
                                 : "the kernel runs on a padded batch: compile it with varlen to "
@@ -422,6 +463,10 @@ llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metada
       return fail(llvm::Twine(pointer.name) + " is not aligned as the kernel needs (" +
                   llvm::Twine(pointer.alignment) + " bytes)");
   }
+  // What the driver would refuse to encode, refused here with the tensor's name.
+  if (metadata.kvTma)
+    if (auto maps = kvTensorMaps(metadata, buffers, shape, strides); !maps)
+      return maps.takeError();
   return llvm::Error::success();
 }
 
@@ -656,6 +701,50 @@ int64_t CudaKernel::chooseKeySplits(int64_t programs, int64_t slots, int64_t key
   return best;
 }
 
+/// "{1, 2, 3}".
+template <typename T, size_t N> static std::string braced(const std::array<T, N> &values) {
+  std::string text;
+  for (T value : values)
+    text += (text.empty() ? "" : ", ") + std::to_string(value);
+  return "{" + text + "}";
+}
+
+/// Encodes a TMA kernel's maps of K and V into `maps` (launch_abi::kTensorMapNames order).
+/// Errors are ErrorKind::InvalidArgument naming the tensor, or NoDriver for a driver without
+/// cuTensorMapEncodeTiled.
+static llvm::Error encodeTensorMaps(const KernelMetadata &metadata,
+                                    const AttentionBuffers &buffers, const AttentionShape &shape,
+                                    const AttentionStrides &strides,
+                                    CUtensorMap (&maps)[launch_abi::kTensorMapCount]) {
+  const DriverApi &cu = api();
+  if (!cu.cuTensorMapEncodeTiled)
+    return makeError(ErrorKind::NoDriver,
+                     "launch of '" + metadata.name + "': the driver has no "
+                     "cuTensorMapEncodeTiled (CUDA 12.0), which kernels that read K and V with "
+                     "TMA need: update the driver, or compile without warp_specialize");
+  auto arguments = kvTensorMaps(metadata, buffers, shape, strides);
+  if (!arguments)
+    return arguments.takeError();
+  for (int i = 0; i < launch_abi::kTensorMapCount; ++i) {
+    const TensorMapArguments &a = (*arguments)[i];
+    CUresult result = cu.cuTensorMapEncodeTiled(
+        &maps[i], a.dataType, a.rank, reinterpret_cast<void *>(uintptr_t(a.globalAddress)),
+        a.globalDim.data(), a.globalStrides.data(), a.boxDim.data(), a.elementStrides.data(),
+        a.interleave, a.swizzle, a.l2Promotion, a.oobFill);
+    // The arguments passed kvTensorMap's checks, so what the driver still refuses is most
+    // likely the tensor's: say which and what was asked.
+    if (llvm::Error error = check(result, "cuTensorMapEncodeTiled"))
+      return makeError(ErrorKind::InvalidArgument,
+                       "launch of '" + metadata.name + "': the TMA map of " +
+                           launch_abi::kTensors[1 + i].name + " (dimensions " +
+                           braced(a.globalDim) + ", byte strides " +
+                           braced(a.globalStrides) + ", box " + braced(a.boxDim) +
+                           ") was refused: " +
+                           takeReport(std::move(error)).message);
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buffers,
                                const AttentionShape &shape, const AttentionStrides &strides,
                                int64_t kvSplits, const PagedKV *paged,
@@ -686,7 +775,8 @@ llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buff
     sizes[i] = shape.size(launch_abi::kSizes[i]);
   std::array<int64_t, AttentionStrides::count> strideValues = strides.toArray();
   void *parameters[launch_abi::kParameterCount + launch_abi::kPagedParameterCount +
-                   launch_abi::kVarlenPointerCount + launch_abi::kSplitParameterCount];
+                   launch_abi::kVarlenPointerCount + launch_abi::kSplitParameterCount +
+                   launch_abi::kTensorMapCount];
   for (int i = 0; i < launch_abi::kTensorCount; ++i)
     parameters[i] = &pointers[i];
   for (int i = 0; i < launch_abi::kSizeCount; ++i)
@@ -714,6 +804,14 @@ llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buff
     for (int i = 0; i < launch_abi::kVarlenPointerCount; ++i)
       parameters[firstSplit++] = &varlenPointers[i];
   }
+
+  // A TMA kernel's tensor maps, encoded before the split workspace is touched so that a map
+  // the driver refuses leaves no trace. cuLaunchKernel copies the parameters: the maps need to
+  // live only until it returns.
+  CUtensorMap maps[launch_abi::kTensorMapCount];
+  if (metadata.kvTma)
+    if (llvm::Error error = encodeTensorMaps(metadata, buffers, shape, strides, maps))
+      return error;
 
   int64_t splits = 1;
   CUdeviceptr splitPointers[launch_abi::kSplitPointerCount] = {};
@@ -774,6 +872,12 @@ llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buff
     return makeError(ErrorKind::InvalidArgument,
                      "launch of '" + metadata.name + "': kvSplits " + llvm::Twine(kvSplits) +
                          " for a kernel compiled without split-KV");
+  }
+  // The maps come last, after the split parameters (LaunchAbi.h).
+  if (metadata.kvTma) {
+    int firstMap = firstSplit + (metadata.splitKv ? launch_abi::kSplitParameterCount : 0);
+    for (int i = 0; i < launch_abi::kTensorMapCount; ++i)
+      parameters[firstMap + i] = &maps[i];
   }
 
   launch_abi::Grid grid = launch_abi::programGrid(shape.B, shape.H, shape.Hkv, shape.M,

@@ -51,16 +51,20 @@ DriverApi entryPoints;
 
 /// One driver entry point: the name cuGetProcAddress takes (no version suffix), the variant's
 /// exported symbol (for dlsym when cuGetProcAddress_v2 is missing or fails), the CUDA version
-/// that introduced this variant, and where the pointer goes.
+/// that introduced this variant, and where the pointer goes. An optional one may be missing (its
+/// slot stays null): only some launches need it, and they check.
 struct EntryPoint {
   const char *name;
   const char *symbol;
   int version;
   void **slot;
+  bool optional = false;
 };
 
 #define TILEFUSE_ENTRY_POINT(NAME, SYMBOL, VERSION)                                                \
   EntryPoint { #NAME, #SYMBOL, VERSION, reinterpret_cast<void **>(&entryPoints.SYMBOL) }
+#define TILEFUSE_OPTIONAL_ENTRY_POINT(NAME, SYMBOL, VERSION)                                       \
+  EntryPoint { #NAME, #SYMBOL, VERSION, reinterpret_cast<void **>(&entryPoints.SYMBOL), true }
 
 const EntryPoint entryPointTable[] = {
     TILEFUSE_ENTRY_POINT(cuInit, cuInit, 2000),
@@ -103,9 +107,12 @@ const EntryPoint entryPointTable[] = {
     // it reports events recorded with a disabled timer).
     TILEFUSE_ENTRY_POINT(cuEventElapsedTime, cuEventElapsedTime, 2000),
     TILEFUSE_ENTRY_POINT(cuEventDestroy, cuEventDestroy_v2, 4000),
+    // TMA kernels' tensor maps (CUDA 12.0): a driver without it still runs every other kernel.
+    TILEFUSE_OPTIONAL_ENTRY_POINT(cuTensorMapEncodeTiled, cuTensorMapEncodeTiled, 12000),
 };
 
 #undef TILEFUSE_ENTRY_POINT
+#undef TILEFUSE_OPTIONAL_ENTRY_POINT
 
 /// Opens libcuda.so.1 and fills `entryPoints`. Errors are ErrorKind::NoDriver.
 llvm::Error openLibcuda() {
@@ -131,6 +138,8 @@ llvm::Error openLibcuda() {
       continue;
     }
     function = dlsym(library, entry.symbol);
+    if (!function && entry.optional)
+      continue;
     if (!function)
       return makeError(ErrorKind::NoDriver, llvm::Twine("no driver (libcuda.so.1 lacks ") +
                                                 entry.symbol + ": the driver is too old)");

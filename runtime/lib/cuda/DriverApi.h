@@ -41,6 +41,17 @@ using CUevent = CUevent_st *;
 using CUjit_option = int;
 using CUdevice_attribute = int;
 using CUfunction_attribute = int;
+using CUtensorMapDataType = int;
+using CUtensorMapInterleave = int;
+using CUtensorMapSwizzle = int;
+using CUtensorMapL2promotion = int;
+using CUtensorMapFloatOOBfill = int;
+
+/// A TMA descriptor (cuda.h's CUtensorMap): opaque, 128 bytes. cuTensorMapEncodeTiled needs it
+/// 64-byte aligned (cuda.h asks for 128 where the language allows; the driver, for 64).
+struct alignas(64) CUtensorMap {
+  unsigned long long opaque[16];
+};
 
 enum : int {
   CUDA_SUCCESS = 0,
@@ -78,6 +89,28 @@ enum : unsigned {
 
 enum : unsigned {
   CU_EVENT_DEFAULT = 0,
+};
+
+// The tensor maps of TMA kernels (LaunchAbi.h: bf16 or f16 elements, SWIZZLE_128B, zero fill).
+enum : int {
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6,
+  CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
+};
+
+enum : int {
+  CU_TENSOR_MAP_INTERLEAVE_NONE = 0,
+};
+
+enum : int {
+  CU_TENSOR_MAP_SWIZZLE_128B = 3,
+};
+
+enum : int {
+  CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3,
+};
+
+enum : int {
+  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0,
 };
 
 enum : int {
@@ -139,6 +172,16 @@ struct DriverApi {
   CUresult (*cuEventSynchronize)(CUevent event);
   CUresult (*cuEventElapsedTime)(float *milliseconds, CUevent start, CUevent end);
   CUresult (*cuEventDestroy_v2)(CUevent event);
+
+  /// CUDA 12.0; null where the driver is older (only TMA kernels need it: their launches say
+  /// so, every other launch works).
+  CUresult (*cuTensorMapEncodeTiled)(CUtensorMap *tensorMap, CUtensorMapDataType dataType,
+                                     uint32_t rank, void *globalAddress,
+                                     const uint64_t *globalDim, const uint64_t *globalStrides,
+                                     const uint32_t *boxDim, const uint32_t *elementStrides,
+                                     CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+                                     CUtensorMapL2promotion l2Promotion,
+                                     CUtensorMapFloatOOBfill oobFill);
 };
 
 /// The entry points of the process's driver. Only valid after Driver::get() succeeded.

@@ -21,6 +21,16 @@ static_assert(std::is_same_v<cu::CUdeviceptr, ::CUdeviceptr>);
 static_assert(std::is_same_v<cu::CUdevice, ::CUdevice>);
 static_assert(sizeof(cu::CUresult) == sizeof(::CUresult));
 static_assert(sizeof(cu::CUjit_option) == sizeof(::CUjit_option));
+static_assert(sizeof(cu::CUtensorMapDataType) == sizeof(::CUtensorMapDataType));
+static_assert(sizeof(cu::CUtensorMapInterleave) == sizeof(::CUtensorMapInterleave));
+static_assert(sizeof(cu::CUtensorMapSwizzle) == sizeof(::CUtensorMapSwizzle));
+static_assert(sizeof(cu::CUtensorMapL2promotion) == sizeof(::CUtensorMapL2promotion));
+static_assert(sizeof(cu::CUtensorMapFloatOOBfill) == sizeof(::CUtensorMapFloatOOBfill));
+// The same bytes; ours is aligned as the driver requires, cuda.h's (in C++) more.
+static_assert(sizeof(cu::CUtensorMap) == sizeof(::CUtensorMap));
+static_assert(sizeof(cu::CUtensorMap::opaque) / sizeof(cu::CUtensorMap::opaque[0]) ==
+              CU_TENSOR_MAP_NUM_QWORDS);
+static_assert(alignof(cu::CUtensorMap) == 64 && alignof(::CUtensorMap) % 64 == 0);
 
 #define TILEFUSE_SAME_VALUE(NAME) static_assert(int(cu::NAME) == int(::NAME), #NAME)
 TILEFUSE_SAME_VALUE(CUDA_SUCCESS);
@@ -43,6 +53,12 @@ TILEFUSE_SAME_VALUE(CU_FUNC_ATTRIBUTE_NUM_REGS);
 TILEFUSE_SAME_VALUE(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
 TILEFUSE_SAME_VALUE(CU_STREAM_NON_BLOCKING);
 TILEFUSE_SAME_VALUE(CU_EVENT_DEFAULT);
+TILEFUSE_SAME_VALUE(CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
+TILEFUSE_SAME_VALUE(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+TILEFUSE_SAME_VALUE(CU_TENSOR_MAP_INTERLEAVE_NONE);
+TILEFUSE_SAME_VALUE(CU_TENSOR_MAP_SWIZZLE_128B);
+TILEFUSE_SAME_VALUE(CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+TILEFUSE_SAME_VALUE(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 TILEFUSE_SAME_VALUE(CU_GET_PROC_ADDRESS_LEGACY_STREAM);
 TILEFUSE_SAME_VALUE(CU_GET_PROC_ADDRESS_SUCCESS);
 #undef TILEFUSE_SAME_VALUE
@@ -100,6 +116,7 @@ TILEFUSE_SAME_PROTOTYPE(cuEventSynchronize, cuEventSynchronize, 2000);
 #undef cuEventElapsedTime
 TILEFUSE_SAME_PROTOTYPE(cuEventElapsedTime, cuEventElapsedTime, 2000);
 TILEFUSE_SAME_PROTOTYPE(cuEventDestroy_v2, cuEventDestroy, 4000);
+TILEFUSE_SAME_PROTOTYPE(cuTensorMapEncodeTiled, cuTensorMapEncodeTiled, 12000);
 static_assert(SameShape<cu::GetProcAddressFn, PFN_cuGetProcAddress_v12000>::value,
               "cuGetProcAddress_v2");
 #undef TILEFUSE_SAME_PROTOTYPE

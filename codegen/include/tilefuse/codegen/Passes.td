@@ -88,4 +88,15 @@ def ConvertTGPUToNVVM : Pass<"convert-tgpu-to-nvvm", "mlir::ModuleOp"> {
                            "mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
 }
 
+def MarkGridConstants : Pass<"tilefuse-mark-grid-constants", "mlir::gpu::GPUModuleOp"> {
+  let summary = "Kernel parameters passed by value become NVVM grid constants";
+  let description = [{
+    convert-tgpu-to-nvvm lists the tensor-map parameters of a kernel in its
+    `tilefuse.grid_constants`; once convert-gpu-to-nvvm has made the kernels llvm.funcs (it
+    keeps no `llvm.byval` of a gpu.func's arguments, and NVVM accepts `nvvm.grid_constant` on
+    llvm.funcs only), this pass makes each a 128-byte `llvm.byval` grid constant, so that NVPTX
+    keeps it in param space and TMA reads the map where the launch put it.
+  }];
+}
+
 #endif

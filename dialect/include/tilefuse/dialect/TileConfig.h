@@ -13,7 +13,8 @@
 //
 //   Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,pack_gqa=false
 //
-// and, only where asked for, ctas_per_sm=N (the register budget: not part of a complete
+// and, where set, warp_specialize=true|false (the producer/consumer kernel; unset: the head
+// dimension's default) and ctas_per_sm=N (the register budget: not part of a complete
 // configuration, whose kernels get no budget beyond the hardware's).
 //
 // A field may be unset ("the tuned default": defaultTileConfig for the head dimension and chip);
@@ -67,6 +68,11 @@ struct TileConfig {
   /// kernel's sequence offsets add three live registers to the padded kernel's 166) runs one
   /// CTA an SM fewer without it; one far over it spills with it.
   std::optional<int64_t> ctasPerSm;
+  /// Warp specialization (tgpu-warp-specialize, sm_90a): a producer warpgroup loads K and V with
+  /// TMA into rings of `stages` stages guarded by mbarriers, and Br / 64 consumer warpgroups run
+  /// the wgmma and softmax work; setmaxnreg moves the producer's registers to the consumers. The
+  /// CTA has 128 threads more. Needs mma=wgmma. Unset (and outside isComplete): false.
+  std::optional<bool> warpSpecialize;
 
   /// Every field set (ctasPerSm aside) (what compileToPTX compiles, what the tuner enumerates and stores).
   bool isComplete() const;
@@ -86,8 +92,11 @@ struct TileConfig {
   /// multiple of 64, rows_per_warp 16, Q in registers and chip sm_90a; stages 2 to 4). Unset fields are not
   /// checked. `chip` empty: any chip.
   llvm::Error verify(llvm::StringRef chip = "") const;
-  /// Threads per block (one warp per rows_per_warp rows); needs blockM and rowsPerWarp.
+  /// Threads per block (one warp per rows_per_warp rows, and a producer warpgroup with
+  /// warp_specialize); needs blockM and rowsPerWarp.
   int64_t threads() const;
+  /// Threads of the producer warpgroup (warp_specialize) or 0.
+  int64_t producerThreads() const { return warpSpecialize.value_or(false) ? 128 : 0; }
 
   bool operator==(const TileConfig &other) const;
   bool operator!=(const TileConfig &other) const { return !(*this == other); }
@@ -96,9 +105,16 @@ struct TileConfig {
 /// For uniquing it inside an MLIR attribute (#tile.config).
 llvm::hash_code hash_value(const TileConfig &config);
 
+/// Where a kernel reads its keys and values: whole K and V tensors, which TMA loads tile by tile,
+/// or rows it gathers (a paged cache's pages, a packed varlen batch), which only cp.async copies
+/// read. A warp-specialized kernel (TMA producer) needs the first.
+enum class KeyLayout { Tensors, Gathered };
+
 /// The tuned default for a head dimension and target chip (complete): warpgroup MMAs (wgmma) on
-/// sm_90a, mma.sync elsewhere. The autotuner's baseline.
-TileConfig defaultTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a");
+/// sm_90a, mma.sync elsewhere; on sm_90a at head dims 96 to 192, for keys in tensors, the
+/// warp-specialized kernel (Br = Bc = 128). The autotuner's baseline.
+TileConfig defaultTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a",
+                             KeyLayout keys = KeyLayout::Tensors);
 
 /// What a split-KV (decode) kernel sets over defaultTileConfig: GQA packing (a key/value head's
 /// keys read once for all its query heads), and on sm_90a at head dims up to 128 key blocks of
@@ -108,8 +124,11 @@ TileConfig splitKvTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a");
 /// The complete configuration compileToPTX compiles for `requested`: its set fields, the rest
 /// from defaultTileConfig (from the mma.sync table when a set field rules wgmma out), then
 /// verified. Errors say which setting is wrong.
+/// The warp-specialized default is taken only where nothing requested rules it out (mma=sync,
+/// pack_gqa=true, warp_specialize=false, gathered keys).
 llvm::Expected<TileConfig> resolveTileConfig(const TileConfig &requested, int64_t headDim,
-                                             llvm::StringRef chip);
+                                             llvm::StringRef chip,
+                                             KeyLayout keys = KeyLayout::Tensors);
 
 } // namespace tilefuse
 

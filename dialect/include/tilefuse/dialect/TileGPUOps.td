@@ -29,7 +29,7 @@ def TGPU_Block : 2DTensorOf<[BF16, F16, F32]>;
 //===----------------------------------------------------------------------===//
 
 def TGPU_AllocOp : TGPU_Op<"alloc"> {
-  let summary = "a shared buffer or ring of the CTA";
+  let summary = "a shared buffer, ring or mbarrier group of the CTA";
   let description = [{
     Its byte `offset` in the kernel's dynamic shared memory is chosen by the shared-memory
     allocation pass (tgpu-allocate-shared-memory), which also records the CTA's shared bytes
@@ -40,9 +40,13 @@ def TGPU_AllocOp : TGPU_Op<"alloc"> {
     ```mlir
     %ring = tgpu.alloc {offset = 0 : i64} : !tgpu.ring<2 x 64x128xbf16, #tgpu.shared<canonical_128b>>
     ```
+
+    An `!nvgpu.mbarrier.group` of N barriers takes 8 bytes each, 8-byte aligned (the
+    pipelines' full and empty barriers of tgpu-warp-specialize).
   }];
   let arguments = (ins OptionalAttr<I64Attr>:$offset);
-  let results = (outs Res<AnyTypeOf<[TGPU_Buffer, TGPU_Ring]>, "", [MemAlloc]>:$result);
+  let results = (outs Res<AnyTypeOf<[TGPU_Buffer, TGPU_Ring, NVGPU_MBarrierGroup]>, "",
+                          [MemAlloc]>:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -100,6 +104,26 @@ def TGPU_AsyncCopyOp : TGPU_Op<"async_copy", [AttrSizedOperandSegments]> {
     $view `[` $indices `]` `bound` $bound (`pages` $page_table^)? `into` $buffer attr-dict `:`
     type($view) `,` type($buffer) (`,` type($page_table)^)?
   }];
+  let hasVerifier = 1;
+}
+
+def TGPU_TensorMapOp : TGPU_Op<"tensor_map", [Pure]> {
+  let summary = "the TMA tensor map of a kernel argument, encoded by the launcher";
+  let description = [{
+    The kernel's tensor map of `view`, one of its arguments: the launcher encodes it with
+    cuTensorMapEncodeTiled as the launch ABI says (LaunchAbi.h, "TMA kernels") and passes it by
+    value as a grid constant; the descriptor type records the box and swizzle it was encoded
+    with. convert-tgpu-to-nvvm turns it into the address of that parameter.
+
+    ```mlir
+    %map = tgpu.tensor_map %K : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>
+        -> !nvgpu.tensormap.descriptor<tensor = memref<1x1x64x64xbf16, 3>,
+           swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+    ```
+  }];
+  let arguments = (ins AnyMemRef:$view);
+  let results = (outs NVGPU_TensorMapDescriptor:$descriptor);
+  let assemblyFormat = "$view attr-dict `:` type($view) `->` type($descriptor)";
   let hasVerifier = 1;
 }
 
@@ -286,6 +310,12 @@ def TGPU_WarpSpecializeOp : TGPU_Op<"warp_specialize", [RecursiveMemoryEffects, 
   let regions = (region VariadicRegion<SizedRegion<1>>:$partitions);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Registers a thread has at launch, before any setmaxnreg: the SM's 64K over the CTA's
+    /// threads and the CTAs an SM must hold (ctas_per_sm), at most 255, in whole allocation
+    /// units of 8. The partitions' budgets move registers within threads times this.
+    static int64_t registersAtLaunch(int64_t threads, int64_t ctasPerSm);
+  }];
 }
 
 #endif // TILEFUSE_DIALECT_TILEGPUOPS_TD

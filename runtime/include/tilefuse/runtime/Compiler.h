@@ -62,6 +62,9 @@ struct CompiledKernel {
   int64_t pageSize = 0;
   /// Compiled with varlen (the sidecar's "varlen": launches pass the sequence offsets).
   bool varlen = false;
+  /// Reads K and V with TMA (warp_specialize; the sidecar's "kv_tma": launches pass the tensor
+  /// maps of LaunchAbi.h).
+  bool kvTma = false;
   /// Every static size of the kernel's signature (after specialization), checked at launch.
   cuda::DeclaredSizes declaredSizes;
   /// The JSON sidecar: {"name", "block_m", "block_n", "threads", "head_dim", "dtype",

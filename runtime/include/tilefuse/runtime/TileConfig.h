@@ -13,6 +13,7 @@ namespace tilefuse::runtime {
 using tilefuse::CopyIssue;
 using tilefuse::copyIssueName;
 using tilefuse::defaultTileConfig;
+using tilefuse::KeyLayout;
 using tilefuse::MmaKind;
 using tilefuse::mmaKindName;
 using tilefuse::QOperand;

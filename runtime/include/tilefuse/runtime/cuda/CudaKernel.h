@@ -100,6 +100,10 @@ struct KernelMetadata {
   /// A varlen kernel (tile-varlen; optional key "varlen"): the views are packed batches, and
   /// launches pass LaunchAbi.h's varlen parameters (a Varlen).
   bool varlen = false;
+  /// A TMA kernel (TileConfig warp_specialize; optional key "kv_tma"): it reads K and V through
+  /// LaunchAbi.h's tensor maps, which each launch encodes (TensorMaps.h). Neither paged nor
+  /// varlen (for now); split-KV may be.
+  bool kvTma = false;
 
   /// Parses and checks a sidecar; `origin` (e.g. its path) prefixes error messages. A sidecar
   /// without "declared_sizes" (written before launches checked them) is rejected, with a message
@@ -153,7 +157,8 @@ struct AttentionBuffers {
 /// any other none; the table's entries are the caller's to keep within the caches' pages (they
 /// live on the device, unread here). A varlen kernel (metadata.varlen) needs `varlen` (device
 /// pointers; B counts sequences, M and N bound their lengths, the batch strides are not read,
-/// and the tensors have varlen->totalQ / totalK rows), any other none.
+/// and the tensors have varlen->totalQ / totalK rows), any other none. A TMA kernel
+/// (metadata.kvTma) takes neither, and K and V must make valid tensor maps (kvTensorMap).
 llvm::Error validateLaunch(const KernelMetadata &metadata, const AttentionBuffers &buffers,
                            const AttentionShape &shape, const AttentionStrides &strides,
                            const PagedKV *paged = nullptr, const Varlen *varlen = nullptr);
@@ -182,7 +187,9 @@ public:
   /// first waits for the previous one's stream, so concurrent streams stay correct.
   ///
   /// A paged-KV kernel (metadata.pagedKv) reads K and V through `paged`, a varlen kernel
-  /// (metadata.varlen) its packed sequences through `varlen` (validateLaunch).
+  /// (metadata.varlen) its packed sequences through `varlen` (validateLaunch). For a TMA kernel
+  /// (metadata.kvTma) each launch encodes K's and V's tensor maps (cuTensorMapEncodeTiled, CUDA
+  /// 12.0: an older driver gets ErrorKind::NoDriver).
   llvm::Error launch(CUstream_st *stream, const AttentionBuffers &buffers,
                      const AttentionShape &shape, const AttentionStrides &strides,
                      int64_t kvSplits = 0, const PagedKV *paged = nullptr,

@@ -148,6 +148,31 @@ def TGPUPipeline : Pass<"tgpu-pipeline", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
 }
 
+def TGPUWarpSpecialize : Pass<"tgpu-warp-specialize", "mlir::func::FuncOp"> {
+  let summary = "Splits the CTA into a TMA producer warpgroup and wgmma consumer warpgroups";
+  let description = [{
+    FlashAttention-3's roles (warp_specialize=true in the module's tile.config, or the
+    `force` option): the shared buffers that tile-to-tgpu fills by cp.async from K and V become
+    rings of `stages` stages with a `full` and an `empty` mbarrier per stage; the kernel's warps
+    become the consumer partition of a tgpu.warp_specialize, waiting on `full` where they waited
+    for a copy and arriving on `empty` once the wgmma that read a stage has completed; a
+    producer warpgroup after them runs the kernel's control flow down to the copies and issues
+    each as a TMA load (tgpu.tensor_map of the K or V argument, tgpu.tma_load) once its stage is
+    empty. Both number the fills of each ring with a counter carried through the loops and
+    branches holding copies, so they agree on every stage and phase. setmaxnreg moves registers
+    from the producer (24) to the consumers (up to 240). Runs on tile-to-tgpu's IR without
+    tile-pipeline's prefetch, before tgpu-insert-barriers.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", "2",
+           "Stages of each ring (the module's tile.config wins)">,
+    Option<"force", "force", "bool", "false",
+           "Specialize even when the module's tile.config does not ask for it (lit tests)">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
+                           "mlir::gpu::GPUDialect", "mlir::nvgpu::NVGPUDialect"];
+}
+
 def TGPUInsertBarriers : Pass<"tgpu-insert-barriers", "mlir::func::FuncOp"> {
   let summary = "Completes the cp.async waits (numGroups) and inserts the barriers and proxy "
                 "fences the shared buffers need";

@@ -195,6 +195,29 @@ constexpr SplitWorkspace splitWorkspace(long long S, long long B, long long H, l
   return w;
 }
 
+/// TMA kernels (TileConfig warp_specialize; metadata "kv_tma": true) read K and V with the
+/// tensor memory accelerator. They take two parameters after all those above (after the split
+/// ones), each a CUtensorMap the launcher encodes with cuTensorMapEncodeTiled and passes by
+/// value (128 bytes, 64-byte aligned; a `.param` grid constant in the kernel):
+///   k_map, v_map   4-D tiled maps of K and V over their base pointers: dimensions, innermost
+///                  first, {D, N, Hkv, B}; byte strides {k_n, k_h, k_b} x element bytes (each a
+///                  multiple of 16, the base 16-byte aligned); box {tmaBoxColumns(element
+///                  bytes), block_n, 1, 1}; element strides 1; no interleave; SWIZZLE_128B;
+///                  L2 promotion 256 B; out-of-bounds elements read as zero.
+/// A box is one 128-byte panel of a `canonical_128b` shared tile (the kernel issues one transfer
+/// per panel, at column offsets of tmaBoxColumns), so SWIZZLE_128B writes the panel exactly as
+/// wgmma's 128-byte swizzle reads it; rows past N and columns past D arrive as zeros.
+inline constexpr const char *kTensorMapNames[] = {"k_map", "v_map"};
+inline constexpr int kTensorMapCount = 2;
+inline constexpr int kTensorMapBytes = 128;
+inline constexpr int kTensorMapAlignment = 64;
+inline constexpr int kTmaBoxBytes = 128;
+constexpr int tmaBoxColumns(int elementBytes) { return kTmaBoxBytes / elementBytes; }
+/// Transfers (panels) per tile of `columns` columns: the tile's rows padded to whole panels.
+constexpr int tmaPanels(long long columns, int elementBytes) {
+  return int((columns * elementBytes + kTmaBoxBytes - 1) / kTmaBoxBytes);
+}
+
 static_assert(kTensorCount == 5 && kSizeCount == 5 && kStrideCount == 14 &&
                   kParameterCount == 24,
               "the launch ABI changed: update the file comment and the launchers' texts");

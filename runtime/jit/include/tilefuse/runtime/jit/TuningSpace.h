@@ -63,6 +63,9 @@ struct ResourceEstimate {
   int64_t seedSharedBytes = 0;    ///< 4·Br·d + 4·Bc·d + 2·Br·Bc + 8·Br
   int64_t registersPerThread = 0; ///< estimated (see the file comment)
   int64_t threads = 0;
+  /// Of `threads`, the warp-specialized kernel's producer warpgroup, which gives its registers
+  /// to the consumers (24 each): the register estimate is the consumers'.
+  int64_t producerThreads = 0;
 };
 
 /// The model for a complete configuration, head dimension and element size (2: bf16 / f16).
@@ -79,10 +82,15 @@ struct TuningAxes {
   std::vector<bool> packGqa = {false};
   /// The register budget; nullopt: none (the compiler's choice).
   std::vector<std::optional<int64_t>> ctasPerSm = {std::nullopt};
+  /// Warp specialization (TMA producer, wgmma consumers), always explicit: a candidate's
+  /// configuration is what it says, never the head dimension's default.
+  std::vector<bool> warpSpecialize = {false};
 
   /// Br 64/128/256, Bc 32/64/128/256, rows per warp 16/32, Q in registers or shared, both copy
   /// issues, 2 or 3 key ring stages; mma.sync, and wgmma on sm_90a; GQA packing off (the
-  /// split-KV kernels, where it pays, ask for it); no register budget, or 2, 3 or 4 CTAs an SM.
+  /// split-KV kernels, where it pays, ask for it); no register budget, or 2, 3 or 4 CTAs an SM;
+  /// warp specialization off, and on sm_90a on too (the tuner turns it off for kernels whose
+  /// keys are gathered: paged, varlen).
   static TuningAxes forChip(llvm::StringRef chip);
 };
 

@@ -1,0 +1,640 @@
+//===- WarpSpecialize.cpp - TMA producer and wgmma consumer warpgroups ----===//
+//
+// FlashAttention-3's split of a CTA into roles, on tgpu IR: the key/value tiles that
+// tile-to-tgpu copies with cp.async into one shared buffer each become rings of `stages`
+// stages filled by TMA, and the CTA becomes a tgpu.warp_specialize of
+//
+//   consumers  the Br / 64 warpgroups of the kernel as it was (warps 0 .. 4·Br/64 - 1, so every
+//              register layout keeps its warp numbering): the Q load, the key loop's wgmma and
+//              softmax work and the epilogue. Where the kernel waited for a copy it waits on the
+//              stage's `full` mbarrier; after the wgmma that read the stage has completed, every
+//              consumer thread arrives on the stage's `empty` mbarrier;
+//   producer   one warpgroup after them, of which one thread runs the kernel's control flow
+//              down to the copies (the key loop, its branches and the index arithmetic, cloned)
+//              and, per copy, waits for the stage to be empty, arms its `full` mbarrier with the
+//              tile's bytes and issues the TMA load (tgpu.tma_load, one transfer per 128-byte
+//              panel).
+//
+// Both roles number the fills of each ring in program order with a counter carried through the
+// loops and branches that hold copies (an iter_arg, a branch result): fill n goes to stage
+// n % stages with phase (n / stages) & 1, so the two sides agree on every stage and phase by
+// construction, also when a branch skips a block (block pruning's empty blocks). The producer
+// runs ahead of the consumers by up to `stages` fills per ring, limited only by the empty
+// barriers: the ring is the software pipeline, and tile-pipeline's prefetch is not used.
+//
+// setmaxnreg moves registers from the producer (24 a thread) to the consumers (up to 240), from
+// the CTA's share at launch (65536 / (threads · ctas_per_sm)).
+//
+// Expects the IR of tile-to-tgpu without tile-pipeline: every cp.async fills a canonical_128b
+// buffer from a kernel argument (K or V) at rows bounded by that argument's extent, and each
+// copy's group is waited for once, right before the wgmma that reads it.
+//
+//===----------------------------------------------------------------------===//
+#include "tilefuse/passes/gpu/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
+#include "tilefuse/dialect/KernelConfig.h"
+#include "tilefuse/dialect/TileGPUOps.h"
+#include "tilefuse/dialect/TileOps.h"
+#include "tilefuse/runtime/device/LaunchAbi.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace tilefuse::tgpu {
+#define GEN_PASS_DEF_TGPUWARPSPECIALIZE
+#include "tilefuse/passes/gpu/Passes.h.inc"
+} // namespace tilefuse::tgpu
+
+using namespace mlir;
+using namespace tilefuse;
+using namespace tilefuse::tgpu;
+
+namespace {
+
+/// The producer's budget: it only issues TMA and waits (FA3's 24 for two consumer groups).
+constexpr int64_t kProducerRegisters = 24;
+/// The most a consumer thread takes (FA3's; leaves the SM's pool room for a producer).
+constexpr int64_t kMaxConsumerRegisters = 240;
+constexpr int64_t kWarpgroupThreads = 128;
+
+/// One pipelined buffer: the cp.async buffer it replaces and what stands for it now.
+struct Channel {
+  AllocOp buffer;
+  BlockArgument view;
+  Value ring, full, empty, descriptor;
+  int64_t bytes = 0; ///< transaction bytes of one fill (whole panels, as TMA counts them)
+};
+
+/// Where fill number `counter` of a channel goes.
+struct Slot {
+  Value stage; ///< index
+  Value phase; ///< i1
+};
+
+Slot slotOf(OpBuilder &b, Location loc, Value counter, int64_t stages) {
+  Value s = arith::ConstantIndexOp::create(b, loc, stages);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value stage = arith::RemUIOp::create(b, loc, counter, s);
+  Value round = arith::DivUIOp::create(b, loc, counter, s);
+  Value odd = arith::AndIOp::create(b, loc, round, one);
+  Value phase = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, odd, zero);
+  return {stage, phase};
+}
+
+struct TGPUWarpSpecialize
+    : public tilefuse::tgpu::impl::TGPUWarpSpecializeBase<TGPUWarpSpecialize> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp kernel = getOperation();
+    if (kernel.isExternal())
+      return;
+    TileConfig options;
+    options.stages = stages;
+    FailureOr<TileConfig> config = tile::configForPass(kernel, options);
+    if (failed(config))
+      return signalPassFailure();
+    // A pass option of its own for lit tests; in the pipeline the module's config decides.
+    if (!config->warpSpecialize.value_or(force))
+      return;
+    depth = config->stages.value_or(stages);
+    ctasPerSm = config->ctasPerSm.value_or(1);
+    if (depth < 2 || depth > 8) {
+      kernel.emitError() << "tgpu-warp-specialize: stages must be 2 to 8, not " << depth;
+      return signalPassFailure();
+    }
+    if (failed(run(kernel)))
+      return signalPassFailure();
+  }
+
+  int64_t depth = 2, ctasPerSm = 1;
+  SmallVector<Channel> channels;
+  DenseMap<Operation *, unsigned> channelOf; // AsyncCopyOp -> channel
+  /// The fill counter before each copy, in the consumer (the original IR).
+  DenseMap<Operation *, Value> counterAt;
+  /// Loops and branches that hold copies: they carry the counters.
+  DenseSet<Operation *> carriers;
+
+  LogicalResult run(func::FuncOp kernel) {
+    if (kernel->hasAttr(tile::kPagedKVAttr) || kernel->hasAttr(tile::kVarlenAttr))
+      return kernel.emitError("warp_specialize: paged and varlen kernels gather their keys "
+                              "row by row; their TMA loads are not implemented (use "
+                              "warp_specialize=false)");
+    if (kernel->hasAttr(tile::kSplitKVAttr))
+      return kernel.emitError("warp_specialize: split-KV kernels are not warp-specialized yet "
+                              "(their merge has not run with warp roles; use "
+                              "warp_specialize=false)");
+    auto grids = llvm::to_vector(kernel.getBody().front().getOps<scf::ForallOp>());
+    if (grids.size() != 1)
+      return kernel.emitError("tgpu-warp-specialize: expects one program grid (scf.forall)");
+    scf::ForallOp grid = grids.front();
+    if (failed(collectChannels(kernel, grid)))
+      return failure();
+    if (channels.empty())
+      return kernel.emitError("tgpu-warp-specialize: the kernel copies nothing into shared "
+                              "memory; there is nothing for a producer to load");
+    int64_t consumerThreads = 0;
+    if (failed(checkConsumers(kernel, consumerThreads)))
+      return failure();
+    createChannelValues(kernel);
+
+    // The counters, in the consumer (the original IR), then the producer from it.
+    Block &body = *grid.getBody();
+    OpBuilder b = OpBuilder::atBlockBegin(&body);
+    Location loc = grid.getLoc();
+    SmallVector<Value> counters;
+    for (size_t i = 0; i < channels.size(); ++i)
+      counters.push_back(arith::ConstantIndexOp::create(b, loc, 0));
+    Operation *firstOfBody = counters.front().getDefiningOp();
+    markCarriers(body);
+    if (failed(threadCounters(body, counters)))
+      return failure();
+
+    // Slice and clone the producer before the consumer is rewritten (the copies are its
+    // template).
+    FailureOr<llvm::SetVector<Operation *>> needed = producerSlice(grid);
+    if (failed(needed))
+      return failure();
+    return buildPartitions(grid, firstOfBody, *needed, consumerThreads);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Channels
+  //===--------------------------------------------------------------------===//
+
+  LogicalResult collectChannels(func::FuncOp kernel, scf::ForallOp grid) {
+    DenseMap<Operation *, unsigned> channelOfAlloc;
+    WalkResult walk = kernel.walk([&](AsyncCopyOp copy) -> WalkResult {
+      if (!grid->isProperAncestor(copy))
+        return copy.emitOpError("is outside the program grid; tgpu-warp-specialize pipelines "
+                                "the copies of the key loop");
+      if (copy.getPageTable())
+        return copy.emitOpError("reads a paged cache; its TMA load is not implemented");
+      auto alloc = copy.getBuffer().getDefiningOp<AllocOp>();
+      if (!alloc || !isa<BufferType>(alloc.getType()))
+        return copy.emitOpError("fills a ring stage; tgpu-warp-specialize expects the copies of "
+                                "tile-to-tgpu without tile-pipeline (one buffer per view)");
+      BufferType buffer = copy.getBuffer().getType();
+      if (buffer.getLayout().getSwizzle() != SharedSwizzle::Canonical128B)
+        return copy.emitOpError("fills a buffer that is not canonical_128b: TMA writes wgmma's "
+                                "128-byte swizzle (warp specialization needs mma=wgmma)");
+      auto view = dyn_cast<BlockArgument>(copy.getView());
+      if (!view || view.getOwner() != &kernel.getBody().front() || view.getArgNumber() < 1 ||
+          view.getArgNumber() > 2)
+        return copy.emitOpError("copies from a view that is not the kernel's K or V argument: "
+                                "only those have tensor maps in the launch ABI");
+      // The tensor map's row extent bounds the rows (zeros past it, as cp.async's bound): N,
+      // the length of K and of V alike (the launch ABI gives both one N).
+      auto dim = copy.getBound().getDefiningOp<memref::DimOp>();
+      std::optional<int64_t> dimIndex = dim ? dim.getConstantIndex() : std::nullopt;
+      auto dimOf = dim ? dyn_cast<BlockArgument>(dim.getSource()) : BlockArgument();
+      if (!dimOf || dimOf.getOwner() != view.getOwner() || dimOf.getArgNumber() < 1 ||
+          dimOf.getArgNumber() > 2 || dimIndex != 2)
+        return copy.emitOpError("bounds its rows by something other than the view's length: a "
+                                "TMA load reads zeros past the tensor's own extent only");
+      auto [it, inserted] = channelOfAlloc.try_emplace(alloc, channels.size());
+      if (inserted) {
+        Channel channel;
+        channel.buffer = alloc;
+        channel.view = view;
+        channels.push_back(channel);
+      } else if (channels[it->second].view != view) {
+        return copy.emitOpError("fills a buffer that another copy fills from another view");
+      }
+      channelOf[copy] = it->second;
+      return WalkResult::advance();
+    });
+    return failure(walk.wasInterrupted());
+  }
+
+  /// The consumers are the kernel's warps: every block is laid out for them (wgmma
+  /// accumulators, whole warpgroups), and nothing waits for the whole CTA.
+  LogicalResult checkConsumers(func::FuncOp kernel, int64_t &consumerThreads) {
+    int64_t warpgroups = 0;
+    WalkResult walk = kernel.walk([&](Operation *op) -> WalkResult {
+      if (isa<gpu::BarrierOp, NamedBarrierOp, WarpSpecializeOp>(op))
+        return op->emitOpError("is already a barrier or partition; tgpu-warp-specialize runs "
+                               "before tgpu-insert-barriers on a kernel without roles");
+      if (auto mma = dyn_cast<MmaOp>(op))
+        return mma.emitOpError("is an mma.sync; warp-specialized consumers issue wgmma "
+                               "(mma=wgmma)");
+      for (Type t : op->getResultTypes())
+        if (auto tensor = dyn_cast<RankedTensorType>(t))
+          if (auto acc = dyn_cast_or_null<WgmmaAccumulatorLayoutAttr>(tensor.getEncoding()))
+            warpgroups = std::max(warpgroups, acc.getWarpgroups());
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+    if (!warpgroups)
+      return kernel.emitError("tgpu-warp-specialize: no wgmma accumulator in the kernel; the "
+                              "consumers are warpgroups (mma=wgmma)");
+    consumerThreads = warpgroups * kWarpgroupThreads;
+    return success();
+  }
+
+  void createChannelValues(func::FuncOp kernel) {
+    MLIRContext *ctx = kernel.getContext();
+    OpBuilder b(ctx);
+    b.setInsertionPointAfter(channels.back().buffer);
+    for (Channel &c : channels) {
+      auto buffer = cast<BufferType>(c.buffer.getType());
+      Location loc = c.buffer.getLoc();
+      c.ring = AllocOp::create(b, loc, RingType::get(ctx, depth, buffer), IntegerAttr());
+      auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+      auto barriers = nvgpu::MBarrierGroupType::get(ctx, workgroup, depth);
+      c.full = AllocOp::create(b, loc, barriers, IntegerAttr());
+      c.empty = AllocOp::create(b, loc, barriers, IntegerAttr());
+      int elementBytes = buffer.getSharedTile().elementBytes;
+      int64_t boxColumns = launch_abi::tmaBoxColumns(elementBytes);
+      auto box = MemRefType::get({1, 1, buffer.getRows(), boxColumns}, buffer.getElementType(),
+                                 MemRefLayoutAttrInterface(),
+                                 IntegerAttr::get(IntegerType::get(ctx, 64), 3));
+      auto descriptorType = nvgpu::TensorMapDescriptorType::get(
+          ctx, box, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
+          nvgpu::TensorMapL2PromoKind::L2PROMO_256B, nvgpu::TensorMapOOBKind::OOB_ZERO,
+          nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+      c.descriptor = TensorMapOp::create(b, loc, descriptorType, c.view);
+      c.bytes = int64_t(launch_abi::tmaPanels(buffer.getCols(), elementBytes)) *
+                buffer.getRows() * launch_abi::kTmaBoxBytes;
+    }
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Fill counters
+  //===--------------------------------------------------------------------===//
+
+  bool holdsCopies(Operation *op) {
+    bool found = false;
+    op->walk([&](AsyncCopyOp copy) {
+      if (channelOf.count(copy))
+        found = true;
+    });
+    return found;
+  }
+
+  void markCarriers(Block &body) {
+    body.walk([&](Operation *op) {
+      if (op->getNumRegions() && !isa<AsyncCopyOp>(op) && holdsCopies(op))
+        carriers.insert(op);
+    });
+  }
+
+  /// Threads one counter per channel through `block`: the value before each copy is recorded in
+  /// counterAt, the copy increments it, and loops and branches holding copies carry it.
+  LogicalResult threadCounters(Block &block, SmallVector<Value> &counters) {
+    IRRewriter rewriter(block.getParentOp()->getContext());
+    for (Operation &op : llvm::make_early_inc_range(block)) {
+      if (auto copy = dyn_cast<AsyncCopyOp>(op)) {
+        auto it = channelOf.find(copy);
+        if (it == channelOf.end())
+          continue;
+        counterAt[copy] = counters[it->second];
+        rewriter.setInsertionPointAfter(copy);
+        Value one = arith::ConstantIndexOp::create(rewriter, copy.getLoc(), 1);
+        counters[it->second] =
+            arith::AddIOp::create(rewriter, copy.getLoc(), counters[it->second], one);
+        continue;
+      }
+      if (!carriers.contains(&op))
+        continue;
+      if (auto loop = dyn_cast<scf::ForOp>(op)) {
+        SmallVector<Value> inits(counters);
+        FailureOr<LoopLikeOpInterface> widened = loop.replaceWithAdditionalYields(
+            rewriter, inits, /*replaceInitOperandUsesInLoop=*/false,
+            [&](OpBuilder &, Location, ArrayRef<BlockArgument> added) {
+              return SmallVector<Value>(added.begin(), added.end());
+            });
+        if (failed(widened))
+          return loop.emitOpError("cannot carry the pipeline's fill counters");
+        auto newLoop = cast<scf::ForOp>(widened->getOperation());
+        carriers.erase(loop);
+        carriers.insert(newLoop);
+        unsigned first = newLoop.getNumRegionIterArgs() - counters.size();
+        SmallVector<Value> inner;
+        for (size_t i = 0; i < counters.size(); ++i)
+          inner.push_back(newLoop.getRegionIterArgs()[first + i]);
+        if (failed(threadCounters(*newLoop.getBody(), inner)))
+          return failure();
+        auto yield = cast<scf::YieldOp>(newLoop.getBody()->getTerminator());
+        for (size_t i = 0; i < counters.size(); ++i) {
+          yield.setOperand(first + i, inner[i]);
+          counters[i] = newLoop.getResult(first + i);
+        }
+        continue;
+      }
+      if (auto branch = dyn_cast<scf::IfOp>(op)) {
+        SmallVector<Type> types(branch.getResultTypes());
+        types.append(counters.size(), rewriter.getIndexType());
+        rewriter.setInsertionPoint(branch);
+        auto replacement = scf::IfOp::create(rewriter, branch.getLoc(), types,
+                                             branch.getCondition(), /*addThenBlock=*/false,
+                                             /*addElseBlock=*/false);
+        replacement->setDiscardableAttrs(branch->getDiscardableAttrDictionary());
+        replacement.getThenRegion().takeBody(branch.getThenRegion());
+        if (branch.getElseRegion().empty()) {
+          Block *elseBlock = rewriter.createBlock(&replacement.getElseRegion());
+          rewriter.setInsertionPointToEnd(elseBlock);
+          scf::YieldOp::create(rewriter, branch.getLoc());
+        } else {
+          replacement.getElseRegion().takeBody(branch.getElseRegion());
+        }
+        for (Region *region : {&replacement.getThenRegion(), &replacement.getElseRegion()}) {
+          SmallVector<Value> inner(counters);
+          if (failed(threadCounters(region->front(), inner)))
+            return failure();
+          auto yield = cast<scf::YieldOp>(region->front().getTerminator());
+          yield.getResultsMutable().append(inner);
+        }
+        unsigned results = branch.getNumResults();
+        carriers.erase(branch);
+        carriers.insert(replacement);
+        rewriter.replaceOp(branch, replacement.getResults().take_front(results));
+        for (size_t i = 0; i < counters.size(); ++i)
+          counters[i] = replacement.getResult(results + i);
+        continue;
+      }
+      return op.emitOpError("holds copies of the key loop; tgpu-warp-specialize carries its "
+                            "fill counters through scf.for and scf.if only");
+    }
+    return success();
+  }
+
+  //===--------------------------------------------------------------------===//
+  // The producer
+  //===--------------------------------------------------------------------===//
+
+  /// The ops of the grid's body the producer needs, besides the carriers and the copies: what
+  /// computes the copies' indices and the carriers' bounds and conditions (whole, with their
+  /// regions, when they hold no copies: the pruning's bound searches).
+  FailureOr<llvm::SetVector<Operation *>> producerSlice(scf::ForallOp grid) {
+    llvm::SetVector<Operation *> needed;
+    SmallVector<Value> worklist;
+    auto useOperandsOf = [&](Operation *op) {
+      // Operands of the op and of everything nested in it that come from outside it.
+      op->walk([&](Operation *inner) {
+        for (Value v : inner->getOperands()) {
+          Operation *def = v.getDefiningOp();
+          Operation *owner = def ? def : v.getParentRegion()->getParentOp();
+          if (owner != op && !op->isProperAncestor(owner))
+            worklist.push_back(v);
+        }
+      });
+    };
+    for (auto &[copyOp, channel] : channelOf) {
+      auto copy = cast<AsyncCopyOp>(copyOp);
+      llvm::append_range(worklist, copy.getIndices());
+    }
+    for (Operation *carrier : carriers) {
+      if (auto loop = dyn_cast<scf::ForOp>(carrier))
+        worklist.append({loop.getLowerBound(), loop.getUpperBound(), loop.getStep()});
+      else
+        worklist.push_back(cast<scf::IfOp>(carrier).getCondition());
+    }
+    while (!worklist.empty()) {
+      Value v = worklist.pop_back_val();
+      if (!grid->isProperAncestor(v.getParentRegion()->getParentOp()) &&
+          v.getParentRegion()->getParentOp() != grid)
+        continue; // defined above the grid: the partitions use it as it is
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
+        Operation *owner = arg.getOwner()->getParentOp();
+        if (owner == grid)
+          continue; // a program index: used as it is
+        if (auto loop = dyn_cast<scf::ForOp>(owner); loop && carriers.contains(loop)) {
+          if (arg == loop.getInductionVar())
+            continue;
+          // A loop-carried value (the softmax state) steering a copy: the producer lacks it.
+          return loop.emitOpError("carries a value that a copy's index or a branch around it "
+                                  "depends on; the producer cannot compute it");
+        }
+        needed.insert(owner);
+        useOperandsOf(owner);
+        continue;
+      }
+      Operation *def = v.getDefiningOp();
+      if (carriers.contains(def))
+        return def->emitOpError("computes a value that a copy's index depends on in a loop or "
+                                "branch holding copies; the producer cannot compute it");
+      if (needed.contains(def))
+        continue;
+      if (llvm::any_of(def->getResultTypes(),
+                       [](Type t) { return isa<RankedTensorType, BufferType, RingType>(t); }))
+        return def->emitOpError("computes a block that a copy's index depends on; the "
+                                "producer computes indices only");
+      needed.insert(def);
+      useOperandsOf(def);
+    }
+    return needed;
+  }
+
+  /// Clones `block` into the producer: the needed ops, the carriers (as loops and branches
+  /// carrying the producer's counters), and each copy as a TMA fill.
+  void cloneProducer(Block &block, OpBuilder &b, IRMapping &map,
+                     const llvm::SetVector<Operation *> &needed, SmallVector<Value> &counters) {
+    for (Operation &op : block) {
+      if (auto copy = dyn_cast<AsyncCopyOp>(op); copy && channelOf.count(copy)) {
+        unsigned c = channelOf.lookup(copy);
+        emitFill(b, copy, map, channels[c], counters[c]);
+        continue;
+      }
+      if (carriers.contains(&op)) {
+        if (auto loop = dyn_cast<scf::ForOp>(op)) {
+          auto cloned = scf::ForOp::create(
+              b, loop.getLoc(), map.lookupOrDefault(loop.getLowerBound()),
+              map.lookupOrDefault(loop.getUpperBound()), map.lookupOrDefault(loop.getStep()),
+              counters, /*bodyBuilder=*/nullptr, loop.getUnsignedCmp());
+          map.map(loop.getInductionVar(), cloned.getInductionVar());
+          OpBuilder inner = OpBuilder::atBlockBegin(cloned.getBody());
+          SmallVector<Value> carried(cloned.getRegionIterArgs());
+          cloneProducer(*loop.getBody(), inner, map, needed, carried);
+          scf::YieldOp::create(inner, loop.getLoc(), carried);
+          counters.assign(cloned.getResults().begin(), cloned.getResults().end());
+        } else {
+          auto branch = cast<scf::IfOp>(op);
+          SmallVector<Type> types(counters.size(), b.getIndexType());
+          auto cloned = scf::IfOp::create(b, branch.getLoc(), types,
+                                          map.lookupOrDefault(branch.getCondition()),
+                                          /*withElseRegion=*/true);
+          for (auto [from, to] : {std::pair{&branch.getThenRegion(), &cloned.getThenRegion()},
+                                  std::pair{&branch.getElseRegion(), &cloned.getElseRegion()}}) {
+            // scf.if's builder may leave a region without its block when results are given.
+            if (to->empty())
+              to->push_back(new Block());
+            OpBuilder inner = OpBuilder::atBlockEnd(&to->front());
+            SmallVector<Value> carried(counters);
+            cloneProducer(from->front(), inner, map, needed, carried);
+            scf::YieldOp::create(inner, branch.getLoc(), carried);
+          }
+          counters.assign(cloned.getResults().begin(), cloned.getResults().end());
+        }
+        continue;
+      }
+      if (needed.contains(&op))
+        b.clone(op, map);
+    }
+  }
+
+  /// Waits for the stage to be empty, arms its full barrier with the tile's bytes and loads it.
+  void emitFill(OpBuilder &b, AsyncCopyOp copy, IRMapping &map, const Channel &c,
+                Value &counter) {
+    Location loc = copy.getLoc();
+    Slot slot = slotOf(b, loc, counter, depth);
+    // The empty barrier's phase before the first consumer release is the one "before" phase 0:
+    // waiting on the opposite parity passes at once for the first round of stages.
+    Value yes = arith::ConstantIntOp::create(b, loc, 1, 1);
+    Value emptyPhase = arith::XOrIOp::create(b, loc, slot.phase, yes);
+    Value ticks = arith::ConstantIndexOp::create(b, loc, 0);
+    nvgpu::MBarrierTryWaitParityOp::create(b, loc, c.empty, emptyPhase, ticks, slot.stage);
+    Value bytes = arith::ConstantIndexOp::create(b, loc, c.bytes);
+    nvgpu::MBarrierArriveExpectTxOp::create(b, loc, c.full, bytes, slot.stage, Value());
+    Value buffer = StageOp::create(b, loc, c.ring, slot.stage);
+    // TMA counts coordinates innermost first: (column, row, head, batch).
+    SmallVector<Value> indices;
+    for (Value index : copy.getIndices())
+      indices.push_back(map.lookupOrDefault(index));
+    SmallVector<Value> coordinates = {arith::ConstantIndexOp::create(b, loc, 0)};
+    coordinates.append(indices.rbegin(), indices.rend());
+    TmaLoadOp::create(b, loc, c.descriptor, coordinates, c.full, slot.stage, buffer);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    counter = arith::AddIOp::create(b, loc, counter, one);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // The partitions
+  //===--------------------------------------------------------------------===//
+
+  LogicalResult buildPartitions(scf::ForallOp grid, Operation *firstOfBody,
+                                const llvm::SetVector<Operation *> &needed,
+                                int64_t consumerThreads) {
+    Location loc = grid.getLoc();
+    Block &body = *grid.getBody();
+    OpBuilder b = OpBuilder::atBlockBegin(&body);
+
+    // The barriers, by one thread, before either role uses them: full takes the producer's one
+    // arrival (plus the TMA bytes), empty one arrival per consumer thread.
+    Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value isFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, zero);
+    auto init = scf::IfOp::create(b, loc, isFirst, /*withElseRegion=*/false);
+    {
+      OpBuilder inner = OpBuilder::atBlockBegin(init.thenBlock());
+      Value one = arith::ConstantIndexOp::create(inner, loc, 1);
+      Value consumers = arith::ConstantIndexOp::create(inner, loc, consumerThreads);
+      for (Channel &c : channels)
+        for (int64_t s = 0; s < depth; ++s) {
+          Value stage = arith::ConstantIndexOp::create(inner, loc, s);
+          nvgpu::MBarrierInitOp::create(inner, loc, c.full, one, stage, Value());
+          nvgpu::MBarrierInitOp::create(inner, loc, c.empty, consumers, stage, Value());
+        }
+    }
+    gpu::BarrierOp::create(b, loc);
+
+    // The roles: the consumers first (their warps keep the layouts' numbering).
+    SmallVector<int32_t> warps = {int32_t(consumerThreads / 32),
+                                  int32_t(kWarpgroupThreads / 32)};
+    int64_t threads = consumerThreads + kWarpgroupThreads;
+    int64_t share = WarpSpecializeOp::registersAtLaunch(threads, ctasPerSm);
+    int64_t pool = share * threads;
+    int64_t consumerRegisters =
+        std::min<int64_t>(kMaxConsumerRegisters,
+                          (pool - kWarpgroupThreads * kProducerRegisters) / consumerThreads / 8 * 8);
+    consumerRegisters = std::max(consumerRegisters, share);
+    int64_t producerRegisters = std::min(kProducerRegisters, share);
+    if (consumerRegisters * consumerThreads + producerRegisters * kWarpgroupThreads > pool)
+      consumerRegisters = share; // no room to move: keep the launch share
+    SmallVector<int32_t> registers = {int32_t(consumerRegisters), int32_t(producerRegisters)};
+    auto ws = WarpSpecializeOp::create(b, loc, b.getDenseI32ArrayAttr(warps),
+                                       b.getDenseI32ArrayAttr(registers), /*partitions=*/2);
+    Block *consumer = b.createBlock(&ws.getPartitions()[0]);
+    Block *producer = b.createBlock(&ws.getPartitions()[1]);
+
+    // The producer: one thread (the first of its warpgroup) runs the skeleton.
+    {
+      OpBuilder pb = OpBuilder::atBlockBegin(producer);
+      Value ptid = gpu::ThreadIdOp::create(pb, loc, gpu::Dimension::x);
+      Value leader = arith::ConstantIndexOp::create(pb, loc, consumerThreads);
+      Value isLeader = arith::CmpIOp::create(pb, loc, arith::CmpIPredicate::eq, ptid, leader);
+      auto issue = scf::IfOp::create(pb, loc, isLeader, /*withElseRegion=*/false);
+      OpBuilder inner = OpBuilder::atBlockBegin(issue.thenBlock());
+      IRMapping map;
+      SmallVector<Value> counters;
+      for (size_t i = 0; i < channels.size(); ++i)
+        counters.push_back(arith::ConstantIndexOp::create(inner, loc, 0));
+      cloneProducer(body, inner, map, needed, counters);
+    }
+
+    // The consumer: the body as it was (from the counters' zeros on, which follow the
+    // partitions: the init, the barrier and the partitions went in at the block's begin).
+    assert(ws->isBeforeInBlock(firstOfBody) && "the partitions precede the old body");
+    Operation *terminator = body.getTerminator();
+    consumer->getOperations().splice(consumer->end(), body.getOperations(),
+                                     std::next(ws->getIterator()), terminator->getIterator());
+    return rewriteConsumer(consumer);
+  }
+
+  /// In the consumer: each copy and its group go; its wait becomes a wait on the stage's full
+  /// barrier; its reader reads the stage; after the reader's wgmma completes, the stage is
+  /// released.
+  LogicalResult rewriteConsumer(Block *consumer) {
+    IRRewriter rewriter(consumer->getParentOp()->getContext());
+    for (auto &[copyOp, counter] : counterAt) {
+      auto copy = cast<AsyncCopyOp>(copyOp);
+      Channel &c = channels[channelOf.lookup(copy)];
+      Location loc = copy.getLoc();
+      if (!copy.getToken().hasOneUse())
+        return copy.emitOpError("has a token used other than by one copy group");
+      auto group = dyn_cast<nvgpu::DeviceAsyncCreateGroupOp>(*copy.getToken().getUsers().begin());
+      if (!group || group.getInputTokens().size() != 1 || !group.getAsyncToken().hasOneUse())
+        return copy.emitOpError("is not alone in a copy group waited for once");
+      auto wait = dyn_cast<nvgpu::DeviceAsyncWaitOp>(*group.getAsyncToken().getUsers().begin());
+      if (!wait || wait->getBlock() != copy->getBlock())
+        return copy.emitOpError("is waited for outside its block (a prefetch across "
+                                "iterations: run without tile-pipeline)");
+      rewriter.setInsertionPoint(copy);
+      Slot slot = slotOf(rewriter, loc, counter, depth);
+      Value stageBuffer = StageOp::create(rewriter, loc, c.ring, slot.stage);
+      rewriter.setInsertionPoint(wait);
+      Value ticks = arith::ConstantIndexOp::create(rewriter, loc, 0);
+      nvgpu::MBarrierTryWaitParityOp::create(rewriter, loc, c.full, slot.phase, ticks,
+                                             slot.stage);
+      // The reader: the first op after the wait that reads the buffer.
+      Operation *reader = nullptr;
+      for (Operation *op = wait->getNextNode(); op && !reader; op = op->getNextNode())
+        if (llvm::is_contained(op->getOperands(), c.buffer.getResult()))
+          reader = op;
+      auto product = dyn_cast_or_null<WgmmaOp>(reader);
+      if (!product || !product.getResult().hasOneUse())
+        return copy.emitOpError("is read by something other than a wgmma waited for once");
+      auto completed = dyn_cast<WgmmaWaitOp>(*product.getResult().getUsers().begin());
+      if (!completed || completed.getPending() != 0)
+        return product.emitOpError("is not completed by a wgmma_wait pending 0; the stage "
+                                   "would be released while the tensor cores read it");
+      product.getRhsMutable().assign(stageBuffer);
+      rewriter.setInsertionPointAfter(completed);
+      nvgpu::MBarrierArriveOp::create(
+          rewriter, loc, nvgpu::MBarrierTokenType::get(rewriter.getContext()), c.empty,
+          slot.stage);
+      rewriter.eraseOp(wait);
+      rewriter.eraseOp(group);
+      rewriter.eraseOp(copy);
+    }
+    for (Channel &c : channels) {
+      if (!c.buffer.getResult().use_empty())
+        return (*c.buffer.getResult().getUsers().begin())
+            ->emitOpError("reads a pipelined buffer outside the copies' waits");
+      c.buffer.erase();
+    }
+    return success();
+  }
+};
+
+} // namespace

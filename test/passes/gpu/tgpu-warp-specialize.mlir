@@ -1,0 +1,180 @@
+// RUN: tilefuse-opt %s -split-input-file -verify-diagnostics -tgpu-warp-specialize="force=true stages=3" \
+// RUN:   | FileCheck %s
+// RUN: tilefuse-opt %s -split-input-file -tgpu-warp-specialize | FileCheck %s --check-prefix=OFF
+
+// tgpu-warp-specialize: the key and value buffers that cp.async fills become rings of TMA
+// loads; the kernel becomes a consumer partition (its warps, waiting on `full` and releasing
+// `empty`) and a producer warpgroup issuing the loads. Both count each ring's fills with a
+// counter carried through the loops and branches that hold copies.
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+!qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+
+// Without warp_specialize in the module's tile.config (and without force) nothing changes.
+// OFF-LABEL: func.func @kernel
+// OFF-NOT:     tgpu.warp_specialize
+// OFF:         tgpu.async_copy
+
+// The rings (3 stages), a full and an empty group each, and the tensor maps of K and V.
+// CHECK-LABEL: func.func @kernel
+// CHECK-DAG:     %[[KRING:.+]] = tgpu.alloc : !tgpu.ring<3 x 64x64xbf16, #tgpu.shared<canonical_128b>>
+// CHECK-DAG:     %[[KMAP:.+]] = tgpu.tensor_map %arg1 : {{.+}} -> <tensor = memref<1x1x64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+// CHECK-DAG:     %[[VMAP:.+]] = tgpu.tensor_map %arg2
+// CHECK:         scf.forall
+// One thread initializes the barriers: full for one arrival, empty for the 128 consumers.
+// CHECK:           scf.if
+// CHECK:             nvgpu.mbarrier.init %[[KFULL:[0-9]+]]{{\[}}%{{.+}}], %c1
+// CHECK:             nvgpu.mbarrier.init %[[KEMPTY:[0-9]+]]{{\[}}%{{.+}}], %c128
+// CHECK:           gpu.barrier
+// The consumers are the kernel's four warps, the producer one warpgroup after them.
+// One consumer warpgroup keeps its launch share (248 of 256 threads' 65536 / 256, whole 8s);
+// the producer drops to 24.
+// CHECK:           tgpu.warp_specialize partition warps 4 registers 248 {
+// CHECK:             scf.for {{.+}} iter_args({{.+}}, %[[KN:.+]] = %{{.+}}, %[[VN:.+]] = %{{.+}}) -> (tensor<{{.+}}>, index, index)
+// CHECK:               %[[KS:.+]] = arith.remui %[[KN]], %c3
+// CHECK:               %[[KSTAGE:.+]] = tgpu.stage %[[KRING]][%[[KS]]]
+// CHECK:               nvgpu.mbarrier.try_wait.parity %[[KFULL]][%[[KS]]]
+// CHECK-NEXT:          %[[S:.+]], %{{.+}} = tgpu.wgmma %{{.+}}, %[[KSTAGE]] transpose_rhs
+// CHECK-NEXT:          tgpu.wgmma_wait %[[S]]
+// CHECK-NEXT:          nvgpu.mbarrier.arrive %[[KEMPTY]][%[[KS]]]
+// The value block is read in both branches of a mask test, and only there: the counter is a
+// result of the branch (every ring's counter goes through every carrier).
+// CHECK:               scf.if %{{.+}} -> (tensor<{{.+}}>, index, index) {
+// CHECK:                 nvgpu.mbarrier.try_wait.parity
+// CHECK-NEXT:            tgpu.wgmma
+// CHECK-NEXT:            tgpu.wgmma_wait
+// CHECK-NEXT:            nvgpu.mbarrier.arrive
+// CHECK:               } else {
+// CHECK:                 nvgpu.mbarrier.try_wait.parity
+// CHECK:               scf.yield {{.+}} : tensor<{{.+}}>, index, index
+// CHECK-NOT:         tgpu.async_copy
+// CHECK:             tile.block_store
+// CHECK:           } partition warps 4 registers 24 {
+// CHECK:             %[[TID:.+]] = gpu.thread_id{{ +}}x
+// CHECK:             %[[LEADER:.+]] = arith.cmpi eq, %[[TID]], %c128
+// CHECK:             scf.if %[[LEADER]] {
+// CHECK:               scf.for {{.+}} iter_args(%[[PKN:.+]] = %{{.+}}, %[[PVN:.+]] = %{{.+}}) -> (index, index)
+// CHECK:                 %[[PS:.+]] = arith.remui %[[PKN]], %c3
+// CHECK:                 nvgpu.mbarrier.try_wait.parity %[[KEMPTY]][%[[PS]]]
+// CHECK:                 nvgpu.mbarrier.arrive.expect_tx %[[KFULL]][%[[PS]]], %c8192
+// CHECK-NEXT:            %[[DEST:.+]] = tgpu.stage %[[KRING]][%[[PS]]]
+// CHECK-NEXT:            %[[COL:.+]] = arith.constant 0 : index
+// CHECK-NEXT:            tgpu.tma_load %[[KMAP]][%[[COL]], %{{.+}}, %{{.+}}, %{{.+}}], %[[KFULL]][%[[PS]]] into %[[DEST]]
+// CHECK:                 scf.if %{{.+}} -> (index, index) {
+// CHECK:                   tgpu.tma_load %[[VMAP]]
+// CHECK:                 } else {
+// CHECK:                   tgpu.tma_load %[[VMAP]]
+// CHECK-NOT:         tile.block_store
+func.func @kernel(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
+  %kbuf = tgpu.alloc : !buf
+  %vbuf = tgpu.alloc : !buf
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %B = memref.dim %q, %c0 : !view
+  %H = memref.dim %q, %c1 : !view
+  %N = memref.dim %k, %c2 : !view
+  %blocks = arith.ceildivui %N, %c64 : index
+  %zero = arith.constant dense<0.0> : !acc
+  scf.forall (%b, %h, %r) in (%B, %H, %c1) {
+    %qb = tile.block_load %q[%b, %h, %c0] bound %N : !view -> !qa
+    %out = scf.for %j = %c0 to %blocks step %c1 iter_args(%acc = %zero) -> (!acc) {
+      %row = arith.muli %j, %c64 : index
+      %tk = tgpu.async_copy %k[%b, %h, %row] bound %N into %kbuf : !view, !buf
+      %gk = nvgpu.device_async_create_group %tk
+      nvgpu.device_async_wait %gk
+      %s:2 = tgpu.wgmma %qb, %kbuf transpose_rhs : !qa, !buf -> !acc, !qa
+      %sw:2 = tgpu.wgmma_wait %s#0, %s#1 pending 0 : !acc, !qa
+      %p = tgpu.pack_operand_a %sw#0 : !acc -> !qa
+      %odd = arith.cmpi ne, %row, %c0 : index
+      %next = scf.if %odd -> (!acc) {
+        %tv = tgpu.async_copy %v[%b, %h, %row] bound %N into %vbuf : !view, !buf
+        %gv = nvgpu.device_async_create_group %tv
+        nvgpu.device_async_wait %gv
+        %o1:2 = tgpu.wgmma %p, %vbuf acc %acc : !qa, !buf, !acc -> !acc, !qa
+        %ow:2 = tgpu.wgmma_wait %o1#0, %o1#1 pending 0 : !acc, !qa
+        scf.yield %ow#0 : !acc
+      } else {
+        %tv = tgpu.async_copy %v[%b, %h, %row] bound %N into %vbuf : !view, !buf
+        %gv = nvgpu.device_async_create_group %tv
+        nvgpu.device_async_wait %gv
+        %o1:2 = tgpu.wgmma %p, %vbuf : !qa, !buf -> !acc, !qa
+        %ow:2 = tgpu.wgmma_wait %o1#0, %o1#1 pending 0 : !acc, !qa
+        scf.yield %ow#0 : !acc
+      }
+      scf.yield %next : !acc
+    }
+    tile.block_store %out, %o[%b, %h, %c0] bound %N : !acc, !view
+  } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+  return
+}
+
+// -----
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!acc = tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
+!qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>
+
+// mma.sync kernels keep their copies: TMA writes wgmma's swizzle.
+func.func @sync_kernel(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
+  %kbuf = tgpu.alloc : !buf
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %N = memref.dim %k, %c2 : !view
+  scf.forall (%b, %h, %r) in (%c1, %c1, %c1) {
+    // expected-error @+1 {{fills a buffer that is not canonical_128b}}
+    %tk = tgpu.async_copy %k[%b, %h, %c0] bound %N into %kbuf : !view, !buf
+    %gk = nvgpu.device_async_create_group %tk
+    nvgpu.device_async_wait %gk
+  } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+  return
+}
+
+// -----
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+
+// A copy bounded by something else than N: the tensor map's zeros start at N.
+func.func @bound(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse, %n: index) {
+  %kbuf = tgpu.alloc : !buf
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.forall (%b, %h, %r) in (%c1, %c1, %c1) {
+    // expected-error @+1 {{bounds its rows by something other than the view's length}}
+    %tk = tgpu.async_copy %k[%b, %h, %c0] bound %n into %kbuf : !view, !buf
+    %gk = nvgpu.device_async_create_group %tk
+    nvgpu.device_async_wait %gk
+  } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+  return
+}
+
+// -----
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+
+// A copy from Q: the launch ABI has tensor maps for K and V only.
+func.func @query(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
+  %qbuf = tgpu.alloc : !buf
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %M = memref.dim %q, %c2 : !view
+  scf.forall (%b, %h, %r) in (%c1, %c1, %c1) {
+    // expected-error @+1 {{copies from a view that is not the kernel's K or V argument}}
+    %tq = tgpu.async_copy %q[%b, %h, %c0] bound %M into %qbuf : !view, !buf
+    %gq = nvgpu.device_async_create_group %tq
+    nvgpu.device_async_wait %gq
+  } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+  return
+}
