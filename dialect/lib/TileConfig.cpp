@@ -237,6 +237,9 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
 TileConfig tilefuse::splitKvTileConfig(int64_t headDim, llvm::StringRef chip) {
   TileConfig c;
   c.packGqa = true;
+  // The split merge has not run warp-specialized (tgpu-warp-specialize refuses it), also where a
+  // caller turns packing off.
+  c.warpSpecialize = false;
   if (chip == "sm_90a" && headDim <= 128)
     c.blockN = 128;
   return c;

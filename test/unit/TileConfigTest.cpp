@@ -194,11 +194,12 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
 // Split-KV (decode) kernels: GQA packing everywhere, key blocks of 128 where wgmma runs them at
 // D <= 128; under the caller's settings, which win.
 TEST(TileConfig, SplitKvDefaults) {
-  EXPECT_EQ(splitKvTileConfig(128, "sm_90a").print(), "Bc=128,pack_gqa=true");
-  EXPECT_EQ(splitKvTileConfig(256, "sm_90a").print(), "pack_gqa=true");
-  EXPECT_EQ(splitKvTileConfig(64, "sm_80").print(), "pack_gqa=true");
+  EXPECT_EQ(splitKvTileConfig(128, "sm_90a").print(), "Bc=128,pack_gqa=true,warp_specialize=false");
+  EXPECT_EQ(splitKvTileConfig(256, "sm_90a").print(), "pack_gqa=true,warp_specialize=false");
+  EXPECT_EQ(splitKvTileConfig(64, "sm_80").print(), "pack_gqa=true,warp_specialize=false");
   TileConfig asked = *TileConfig::parse("Bc=64,pack_gqa=false");
-  EXPECT_EQ(splitKvTileConfig(128, "sm_90a").overriddenBy(asked).print(), "Bc=64,pack_gqa=false");
+  EXPECT_EQ(splitKvTileConfig(128, "sm_90a").overriddenBy(asked).print(),
+            "Bc=64,pack_gqa=false,warp_specialize=false");
 }
 
 TEST(TileConfig, CompiledKernelRecordsItsConfiguration) {

@@ -117,8 +117,9 @@ TileConfig defaultTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a",
                              KeyLayout keys = KeyLayout::Tensors);
 
 /// What a split-KV (decode) kernel sets over defaultTileConfig: GQA packing (a key/value head's
-/// keys read once for all its query heads), and on sm_90a at head dims up to 128 key blocks of
-/// 128 (fewer, longer loads in flight per CTA; docs/perf.md, 2026-11-30, fifth session).
+/// keys read once for all its query heads), no warp specialization, and on sm_90a at head dims
+/// up to 128 key blocks of 128 (fewer, longer loads in flight per CTA; docs/perf.md,
+/// 2026-11-30, fifth session).
 TileConfig splitKvTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a");
 
 /// The complete configuration compileToPTX compiles for `requested`: its set fields, the rest
