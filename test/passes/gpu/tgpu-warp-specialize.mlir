@@ -178,3 +178,47 @@ func.func @query(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
   } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
   return
 }
+
+// -----
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+
+// Split-KV kernels keep their cp.async copies (their merge has not run with warp roles).
+// expected-error @+1 {{split-KV kernels are not warp-specialized yet}}
+func.func @split(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) attributes {tile.split_kv} {
+  return
+}
+
+// -----
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+!qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+
+// A copy whose row the loop carries (not the induction variable): the producer, which runs the
+// loop without the consumers' state, cannot compute it.
+func.func @carried_row(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
+  %kbuf = tgpu.alloc : !buf
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %N = memref.dim %k, %c2 : !view
+  scf.forall (%b, %h, %r) in (%c1, %c1, %c1) {
+    %qb = tile.block_load %q[%b, %h, %c0] bound %N : !view -> !qa
+    // expected-error @+1 {{carries a value that a copy's index or a branch around it depends on}}
+    %end = scf.for %j = %c0 to %c2 step %c1 iter_args(%row = %c0) -> (index) {
+      %tk = tgpu.async_copy %k[%b, %h, %row] bound %N into %kbuf : !view, !buf
+      %gk = nvgpu.device_async_create_group %tk
+      nvgpu.device_async_wait %gk
+      %s:2 = tgpu.wgmma %qb, %kbuf transpose_rhs : !qa, !buf -> !acc, !qa
+      %sw:2 = tgpu.wgmma_wait %s#0, %s#1 pending 0 : !acc, !qa
+      %next = arith.addi %row, %c64 : index
+      scf.yield %next : index
+    }
+  } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+  return
+}
