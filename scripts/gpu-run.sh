@@ -26,9 +26,10 @@
 #              memcheck + racecheck on small cases
 #   tests-paged-varlen  the same over paged caches (build-gpu/kernels-paged-varlen: chunked
 #              prefill), odd and even page sizes
-#   tests-ws   the warp-specialized kernels (build-gpu/variants/ws: warp_specialize=true, TMA
-#              producer and wgmma consumers) against float64, then memcheck, racecheck and
-#              synccheck on their small cases
+#   tests-ws   the warp-specialized kernels (build-gpu/variants/ws, made here by
+#              `scripts/build-gpu-variants.sh ws --config warp_specialize=true`: TMA producer and
+#              wgmma consumers, every bundled variant) against float64, then memcheck, racecheck
+#              and synccheck on their small cases
 #   tests-varlen-split  split-KV varlen kernels (build-gpu/kernels-varlen-split): decode over
 #              ragged keys at several split counts, contiguous and paged
 #   varlen     bench.py --varlen: prefill on a mix of sequence lengths, packed (tf:varlen,
