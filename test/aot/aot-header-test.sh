@@ -44,6 +44,9 @@ step "--emit header" "$tilefuse" compile --kernel causal --emit header -o causal
 step "--emit header --name, head dim 128, f16" "$tilefuse" compile --kernel causal \
   --head-dim 128 --dtype f16 --config Br=128 --emit header --name causal_f16_d128 \
   -o causal_f16_d128.h
+# At head dim 128 on sm_90a the kernel is warp-specialized: its launcher encodes the K and V
+# tensor maps (TMA) and passes them after the other parameters.
+step "causal_f16_d128.h encodes TMA tensor maps" grep -q cuTensorMapEncodeTiled causal_f16_d128.h
 step "--emit header for gqa (declares H = 8, Hkv = 2)" "$tilefuse" compile --kernel gqa \
   --emit header -o gqa.h
 step "gqa.h embeds its declared sizes" grep -q '{-1, 8, -1, 64}, /\* Q: B H M D \*/' gqa.h
