@@ -20,9 +20,6 @@ using namespace tilefuse::tgpu;
 // Shared buffers and rings
 //===----------------------------------------------------------------------===//
 
-/// An mbarrier is one 64-bit word of shared memory.
-static constexpr int64_t kMBarrierBytes = 8;
-
 int64_t AllocOp::getSizeInBytes() {
   if (auto ring = dyn_cast<RingType>(getType()))
     return ring.getSizeInBytes();

@@ -95,9 +95,10 @@ static std::string pruneReason(const ResourceEstimate &e, const ChipLimits &limi
   if (e.registersPerThread > limits.registersPerThread)
     return "registers: ~" + std::to_string(e.registersPerThread) + " per thread estimated, " +
            "over " + std::to_string(limits.registersPerThread) + " (it would spill)";
-  // A producer warpgroup keeps 24 registers a thread (setmaxnreg); the consumers take the rest.
+  // A producer warpgroup keeps its few registers (setmaxnreg); the consumers take the rest.
   int64_t consumers = e.threads - e.producerThreads;
-  if (e.registersPerThread * consumers + 24 * e.producerThreads > limits.registersPerBlock)
+  if (e.registersPerThread * consumers + TileConfig::kProducerRegisters * e.producerThreads >
+      limits.registersPerBlock)
     return "registers: ~" + std::to_string(e.registersPerThread) + " x " +
            std::to_string(consumers) + " threads per block estimated, over the SM's " +
            std::to_string(limits.registersPerBlock);

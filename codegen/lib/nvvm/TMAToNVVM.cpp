@@ -25,15 +25,14 @@ using namespace tilefuse::nvvm;
 
 namespace {
 
-constexpr int64_t kMBarrierBytes = 8;
-
 Value toI32(OpBuilder &b, Location loc, Value index) {
   return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
 }
 
 /// Barrier `id` of a group: its base plus 8 bytes a barrier.
 Value barrierAddress(OpBuilder &b, Location loc, Value group, Value id) {
-  return sharedAddress(b, loc, group, mulIndex(b, loc, id, indexConstant(b, loc, kMBarrierBytes)));
+  Value bytes = indexConstant(b, loc, tgpu::kMBarrierBytes);
+  return sharedAddress(b, loc, group, mulIndex(b, loc, id, bytes));
 }
 
 struct TmaLoadToBulkTensor : OpConversionPattern<tgpu::TmaLoadOp> {

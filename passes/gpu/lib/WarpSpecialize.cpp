@@ -59,8 +59,7 @@ using namespace tilefuse::tgpu;
 
 namespace {
 
-/// The producer's budget: it only issues TMA and waits (FA3's 24 for two consumer groups).
-constexpr int64_t kProducerRegisters = 24;
+constexpr int64_t kProducerRegisters = TileConfig::kProducerRegisters;
 /// The most a consumer thread takes (FA3's; leaves the SM's pool room for a producer).
 constexpr int64_t kMaxConsumerRegisters = 240;
 constexpr int64_t kWarpgroupThreads = 128;

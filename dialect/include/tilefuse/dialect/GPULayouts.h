@@ -20,6 +20,10 @@
 
 namespace tilefuse::tgpu {
 
+/// An mbarrier is one 64-bit word of shared memory (tgpu.alloc of an !nvgpu.mbarrier.group
+/// places N of them, and their lowering addresses barrier i at 8·i bytes).
+inline constexpr int64_t kMBarrierBytes = 8;
+
 /// An element of a block: (row, col); for a vector (rank 1), col is 0.
 struct RowCol {
   int64_t row = 0, col = 0;

@@ -97,6 +97,9 @@ struct TileConfig {
   int64_t threads() const;
   /// Threads of the producer warpgroup (warp_specialize) or 0.
   int64_t producerThreads() const { return warpSpecialize.value_or(false) ? 128 : 0; }
+  /// Registers a producer thread keeps (setmaxnreg); the rest go to the consumers. It only
+  /// issues TMA and waits (FlashAttention-3's 24 for two consumer warpgroups).
+  static constexpr int64_t kProducerRegisters = 24;
 
   bool operator==(const TileConfig &other) const;
   bool operator!=(const TileConfig &other) const { return !(*this == other); }
