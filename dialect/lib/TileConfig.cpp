@@ -29,20 +29,20 @@ bool TileConfig::isComplete() const {
 
 bool TileConfig::empty() const {
   return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue && !stages &&
-         !packGqa && !ctasPerSm && !warpSpecialize;
+         !packGqa && !ctasPerSm && !warpSpecialize && !softmaxOverlap;
 }
 
 bool TileConfig::operator==(const TileConfig &other) const {
   return blockM == other.blockM && blockN == other.blockN && rowsPerWarp == other.rowsPerWarp &&
          mma == other.mma && qOperand == other.qOperand && copyIssue == other.copyIssue &&
          stages == other.stages && packGqa == other.packGqa && ctasPerSm == other.ctasPerSm &&
-         warpSpecialize == other.warpSpecialize;
+         warpSpecialize == other.warpSpecialize && softmaxOverlap == other.softmaxOverlap;
 }
 
 llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
   return llvm::hash_combine(config.blockM, config.blockN, config.rowsPerWarp, config.mma,
                             config.qOperand, config.copyIssue, config.stages, config.packGqa,
-                            config.ctasPerSm, config.warpSpecialize);
+                            config.ctasPerSm, config.warpSpecialize, config.softmaxOverlap);
 }
 
 std::string TileConfig::print() const {
@@ -65,6 +65,8 @@ std::string TileConfig::print() const {
     items.push_back(*packGqa ? "pack_gqa=true" : "pack_gqa=false");
   if (warpSpecialize)
     items.push_back(*warpSpecialize ? "warp_specialize=true" : "warp_specialize=false");
+  if (softmaxOverlap)
+    items.push_back(*softmaxOverlap ? "softmax_overlap=true" : "softmax_overlap=false");
   if (ctasPerSm)
     items.push_back("ctas_per_sm=" + std::to_string(*ctasPerSm));
   return llvm::join(items, ",");
@@ -110,9 +112,11 @@ llvm::Error TileConfig::set(llvm::StringRef key, llvm::StringRef value) {
     return integer(ctasPerSm);
   if (key == "warp_specialize" || key == "warp-specialize")
     return choice(warpSpecialize, false, "false", true, "true");
+  if (key == "softmax_overlap" || key == "softmax-overlap")
+    return choice(softmaxOverlap, false, "false", true, "true");
   return fail("unknown setting '" + key +
               "' (Br, Bc, rows_per_warp, mma, q, copy_issue, stages, pack_gqa, ctas_per_sm, "
-              "warp_specialize)");
+              "warp_specialize, softmax_overlap)");
 }
 
 llvm::Expected<TileConfig> TileConfig::parse(llvm::StringRef text) {
@@ -151,6 +155,8 @@ TileConfig TileConfig::overriddenBy(const TileConfig &other) const {
     out.ctasPerSm = other.ctasPerSm;
   if (other.warpSpecialize)
     out.warpSpecialize = other.warpSpecialize;
+  if (other.softmaxOverlap)
+    out.softmaxOverlap = other.softmaxOverlap;
   return out;
 }
 
@@ -180,6 +186,10 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   if (warpSpecialize == true && (mma == MmaKind::Sync || packGqa == true ||
                                  (!chip.empty() && chip != "sm_90a")))
     return fail("warp_specialize=true needs mma=wgmma (chip sm_90a) and pack_gqa=false");
+  // The rotation reorders the consumers' mbarrier waits and wgmma groups, which only the
+  // warp-specialized kernel has (a one-warpgroup kernel's cp.async ring is read in place).
+  if (softmaxOverlap == true && !warpSpecialize.value_or(false))
+    return fail("softmax_overlap=true needs warp_specialize=true");
   if (mma == MmaKind::Wgmma) {
     // the GPU lowering's constraints for warpgroup MMAs (its message), checked here so the tuner
     // never compiles a configuration the pass would refuse.
@@ -202,6 +212,12 @@ static bool warpSpecializedByDefault(int64_t headDim, llvm::StringRef chip, KeyL
   return chip == "sm_90a" && keys == KeyLayout::Tensors && headDim >= 96 && headDim <= 192;
 }
 
+/// The rotated key loop (softmax_overlap) of a warp-specialized kernel where it fits: it keeps a
+/// second score block and the pending P in registers beside O and Q, which at head dim 128 fits
+/// the consumers' 240 registers (no spills, ptxas -v) and at 192 does not (280-500 bytes spilled,
+/// wgmma serialized for lack of registers).
+static bool softmaxOverlapByDefault(int64_t headDim) { return headDim <= 128; }
+
 TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, KeyLayout keys) {
   TileConfig c;
   c.qOperand = QOperand::Registers;
@@ -222,6 +238,7 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
       c.blockM = 128;
       c.blockN = 128;
       c.warpSpecialize = true;
+      c.softmaxOverlap = softmaxOverlapByDefault(headDim);
     }
     return c;
   }
@@ -271,6 +288,8 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   if (requested.warpSpecialize == true && !syncOnly)
     base.blockM = 128;
   TileConfig tiles = base.overriddenBy(requested);
+  if (tiles.warpSpecialize.value_or(false) && !tiles.softmaxOverlap)
+    tiles.softmaxOverlap = softmaxOverlapByDefault(headDim);
   if (!requested.rowsPerWarp && *tiles.blockM % *tiles.rowsPerWarp)
     tiles.rowsPerWarp = 16; // an explicit Br the default rows-per-warp does not divide
   // The chip is left to convert-tgpu-to-nvvm, whose message names it.

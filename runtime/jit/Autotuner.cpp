@@ -362,6 +362,7 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
   // and a split kernel's merge has not been run warp-specialized.
   if (base.pagedKv || base.varlen || base.splitKv)
     axes.warpSpecialize = {false};
+    axes.softmaxOverlap = {false};
   std::vector<Candidate> space = enumerateSpace(headDim, base.chip, limits, axes);
   TileConfig defaultTiles = defaultKernel->tiles;
   if (llvm::none_of(space, [&](const Candidate &c) { return c.config == defaultTiles; })) {

@@ -34,6 +34,9 @@ ResourceEstimate jit::estimateResources(const TileConfig &config, int64_t headDi
   int64_t accumulator = rows * d / 32, scores = rows * bc / 32;
   int64_t query = config.qOperand == QOperand::Shared ? 0 : rows * d / 64;
   e.registersPerThread = accumulator + scores + query + 32;
+  // The rotated loop keeps the pending block's P (bf16, half the scores' registers) beside them.
+  if (config.softmaxOverlap.value_or(false))
+    e.registersPerThread += scores / 2;
   e.threads = config.threads();
   e.producerThreads = config.producerThreads();
   return e;
@@ -51,8 +54,10 @@ TuningAxes TuningAxes::forChip(llvm::StringRef chip) {
   axes.copyIssue = {CopyIssue::Eager, CopyIssue::AtBarrier};
   axes.stages = {2, 3};
   axes.ctasPerSm = {std::nullopt, 2, 3, 4};
-  if (chip == "sm_90a")
+  if (chip == "sm_90a") {
     axes.warpSpecialize = {false, true};
+    axes.softmaxOverlap = {false, true};
+  }
   return axes;
 }
 
@@ -134,7 +139,11 @@ std::vector<Candidate> jit::enumerateSpace(int64_t headDim, llvm::StringRef chip
               for (int64_t stages : axes.stages)
                 for (bool packGqa : axes.packGqa)
                   for (std::optional<int64_t> ctas : axes.ctasPerSm)
-                    for (bool roles : axes.warpSpecialize) {
+                    for (bool roles : axes.warpSpecialize)
+                      for (bool overlap : axes.softmaxOverlap) {
+                  // Without roles there is no rotated loop: one candidate, the field unset.
+                  if (!roles && overlap != axes.softmaxOverlap.front())
+                    continue;
                   config.blockM = br;
                   config.blockN = bc;
                   config.rowsPerWarp = rows;
@@ -145,6 +154,7 @@ std::vector<Candidate> jit::enumerateSpace(int64_t headDim, llvm::StringRef chip
                   config.packGqa = packGqa;
                   config.ctasPerSm = ctas;
                   config.warpSpecialize = roles;
+                  config.softmaxOverlap = roles ? std::optional<bool>(overlap) : std::nullopt;
                   add(config);
                 }
   return space;

@@ -148,6 +148,41 @@ TEST(TileConfig, WarpSpecializeAddsAProducerWarpgroup) {
   EXPECT_NE(llvm::toString(onAmpere.takeError()).find("sm_90a"), std::string::npos);
 }
 
+/// The rotated key loop (softmax_overlap) is a warp-specialized kernel's: resolved, it is on up
+/// to head dim 128 and off at 192 (where it does not fit the registers), set it round-trips and
+/// keys the kernel, and without warp specialization it is refused.
+TEST(TileConfig, SoftmaxOverlapNeedsWarpSpecialization) {
+  auto d128 = resolveTileConfig(parsed(""), 128, "sm_90a");
+  ASSERT_TRUE(bool(d128)) << llvm::toString(d128.takeError());
+  EXPECT_EQ(d128->softmaxOverlap, true);
+  EXPECT_NE(d128->print().find("softmax_overlap=true"), std::string::npos);
+  auto d192 = resolveTileConfig(parsed(""), 192, "sm_90a");
+  ASSERT_TRUE(bool(d192)) << llvm::toString(d192.takeError());
+  EXPECT_EQ(d192->softmaxOverlap, false);
+  auto d64 = resolveTileConfig(parsed(""), 64, "sm_90a");
+  ASSERT_TRUE(bool(d64)) << llvm::toString(d64.takeError());
+  EXPECT_FALSE(d64->softmaxOverlap);
+  auto off = resolveTileConfig(parsed("softmax_overlap=false"), 128, "sm_90a");
+  ASSERT_TRUE(bool(off)) << llvm::toString(off.takeError());
+  EXPECT_EQ(off->softmaxOverlap, false);
+  EXPECT_EQ(parsed(off->print()), *off);
+  EXPECT_NE(off->print().find("softmax_overlap=false"), std::string::npos);
+  EXPECT_NE(hash_value(*off), hash_value(*d128));
+  for (const char *bad : {"softmax_overlap=true,warp_specialize=false", "softmax_overlap=yes"}) {
+    auto config = TileConfig::parse(bad);
+    std::string message;
+    if (!config)
+      message = llvm::toString(config.takeError());
+    else if (llvm::Error e = config->verify())
+      message = llvm::toString(std::move(e));
+    EXPECT_NE(message.find("softmax_overlap"), std::string::npos) << bad << ": " << message;
+  }
+  // At d64 the default is not warp-specialized, so the rotation cannot be asked for alone.
+  auto alone = resolveTileConfig(parsed("softmax_overlap=true"), 64, "sm_90a");
+  ASSERT_FALSE(bool(alone));
+  EXPECT_NE(llvm::toString(alone.takeError()).find("warp_specialize"), std::string::npos);
+}
+
 TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
   auto resolved = [](llvm::StringRef text, int64_t d, llvm::StringRef chip) {
     auto c = resolveTileConfig(parsed(text), d, chip);
@@ -163,7 +198,7 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
   // Head dims 96 to 192 on sm_90a: the warp-specialized kernel; off, the one-warpgroup one.
   EXPECT_EQ(resolved("", 128, "sm_90a"),
             "Br=128,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
-            "pack_gqa=false,warp_specialize=true");
+            "pack_gqa=false,warp_specialize=true,softmax_overlap=true");
   EXPECT_EQ(resolved("warp_specialize=false", 128, "sm_90a"),
             "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false,warp_specialize=false");

@@ -14,7 +14,8 @@
 //   Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,pack_gqa=false
 //
 // and, where set, warp_specialize=true|false (the producer/consumer kernel; unset: the head
-// dimension's default) and ctas_per_sm=N (the register budget: not part of a complete
+// dimension's default), softmax_overlap=true|false (a warp-specialized kernel's rotated key loop)
+// and ctas_per_sm=N (the register budget: not part of a complete
 // configuration, whose kernels get no budget beyond the hardware's).
 //
 // A field may be unset ("the tuned default": defaultTileConfig for the head dimension and chip);
@@ -73,6 +74,12 @@ struct TileConfig {
   /// the wgmma and softmax work; setmaxnreg moves the producer's registers to the consumers. The
   /// CTA has 128 threads more. Needs mma=wgmma. Unset (and outside isComplete): false.
   std::optional<bool> warpSpecialize;
+  /// Intra-warpgroup overlap (tgpu-overlap-softmax; warp-specialized kernels only): the key loop
+  /// is rotated so that the softmax of key block j runs while the tensor cores compute P·V of
+  /// block j - 1 (FlashAttention-3's two-stage GEMM-softmax pipelining). Costs the registers of
+  /// one P block carried across iterations. Unset (and outside isComplete): off; a resolved
+  /// warp-specialized configuration sets it (on at head dims up to 128, where it fits).
+  std::optional<bool> softmaxOverlap;
 
   /// Every field set (ctasPerSm aside) (what compileToPTX compiles, what the tuner enumerates and stores).
   bool isComplete() const;
@@ -115,7 +122,8 @@ enum class KeyLayout { Tensors, Gathered };
 
 /// The tuned default for a head dimension and target chip (complete): warpgroup MMAs (wgmma) on
 /// sm_90a, mma.sync elsewhere; on sm_90a at head dims 96 to 192, for keys in tensors, the
-/// warp-specialized kernel (Br = Bc = 128). The autotuner's baseline.
+/// warp-specialized kernel (Br = Bc = 128), its key loop rotated up to head dim 128. The
+/// autotuner's baseline.
 TileConfig defaultTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a",
                              KeyLayout keys = KeyLayout::Tensors);
 

@@ -173,6 +173,28 @@ def TGPUWarpSpecialize : Pass<"tgpu-warp-specialize", "mlir::func::FuncOp"> {
                            "mlir::gpu::GPUDialect", "mlir::nvgpu::NVGPUDialect"];
 }
 
+def TGPUOverlapSoftmax : Pass<"tgpu-overlap-softmax", "mlir::func::FuncOp"> {
+  let summary = "Rotates a warp-specialized key loop so the softmax of block j overlaps the "
+                "P·V GEMM of block j - 1";
+  let description = [{
+    FlashAttention-3's intra-warpgroup overlap (softmax_overlap, on by default where
+    warp_specialize=true, or the `force` option), on the consumers of tgpu-warp-specialize:
+    each key block's body issues Q·Kᵀ, then the P·V GEMM of the block before (the pending
+    block, whose packed P and rescale factor the loop carries), waits for Q·Kᵀ alone
+    (`pending 1`), runs its softmax while the tensor cores compute P·V, then waits for that and
+    releases its V stage. A flag the loop carries marks whether a block is pending: the first
+    body with work runs unrotated without a P·V, and after the loop the last pending P·V runs.
+    The P·V part of a body is what depends on the loop's output accumulator or on the counter
+    of the V ring, plus the broadcasts only it reads. Runs after tgpu-warp-specialize, before
+    tgpu-insert-barriers.
+  }];
+  let options = [
+    Option<"force", "force", "bool", "false",
+           "Rotate even when the module's tile.config does not ask for it (lit tests)">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
+}
+
 def TGPUInsertBarriers : Pass<"tgpu-insert-barriers", "mlir::func::FuncOp"> {
   let summary = "Completes the cp.async waits (numGroups) and inserts the barriers and proxy "
                 "fences the shared buffers need";

@@ -85,12 +85,15 @@ struct TuningAxes {
   /// Warp specialization (TMA producer, wgmma consumers), always explicit: a candidate's
   /// configuration is what it says, never the head dimension's default.
   std::vector<bool> warpSpecialize = {false};
+  /// The rotated key loop of a warp-specialized candidate (softmax_overlap); a candidate without
+  /// warp specialization leaves it unset.
+  std::vector<bool> softmaxOverlap = {false};
 
   /// Br 64/128/256, Bc 32/64/128/256, rows per warp 16/32, Q in registers or shared, both copy
   /// issues, 2 or 3 key ring stages; mma.sync, and wgmma on sm_90a; GQA packing off (the
   /// split-KV kernels, where it pays, ask for it); no register budget, or 2, 3 or 4 CTAs an SM;
   /// warp specialization off, and on sm_90a on too (the tuner turns it off for kernels whose
-  /// keys are gathered: paged, varlen).
+  /// keys are gathered: paged, varlen), with its key loop rotated or not.
   static TuningAxes forChip(llvm::StringRef chip);
 };
 
