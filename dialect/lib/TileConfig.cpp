@@ -29,20 +29,21 @@ bool TileConfig::isComplete() const {
 
 bool TileConfig::empty() const {
   return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue && !stages &&
-         !packGqa && !ctasPerSm && !warpSpecialize && !softmaxOverlap;
+         !packGqa && !ctasPerSm && !warpSpecialize && !softmaxOverlap && !pingpong;
 }
 
 bool TileConfig::operator==(const TileConfig &other) const {
   return blockM == other.blockM && blockN == other.blockN && rowsPerWarp == other.rowsPerWarp &&
          mma == other.mma && qOperand == other.qOperand && copyIssue == other.copyIssue &&
          stages == other.stages && packGqa == other.packGqa && ctasPerSm == other.ctasPerSm &&
-         warpSpecialize == other.warpSpecialize && softmaxOverlap == other.softmaxOverlap;
+         warpSpecialize == other.warpSpecialize && softmaxOverlap == other.softmaxOverlap &&
+         pingpong == other.pingpong;
 }
 
 llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
   return llvm::hash_combine(config.blockM, config.blockN, config.rowsPerWarp, config.mma,
                             config.qOperand, config.copyIssue, config.stages, config.packGqa,
-                            config.ctasPerSm, config.warpSpecialize, config.softmaxOverlap);
+                            config.ctasPerSm, config.warpSpecialize, config.softmaxOverlap, config.pingpong);
 }
 
 std::string TileConfig::print() const {
@@ -67,6 +68,8 @@ std::string TileConfig::print() const {
     items.push_back(*warpSpecialize ? "warp_specialize=true" : "warp_specialize=false");
   if (softmaxOverlap)
     items.push_back(*softmaxOverlap ? "softmax_overlap=true" : "softmax_overlap=false");
+  if (pingpong)
+    items.push_back(*pingpong ? "pingpong=true" : "pingpong=false");
   if (ctasPerSm)
     items.push_back("ctas_per_sm=" + std::to_string(*ctasPerSm));
   return llvm::join(items, ",");
@@ -114,9 +117,11 @@ llvm::Error TileConfig::set(llvm::StringRef key, llvm::StringRef value) {
     return choice(warpSpecialize, false, "false", true, "true");
   if (key == "softmax_overlap" || key == "softmax-overlap")
     return choice(softmaxOverlap, false, "false", true, "true");
+  if (key == "pingpong" || key == "ping_pong" || key == "ping-pong")
+    return choice(pingpong, false, "false", true, "true");
   return fail("unknown setting '" + key +
               "' (Br, Bc, rows_per_warp, mma, q, copy_issue, stages, pack_gqa, ctas_per_sm, "
-              "warp_specialize, softmax_overlap)");
+              "warp_specialize, softmax_overlap, pingpong)");
 }
 
 llvm::Expected<TileConfig> TileConfig::parse(llvm::StringRef text) {
@@ -157,6 +162,8 @@ TileConfig TileConfig::overriddenBy(const TileConfig &other) const {
     out.warpSpecialize = other.warpSpecialize;
   if (other.softmaxOverlap)
     out.softmaxOverlap = other.softmaxOverlap;
+  if (other.pingpong)
+    out.pingpong = other.pingpong;
   return out;
 }
 
@@ -190,6 +197,10 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   // warp-specialized kernel has (a one-warpgroup kernel's cp.async ring is read in place).
   if (softmaxOverlap == true && !warpSpecialize.value_or(false))
     return fail("softmax_overlap=true needs warp_specialize=true");
+  // Turns need a second consumer warpgroup: Br / 64 of them.
+  if (pingpong == true && (!warpSpecialize.value_or(false) || (blockM && *blockM < 128)))
+    return fail("pingpong=true needs warp_specialize=true and Br >= 128 (two consumer "
+                "warpgroups)");
   if (mma == MmaKind::Wgmma) {
     // the GPU lowering's constraints for warpgroup MMAs (its message), checked here so the tuner
     // never compiles a configuration the pass would refuse.

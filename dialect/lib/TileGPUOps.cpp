@@ -91,6 +91,20 @@ LogicalResult AsyncCopyOp::verify() {
   return success();
 }
 
+unsigned WarpSpecializeOp::partitionOf(Operation *op) {
+  Region *region = op->getParentRegion();
+  while (region->getParentOp() != getOperation())
+    region = region->getParentOp()->getParentRegion();
+  return region->getRegionNumber();
+}
+
+int64_t WarpSpecializeOp::partitionFirstWarp(unsigned i) {
+  int64_t first = 0;
+  for (unsigned j = 0; j < i; ++j)
+    first += getPartitionWarps()[j];
+  return first;
+}
+
 int64_t WarpSpecializeOp::registersAtLaunch(int64_t threads, int64_t ctasPerSm) {
   int64_t perThread = 65536 / std::max<int64_t>(1, threads * std::max<int64_t>(1, ctasPerSm));
   return std::min<int64_t>(255, perThread) / 8 * 8;
@@ -381,6 +395,27 @@ LogicalResult NamedBarrierOp::verify() {
     return emitOpError() << "a named barrier counts whole warps: threads must be a multiple of "
                             "32 in [32, 1024], not "
                          << getThreads();
+  if (bool(getWarpgroup()) != bool(getWarpgroups()) ||
+      bool(getWarpgroup()) != bool(getFirstWarpgroup()))
+    return emitOpError("per-warpgroup barriers need the warpgroup choice, their count and the "
+                       "first warpgroup");
+  if (!getWarpgroup())
+    return success();
+  int64_t warpgroups = *getWarpgroups(), first = *getFirstWarpgroup();
+  if (warpgroups < 1 || first < 0 || (first + warpgroups) * 4 > 32)
+    return emitOpError() << "warpgroups " << first << " to " << first + warpgroups - 1
+                         << " are not warpgroups of a CTA (at most 8)";
+  if (getId() + warpgroups - 1 > 15)
+    return emitOpError() << "uses barriers " << getId() << " to " << getId() + warpgroups - 1
+                         << " for " << warpgroups << " warpgroups; ids end at 15";
+  // Inside a partition, the warpgroups must be that partition's.
+  if (auto roles = (*this)->getParentOfType<WarpSpecializeOp>()) {
+    unsigned partition = roles.partitionOf(*this);
+    if (roles.partitionFirstWarp(partition) != first * 4 ||
+        roles.partitionWarpgroups(partition) != warpgroups)
+      return emitOpError() << "names warpgroups " << first << " to " << first + warpgroups - 1
+                           << ", not those of its partition";
+  }
   return success();
 }
 

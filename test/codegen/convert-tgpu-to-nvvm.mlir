@@ -202,6 +202,18 @@ module attributes {tilefuse.threads = {sync = 128 : i64}} {
 // CHECK:         scf.if
 // CHECK-NEXT:      nvvm.setmaxregister  increase 240
 // CHECK:           nvvm.barrier id = %{{.+}} number_of_threads = %{{.+}}
+// Per-warpgroup barriers (the consumers' warpgroups 1 and 2 of the CTA), without a branch:
+// own is 1 + w and next 1 + (w + 1) % 2, with w = tid.x / 128 - 1 (folded: tid.x >> 7, and
+// (tid.x >> 7 == 2 ? 0 : tid.x >> 7) + 1).
+// CHECK:           %[[TID:.+]] = nvvm.read.ptx.sreg.tid.x : i32
+// CHECK-NEXT:      %[[OWN:.+]] = arith.shrui %[[TID]], %c7_i32 : i32
+// CHECK-NEXT:      nvvm.barrier id = %[[OWN]] number_of_threads = %c256_i32
+// CHECK-NEXT:      %[[TID2:.+]] = nvvm.read.ptx.sreg.tid.x : i32
+// CHECK-NEXT:      %[[W:.+]] = arith.shrui %[[TID2]], %c7_i32 : i32
+// CHECK-NEXT:      %[[WRAPS:.+]] = arith.cmpi eq, %[[W]], %c2_i32 : i32
+// CHECK-NEXT:      %[[N:.+]] = arith.select %[[WRAPS]], %c0_i32, %[[W]] : i32
+// CHECK-NEXT:      %[[NEXT:.+]] = arith.addi %[[N]], %c1_i32 : i32
+// CHECK-NEXT:      nvvm.barrier.arrive id = %[[NEXT]] number_of_threads = %c256_i32
 module attributes {tilefuse.threads = {roles = 384 : i64}} {
   func.func @roles(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
     tgpu.warp_specialize
@@ -210,6 +222,8 @@ module attributes {tilefuse.threads = {roles = 384 : i64}} {
       }
       partition warps 8 registers 240 {
         tgpu.named_barrier sync id 1 threads 384
+        tgpu.named_barrier sync id 1 threads 256 warpgroup own among 2 from 1
+        tgpu.named_barrier arrive id 1 threads 256 warpgroup next among 2 from 1
       }
     return
   }

@@ -519,6 +519,28 @@ func.func @barrier_threads() {
 
 // -----
 
+func.func @barrier_per_warpgroup_ids() {
+  // expected-error @+1 {{'tgpu.named_barrier' op uses barriers 14 to 16 for 3 warpgroups; ids end at 15}}
+  tgpu.named_barrier sync id 14 threads 256 warpgroup own among 3 from 0
+  return
+}
+
+// -----
+
+// Per-warpgroup barriers inside a partition name that partition's warpgroups.
+func.func @barrier_per_warpgroup_partition() {
+  tgpu.warp_specialize
+    partition warps 8 registers 240 {
+      // expected-error @+1 {{'tgpu.named_barrier' op names warpgroups 1 to 2, not those of its partition}}
+      tgpu.named_barrier sync id 1 threads 256 warpgroup own among 2 from 1
+    }
+    partition warps 4 registers 24 {
+    }
+  return
+}
+
+// -----
+
 func.func @no_partitions() {
   // expected-error @+1 {{'tgpu.warp_specialize' op needs at least one partition}}
   tgpu.warp_specialize

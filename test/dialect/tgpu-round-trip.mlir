@@ -127,9 +127,13 @@ func.func @wgmma(%q: !q, %p: !p, %o: !o) -> (!acc, !o, !o) {
 // CHECK-LABEL: func.func @named_barriers
 // CHECK:         tgpu.named_barrier sync id 1 threads 256
 // CHECK:         tgpu.named_barrier arrive id 15 threads 128
+// CHECK:         tgpu.named_barrier sync id 1 threads 256 warpgroup own among 2 from 0
+// CHECK:         tgpu.named_barrier arrive id 3 threads 256 warpgroup next among 3 from 1
 func.func @named_barriers() {
   tgpu.named_barrier sync id 1 threads 256
   tgpu.named_barrier arrive id 15 threads 128
+  tgpu.named_barrier sync id 1 threads 256 warpgroup own among 2 from 0
+  tgpu.named_barrier arrive id 3 threads 256 warpgroup next among 3 from 1
   return
 }
 

@@ -7,6 +7,8 @@ Implementations:
   sdpa-flash  torch SDPA, FLASH_ATTENTION backend (FlashAttention-2)
   sdpa-cudnn  torch SDPA, CUDNN_ATTENTION backend (the baseline of the ratios)
   flex        torch.compile'd FlexAttention; a causal block mask for causal
+  flex-paged  decode rows only: the same FlexAttention (FlexDecoding) on a paged KV cache with a
+              paged block mask, through torch's PagedAttention (below)
 
 Grid: bf16; head dim 64 and 128; M = N in 1k, 2k, 4k, 8k, 16k; causal and not; 16k tokens per
 batch (B = 16384 // N); hidden 2048 (H = 2048 // D). FLOPs = 4 B H M N D, halved for causal.
@@ -32,6 +34,28 @@ are in the JSON.
 Tile configurations side by side: --variant NAME=DIR (repeatable) adds a column "tf:NAME" timing
 the kernels of DIR (e.g. compiled with other --block-m/--rows-per-warp/--q-operand).
 
+FlexAttention on a paged cache (--decode, --impls ...,flex-paged): a column flex-paged@P for each
+page size P of --flex-page-size (default 128). torch's PagedAttention
+(torch.nn.attention.experimental._paged_attention: reserve, assign) builds the cache from the
+same K and V in the pages of a tilefuse @P column: the same page table (the pages in the random
+order seeded by P) and, with --flex-page-layout nhd (the default), byte for byte the same
+[pages, P, Hkv, D] cache, which FlexAttention reads through a [1, Hkv, pages * P, D] view; hsd
+is PagedAttention's own [1, Hkv, pages * P, D] cache (an @Phnd cache has no such view). The
+logical block mask (the N keys in P-row key blocks) goes through convert_logical_block_mask, and
+the flex column's compiled flex_attention runs on the cache. --flex-paged-mask create builds the
+logical mask with create_block_mask, as torch's paged tests do; partial lists every block as
+partial (mask_mod on each), as vLLM's FlexAttention backend does. It matters for speed: where a
+mask has full blocks, FlexDecoding sizes its key splits by the whole cache (pages * P rows, B
+times a sequence), and by the listed blocks where it has none.
+
+The page size is the mask's key block size (convert_logical_block_mask requires that), and
+FlexDecoding's key tile (BLOCK_N: 64 or less, by torch version and GPU) must divide it: 128
+runs, as should its multiples; 16 and 32 run where the decode kernel shrinks its tile to a
+smaller block (recent torch). A page size that cannot run, or a torch without PagedAttention,
+leaves the column n/a with the reason printed once. The output is checked against the float
+reference as tilefuse's is; past a relative error of 2e-2 the cell reads WRONG, and its GB/s
+moves to the row's "wrong" in the JSON.
+
 The autotuner's winners: --tuned-dir DIR adds the column "tuned" beside "tilefuse" (the default
 configurations), timing the kernels `tilefuse tune --emit-dir DIR` wrote on this GPU. Their
 sidecars carry "seq_bucket": a row takes the kernel tuned for its bucket (the next power of two
@@ -55,7 +79,8 @@ import random
 import statistics
 import sys
 
-IMPLS = ("tilefuse", "sdpa-flash", "sdpa-cudnn", "flex")
+IMPLS = ("tilefuse", "sdpa-flash", "sdpa-cudnn", "flex", "flex-paged")
+DECODE_ONLY = ("flex-paged",)  # left out of the default --impls of the grid and varlen rows
 BASELINE = "sdpa-cudnn"
 
 
@@ -208,11 +233,7 @@ class Tilefuse:
             # The same keys and values in vLLM's cache layout, [pages, page size, Hkv, D], the
             # sequences' pages in a random order (timed on the cache, not on k and v).
             P = self.page_size
-            per_sequence = (N + P - 1) // P
-            pages = B * per_sequence
-            gen = torch.Generator(device=q.device).manual_seed(P)
-            order = torch.randperm(pages, device=q.device, generator=gen)
-            table = order.view(B, per_sequence).to(torch.int32).contiguous()
+            order, table, per_sequence, pages = page_table(torch, B, N, P, q.device)
             lengths = torch.full((B,), N, device=q.device, dtype=torch.int32)
             caches = []
             for x in (k, v):
@@ -248,6 +269,19 @@ class Tilefuse:
             return buffers[0]
 
         return run
+
+
+def page_table(torch, B, N, P, device):
+    """The pages of B sequences of N keys in P-row pages, as every paged column of page size P
+    lays them out: the B * ceil(N / P) pages in a random order seeded by P, logical page i (of
+    sequence i // per_sequence) in physical page order[i]. Returns order, the [B, per_sequence]
+    int32 table (table[b, j]: sequence b's page j), per_sequence and the page count."""
+    per_sequence = (N + P - 1) // P
+    pages = B * per_sequence
+    gen = torch.Generator(device=device).manual_seed(P)
+    order = torch.randperm(pages, device=device, generator=gen)
+    table = order.view(B, per_sequence).to(torch.int32).contiguous()
+    return order, table, per_sequence, pages
 
 
 def seq_bucket(n):
@@ -316,6 +350,89 @@ def _compiled_flex(torch, flex_attention):
     return _flex_cache["fn"]
 
 
+# A flex-paged column's largest max |O - O_ref| / max |O_ref| against the float reference: the
+# bf16 output alone is off by up to ~4e-3 (the tilefuse and SDPA columns read 2e-3 to 5e-3).
+FLEX_PAGED_TOLERANCE = 2e-2
+
+
+def flex_paged(page_size, layout, mask_form):
+    """Decode rows: FlexAttention (FlexDecoding) on a paged cache of `page_size`-row pages that
+    torch's PagedAttention builds from the same K and V, in the pages of a tilefuse @P column
+    (page_table), through the logical block mask converted to the paged one (module doc)."""
+
+    def prepare(torch, q, k, v, causal, scale):
+        try:
+            from torch.nn.attention.experimental._paged_attention import PagedAttention
+            from torch.nn.attention.flex_attention import (BlockMask, create_block_mask,
+                                                           flex_attention)
+        except ImportError as e:
+            raise Unavailable(f"no PagedAttention in torch {torch.__version__}: {e}")
+        B, H, M, D = q.shape
+        Hkv, N = k.shape[1], k.shape[2]
+        P = page_size
+        if M != 1:
+            raise Unavailable("decode rows only")
+        if P % 16:
+            # The page is the mask's key block, which FlexDecoding's key tile (a Triton dot
+            # operand: 16 rows or more) divides.
+            raise Unavailable(f"page size {P}: FlexDecoding needs a multiple of 16 rows")
+        _, table, per_sequence, pages = page_table(torch, B, N, P, q.device)
+
+        paged = PagedAttention(pages, P, B, device=q.device)
+        # reserve hands out the pages at the end of empty_pages first, so listed backwards by
+        # sequence it gives sequence b the pages table[b], those of the tilefuse @P columns.
+        # empty_pages is internal: the page table it produced is checked.
+        paged.empty_pages = table.flip(0).reshape(-1).tolist()
+        for b in range(B):
+            paged.reserve(torch.tensor(b), torch.tensor(N, device=q.device))
+        if not torch.equal(paged.page_table[:B, :per_sequence], table.long()):
+            raise Unavailable("PagedAttention.reserve allocated other pages than the tilefuse "
+                              "columns' page table")
+
+        # PagedAttention addresses a cache as [1, Hkv, pages * P, D] (row p * P + r: row r of
+        # page p); nhd is that view of the tilefuse columns' [pages, P, Hkv, D] cache.
+        caches = []
+        for x in (k, v):
+            if layout == "nhd":
+                cache = torch.zeros((pages, P, Hkv, D), device=q.device, dtype=x.dtype).view(
+                    1, pages * P, Hkv, D).transpose(1, 2)
+            else:
+                cache = torch.zeros((1, Hkv, pages * P, D), device=q.device, dtype=x.dtype)
+            caches.append(cache)
+        kc, vc = caches
+        # Every sequence's N rows to their pages; the rows past N of a last page stay zero, as
+        # in the tilefuse caches.
+        positions = torch.arange(N, device=q.device, dtype=torch.int32).expand(B, N)
+        paged.assign(torch.arange(B, device=q.device), positions, k, v, kc, vc)
+
+        # The logical mask: every key of the sequence (M = 1, so causal is moot), in key blocks
+        # of one page, as convert_logical_block_mask requires; query blocks of FlexAttention's
+        # default 128. The bound is explicit since some torch versions' paged mask_mod does not
+        # stop at the sequence's length; it is applied to partial blocks only.
+        def within_sequence(b, h, q_idx, kv_idx):
+            return kv_idx < N
+
+        if mask_form == "partial":
+            blocks = torch.full((B, 1, 1), per_sequence, device=q.device, dtype=torch.int32)
+            indices = torch.arange(per_sequence, device=q.device, dtype=torch.int32).expand(
+                B, 1, 1, per_sequence).contiguous()
+            logical = BlockMask.from_kv_blocks(blocks, indices, BLOCK_SIZE=(128, P),
+                                               mask_mod=within_sequence, seq_lengths=(1, N))
+        else:
+            logical = create_block_mask(within_sequence, B, None, 1, N, device=q.device,
+                                        BLOCK_SIZE=(128, P))
+        block_mask = paged.convert_logical_block_mask(logical)
+
+        # No score_mod: the scores need no position, and the mask already drops every row that
+        # is not the sequence's. One block-mask head and enable_gqa keep FlexDecoding's grouped
+        # heads, as in the flex column.
+        compiled = _compiled_flex(torch, flex_attention)
+        gqa = H != Hkv
+        return lambda: compiled(q, kc, vc, block_mask=block_mask, scale=scale, enable_gqa=gqa)
+
+    return prepare
+
+
 # ---------------------------------------------------------------------------------------------
 # Timing
 # ---------------------------------------------------------------------------------------------
@@ -346,17 +463,22 @@ def interleaved_medians(torch, fns, warmup, reps, flush):
             for name, pairs in events.items()}
 
 
-def prepare_column(torch, result, impl, prepare, outputs, ready):
+def prepare_column(torch, result, impl, prepare, outputs, ready, reasons=None):
     """Prepares one column of a row: `prepare()` gives the timed function, whose first call (also
-    its warm-up and compile) is kept in outputs; a failure is the column's n/a in `result`."""
+    its warm-up and compile) is kept in outputs; a failure is the column's n/a in `result`,
+    printed unless `reasons` (column -> the last reason printed) shows it was already."""
     try:
         fn = prepare()
         outputs[impl] = fn().clone()
         torch.cuda.synchronize()
         ready[impl] = fn
     except Exception as e:
-        result["n/a"][impl] = f"{type(e).__name__}: {str(e).strip()[:200]}"
-        print(f"  {impl}: n/a: {result['n/a'][impl]}", file=sys.stderr)
+        reason = f"{type(e).__name__}: {str(e).strip()[:200]}"
+        result["n/a"][impl] = reason
+        if reasons is None or reasons.get(impl) != reason:
+            print(f"  {impl}: n/a: {reason}", file=sys.stderr)
+            if reasons is not None:
+                reasons[impl] = reason
 
 
 def fmt_tflops(result, impl):
@@ -379,7 +501,9 @@ def main():
     parser.add_argument("--causal", choices=("both", "yes", "no"), default="both")
     parser.add_argument("--tokens", type=int, default=16384, help="B * N")
     parser.add_argument("--hidden", type=int, default=2048, help="H * D")
-    parser.add_argument("--impls", default=",".join(IMPLS))
+    parser.add_argument("--impls", default=None,
+                        help=f"of {','.join(IMPLS)} (default: all; {','.join(DECODE_ONLY)} in "
+                             f"--decode rows only)")
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--variant", action="append", default=[],
@@ -402,13 +526,36 @@ def main():
                         help="--decode: K and V stored B x Hkv x N x D (a head's rows adjacent) "
                              "or B x N x Hkv x D (a token's heads adjacent, as a KV cache "
                              "appends them; every column reads the same strided views)")
+    parser.add_argument("--flex-page-size", default="128", metavar="P,P,...",
+                        help="flex-paged: rows per page, a column flex-paged@P each (default "
+                             "128, FlexAttention's block size; the module doc says which run)")
+    parser.add_argument("--flex-page-layout", choices=("nhd", "hsd"), default="nhd",
+                        help="flex-paged: the cache the tilefuse @P columns read, [pages, P, Hkv, "
+                             "D], or PagedAttention's own [1, Hkv, pages * P, D]")
+    parser.add_argument("--flex-paged-mask", choices=("create", "partial"), default="create",
+                        help="flex-paged: the logical block mask from create_block_mask, or every "
+                             "block partial (as vLLM builds it)")
     args = parser.parse_args()
     if args.reps < 20:
         parser.error("--reps must be at least 20")
-    impls = [i for i in args.impls.split(",") if i]
+    if args.impls is None:
+        impls = [i for i in IMPLS if args.decode or i not in DECODE_ONLY]
+    else:
+        impls = [i for i in args.impls.split(",") if i]
     for impl in impls:
         if impl not in IMPLS:
             parser.error(f"unknown implementation {impl} (have {', '.join(IMPLS)})")
+        if impl in DECODE_ONLY and not args.decode:
+            parser.error(f"{impl} times decode rows only (--decode)")
+    try:
+        flex_pages = [int(x) for x in args.flex_page_size.split(",") if x]
+    except ValueError:
+        flex_pages = []
+    if not flex_pages or min(flex_pages) <= 0:
+        parser.error(f"--flex-page-size takes positive page sizes, not {args.flex_page_size!r}")
+    if "flex-paged" in impls:  # a column per page size, where flex-paged was asked for
+        at = impls.index("flex-paged")
+        impls[at:at + 1] = [f"flex-paged@{P}" for P in dict.fromkeys(flex_pages)]
     variants = {}  # column -> (DIR, key splits, page size)
     for item in args.variant:
         name, sep, path = item.partition("=")
@@ -441,6 +588,8 @@ def main():
 
     preparers = {"sdpa-flash": sdpa("FLASH_ATTENTION"), "sdpa-cudnn": sdpa("CUDNN_ATTENTION"),
                  "flex": flex}
+    for P in flex_pages:
+        preparers[f"flex-paged@{P}"] = flex_paged(P, args.flex_page_layout, args.flex_paged_mask)
     if "tilefuse" in impls:
         tilefuse = Tilefuse(args.lib, args.ptx_dir)
         preparers["tilefuse"] = tilefuse.prepare
@@ -673,8 +822,11 @@ def run_decode(args, torch, device, flush, impls, preparers, variants, variant_k
           f"decode B={B} H={H} Hkv={Hkv} D={D} bf16, K and V {args.decode_layout}: GB/s of K and "
           f"V read (x copy), median of {args.reps}")
     columns = impls + ["copy"]
-    print(f"{'KV length':<12}" + "".join(f"{i:>18}" for i in columns) + f"{'tilefuse err':>14}")
-    results = []
+    # flex-paged columns, checked against the float reference in a column of their own
+    flex_paged_columns = [i for i in impls if i.startswith("flex-paged@")]
+    print(f"{'KV length':<12}" + "".join(f"{i:>18}" for i in columns) + f"{'tilefuse err':>14}" +
+          (f"{'flex-paged err':>16}" if flex_paged_columns else ""))
+    results, reasons = [], {}
     for n in [int(x) for x in args.decode.split(",")]:
         gen = torch.Generator(device=device).manual_seed(n)
         q = torch.randn((B, H, 1, D), device=device, dtype=torch.bfloat16, generator=gen)
@@ -691,6 +843,11 @@ def run_decode(args, torch, device, flush, impls, preparers, variants, variant_k
         result = {"mode": "decode", "layout": args.decode_layout, "B": B, "H": H, "Hkv": Hkv,
                   "D": D, "M": 1, "N": n,
                   "bytes": kv_bytes, "ms": {}, "gbps": {}, "n/a": {}, "max_rel_err": {}}
+        if flex_paged_columns:
+            result["flex_paged"] = {"layout": args.flex_page_layout,
+                                    "mask": args.flex_paged_mask,
+                                    "tolerance": FLEX_PAGED_TOLERANCE}
+            result["flex_paged_max_rel_err"], result["wrong"] = {}, {}
         ready, outputs = {"copy": lambda: dst.copy_(src)}, {}
         # A varlen column (a kernel compiled --varlen --split-kv) runs the same rows packed: B
         # sequences of one query row over n keys each, [tokens, heads, D].
@@ -710,7 +867,7 @@ def run_decode(args, torch, device, flush, impls, preparers, variants, variant_k
                     return lambda: run().view(B, 1, H, D).transpose(1, 2)
             else:
                 prepare = lambda impl=impl: preparers[impl](torch, q, k, v, False, scale)
-            prepare_column(torch, result, impl, prepare, outputs, ready)
+            prepare_column(torch, result, impl, prepare, outputs, ready, reasons)
         for impl, ms in interleaved_medians(torch, ready, args.warmup, args.reps, flush).items():
             result["ms"][impl] = ms
             moved = 2 * kv_bytes if impl == "copy" else kv_bytes  # the copy reads and writes
@@ -719,22 +876,39 @@ def run_decode(args, torch, device, flush, impls, preparers, variants, variant_k
             ref = torch.nn.functional.scaled_dot_product_attention(
                 q.float(), k.float(), v.float(), scale=scale, enable_gqa=H != Hkv)
             for impl in outputs:
-                if impl == "tilefuse" or impl in variants:
-                    got = outputs[impl].float()
-                    result["max_rel_err"][impl] = math.nan if torch.isnan(got).any().item() \
-                        else ((got - ref).abs().max() / ref.abs().max()).item()
+                mine = impl == "tilefuse" or impl in variants
+                if not mine and impl not in flex_paged_columns:
+                    continue
+                got = outputs[impl].float()
+                err = math.nan if torch.isnan(got).any().item() \
+                    else ((got - ref).abs().max() / ref.abs().max()).item()
+                if mine:
+                    result["max_rel_err"][impl] = err
+                    continue
+                result["flex_paged_max_rel_err"][impl] = err
+                # A wrong result's speed is no measure: its GB/s leaves the column.
+                if not err <= FLEX_PAGED_TOLERANCE:  # NaN included
+                    result["wrong"][impl] = {"max_rel_err": err,
+                                             "gbps": result["gbps"].pop(impl, None)}
+                    print(f"  {impl}: WRONG: max |O - O_ref| / max |O_ref| = {err:.1e} > "
+                          f"{FLEX_PAGED_TOLERANCE:.0e}", file=sys.stderr)
         copy = result["gbps"]["copy"]
         cells = []
         for impl in columns:
             g = result["gbps"].get(impl)
-            cells.append("n/a" if g is None else f"{g:7.0f}" +
-                         ("" if impl == "copy" else f" ({g / copy:4.2f}x)"))
-        errs = [e for e in result["max_rel_err"].values()]
-        err_text = "n/a" if not errs else ("NaN" if any(map(math.isnan, errs)) else
-                                            f"{max(errs):.1e}")
-        print(f"{n:<12}" + "".join(f"{c:>18}" for c in cells) + f"{err_text:>14}", flush=True)
+            cells.append("WRONG" if impl in result.get("wrong", {}) else "n/a" if g is None else
+                         f"{g:7.0f}" + ("" if impl == "copy" else f" ({g / copy:4.2f}x)"))
+
+        def worst(errs):
+            return "n/a" if not errs else ("NaN" if any(map(math.isnan, errs)) else
+                                           f"{max(errs):.1e}")
+
+        err_text = f"{worst(list(result['max_rel_err'].values())):>14}"
+        if flex_paged_columns:
+            err_text += f"{worst(list(result['flex_paged_max_rel_err'].values())):>16}"
+        print(f"{n:<12}" + "".join(f"{c:>18}" for c in cells) + err_text, flush=True)
         results.append(result)
-        del q, k, v, src, dst, outputs, packed
+        del q, k, v, src, dst, outputs, packed, ready
     return results
 
 

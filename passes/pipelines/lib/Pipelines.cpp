@@ -9,7 +9,8 @@
 //                   and its derived backward, tiled, to the LLVM dialect
 //   tile-to-ptx     tile-specialize{config}, the front end, tile-pipeline, the GPU-level passes
 //                   (tgpu-assign-layouts, tile-to-tgpu, tgpu-pipeline{config's stages},
-//                   tgpu-warp-specialize, tgpu-overlap-softmax, tgpu-insert-barriers,
+//                   tgpu-warp-specialize, tgpu-overlap-softmax, tgpu-pingpong,
+//                   tgpu-insert-barriers,
 //                   tgpu-allocate-shared-memory), convert-tgpu-to-nvvm and PTX generation
 //   tile-to-f64-reference-llvm
 //                   the float64 reference (the written form evaluated naively, no front end)
@@ -105,6 +106,8 @@ void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOption
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUWarpSpecialize());
   // Their key loop rotated (softmax_overlap, on where warp-specialized).
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUOverlapSoftmax());
+  // Their consumer warpgroups taking turns at the tensor cores (pingpong).
+  pm.addNestedPass<func::FuncOp>(tgpu::createTGPUPingPong());
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUInsertBarriers());
   tgpu::TGPUAllocateSharedMemoryOptions shared;
   // The opt-in dynamic shared memory per CTA: 227 KiB on sm_90, 163 KiB on sm_80.

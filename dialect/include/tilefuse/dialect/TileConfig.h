@@ -14,8 +14,8 @@
 //   Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,pack_gqa=false
 //
 // and, where set, warp_specialize=true|false (the producer/consumer kernel; unset: the head
-// dimension's default), softmax_overlap=true|false (a warp-specialized kernel's rotated key loop)
-// and ctas_per_sm=N (the register budget: not part of a complete
+// dimension's default), softmax_overlap=true|false (a warp-specialized kernel's rotated key loop),
+// pingpong=true|false (its consumer warpgroups taking turns) and ctas_per_sm=N (the register budget: not part of a complete
 // configuration, whose kernels get no budget beyond the hardware's).
 //
 // A field may be unset ("the tuned default": defaultTileConfig for the head dimension and chip);
@@ -80,6 +80,11 @@ struct TileConfig {
   /// one P block carried across iterations. Unset (and outside isComplete): off; a resolved
   /// warp-specialized configuration sets it (on at head dims up to 128, where it fits).
   std::optional<bool> softmaxOverlap;
+  /// Ping-pong (tgpu-pingpong; warp-specialized kernels with two or more consumer warpgroups):
+  /// the consumer warpgroups issue their GEMMs in turn, ordered by named barriers, so one's
+  /// softmax overlaps the other's GEMMs (FlashAttention-3's inter-warpgroup schedule). Unset
+  /// (and outside isComplete): off.
+  std::optional<bool> pingpong;
 
   /// Every field set (ctasPerSm aside) (what compileToPTX compiles, what the tuner enumerates and stores).
   bool isComplete() const;

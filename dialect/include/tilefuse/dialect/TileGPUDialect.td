@@ -77,6 +77,16 @@ def TGPU_BarrierKind : I32EnumAttr<"BarrierKind", "what a thread does at a named
   let cppNamespace = "::tilefuse::tgpu";
 }
 
+def TGPU_WarpgroupBarrier : I32EnumAttr<"WarpgroupBarrier",
+    "which of its partition's per-warpgroup barriers a warpgroup uses", [
+    // Barrier `id + w` for warpgroup w of the partition.
+    I32EnumAttrCase<"Own", 0, "own">,
+    // Barrier `id + (w + 1) % N`, the next warpgroup's (N warpgroups in the partition).
+    I32EnumAttrCase<"Next", 1, "next">
+  ]> {
+  let cppNamespace = "::tilefuse::tgpu";
+}
+
 //===----------------------------------------------------------------------===//
 // Register layouts (encodings of block tensor types)
 //===----------------------------------------------------------------------===//

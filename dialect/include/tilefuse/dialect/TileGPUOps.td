@@ -276,12 +276,26 @@ def TGPU_NamedBarrierOp : TGPU_Op<"named_barrier"> {
     Static ids and counts (where `nvvm.barrier` takes SSA values) let the verifier and the
     barrier-insertion pass reason about which partitions meet where.
 
+    With `warpgroup own|next among N from F`, each of the N warpgroups F .. F + N - 1 of the
+    CTA (a `tgpu.warp_specialize` partition's) uses a barrier of its own: warpgroup F + w on
+    `id + w` (own) or on `id + (w + 1) % N` (next). That is a round-robin between the
+    warpgroups (FlashAttention-3's warp scheduler barriers): each syncs on its own barrier and
+    arrives on the next one's. The barriers `id` to `id + N - 1` must be valid ids. The
+    warpgroups are spelled out (not read from the enclosing partition) because the lowering
+    runs after the partitions became branches.
+
     ```mlir
     tgpu.named_barrier sync id 1 threads 256
+    tgpu.named_barrier arrive id 1 threads 256 warpgroup next among 2 from 0
     ```
   }];
-  let arguments = (ins TGPU_BarrierKind:$kind, I32Attr:$id, I32Attr:$threads);
-  let assemblyFormat = "$kind `id` $id `threads` $threads attr-dict";
+  let arguments = (ins TGPU_BarrierKind:$kind, I32Attr:$id, I32Attr:$threads,
+                       OptionalAttr<TGPU_WarpgroupBarrier>:$warpgroup,
+                       OptionalAttr<I32Attr>:$warpgroups, OptionalAttr<I32Attr>:$first_warpgroup);
+  let assemblyFormat = [{
+    $kind `id` $id `threads` $threads
+    (`warpgroup` $warpgroup^ `among` $warpgroups `from` $first_warpgroup)? attr-dict
+  }];
   let hasVerifier = 1;
 }
 
@@ -315,6 +329,11 @@ def TGPU_WarpSpecializeOp : TGPU_Op<"warp_specialize", [RecursiveMemoryEffects, 
     /// threads and the CTAs an SM must hold (ctas_per_sm), at most 255, in whole allocation
     /// units of 8. The partitions' budgets move registers within threads times this.
     static int64_t registersAtLaunch(int64_t threads, int64_t ctasPerSm);
+    /// The partition (region index) holding `op`, which must be nested in this op.
+    unsigned partitionOf(::mlir::Operation *op);
+    /// The first warp of partition `i` and its warpgroups.
+    int64_t partitionFirstWarp(unsigned i);
+    int64_t partitionWarpgroups(unsigned i) { return getPartitionWarps()[i] / 4; }
   }];
 }
 

@@ -195,6 +195,25 @@ def TGPUOverlapSoftmax : Pass<"tgpu-overlap-softmax", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
 }
 
+def TGPUPingPong : Pass<"tgpu-pingpong", "mlir::func::FuncOp"> {
+  let summary = "Makes a warp-specialized kernel's consumer warpgroups issue their GEMMs in turn";
+  let description = [{
+    FlashAttention-3's ping-pong (pingpong=true in the module's tile.config, or the `force`
+    option): every run of tgpu.wgmma issues in a block with no tgpu.wgmma_wait between them is
+    a section; before it a consumer warpgroup syncs on its own named barrier, after it it
+    arrives on the next warpgroup's (`tgpu.named_barrier ... warpgroup own|next`, ids 1 to N).
+    The last warpgroup arrives once before the first section, and warpgroup 0 syncs once after
+    the last, so every barrier sees as many arrivals as syncs. Runs after
+    tgpu-overlap-softmax, whose rotated loop keeps each section inside one iteration.
+  }];
+  let options = [
+    Option<"force", "force", "bool", "false",
+           "Alternate even when the module's tile.config does not ask for it (lit tests)">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
+                           "mlir::gpu::GPUDialect"];
+}
+
 def TGPUInsertBarriers : Pass<"tgpu-insert-barriers", "mlir::func::FuncOp"> {
   let summary = "Completes the cp.async waits (numGroups) and inserts the barriers and proxy "
                 "fences the shared buffers need";
