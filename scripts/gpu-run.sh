@@ -37,7 +37,8 @@
 #              build-gpu/tuned-varlen/) beside the same sequences padded to the longest
 #              (tilefuse, its BSHD form, SDPA flash and cuDNN)
 #   decode     bench.py --decode: one query row, GQA 32/8, D = 128, KV 1k-128k; GB/s beside SDPA
-#              and a device copy (DECODE_LENGTHS=...)
+#              and a device copy (DECODE_LENGTHS=...; DECODE_IMPLS=...,flex,flex-paged adds
+#              FlexDecoding, plain and on a paged cache, with DECODE_ARGS="--flex-page-size 16,128")
 #   tune       `tilefuse tune` of the self-contained build: attention and causal at head dim 64
 #              and 128 (TUNE_HEAD_DIMS="64 128 256") for the bench's sequence lengths
 #              (TUNE_SEQS=1024,4096), their varlen forms (TUNE_VARLEN_SEQS, into
@@ -161,7 +162,8 @@ for step in "${steps[@]}"; do
       # device copy.
       run_step decode python3 tools/bench/bench.py --ptx-dir build-gpu/kernels \
         --lib build-gpu/libtilefuse_cuda.so --out "$out/decode.json" \
-        --impls tilefuse,sdpa-flash,sdpa-cudnn --variant split=build-gpu/kernels-split \
+        --impls "${DECODE_IMPLS:-tilefuse,sdpa-flash,sdpa-cudnn}" \
+        --variant split=build-gpu/kernels-split \
         --variant unpacked=build-gpu/kernels-split-unpacked \
         --variant paged16=build-gpu/kernels-paged-bench@16 \
         --variant paged128=build-gpu/kernels-paged-bench@128 \
@@ -169,7 +171,7 @@ for step in "${steps[@]}"; do
         --variant p128fixed=build-gpu/kernels-paged-bench-p128@128 \
         --variant varlen=build-gpu/kernels-varlen-split ${DECODE_VARIANTS:-} \
         --decode "${DECODE_LENGTHS:-1024,4096,32768,131072}" \
-        --decode-shape "${DECODE_SHAPE:-8,32,8,128}"
+        --decode-shape "${DECODE_SHAPE:-8,32,8,128}" ${DECODE_ARGS:-}
       ;;
     sanitize)
       # Small cases only: the sanitizers slow kernels down by orders of magnitude. The float64

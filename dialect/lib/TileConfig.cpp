@@ -29,7 +29,8 @@ bool TileConfig::isComplete() const {
 
 bool TileConfig::empty() const {
   return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue && !stages &&
-         !packGqa && !ctasPerSm && !warpSpecialize && !softmaxOverlap && !pingpong;
+         !packGqa && !ctasPerSm && !warpSpecialize && !softmaxOverlap && !pingpong &&
+         !persistent;
 }
 
 bool TileConfig::operator==(const TileConfig &other) const {
@@ -37,13 +38,14 @@ bool TileConfig::operator==(const TileConfig &other) const {
          mma == other.mma && qOperand == other.qOperand && copyIssue == other.copyIssue &&
          stages == other.stages && packGqa == other.packGqa && ctasPerSm == other.ctasPerSm &&
          warpSpecialize == other.warpSpecialize && softmaxOverlap == other.softmaxOverlap &&
-         pingpong == other.pingpong;
+         pingpong == other.pingpong && persistent == other.persistent;
 }
 
 llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
   return llvm::hash_combine(config.blockM, config.blockN, config.rowsPerWarp, config.mma,
                             config.qOperand, config.copyIssue, config.stages, config.packGqa,
-                            config.ctasPerSm, config.warpSpecialize, config.softmaxOverlap, config.pingpong);
+                            config.ctasPerSm, config.warpSpecialize, config.softmaxOverlap, config.pingpong,
+                            config.persistent);
 }
 
 std::string TileConfig::print() const {
@@ -70,6 +72,8 @@ std::string TileConfig::print() const {
     items.push_back(*softmaxOverlap ? "softmax_overlap=true" : "softmax_overlap=false");
   if (pingpong)
     items.push_back(*pingpong ? "pingpong=true" : "pingpong=false");
+  if (persistent)
+    items.push_back(*persistent ? "persistent=true" : "persistent=false");
   if (ctasPerSm)
     items.push_back("ctas_per_sm=" + std::to_string(*ctasPerSm));
   return llvm::join(items, ",");
@@ -119,9 +123,11 @@ llvm::Error TileConfig::set(llvm::StringRef key, llvm::StringRef value) {
     return choice(softmaxOverlap, false, "false", true, "true");
   if (key == "pingpong" || key == "ping_pong" || key == "ping-pong")
     return choice(pingpong, false, "false", true, "true");
+  if (key == "persistent")
+    return choice(persistent, false, "false", true, "true");
   return fail("unknown setting '" + key +
               "' (Br, Bc, rows_per_warp, mma, q, copy_issue, stages, pack_gqa, ctas_per_sm, "
-              "warp_specialize, softmax_overlap, pingpong)");
+              "warp_specialize, softmax_overlap, pingpong, persistent)");
 }
 
 llvm::Expected<TileConfig> TileConfig::parse(llvm::StringRef text) {
@@ -164,6 +170,8 @@ TileConfig TileConfig::overriddenBy(const TileConfig &other) const {
     out.softmaxOverlap = other.softmaxOverlap;
   if (other.pingpong)
     out.pingpong = other.pingpong;
+  if (other.persistent)
+    out.persistent = other.persistent;
   return out;
 }
 
@@ -201,6 +209,9 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   if (pingpong == true && (!warpSpecialize.value_or(false) || (blockM && *blockM < 128)))
     return fail("pingpong=true needs warp_specialize=true and Br >= 128 (two consumer "
                 "warpgroups)");
+  // The tile loop runs the producer's and the consumers' mbarrier rings on across tiles.
+  if (persistent == true && !warpSpecialize.value_or(false))
+    return fail("persistent=true needs warp_specialize=true");
   if (mma == MmaKind::Wgmma) {
     // the GPU lowering's constraints for warpgroup MMAs (its message), checked here so the tuner
     // never compiles a configuration the pass would refuse.

@@ -310,9 +310,7 @@ static inline const char *@NAME@_check(const void *q, const void *k, const void 
   rowBlocks = (unsigned)(((@UPPER@_PACK_GQA ? H / Hkv * M : M) + @UPPER@_BLOCK_M - 1) /
                          @UPPER@_BLOCK_M);
   heads = (unsigned)(@UPPER@_PACK_GQA ? Hkv : H);
-  return cuLaunchKernel(function, rowBlocks@SPLIT_GRID@, heads, (unsigned)B, @UPPER@_THREADS, 1, 1,
-                        @UPPER@_SHARED_BYTES, stream, parameters, NULL);
-}
+@LAUNCH@}
 
 #endif /* TILEFUSE_AOT_@UPPER@_H */
 )tilefuse_c";
@@ -451,6 +449,37 @@ static constexpr llvm::StringLiteral tmaDoc = R"tilefuse_c( *
  * TMA: the kernel reads k and v through tensor maps (CUtensorMap) that every launch encodes
  * with cuTensorMapEncodeTiled (CUDA 12.0 or later; a GPU of compute capability 9.0); where the
  * driver refuses a map, its error is the launch's result and nothing is launched.
+)tilefuse_c";
+
+// The launch on the program grid, and a persistent kernel's (launch_abi::persistentPrograms):
+// the tiles, or the CTAs the GPU holds at once when fewer.
+static constexpr llvm::StringLiteral gridLaunch = R"tilefuse_c(  return cuLaunchKernel(function, rowBlocks@SPLIT_GRID@, heads, (unsigned)B, @UPPER@_THREADS, 1, 1,
+                        @UPPER@_SHARED_BYTES, stream, parameters, NULL);
+)tilefuse_c";
+
+static constexpr llvm::StringLiteral persistentLaunch = R"tilefuse_c(  /* Persistent: as many programs as the GPU holds at once (launch_abi::persistentPrograms),
+   * each looping over the rowBlocks x heads x B tiles. */
+  {
+    CUdevice device;
+    int sms = 0, per_sm = 0;
+    unsigned long long tiles = (unsigned long long)rowBlocks * heads * (unsigned long long)B;
+    unsigned long long programs;
+    result = cuCtxGetDevice(&device);
+    if (result == CUDA_SUCCESS)
+      result = cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
+    if (result == CUDA_SUCCESS)
+      result = cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, function, @UPPER@_THREADS,
+                                                           @UPPER@_SHARED_BYTES);
+    if (result != CUDA_SUCCESS)
+      return result;
+    programs = (unsigned long long)sms * (unsigned long long)per_sm;
+    if (programs == 0 || programs > tiles)
+      programs = tiles;
+    if (programs == 0)
+      programs = 1;
+    return cuLaunchKernel(function, (unsigned)programs, 1, 1, @UPPER@_THREADS, 1, 1,
+                          @UPPER@_SHARED_BYTES, stream, parameters, NULL);
+  }
 )tilefuse_c";
 
 static constexpr llvm::StringLiteral tmaMap = R"tilefuse_c(#if CUDA_VERSION < 12000
@@ -757,6 +786,9 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
   }
   values["SPLIT_PACK"] = splitPack;
   values["SPLIT_GRID"] = split ? " * (unsigned)splits" : "";
+  if (kernel.persistent && (split || paged || varlen))
+    return fail("a persistent kernel is neither split, paged nor varlen");
+  values["LAUNCH"] = substitute(kernel.persistent ? persistentLaunch : gridLaunch, values);
   // The TMA form: the tensor maps of k and v after every other parameter.
   bool tma = kernel.kvTma;
   if (tma && (paged || varlen))

@@ -42,6 +42,8 @@ std::string CompiledKernel::metadataJson() const {
     o["varlen"] = true;
   if (kvTma)
     o["kv_tma"] = true;
+  if (persistent)
+    o["persistent"] = true;
   // The grid depends on it (launch_abi::programGrid): a launch needs it, unlike tile_config.
   if (tiles.packGqa.value_or(false))
     o["pack_gqa"] = true;
@@ -95,6 +97,7 @@ llvm::Expected<CompiledKernel> CompiledKernel::fromMetadataJson(llvm::StringRef 
   k.pageSize = o->getInteger("page_size").value_or(0);
   k.varlen = o->getBoolean("varlen").value_or(false);
   k.kvTma = o->getBoolean("kv_tma").value_or(false);
+  k.persistent = o->getBoolean("persistent").value_or(false);
   k.ptx = std::move(ptx);
   return k;
 }
@@ -273,6 +276,7 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   k.blockN = *tiles.blockN;
   k.threads = tiles.threads();
   k.kvTma = tiles.warpSpecialize.value_or(false);
+  k.persistent = tiles.persistent.value_or(false);
 
   PassManager pm(&ctx, ModuleOp::getOperationName());
   // The configuration travels as its text: the pipeline's tile-specialize writes it on the

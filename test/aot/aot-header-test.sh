@@ -50,6 +50,13 @@ step "causal_f16_d128.h encodes TMA tensor maps" grep -q cuTensorMapEncodeTiled 
 step "--emit header for gqa (declares H = 8, Hkv = 2)" "$tilefuse" compile --kernel gqa \
   --emit header -o gqa.h
 step "gqa.h embeds its declared sizes" grep -q '{-1, 8, -1, 64}, /\* Q: B H M D \*/' gqa.h
+step "--emit header, persistent (head dim 128)" "$tilefuse" compile --kernel causal \
+  --head-dim 128 --config persistent=true --emit header --name causal_persistent \
+  -o causal_persistent.h
+step "causal_persistent.h sizes its grid by the GPU" grep -q cuOccupancyMaxActiveBlocksPerMultiprocessor \
+  causal_persistent.h
+step "causal_persistent.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra \
+  -pedantic -Werror -isystem "$cuda_include" -x c -c causal_persistent.h -o header_persistent.o
 step "--emit header --split-kv" "$tilefuse" compile --kernel causal --split-kv --emit header \
   --name causal_split -o causal_split.h
 step "causal_split.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra \

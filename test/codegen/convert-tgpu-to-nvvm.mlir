@@ -270,13 +270,38 @@ module attributes {tilefuse.threads = {two_views = 128 : i64}} {
 !qkv = memref<?x?x?x64xbf16>
 !lse = memref<?x?x?xf32>
 
+// A persistent grid (tgpu-persistent): its program is blockIdx.x, the programs gridDim.x.
+// CHECK-LABEL: gpu.func @persistent
+// CHECK:         %[[PROGRAMS:.+]] = gpu.grid_dim x
+// CHECK-NEXT:    %[[PROGRAM:.+]] = gpu.block_id x
+// CHECK-NEXT:    scf.for %{{.+}} = %[[PROGRAM]] to %{{.+}} step %[[PROGRAMS]]
+// CHECK-NEXT:      nvvm.barrier
+module attributes {tilefuse.threads = {persistent = 128 : i64}} {
+  func.func @persistent(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+    %c0 = arith.constant 0 : index
+    %m = memref.dim %Q, %c0 : !qkv
+    %programs = gpu.grid_dim x
+    scf.forall (%p) in (%programs) {
+      scf.for %t = %p to %m step %programs {
+        tgpu.named_barrier sync id 1 threads 128
+      }
+    } {mapping = [#tile.grid<program>]}
+    return
+  }
+}
+
+// -----
+
+!qkv = memref<?x?x?x64xbf16>
+!lse = memref<?x?x?xf32>
+
 // The grid is read by its mapping: an unmapped forall may have lost a unit dimension to
 // canonicalization (one key/value head, packed), so it is not taken by position.
 module attributes {tilefuse.threads = {unmapped = 128 : i64}} {
   func.func @unmapped(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
     %c0 = arith.constant 0 : index
     %m = memref.dim %Q, %c0 : !qkv
-    // expected-error @below {{the GPU grid is (batch, head, row block[, key split]): a rank-3 or rank-4 scf.forall mapped to #tile.grid<batch, head, row_block[, split]>, without outputs}}
+    // expected-error @below {{the GPU grid is (batch, head, row block[, key split]): a rank-3 or rank-4 scf.forall mapped to #tile.grid<batch, head, row_block[, split]>, or a persistent one (#tile.grid<program>), without outputs}}
     // expected-error @below {{failed to legalize operation 'scf.forall'}}
     scf.forall (%b, %r) in (%m, %m) {
     }

@@ -82,6 +82,39 @@ TEST(LaunchAbi, ProgramGrid) {
   EXPECT_GE(w.lsePartOffset - w.outputPartOffset, 3 * 8 * 17 * 64 * 4);
 }
 
+// A persistent kernel's programs: the tiles, or when fewer the CTAs the GPU holds at once; never
+// none (a driver that cannot say how many CTAs fit still launches every tile).
+TEST(LaunchAbi, PersistentPrograms) {
+  constexpr auto grid = launch_abi::programGrid(/*B=*/16, /*H=*/16, /*Hkv=*/16, /*M=*/1024,
+                                                /*blockM=*/128, /*packGqa=*/false);
+  static_assert(launch_abi::persistentPrograms(grid, /*multiprocessors=*/132, 1) == 132);
+  static_assert(launch_abi::persistentPrograms(grid, 132, 2) == 264);
+  constexpr auto small = launch_abi::programGrid(1, 2, 2, 300, 128, false);
+  static_assert(launch_abi::persistentPrograms(small, 132, 1) == 6);
+  static_assert(launch_abi::persistentPrograms(grid, 0, 0) == 16 * 16 * 8);
+  constexpr auto empty = launch_abi::programGrid(1, 1, 1, 0, 128, false);
+  static_assert(launch_abi::persistentPrograms(empty, 132, 1) == 1);
+}
+
+// The sidecar's "persistent": read, and refused beside split, paged or varlen.
+TEST(LaunchAbi, SidecarSaysPersistent) {
+  namespace cuda = runtime::cuda;
+  std::string sidecar = R"({"name": "attention", "block_m": 128, "block_n": 128,
+    "threads": 384, "head_dim": 64, "dtype": "bf16", "shared_bytes": 0, "kv_tma": true,
+    "persistent": true,
+    "declared_sizes": {"Q": [null, null, null, 64], "K": [null, null, null, 64],
+                       "V": [null, null, null, 64], "O": [null, null, null, 64],
+                       "LSE": [null, null, null]}})";
+  auto metadata = cuda::KernelMetadata::parse(sidecar, "persistent.json");
+  ASSERT_TRUE(bool(metadata)) << llvm::toString(metadata.takeError());
+  EXPECT_TRUE(metadata->persistent);
+  std::string split = sidecar;
+  split.insert(split.find("\"persistent\""), "\"split_kv\": true, ");
+  auto refused = cuda::KernelMetadata::parse(split, "persistent.json");
+  ASSERT_FALSE(bool(refused));
+  EXPECT_NE(llvm::toString(refused.takeError()).find("a persistent kernel"), std::string::npos);
+}
+
 TEST(LaunchAbi, SidecarSaysSplitKV) {
   namespace cuda = runtime::cuda;
   std::string sidecar = R"({"name": "attention", "block_m": 64, "block_n": 64, "threads": 128,

@@ -148,6 +148,28 @@ TEST(TileConfig, WarpSpecializeAddsAProducerWarpgroup) {
   EXPECT_NE(llvm::toString(onAmpere.takeError()).find("sm_90a"), std::string::npos);
 }
 
+/// Ping-pong and persistent programs are warp-specialized kernels' options: they round-trip, and
+/// without warp specialization (or, for ping-pong, with one consumer warpgroup) are refused.
+TEST(TileConfig, PingPongAndPersistentNeedWarpSpecialization) {
+  auto both = resolveTileConfig(parsed("pingpong=true,persistent=true"), 128, "sm_90a");
+  ASSERT_TRUE(bool(both)) << llvm::toString(both.takeError());
+  EXPECT_EQ(both->pingpong, true);
+  EXPECT_EQ(both->persistent, true);
+  EXPECT_EQ(parsed(both->print()), *both);
+  auto plain = resolveTileConfig(parsed(""), 128, "sm_90a");
+  ASSERT_TRUE(bool(plain));
+  EXPECT_FALSE(plain->pingpong);
+  EXPECT_FALSE(plain->persistent);
+  EXPECT_NE(hash_value(*both), hash_value(*plain));
+  for (const char *bad :
+       {"persistent=true", "pingpong=true", "warp_specialize=true,Br=64,pingpong=true"}) {
+    auto config = resolveTileConfig(parsed(bad), 64, "sm_90a");
+    ASSERT_FALSE(bool(config)) << bad;
+    std::string message = llvm::toString(config.takeError());
+    EXPECT_NE(message.find("needs warp_specialize=true"), std::string::npos) << message;
+  }
+}
+
 /// The rotated key loop (softmax_overlap) is a warp-specialized kernel's: resolved, it is on up
 /// to head dim 128 and off at 192 (where it does not fit the registers), set it round-trips and
 /// keys the kernel, and without warp specialization it is refused.

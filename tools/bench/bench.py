@@ -45,16 +45,17 @@ logical block mask (the N keys in P-row key blocks) goes through convert_logical
 the flex column's compiled flex_attention runs on the cache. --flex-paged-mask create builds the
 logical mask with create_block_mask, as torch's paged tests do; partial lists every block as
 partial (mask_mod on each), as vLLM's FlexAttention backend does. It matters for speed: where a
-mask has full blocks, FlexDecoding sizes its key splits by the whole cache (pages * P rows, B
-times a sequence), and by the listed blocks where it has none.
+mask carries full-block lists (create_block_mask's always do, even empty ones), FlexDecoding
+sizes its key splits by the whole cache (pages * P rows, B times a sequence); without them, by
+the blocks listed.
 
 The page size is the mask's key block size (convert_logical_block_mask requires that), and
-FlexDecoding's key tile (BLOCK_N: 64 or less, by torch version and GPU) must divide it: 128
-runs, as should its multiples; 16 and 32 run where the decode kernel shrinks its tile to a
-smaller block (recent torch). A page size that cannot run, or a torch without PagedAttention,
-leaves the column n/a with the reason printed once. The output is checked against the float
-reference as tilefuse's is; past a relative error of 2e-2 the cell reads WRONG, and its GB/s
-moves to the row's "wrong" in the JSON.
+FlexDecoding's key tile (BLOCK_N, 64 rows in torch 2.11) must divide it. 128 runs, and so do
+multiples of 64; 16 and 32 run where the decode kernel shrinks its tile to a smaller block, as
+torch 2.11's does. Other sizes are n/a with that reason, and so is the column on a torch without
+PagedAttention or where torch fails, the reason printed once. The output is checked against the
+float reference as tilefuse's is; past a relative error of 2e-2 the cell reads WRONG, and its
+GB/s moves to the row's "wrong" in the JSON.
 
 The autotuner's winners: --tuned-dir DIR adds the column "tuned" beside "tilefuse" (the default
 configurations), timing the kernels `tilefuse tune --emit-dir DIR` wrote on this GPU. Their
@@ -351,7 +352,7 @@ def _compiled_flex(torch, flex_attention):
 
 
 # A flex-paged column's largest max |O - O_ref| / max |O_ref| against the float reference: the
-# bf16 output alone is off by up to ~4e-3 (the tilefuse and SDPA columns read 2e-3 to 5e-3).
+# bf16 output alone is off by up to ~4e-3 (the tilefuse decode columns read 2e-3 to 4e-3).
 FLEX_PAGED_TOLERANCE = 2e-2
 
 
@@ -372,10 +373,12 @@ def flex_paged(page_size, layout, mask_form):
         P = page_size
         if M != 1:
             raise Unavailable("decode rows only")
-        if P % 16:
-            # The page is the mask's key block, which FlexDecoding's key tile (a Triton dot
-            # operand: 16 rows or more) divides.
-            raise Unavailable(f"page size {P}: FlexDecoding needs a multiple of 16 rows")
+        if P < 16 or (P & (P - 1) and P % 64):
+            # The page is the mask's key block, which FlexDecoding's key tile must divide: 64
+            # rows (torch 2.11), or the block itself where that is smaller (a power of two, and
+            # at least 16 rows as a Triton dot operand).
+            raise Unavailable(f"page size {P}: FlexDecoding's key tile (a power of two, 16 to "
+                              f"64 rows) cannot divide it")
         _, table, per_sequence, pages = page_table(torch, B, N, P, q.device)
 
         paged = PagedAttention(pages, P, B, device=q.device)
@@ -407,8 +410,9 @@ def flex_paged(page_size, layout, mask_form):
 
         # The logical mask: every key of the sequence (M = 1, so causal is moot), in key blocks
         # of one page, as convert_logical_block_mask requires; query blocks of FlexAttention's
-        # default 128. The bound is explicit since some torch versions' paged mask_mod does not
-        # stop at the sequence's length; it is applied to partial blocks only.
+        # default 128. The bound is in the logical mask since the paged mask_mod of some torch
+        # versions does not stop at a sequence's length (2.11's does only given kv_len); it is
+        # applied to partial blocks only.
         def within_sequence(b, h, q_idx, kv_idx):
             return kv_idx < N
 
@@ -538,14 +542,15 @@ def main():
     args = parser.parse_args()
     if args.reps < 20:
         parser.error("--reps must be at least 20")
+    decode_rows = args.decode and not args.varlen  # --varlen takes precedence
     if args.impls is None:
-        impls = [i for i in IMPLS if args.decode or i not in DECODE_ONLY]
+        impls = [i for i in IMPLS if decode_rows or i not in DECODE_ONLY]
     else:
         impls = [i for i in args.impls.split(",") if i]
     for impl in impls:
         if impl not in IMPLS:
             parser.error(f"unknown implementation {impl} (have {', '.join(IMPLS)})")
-        if impl in DECODE_ONLY and not args.decode:
+        if impl in DECODE_ONLY and not decode_rows:
             parser.error(f"{impl} times decode rows only (--decode)")
     try:
         flex_pages = [int(x) for x in args.flex_page_size.split(",") if x]

@@ -36,13 +36,27 @@ struct ForallToBlockIds : OpConversionPattern<scf::ForallOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(scf::ForallOp op, OpAdaptor,
                                 ConversionPatternRewriter &rewriter) const override {
+    // A persistent grid (tgpu-persistent): its programs are blockIdx.x of a one-dimensional
+    // grid of as many CTAs as the launcher starts.
+    MLIRContext *ctx = op.getContext();
+    if (op.getRank() == 1 && op.getOutputs().empty() &&
+        op.getMappingAttr() ==
+            ArrayAttr::get(ctx, {tile::GridDimAttr::get(ctx, tile::GridDim::Program)})) {
+      Value program = gpu::BlockIdOp::create(rewriter, op.getLoc(), gpu::Dimension::x);
+      Block *body = op.getBody();
+      rewriter.eraseOp(body->getTerminator());
+      rewriter.inlineBlockBefore(body, op, ValueRange{program});
+      rewriter.eraseOp(op);
+      return success();
+    }
     // The grid's dimensions by their mapping (tile-tiling, tile-split-kv), not by position
     // alone: an unmapped forall may have lost unit dimensions to canonicalization.
     if ((op.getRank() != 3 && op.getRank() != 4) || !op.getOutputs().empty() ||
         op.getMappingAttr() != tile::gridMapping(op.getContext(), op.getRank() == 4))
       return op.emitOpError("the GPU grid is (batch, head, row block[, key split]): a rank-3 "
                             "or rank-4 scf.forall mapped to #tile.grid<batch, head, row_block"
-                            "[, split]>, without outputs");
+                            "[, split]>, or a persistent one (#tile.grid<program>), without "
+                            "outputs");
     Location loc = op.getLoc();
     SmallVector<Value> ids = {gpu::BlockIdOp::create(rewriter, loc, gpu::Dimension::z),
                               gpu::BlockIdOp::create(rewriter, loc, gpu::Dimension::y),

@@ -9,7 +9,7 @@
 //                   and its derived backward, tiled, to the LLVM dialect
 //   tile-to-ptx     tile-specialize{config}, the front end, tile-pipeline, the GPU-level passes
 //                   (tgpu-assign-layouts, tile-to-tgpu, tgpu-pipeline{config's stages},
-//                   tgpu-warp-specialize, tgpu-overlap-softmax, tgpu-pingpong,
+//                   tgpu-persistent, tgpu-warp-specialize, tgpu-overlap-softmax, tgpu-pingpong,
 //                   tgpu-insert-barriers,
 //                   tgpu-allocate-shared-memory), convert-tgpu-to-nvvm and PTX generation
 //   tile-to-f64-reference-llvm
@@ -102,7 +102,9 @@ void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOption
   pm.addNestedPass<func::FuncOp>(tgpu::createTileToTGPU());
   // The ring's stages come from the module's tile.config (stages=N).
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUPipeline());
-  // The producer and consumer roles, when the module's tile.config asks for them.
+  // Persistent programs looping over the tiles (persistent), then the producer and consumer
+  // roles, when the module's tile.config asks for them.
+  pm.addNestedPass<func::FuncOp>(tgpu::createTGPUPersistent());
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUWarpSpecialize());
   // Their key loop rotated (softmax_overlap, on where warp-specialized).
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUOverlapSoftmax());

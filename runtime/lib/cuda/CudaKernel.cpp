@@ -192,7 +192,8 @@ llvm::Expected<KernelMetadata> KernelMetadata::parse(llvm::StringRef json,
                              std::pair{"pack_gqa", &metadata.packGqa},
                              std::pair{"paged_kv", &metadata.pagedKv},
                              std::pair{"varlen", &metadata.varlen},
-                             std::pair{"kv_tma", &metadata.kvTma}})
+                             std::pair{"kv_tma", &metadata.kvTma},
+                             std::pair{"persistent", &metadata.persistent}})
     if (const llvm::json::Value *flag = object->get(key)) {
       std::optional<bool> v = flag->getAsBoolean();
       if (!v)
@@ -204,6 +205,10 @@ llvm::Expected<KernelMetadata> KernelMetadata::parse(llvm::StringRef json,
   if (metadata.kvTma && (metadata.pagedKv || metadata.varlen))
     return fail("a TMA kernel (\"kv_tma\") is neither paged (\"paged_kv\") nor varlen "
                 "(\"varlen\")");
+  // The persistent grid covers the plain program grid only (LaunchAbi.h).
+  if (metadata.persistent && (metadata.splitKv || metadata.pagedKv || metadata.varlen))
+    return fail("a persistent kernel (\"persistent\") is neither split (\"split_kv\"), paged "
+                "(\"paged_kv\") nor varlen (\"varlen\")");
 
   if (const llvm::json::Value *pageSize = object->get("page_size")) {
     std::optional<int64_t> v = pageSize->getAsInteger();
@@ -884,6 +889,11 @@ llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buff
                                                   metadata.blockM, metadata.packGqa);
   auto gridX = static_cast<unsigned>(grid.rowBlocks * splits);
   auto gridY = static_cast<unsigned>(grid.heads), gridZ = static_cast<unsigned>(grid.batch);
+  if (metadata.persistent) {
+    gridX = static_cast<unsigned>(
+        launch_abi::persistentPrograms(grid, impl->multiprocessors, impl->blocksPerSM));
+    gridY = gridZ = 1;
+  }
   auto threads = static_cast<unsigned>(metadata.threads);
   auto sharedBytes = static_cast<unsigned>(metadata.sharedBytes);
   if (llvm::Error error = check(

@@ -15,7 +15,8 @@
 //
 // and, where set, warp_specialize=true|false (the producer/consumer kernel; unset: the head
 // dimension's default), softmax_overlap=true|false (a warp-specialized kernel's rotated key loop),
-// pingpong=true|false (its consumer warpgroups taking turns) and ctas_per_sm=N (the register budget: not part of a complete
+// pingpong=true|false (its consumer warpgroups taking turns), persistent=true|false (its CTAs
+// looping over tiles) and ctas_per_sm=N (the register budget: not part of a complete
 // configuration, whose kernels get no budget beyond the hardware's).
 //
 // A field may be unset ("the tuned default": defaultTileConfig for the head dimension and chip);
@@ -85,6 +86,12 @@ struct TileConfig {
   /// softmax overlaps the other's GEMMs (FlashAttention-3's inter-warpgroup schedule). Unset
   /// (and outside isComplete): off.
   std::optional<bool> pingpong;
+  /// Persistent programs (tgpu-persistent; warp-specialized kernels of whole K and V tensors):
+  /// the launcher starts as many CTAs as the GPU holds at once, and each loops over (batch,
+  /// head, row block) tiles, longest first (the last row blocks, under a causal mask), so a
+  /// CTA's mbarriers, setmaxnreg and producer run on across tiles and the next tile's loads
+  /// overlap this one's epilogue. Unset (and outside isComplete): off.
+  std::optional<bool> persistent;
 
   /// Every field set (ctasPerSm aside) (what compileToPTX compiles, what the tuner enumerates and stores).
   bool isComplete() const;

@@ -88,7 +88,8 @@ def Tile_GridDim : I32EnumAttr<"GridDim", "a dimension of a kernel's program gri
     I32EnumAttrCase<"Batch", 0, "batch">,
     I32EnumAttrCase<"Head", 1, "head">,
     I32EnumAttrCase<"RowBlock", 2, "row_block">,
-    I32EnumAttrCase<"Split", 3, "split">
+    I32EnumAttrCase<"Split", 3, "split">,
+    I32EnumAttrCase<"Program", 4, "program">
   ]> {
   let cppNamespace = "::tilefuse::tile";
   let genSpecializedAttr = 0;
@@ -100,6 +101,8 @@ def Tile_GridDimAttr : EnumAttr<Tile_Dialect, Tile_GridDim, "grid",
     packed, key/value) head, per row block and per key split (tile-split-kv). The GPU lowering
     maps the grid by these names, and a mapped scf.forall keeps its unit dimensions (a grid
     with one key/value head or one batch is still the grid the launch ABI describes).
+    `program` is the one dimension of a persistent kernel's grid (tgpu-persistent): as many
+    programs as the launcher starts, each looping over the (batch, head, row block) tiles.
   }];
   let assemblyFormat = "`<` $value `>`";
 }

@@ -65,6 +65,9 @@ struct CompiledKernel {
   /// Reads K and V with TMA (warp_specialize; the sidecar's "kv_tma": launches pass the tensor
   /// maps of LaunchAbi.h).
   bool kvTma = false;
+  /// Persistent (TileConfig persistent; the sidecar's "persistent": launches start
+  /// launch_abi::persistentPrograms CTAs).
+  bool persistent = false;
   /// Every static size of the kernel's signature (after specialization), checked at launch.
   cuda::DeclaredSizes declaredSizes;
   /// The JSON sidecar: {"name", "block_m", "block_n", "threads", "head_dim", "dtype",

@@ -104,6 +104,10 @@ struct KernelMetadata {
   /// LaunchAbi.h's tensor maps, which each launch encodes (TensorMaps.h). Neither paged nor
   /// varlen (for now); split-KV may be.
   bool kvTma = false;
+  /// A persistent kernel (TileConfig persistent; optional key "persistent"): launches start
+  /// launch_abi::persistentPrograms CTAs on a one-dimensional grid. Neither split, paged nor
+  /// varlen.
+  bool persistent = false;
 
   /// Parses and checks a sidecar; `origin` (e.g. its path) prefixes error messages. A sidecar
   /// without "declared_sizes" (written before launches checked them) is rejected, with a message

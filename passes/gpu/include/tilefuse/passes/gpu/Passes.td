@@ -148,6 +148,26 @@ def TGPUPipeline : Pass<"tgpu-pipeline", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
 }
 
+def TGPUPersistent : Pass<"tgpu-persistent", "mlir::func::FuncOp"> {
+  let summary = "Persistent programs: a one-dimensional grid whose programs loop over the tiles";
+  let description = [{
+    FlashAttention-3's persistent kernel with a static tile scheduler (persistent=true in the
+    module's tile.config, or the `force` option): the program grid (batch, head, row block)
+    becomes `scf.forall` over `gpu.grid_dim x` programs (`#tile.grid<program>`, as many as the
+    launcher starts: LaunchAbi.h), each running an `scf.for` (`tgpu.tile_loop`) over the tiles
+    program, program + programs, ... of B·H·R, longest first: every (batch, head)'s last row
+    block (under a causal mask the longest) before any second-to-last. Runs before
+    tgpu-warp-specialize,
+    which then carries its rings and fill counters through the tile loop.
+  }];
+  let options = [
+    Option<"force", "force", "bool", "false",
+           "Loop over tiles even when the module's tile.config does not ask for it (lit tests)">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
+                           "mlir::gpu::GPUDialect"];
+}
+
 def TGPUWarpSpecialize : Pass<"tgpu-warp-specialize", "mlir::func::FuncOp"> {
   let summary = "Splits the CTA into a TMA producer warpgroup and wgmma consumer warpgroups";
   let description = [{

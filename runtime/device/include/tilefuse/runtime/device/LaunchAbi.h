@@ -127,6 +127,20 @@ constexpr Grid programGrid(long long B, long long H, long long Hkv, long long M,
   return {(rows + blockM - 1) / blockM, packGqa ? Hkv : H, B};
 }
 
+/// Persistent kernels (TileConfig persistent, tgpu-persistent; metadata "persistent": true) take
+/// the same parameters but run a one-dimensional grid of programs (blockIdx.x), each looping
+/// over the program grid's tiles: persistentPrograms(...) CTAs, the tiles (rowBlocks x heads x
+/// batch) or, when fewer, the CTAs the GPU holds at once (its SMs x the kernel's CTAs per SM,
+/// cuOccupancyMaxActiveBlocksPerMultiprocessor). Any count of at least one is correct; this one
+/// runs every program at once.
+constexpr long long persistentPrograms(const Grid &grid, long long multiprocessors,
+                                       long long ctasPerSm) {
+  long long tiles = grid.rowBlocks * grid.heads * grid.batch;
+  long long resident = multiprocessors * ctasPerSm;
+  long long programs = resident > 0 && resident < tiles ? resident : tiles;
+  return programs > 0 ? programs : 1;
+}
+
 /// Paged-KV kernels (tile-paged-kv; metadata "paged_kv": true) read K and V from paged caches,
 /// pages x Hkv x page_size x D (vLLM's [pages, page_size, Hkv, D] is k_b = page_size·Hkv·D,
 /// k_h = D, k_n = Hkv·D): batch b's key/value row n is row n mod page_size of page

@@ -1,0 +1,125 @@
+//===- Persistent.cpp - persistent programs looping over the kernel's tiles ===//
+//
+// FlashAttention-3's persistent kernel with a static tile scheduler, on tgpu IR: the program
+// grid (batch, head, row block) becomes a one-dimensional grid of as many programs as the
+// launcher starts (LaunchAbi.h, "Persistent kernels": the CTAs the GPU holds at once), and each
+// program loops over the tiles t = program, program + programs, ...:
+//
+//   scf.forall (%b, %h, %r) in (B, H, R) {body}
+//     ->
+//   %programs = gpu.grid_dim x
+//   scf.forall (%p) in (%programs) {                       mapping [#tile.grid<program>]
+//     scf.for %t = %p to B·H·R step %programs {           tgpu.tile_loop
+//       r = R - 1 - t / (B·H), bh = t mod (B·H), b = bh / H, h = bh mod H
+//       body
+//     }
+//   }
+//
+// The order is longest first: under a causal mask the last row block has the most key blocks,
+// so every (batch, head)'s last row block comes before any second-to-last one, and each program
+// takes every programs-th tile of that list (a static longest-processing-time schedule: the
+// programs' totals differ by about one tile's work). A head's row blocks kept together instead
+// (what the one-tile-per-CTA grid's order does, and what keeps K and V in L2 best) measured
+// 0.67x at d128 16k causal: with a stride of programs = 132 over 128 row blocks, program 0 got
+// the 16 longest blocks of its heads and program 64 the 16 shortest (docs/perf.md, 2026-12-01,
+// tenth session). Run before tgpu-warp-specialize, the tile loop is a loop holding the
+// copies like the key loop: the producer clones it and the fill counters run through it, so a
+// CTA's rings, barriers and register split carry on from tile to tile, and the producer loads
+// the next tile's keys while the consumers store this tile's output.
+//
+//===----------------------------------------------------------------------===//
+#include "tilefuse/passes/gpu/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "tilefuse/dialect/KernelConfig.h"
+#include "tilefuse/dialect/TileOps.h"
+
+namespace tilefuse::tgpu {
+#define GEN_PASS_DEF_TGPUPERSISTENT
+#include "tilefuse/passes/gpu/Passes.h.inc"
+} // namespace tilefuse::tgpu
+
+using namespace mlir;
+using namespace tilefuse;
+
+namespace {
+
+struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPersistent> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp kernel = getOperation();
+    if (kernel.isExternal())
+      return;
+    FailureOr<TileConfig> config = tile::configForPass(kernel, TileConfig());
+    if (failed(config))
+      return signalPassFailure();
+    if (!config->persistent.value_or(false) && !force)
+      return;
+    if (kernel->hasAttr(tile::kPagedKVAttr) || kernel->hasAttr(tile::kVarlenAttr) ||
+        kernel->hasAttr(tile::kSplitKVAttr)) {
+      kernel.emitError("persistent: paged, varlen and split-KV kernels are not persistent yet "
+                       "(use persistent=false)");
+      return signalPassFailure();
+    }
+    auto grids = llvm::to_vector(kernel.getBody().front().getOps<scf::ForallOp>());
+    if (grids.size() != 1 || grids.front().getRank() != 3 ||
+        grids.front().getMappingAttr() != tile::gridMapping(kernel.getContext(), false) ||
+        !grids.front().getOutputs().empty()) {
+      kernel.emitError("persistent: expects one program grid, an scf.forall over (batch, head, "
+                       "row block)");
+      return signalPassFailure();
+    }
+    loopOverTiles(grids.front());
+  }
+
+  void loopOverTiles(scf::ForallOp grid) {
+    MLIRContext *ctx = grid.getContext();
+    Location loc = grid.getLoc();
+    OpBuilder b(grid);
+    SmallVector<Value> bounds =
+        getValueOrCreateConstantIndexOp(b, loc, grid.getMixedUpperBound());
+    Value batches = bounds[0], heads = bounds[1], rowBlocks = bounds[2];
+    Value programs = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+    auto persistent = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{programs}, ValueRange{},
+        ArrayAttr::get(ctx, {tile::GridDimAttr::get(ctx, tile::GridDim::Program)}));
+    persistent->setDiscardableAttrs(grid->getDiscardableAttrDictionary());
+
+    b.setInsertionPointToStart(persistent.getBody());
+    Value tiles = arith::MulIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, batches, heads), rowBlocks);
+    Value program = persistent.getInductionVar(0);
+    auto tileLoop = scf::ForOp::create(b, loc, program, tiles, programs);
+    tileLoop->setAttr(kTileLoopAttr, UnitAttr::get(ctx));
+
+    b.setInsertionPointToStart(tileLoop.getBody());
+    Value t = tileLoop.getInductionVar();
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value batchHeads = arith::MulIOp::create(b, loc, batches, heads);
+    Value fromLast = arith::DivUIOp::create(b, loc, t, batchHeads);
+    Value row = arith::SubIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, rowBlocks, one), fromLast);
+    Value head = arith::RemUIOp::create(b, loc, t, batchHeads);
+    Value batch = arith::DivUIOp::create(b, loc, head, heads);
+    Value headInBatch = arith::RemUIOp::create(b, loc, head, heads);
+
+    // The body moves into the tile loop with its indices bound to the tile's.
+    Block *body = grid.getBody();
+    Block *loopBody = tileLoop.getBody();
+    Operation *yield = loopBody->getTerminator();
+    body->getTerminator()->erase();
+    loopBody->getOperations().splice(yield->getIterator(), body->getOperations());
+    for (auto [arg, value] : llvm::zip(grid.getInductionVars(),
+                                       ValueRange{batch, headInBatch, row}))
+      arg.replaceAllUsesWith(value);
+    grid.erase();
+  }
+
+  static constexpr llvm::StringLiteral kTileLoopAttr = "tgpu.tile_loop";
+};
+
+} // namespace

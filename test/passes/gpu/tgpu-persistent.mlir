@@ -1,0 +1,69 @@
+// RUN: tilefuse-opt %s -split-input-file -verify-diagnostics -tgpu-persistent="force=true" \
+// RUN:   | FileCheck %s
+// RUN: tilefuse-opt %s -split-input-file -tgpu-persistent 2>&1 | FileCheck %s --check-prefix=OFF
+
+// tgpu-persistent: the program grid (batch, head, row block) becomes a one-dimensional grid of
+// as many programs as the launcher starts, each looping over the tiles, longest first: every
+// (batch, head)'s last row block before any second-to-last one.
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+!qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+
+// Without persistent in the module's tile.config (and without force) nothing changes.
+// OFF-LABEL: func.func @kernel
+// OFF:         scf.forall (%{{.+}}, %{{.+}}, %{{.+}}) in
+// OFF-NOT:     gpu.grid_dim
+
+// CHECK-LABEL: func.func @kernel
+// CHECK-DAG:     %[[B:.+]] = memref.dim %arg0, %c0
+// CHECK-DAG:     %[[H:.+]] = memref.dim %arg0, %c1
+// CHECK-DAG:     %[[R:.+]] = arith.ceildivui
+// CHECK:         %[[PROGRAMS:.+]] = gpu.grid_dim x
+// CHECK:         scf.forall (%[[P:.+]]) in (%[[PROGRAMS]]) {
+// CHECK-NEXT:      %[[BH:.+]] = arith.muli %[[B]], %[[H]]
+// CHECK-NEXT:      %[[TILES:.+]] = arith.muli %[[BH]], %[[R]]
+// CHECK-NEXT:      scf.for %[[T:.+]] = %[[P]] to %[[TILES]] step %[[PROGRAMS]] {
+// CHECK-NEXT:        %[[ONE:.+]] = arith.constant 1 : index
+// CHECK-NEXT:        %[[BH2:.+]] = arith.muli %[[B]], %[[H]]
+// CHECK-NEXT:        %[[FROMLAST:.+]] = arith.divui %[[T]], %[[BH2]]
+// CHECK-NEXT:        %[[LAST:.+]] = arith.subi %[[R]], %[[ONE]]
+// CHECK-NEXT:        %[[ROW:.+]] = arith.subi %[[LAST]], %[[FROMLAST]]
+// CHECK-NEXT:        %[[HEAD:.+]] = arith.remui %[[T]], %[[BH2]]
+// CHECK-NEXT:        %[[BATCH:.+]] = arith.divui %[[HEAD]], %[[H]]
+// CHECK-NEXT:        %[[HB:.+]] = arith.remui %[[HEAD]], %[[H]]
+// CHECK-NEXT:        %[[ROW0:.+]] = arith.muli %[[ROW]], %c64
+// CHECK-NEXT:        %[[QB:.+]] = tile.block_load %arg0[%[[BATCH]], %[[HB]], %[[ROW0]]]
+// CHECK:             tile.block_store %{{.+}}, %arg1[%[[BATCH]], %[[HB]], %[[ROW0]]]
+// CHECK:           } {tgpu.tile_loop}
+// CHECK:         } {mapping = [#tile.grid<program>]}
+func.func @kernel(%q: !view, %o: !view, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %B = memref.dim %q, %c0 : !view
+  %H = memref.dim %q, %c1 : !view
+  %M = memref.dim %q, %c2 : !view
+  %R = arith.ceildivui %M, %c64 : index
+  scf.forall (%b, %h, %r) in (%B, %H, %R) {
+    %row = arith.muli %r, %c64 : index
+    %qb = tile.block_load %q[%b, %h, %row] bound %M : !view -> !qa
+    %zero = arith.constant dense<0.0> : !acc
+    tile.block_store %zero, %o[%b, %h, %row] bound %M : !acc, !view
+  } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+  return
+}
+
+// -----
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+
+// A split-KV grid (batch, head, row block, split) is not made persistent.
+// expected-error @below {{persistent: paged, varlen and split-KV kernels are not persistent yet (use persistent=false)}}
+func.func @split(%q: !view) attributes {tile.split_kv} {
+  %c1 = arith.constant 1 : index
+  scf.forall (%b, %h, %r, %s) in (%c1, %c1, %c1, %c1) {
+  } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>, #tile.grid<split>]}
+  return
+}
