@@ -234,11 +234,14 @@ static bool warpSpecializedByDefault(int64_t headDim, llvm::StringRef chip, KeyL
   return chip == "sm_90a" && keys == KeyLayout::Tensors && headDim >= 96 && headDim <= 192;
 }
 
-/// The rotated key loop (softmax_overlap) of a warp-specialized kernel where it fits: it keeps a
-/// second score block and the pending P in registers beside O and Q, which at head dim 128 fits
-/// the consumers' 240 registers (no spills, ptxas -v) and at 192 does not (280-500 bytes spilled,
-/// wgmma serialized for lack of registers).
-static bool softmaxOverlapByDefault(int64_t headDim) { return headDim <= 128; }
+/// The rotated key loop (softmax_overlap) of a warp-specialized kernel where it fits the
+/// consumers' 240 registers. A thread of two consumer warpgroups (64 rows each) holds O (D / 2
+/// registers), Q (D / 4), the scores (Bc / 2) and two packed P blocks (Bc / 4 each): 3·D / 4 + Bc.
+/// ptxas -v (2026-12-01): no spills at 224 (d128 Bc 128, d192 Bc 80) and 232 (d96 Bc 160);
+/// 48 bytes spilled at d192 Bc 96 (240), 256 and more spill and serialize the wgmma groups.
+static bool softmaxOverlapByDefault(int64_t headDim, int64_t blockN) {
+  return 3 * headDim / 4 + blockN <= 232;
+}
 
 TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, KeyLayout keys) {
   TileConfig c;
@@ -256,11 +259,14 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
     c.rowsPerWarp = 16;
     c.mma = MmaKind::Wgmma;
     if (warpSpecializedByDefault(headDim, chip, keys)) {
-      // Two consumer warpgroups and key blocks of 128 (FlashAttention-3's tile).
+      // Two consumer warpgroups (FlashAttention-3's Br = 128) and the largest key block whose
+      // rotated loop fits the registers, measured on the H200 (docs/perf.md, 2026-12-01, tenth
+      // session): d96 Bc = 160 (+5-6% over 128 from 4k), d128 128 (144: within 3%, slower at 1k),
+      // d192 80 (rotated: +5-10% over Bc = 128 unrotated from 4k, 1.02x cuDNN at 16k).
       c.blockM = 128;
-      c.blockN = 128;
+      c.blockN = headDim <= 96 ? 160 : headDim <= 128 ? 128 : 80;
       c.warpSpecialize = true;
-      c.softmaxOverlap = softmaxOverlapByDefault(headDim);
+      c.softmaxOverlap = softmaxOverlapByDefault(headDim, *c.blockN);
     }
     return c;
   }
@@ -310,8 +316,9 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   if (requested.warpSpecialize == true && !syncOnly)
     base.blockM = 128;
   TileConfig tiles = base.overriddenBy(requested);
-  if (tiles.warpSpecialize.value_or(false) && !tiles.softmaxOverlap)
-    tiles.softmaxOverlap = softmaxOverlapByDefault(headDim);
+  // Rotated where it fits the key block actually chosen (an explicit Bc may not), unless asked.
+  if (tiles.warpSpecialize.value_or(false) && !requested.softmaxOverlap)
+    tiles.softmaxOverlap = softmaxOverlapByDefault(headDim, *tiles.blockN);
   if (!requested.rowsPerWarp && *tiles.blockM % *tiles.rowsPerWarp)
     tiles.rowsPerWarp = 16; // an explicit Br the default rows-per-warp does not divide
   // The chip is left to convert-tgpu-to-nvvm, whose message names it.

@@ -170,9 +170,9 @@ TEST(TileConfig, PingPongAndPersistentNeedWarpSpecialization) {
   }
 }
 
-/// The rotated key loop (softmax_overlap) is a warp-specialized kernel's: resolved, it is on up
-/// to head dim 128 and off at 192 (where it does not fit the registers), set it round-trips and
-/// keys the kernel, and without warp specialization it is refused.
+/// The rotated key loop (softmax_overlap) is a warp-specialized kernel's: resolved, it is on
+/// where it fits the registers (the d192 default's Bc = 80, not Bc = 128), set it round-trips
+/// and keys the kernel, and without warp specialization it is refused.
 TEST(TileConfig, SoftmaxOverlapNeedsWarpSpecialization) {
   auto d128 = resolveTileConfig(parsed(""), 128, "sm_90a");
   ASSERT_TRUE(bool(d128)) << llvm::toString(d128.takeError());
@@ -180,7 +180,15 @@ TEST(TileConfig, SoftmaxOverlapNeedsWarpSpecialization) {
   EXPECT_NE(d128->print().find("softmax_overlap=true"), std::string::npos);
   auto d192 = resolveTileConfig(parsed(""), 192, "sm_90a");
   ASSERT_TRUE(bool(d192)) << llvm::toString(d192.takeError());
-  EXPECT_EQ(d192->softmaxOverlap, false);
+  EXPECT_EQ(d192->blockN, 80);
+  EXPECT_EQ(d192->softmaxOverlap, true);
+  auto d192wide = resolveTileConfig(parsed("Bc=128"), 192, "sm_90a");
+  ASSERT_TRUE(bool(d192wide)) << llvm::toString(d192wide.takeError());
+  EXPECT_EQ(d192wide->softmaxOverlap, false);
+  auto d96 = resolveTileConfig(parsed(""), 96, "sm_90a");
+  ASSERT_TRUE(bool(d96)) << llvm::toString(d96.takeError());
+  EXPECT_EQ(d96->blockN, 160);
+  EXPECT_EQ(d96->softmaxOverlap, true);
   auto d64 = resolveTileConfig(parsed(""), 64, "sm_90a");
   ASSERT_TRUE(bool(d64)) << llvm::toString(d64.takeError());
   EXPECT_FALSE(d64->softmaxOverlap);

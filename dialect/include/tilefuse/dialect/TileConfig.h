@@ -79,7 +79,7 @@ struct TileConfig {
   /// is rotated so that the softmax of key block j runs while the tensor cores compute P·V of
   /// block j - 1 (FlashAttention-3's two-stage GEMM-softmax pipelining). Costs the registers of
   /// one P block carried across iterations. Unset (and outside isComplete): off; a resolved
-  /// warp-specialized configuration sets it (on at head dims up to 128, where it fits).
+  /// warp-specialized configuration sets it (on where it fits the registers: 3·D / 4 + Bc <= 232).
   std::optional<bool> softmaxOverlap;
   /// Ping-pong (tgpu-pingpong; warp-specialized kernels with two or more consumer warpgroups):
   /// the consumer warpgroups issue their GEMMs in turn, ordered by named barriers, so one's
@@ -134,8 +134,8 @@ enum class KeyLayout { Tensors, Gathered };
 
 /// The tuned default for a head dimension and target chip (complete): warpgroup MMAs (wgmma) on
 /// sm_90a, mma.sync elsewhere; on sm_90a at head dims 96 to 192, for keys in tensors, the
-/// warp-specialized kernel (Br = Bc = 128), its key loop rotated up to head dim 128. The
-/// autotuner's baseline.
+/// warp-specialized kernel with its key loop rotated (Br = 128; Bc = 160, 128, 80 at d96, d128,
+/// d192). The autotuner's baseline.
 TileConfig defaultTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a",
                              KeyLayout keys = KeyLayout::Tensors);
 
