@@ -44,8 +44,8 @@ bool TileConfig::operator==(const TileConfig &other) const {
 llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
   return llvm::hash_combine(config.blockM, config.blockN, config.rowsPerWarp, config.mma,
                             config.qOperand, config.copyIssue, config.stages, config.packGqa,
-                            config.ctasPerSm, config.warpSpecialize, config.softmaxOverlap, config.pingpong,
-                            config.persistent);
+                            config.ctasPerSm, config.warpSpecialize, config.softmaxOverlap,
+                            config.pingpong, config.persistent);
 }
 
 std::string TileConfig::print() const {

@@ -26,6 +26,16 @@ static std::string parseError(llvm::StringRef text) {
   return llvm::toString(config.takeError());
 }
 
+/// Why `text` is not a valid configuration: its parse error, else its verify() error, else "".
+static std::string problemWith(llvm::StringRef text) {
+  auto config = TileConfig::parse(text);
+  if (!config)
+    return llvm::toString(config.takeError());
+  if (llvm::Error e = config->verify())
+    return llvm::toString(std::move(e));
+  return "";
+}
+
 TEST(TileConfig, PrintParseRoundTrip) {
   TileConfig c;
   EXPECT_EQ(c.print(), "");
@@ -130,12 +140,7 @@ TEST(TileConfig, WarpSpecializeAddsAProducerWarpgroup) {
   EXPECT_EQ(br64->threads(), 128 + 128);
   for (const char *bad : {"warp_specialize=true,mma=sync", "warp_specialize=true,pack_gqa=true",
                           "warp_specialize=maybe"}) {
-    auto config = TileConfig::parse(bad);
-    std::string message;
-    if (!config)
-      message = llvm::toString(config.takeError());
-    else if (llvm::Error e = config->verify())
-      message = llvm::toString(std::move(e));
+    std::string message = problemWith(bad);
     EXPECT_NE(message.find("warp_specialize"), std::string::npos) << bad << ": " << message;
   }
   auto onAmpere = resolveTileConfig(parsed("warp_specialize=true"), 128, "sm_80");
@@ -199,12 +204,7 @@ TEST(TileConfig, SoftmaxOverlapNeedsWarpSpecialization) {
   EXPECT_NE(off->print().find("softmax_overlap=false"), std::string::npos);
   EXPECT_NE(hash_value(*off), hash_value(*d128));
   for (const char *bad : {"softmax_overlap=true,warp_specialize=false", "softmax_overlap=yes"}) {
-    auto config = TileConfig::parse(bad);
-    std::string message;
-    if (!config)
-      message = llvm::toString(config.takeError());
-    else if (llvm::Error e = config->verify())
-      message = llvm::toString(std::move(e));
+    std::string message = problemWith(bad);
     EXPECT_NE(message.find("softmax_overlap"), std::string::npos) << bad << ": " << message;
   }
   // At d64 the default is not warp-specialized, so the rotation cannot be asked for alone.

@@ -148,6 +148,35 @@ TEST(TuningSpace, RegisterBudgetPrunesWithReasons) {
       << it->reason;
 }
 
+// The rotated key loop is an axis of the warp-specialized candidates only (the others leave it
+// unset), and its pending P costs registers in the model: at d192 with Bc = 128 the rotated
+// candidate is pruned, the unrotated one is not (ptxas spills the first, docs/perf.md).
+TEST(TuningSpace, SoftmaxOverlapAxis) {
+  std::vector<Candidate> space = enumerateSpace(192, "sm_90a", ChipLimits::forChip("sm_90a"),
+                                                TuningAxes::forChip("sm_90a"));
+  bool rotated = false, unrotated = false;
+  for (const Candidate &c : space) {
+    if (!c.config.warpSpecialize.value_or(false)) {
+      EXPECT_FALSE(c.config.softmaxOverlap) << c.config.print();
+      continue;
+    }
+    ASSERT_TRUE(c.config.softmaxOverlap) << c.config.print();
+    (*c.config.softmaxOverlap ? rotated : unrotated) = true;
+  }
+  EXPECT_TRUE(rotated && unrotated);
+  auto find = [&](llvm::StringRef text) {
+    return llvm::find_if(space, [&](const Candidate &c) { return c.config.print() == text; });
+  };
+  std::string wide = "Br=128,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,"
+                     "stages=2,pack_gqa=false,warp_specialize=true,softmax_overlap=";
+  auto on = find(wide + "true"), off = find(wide + "false");
+  ASSERT_NE(on, space.end());
+  ASSERT_NE(off, space.end());
+  EXPECT_EQ(on->estimate.registersPerThread, off->estimate.registersPerThread + 128 / 4);
+  EXPECT_TRUE(on->pruned) << on->estimate.registersPerThread;
+  EXPECT_FALSE(off->pruned) << off->reason;
+}
+
 // The shared-memory model is what tgpu-allocate-shared-memory allocates: checked against compiled kernels.
 TEST(TuningSpace, SharedMemoryModelMatchesCompiledKernels) {
   const kernels::KernelSource &attention = *kernels::find("attention");

@@ -1,9 +1,10 @@
 //===- BarrierToNVVM.cpp - named barriers ---------------------------------===//
 //
 // tgpu.named_barrier: bar.sync (nvvm.barrier) or bar.arrive (nvvm.barrier.arrive) on hardware
-// barrier `id` for `threads` threads; per warpgroup (`warpgroup own|next`), the id offset by the
-// warpgroup's index in its tgpu.warp_specialize partition. The CTA-wide gpu.barrier and the proxy fence
-// (nvvm.fence.proxy) that tgpu-insert-barriers places are upstream ops, lowered upstream.
+// barrier `id` for `threads` threads; per warpgroup (`warpgroup own|next among N from F`),
+// the id offset by the warpgroup's index among the N from F. The CTA-wide gpu.barrier and the
+// proxy fence (nvvm.fence.proxy) that tgpu-insert-barriers places are upstream ops, lowered
+// upstream.
 //
 //===----------------------------------------------------------------------===//
 #include "TGPUToNVVMPatterns.h"

@@ -508,7 +508,8 @@ struct TGPUOverlapSoftmax
     for (Type t : carriedTypes)
       if (!isa<RankedTensorType, IndexType, FloatType, IntegerType>(t))
         return refuse(bodies.front().product, "a pending value is neither a block nor a scalar");
-    SmallVector<Value> inits = {arith::ConstantIntOp::create(rewriter, loc, rewriter.getI1Type(), 0)};
+    SmallVector<Value> inits = {
+        arith::ConstantIntOp::create(rewriter, loc, rewriter.getI1Type(), 0)};
     for (Type t : carriedTypes)
       inits.push_back(placeholder(rewriter, loc, t));
     unsigned original = loop.getNumRegionIterArgs();
@@ -548,8 +549,9 @@ struct TGPUOverlapSoftmax
     for (unsigned i = 0; i < carriedTypes.size(); ++i)
       lastCarried.push_back(loop.getResult(original + 1 + i));
     Value accOut = loop.getResult(accPosition), counterOut = loop.getResult(counterPosition);
-    auto epilogue = scf::IfOp::create(rewriter, loc, TypeRange{accOut.getType(), counterOut.getType()},
-                                      lastHas, /*withElseRegion=*/true);
+    auto epilogue =
+        scf::IfOp::create(rewriter, loc, TypeRange{accOut.getType(), counterOut.getType()},
+                          lastHas, /*withElseRegion=*/true);
     {
       OpBuilder then = OpBuilder::atBlockBegin(epilogue.thenBlock());
       IRMapping map;
@@ -565,7 +567,9 @@ struct TGPUOverlapSoftmax
       OpBuilder otherwise = OpBuilder::atBlockBegin(epilogue.elseBlock());
       scf::YieldOp::create(otherwise, loc, ValueRange{accOut, counterOut});
     }
-    auto outsideEpilogue = [&](OpOperand &use) { return !epilogue->isAncestor(use.getOwner()); };
+    auto outsideEpilogue = [&](OpOperand &use) {
+      return !epilogue->isAncestor(use.getOwner());
+    };
     accOut.replaceUsesWithIf(epilogue.getResult(0), outsideEpilogue);
     counterOut.replaceUsesWithIf(epilogue.getResult(1), outsideEpilogue);
 
