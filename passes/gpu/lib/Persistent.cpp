@@ -21,11 +21,16 @@
 // programs' totals differ by about one tile's work). A head's row blocks kept together instead
 // (what the one-tile-per-CTA grid's order does, and what keeps K and V in L2 best) measured
 // 0.67x at d128 16k causal: with a stride of programs = 132 over 128 row blocks, program 0 got
-// the 16 longest blocks of its heads and program 64 the 16 shortest (docs/perf.md, 2026-12-01,
-// tenth session). Run before tgpu-warp-specialize, the tile loop is a loop holding the
-// copies like the key loop: the producer clones it and the fill counters run through it, so a
-// CTA's rings, barriers and register split carry on from tile to tile, and the producer loads
-// the next tile's keys while the consumers store this tile's output.
+// the 16 longest blocks of its heads and program 64 the 16 shortest; heads in groups just large
+// enough to fill the programs, longest first within a group, drifted the same way (0.82x). This
+// order balances, at the price of reading every head's K and V at once (DRAM at 64% of peak
+// against 38% at d128 1k; docs/perf.md, 2026-12-01, tenth session): a static schedule cannot
+// have both, a dynamic one (an atomic tile counter) can.
+//
+// Run before tgpu-warp-specialize, the tile loop is a loop holding the copies like the key loop:
+// the producer clones it and the fill counters run through it, so a CTA's rings, barriers and
+// register split carry on from tile to tile, and the producer loads the next tile's keys while
+// the consumers store this tile's output.
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/gpu/Passes.h"
