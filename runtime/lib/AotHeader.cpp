@@ -106,6 +106,7 @@ static struct {
   CUcontext context;
   CUmodule module;
   CUfunction function;
+  unsigned long long resident; /* CTAs of the kernel the GPU holds at once (persistent) */
 } @NAME@_module_;
 
 static inline CUresult @NAME@_load_module_(void) {
@@ -133,7 +134,7 @@ static inline CUresult @NAME@_load_module_(void) {
   if (result != CUDA_SUCCESS)
     return result;
   result = cuModuleGetFunction(&function, module, @UPPER@_ENTRY);
-@SHARED_OPT_IN@  if (result != CUDA_SUCCESS) {
+@SHARED_OPT_IN@@PERSISTENT_LOAD@  if (result != CUDA_SUCCESS) {
     (void)cuModuleUnload(module);
     return result;
   }
@@ -457,28 +458,33 @@ static constexpr llvm::StringLiteral gridLaunch = R"tilefuse_c(  return cuLaunch
                         @UPPER@_SHARED_BYTES, stream, parameters, NULL);
 )tilefuse_c";
 
-static constexpr llvm::StringLiteral persistentLaunch = R"tilefuse_c(  /* Persistent: as many programs as the GPU holds at once (launch_abi::persistentPrograms),
-   * each looping over the rowBlocks x heads x B tiles. */
+static constexpr llvm::StringLiteral persistentLaunch = R"tilefuse_c(  /* Persistent: as many programs as the GPU holds at once (launch_abi::persistentPrograms;
+   * counted once, at the module's load), each looping over the rowBlocks x heads x B tiles. */
   {
-    CUdevice device;
-    int sms = 0, per_sm = 0;
     unsigned long long tiles = (unsigned long long)rowBlocks * heads * (unsigned long long)B;
-    unsigned long long programs;
-    result = cuCtxGetDevice(&device);
-    if (result == CUDA_SUCCESS)
-      result = cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
-    if (result == CUDA_SUCCESS)
-      result = cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, function, @UPPER@_THREADS,
-                                                           @UPPER@_SHARED_BYTES);
-    if (result != CUDA_SUCCESS)
-      return result;
-    programs = (unsigned long long)sms * (unsigned long long)per_sm;
+    unsigned long long programs = @NAME@_module_.resident;
     if (programs == 0 || programs > tiles)
       programs = tiles;
     if (programs == 0)
       programs = 1;
     return cuLaunchKernel(function, (unsigned)programs, 1, 1, @UPPER@_THREADS, 1, 1,
                           @UPPER@_SHARED_BYTES, stream, parameters, NULL);
+  }
+)tilefuse_c";
+
+// A persistent kernel's CTAs the GPU holds at once, counted when the module is loaded (as
+// CudaKernel does), not at every launch.
+static constexpr llvm::StringLiteral persistentLoad = R"tilefuse_c(  /* The CTAs of this kernel the GPU holds at once: its persistent grid. */
+  if (result == CUDA_SUCCESS) {
+    CUdevice device;
+    int sms = 0, per_sm = 0;
+    result = cuCtxGetDevice(&device);
+    if (result == CUDA_SUCCESS)
+      result = cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
+    if (result == CUDA_SUCCESS)
+      result = cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, function, @UPPER@_THREADS,
+                                                           @UPPER@_SHARED_BYTES);
+    @NAME@_module_.resident = (unsigned long long)sms * (unsigned long long)per_sm;
   }
 )tilefuse_c";
 
@@ -789,6 +795,7 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
   if (kernel.persistent && (split || paged || varlen))
     return fail("a persistent kernel is neither split, paged nor varlen");
   values["LAUNCH"] = substitute(kernel.persistent ? persistentLaunch : gridLaunch, values);
+  values["PERSISTENT_LOAD"] = kernel.persistent ? substitute(persistentLoad, values) : "";
   // The TMA form: the tensor maps of k and v after every other parameter.
   bool tma = kernel.kvTma;
   if (tma && (paged || varlen))
