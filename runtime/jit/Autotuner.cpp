@@ -358,11 +358,7 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
   if (device->maxSharedBytesPerBlockOptin > 0)
     limits.sharedBytesPerBlock = device->maxSharedBytesPerBlockOptin;
   TuningAxes axes = options.axes ? *options.axes : TuningAxes::forChip(base.chip);
-  // Gathered keys (paged caches, packed batches) have no TMA loads to specialize warps around,
-  // and a split kernel's merge has not been run warp-specialized.
-  if (base.pagedKv || base.varlen || base.splitKv)
-    axes.warpSpecialize = {false};
-    axes.softmaxOverlap = {false};
+  axes.withoutWarpRolesWhereUnsupported(base.pagedKv, base.varlen, base.splitKv);
   std::vector<Candidate> space = enumerateSpace(headDim, base.chip, limits, axes);
   TileConfig defaultTiles = defaultKernel->tiles;
   if (llvm::none_of(space, [&](const Candidate &c) { return c.config == defaultTiles; })) {

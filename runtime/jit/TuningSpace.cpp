@@ -61,6 +61,13 @@ TuningAxes TuningAxes::forChip(llvm::StringRef chip) {
   return axes;
 }
 
+void TuningAxes::withoutWarpRolesWhereUnsupported(bool pagedKv, bool varlen, bool splitKv) {
+  if (!pagedKv && !varlen && !splitKv)
+    return;
+  warpSpecialize = {false};
+  softmaxOverlap = {false};
+}
+
 /// Why `config`'s register budget (ctas_per_sm) is unreachable or no budget at all, or empty.
 static std::string budgetReason(const TileConfig &config, const ResourceEstimate &e,
                                 const ChipLimits &limits, int64_t headDim) {

@@ -177,6 +177,22 @@ TEST(TuningSpace, SoftmaxOverlapAxis) {
   EXPECT_FALSE(off->pruned) << off->reason;
 }
 
+// The rotated loop stays an axis of the kernels that can be warp-specialized (the tuner once
+// cleared it for every kernel, outside the condition meant to hold it); paged and split
+// kernels lose both.
+TEST(TuningSpace, WarpRolesWhereSupported) {
+  TuningAxes padded = TuningAxes::forChip("sm_90a");
+  padded.withoutWarpRolesWhereUnsupported(false, false, false);
+  EXPECT_EQ(padded.warpSpecialize, (std::vector<bool>{false, true}));
+  EXPECT_EQ(padded.softmaxOverlap, (std::vector<bool>{false, true}));
+  for (auto [paged, split] : {std::pair{true, false}, std::pair{false, true}}) {
+    TuningAxes axes = TuningAxes::forChip("sm_90a");
+    axes.withoutWarpRolesWhereUnsupported(paged, false, split);
+    EXPECT_EQ(axes.warpSpecialize, std::vector<bool>{false});
+    EXPECT_EQ(axes.softmaxOverlap, std::vector<bool>{false});
+  }
+}
+
 // The shared-memory model is what tgpu-allocate-shared-memory allocates: checked against compiled kernels.
 TEST(TuningSpace, SharedMemoryModelMatchesCompiledKernels) {
   const kernels::KernelSource &attention = *kernels::find("attention");

@@ -95,6 +95,11 @@ struct TuningAxes {
   /// warp specialization off, and on sm_90a on too (the tuner turns it off for kernels whose
   /// keys are gathered: paged, varlen), with its key loop rotated or not.
   static TuningAxes forChip(llvm::StringRef chip);
+
+  /// Leaves warp specialization (and its rotated loop) off for the kernels it does not build:
+  /// gathered keys (paged caches, packed batches) have no TMA loads to specialize warps around,
+  /// and a split kernel's merge has not run warp-specialized.
+  void withoutWarpRolesWhereUnsupported(bool pagedKv, bool varlen, bool splitKv);
 };
 
 struct Candidate {
