@@ -77,7 +77,8 @@ for d in 64 128; do
 done
 # The varlen kernels (tile-varlen): every variant on packed sequences (scripts/gpu-run.sh
 # tests-varlen), and the varlen bench's: attention and causal at head dims 64 and 128, as
-# compiled by default and with the register budget of 3 CTAs an SM (ctas_per_sm=3).
+# compiled by default (warp-specialized at 128) and, the one-warpgroup kernel, with the register
+# budget of 3 CTAs an SM (ctas_per_sm=3,warp_specialize=false).
 KERNEL_SET=varlen scripts/compile-kernels.sh "$out/kernels-varlen" || exit 1
 # The same over paged caches (chunked prefill; scripts/gpu-run.sh tests-paged-varlen).
 KERNEL_SET=paged-varlen scripts/compile-kernels.sh "$out/kernels-paged-varlen" || exit 1
@@ -90,7 +91,7 @@ for d in 64 128; do
     build/tools/tilefuse compile --kernel "$kernel" --head-dim "$d" --varlen --emit ptx \
       -o "$out/kernels-varlen-bench/${kernel}_d$d.ptx" || exit 1
     build/tools/tilefuse compile --kernel "$kernel" --head-dim "$d" --varlen \
-      --config ctas_per_sm=3 --emit ptx \
+      --config ctas_per_sm=3,warp_specialize=false --emit ptx \
       -o "$out/kernels-varlen-bench-budget/${kernel}_d$d.ptx" || exit 1
   done
 done

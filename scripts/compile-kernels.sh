@@ -72,16 +72,16 @@ if [ "${KERNEL_SET:-full}" = paged ]; then
 fi
 if [ "${KERNEL_SET:-full}" = varlen ]; then
   # The varlen set (KERNEL_SET=varlen): every bundled variant and the test-only ones on packed
-  # batches of variable-length sequences (tile-varlen); attention and causal at head dim 128
-  # (the varlen bench's) and on sm_80.
+  # batches of variable-length sequences (tile-varlen), as written and at head dim 128 (on
+  # sm_90a warp-specialized, TMA over the packed rows); and on sm_80.
   for kernel in $("$tilefuse" list | awk '{print $1}'); do
     compile "$kernel" --kernel "$kernel" --varlen "$@"
+    compile "${kernel}_d128" --kernel "$kernel" --head-dim 128 --varlen "$@"
   done
   for variant in test/variants/*.mlir; do
     compile "$(basename "$variant" .mlir)" "$variant" --varlen "$@"
+    compile "$(basename "$variant" .mlir)_d128" "$variant" --head-dim 128 --varlen "$@"
   done
-  compile attention_d128 --kernel attention --head-dim 128 --varlen "$@"
-  compile causal_d128 --kernel causal --head-dim 128 --varlen "$@"
   compile attention_sm80 --kernel attention --arch sm_80 --varlen "$@"
   compile sliding_window_sm80 --kernel sliding_window --arch sm_80 --varlen "$@"
   echo "compile-kernels: $(ls "$dir"/*.ptx 2>/dev/null | wc -l) kernels in $dir${*:+ ($*)}"

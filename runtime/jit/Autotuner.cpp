@@ -358,7 +358,7 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
   if (device->maxSharedBytesPerBlockOptin > 0)
     limits.sharedBytesPerBlock = device->maxSharedBytesPerBlockOptin;
   TuningAxes axes = options.axes ? *options.axes : TuningAxes::forChip(base.chip);
-  axes.withoutWarpRolesWhereUnsupported(base.pagedKv, base.varlen, base.splitKv);
+  axes.withoutWarpRolesWhereUnsupported(base.pagedKv, base.splitKv);
   std::vector<Candidate> space = enumerateSpace(headDim, base.chip, limits, axes);
   TileConfig defaultTiles = defaultKernel->tiles;
   if (llvm::none_of(space, [&](const Candidate &c) { return c.config == defaultTiles; })) {

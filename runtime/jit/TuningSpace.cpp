@@ -61,8 +61,8 @@ TuningAxes TuningAxes::forChip(llvm::StringRef chip) {
   return axes;
 }
 
-void TuningAxes::withoutWarpRolesWhereUnsupported(bool pagedKv, bool varlen, bool splitKv) {
-  if (!pagedKv && !varlen && !splitKv)
+void TuningAxes::withoutWarpRolesWhereUnsupported(bool pagedKv, bool splitKv) {
+  if (!pagedKv && !splitKv)
     return;
   warpSpecialize = {false};
   softmaxOverlap = {false};

@@ -493,8 +493,9 @@ static constexpr llvm::StringLiteral tmaMap = R"tilefuse_c(#if CUDA_VERSION < 12
 #endif
 
 /* The tensor map of k or v at `base` with element strides {b, h, n} (launch_abi's k_map,
- * v_map): dimensions {D, N, Hkv, B}, innermost first; boxes of one 128-byte panel of
- * @UPPER@_BLOCK_N rows, swizzled as wgmma reads them; elements out of bounds read as zero. */
+ * v_map): dimensions {D, N, Hkv, B}, innermost first (a packed batch: one batch of its rows);
+ * boxes of one 128-byte panel of @UPPER@_BLOCK_N rows, swizzled as wgmma reads them; elements
+ * out of bounds read as zero. */
 static inline CUresult @NAME@_tensor_map_(CUtensorMap *map, const void *base, int64_t B,
                                           int64_t Hkv, int64_t N, const int64_t strides[3]) {
   const cuuint64_t dims[4] = {@UPPER@_HEAD_DIM, (cuuint64_t)N, (cuuint64_t)Hkv,
@@ -798,8 +799,8 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
   values["PERSISTENT_LOAD"] = kernel.persistent ? substitute(persistentLoad, values) : "";
   // The TMA form: the tensor maps of k and v after every other parameter.
   bool tma = kernel.kvTma;
-  if (tma && (paged || varlen))
-    return fail("a TMA kernel (warp_specialize) is neither paged nor varlen");
+  if (tma && paged)
+    return fail("a TMA kernel (warp_specialize) is not paged");
   // The box's rows are a tensor map's box dimension: at most 256.
   if (tma && (kernel.blockN < 1 || kernel.blockN > 256))
     return fail("the TMA kernel's block_n " + llvm::Twine(kernel.blockN) +
@@ -819,12 +820,25 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
                              : "";
   std::string tmaPack;
   if (tma) {
+    // Packed (varlen), k and v are one batch of their rows, whose stride no fill reads: the
+    // packed tensor's size (the batch strides given are not read).
+    std::string k = std::to_string(launch_abi::firstStride(1));
+    std::string v = std::to_string(launch_abi::firstStride(2));
+    auto strides = [&](const std::string &first) {
+      std::string row = "s[" + first + " + 2]";
+      return "{" + (varlen ? row + " * " + values["KV_ROWS"] : "s[" + first + "]") + ", s[" +
+             first + " + 1], " + row + "}";
+    };
     tmaPack = "  /* The TMA form: the tensor maps of k and v, last. */\n"
-              "  result = " + symbol + "_tensor_map_(&maps[0], k, B, Hkv, N, &s[" +
-              std::to_string(launch_abi::firstStride(1)) + "]);\n"
-              "  if (result == CUDA_SUCCESS)\n"
-              "    result = " + symbol + "_tensor_map_(&maps[1], v, B, Hkv, N, &s[" +
-              std::to_string(launch_abi::firstStride(2)) + "]);\n"
+              "  {\n"
+              "    const int64_t k_strides[3] = " + strides(k) + ";\n"
+              "    const int64_t v_strides[3] = " + strides(v) + ";\n"
+              "    result = " + symbol + "_tensor_map_(&maps[0], k, " + values["KV_BATCHES"] +
+              ", Hkv, " + values["KV_ROWS"] + ", k_strides);\n"
+              "    if (result == CUDA_SUCCESS)\n"
+              "      result = " + symbol + "_tensor_map_(&maps[1], v, " + values["KV_BATCHES"] +
+              ", Hkv, " + values["KV_ROWS"] + ", v_strides);\n"
+              "  }\n"
               "  if (result != CUDA_SUCCESS)\n"
               "    return result;\n";
     for (int i = 0; i < launch_abi::kTensorMapCount; ++i)

@@ -264,9 +264,9 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   TileConfig requested = options.splitKv
                              ? splitKvTileConfig(k.headDim, options.chip).overriddenBy(options.tiles)
                              : options.tiles;
-  // Paged caches and packed batches are gathered row by row: no TMA loads, no warp roles.
-  KeyLayout keys =
-      options.pagedKv || options.varlen ? KeyLayout::Gathered : KeyLayout::Tensors;
+  // Paged caches are gathered row by row: no TMA loads, no warp roles. A packed batch's keys
+  // are one tensor, which TMA loads as a padded batch's.
+  KeyLayout keys = options.pagedKv ? KeyLayout::Gathered : KeyLayout::Tensors;
   auto resolved = resolveTileConfig(requested, k.headDim, options.chip, keys);
   if (!resolved)
     return badConfig(resolved.takeError());

@@ -570,8 +570,10 @@ TEST(AotHeader, TmaKernelsEncodeTheirTensorMaps) {
         "CU_TENSOR_MAP_L2_PROMOTION_L2_256B,",
         "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE", "void *parameters[26];",
         "CUtensorMap maps[2] __attribute__((aligned(128)));",
-        "result = attention_tensor_map_(&maps[0], k, B, Hkv, N, &s[3]);",
-        "result = attention_tensor_map_(&maps[1], v, B, Hkv, N, &s[6]);",
+        "const int64_t k_strides[3] = {s[3], s[3 + 1], s[3 + 2]};",
+        "const int64_t v_strides[3] = {s[6], s[6 + 1], s[6 + 2]};",
+        "result = attention_tensor_map_(&maps[0], k, B, Hkv, N, k_strides);",
+        "result = attention_tensor_map_(&maps[1], v, B, Hkv, N, v_strides);",
         "parameters[24] = &maps[0];\n  parameters[25] = &maps[1];\n"})
     EXPECT_NE(header->find(part), std::string::npos) << part;
   EXPECT_EQ(header->find('@'), std::string::npos) << "a placeholder was left";
@@ -587,12 +589,27 @@ TEST(AotHeader, TmaKernelsEncodeTheirTensorMaps) {
         "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"})
     EXPECT_NE(header->find(part), std::string::npos) << part;
 
+  // Varlen: the maps span the packed rows, one batch whose stride is the packed tensor's size.
+  runtime::CompiledKernel packed = k;
+  packed.splitKv = false;
+  packed.varlen = true;
+  header = runtime::emitAotHeader(packed, "x", {});
+  ASSERT_TRUE(bool(header)) << llvm::toString(header.takeError());
+  for (const char *part :
+       {"const int64_t k_strides[3] = {s[3 + 2] * (total_k > 0 ? total_k : 1), s[3 + 1], "
+        "s[3 + 2]};",
+        "result = attention_tensor_map_(&maps[0], k, 1, Hkv, (total_k > 0 ? total_k : 1), "
+        "k_strides);",
+        "result = attention_tensor_map_(&maps[1], v, 1, Hkv, (total_k > 0 ? total_k : 1), "
+        "v_strides);"})
+    EXPECT_NE(header->find(part), std::string::npos) << part;
+
   // What a tensor map cannot take is refused when the header is written.
   runtime::CompiledKernel paged = k;
   paged.pagedKv = true;
   auto refused = runtime::emitAotHeader(paged, "x", {});
   ASSERT_FALSE(bool(refused));
-  EXPECT_NE(llvm::toString(refused.takeError()).find("neither paged nor varlen"),
+  EXPECT_NE(llvm::toString(refused.takeError()).find("a TMA kernel (warp_specialize) is not paged"),
             std::string::npos);
   runtime::CompiledKernel wide = k;
   wide.blockN = 512;

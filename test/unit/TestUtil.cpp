@@ -102,8 +102,9 @@ test::RunResult test::runAgainstReference(const CpuKernel &kernel,
       p.N = std::max(p.N, packing->keyLengths[b]);
     }
   }
-  if (packing && paging)
+  if (packing && paging) {
     EXPECT_EQ(packing->keyLengths, paging->lengths) << "paged, the keys are the paged lengths";
+  }
   if (paging) {
     EXPECT_EQ(paging->lengths.size(), size_t(p.B));
     p.N = 0;

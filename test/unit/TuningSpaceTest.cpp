@@ -177,17 +177,17 @@ TEST(TuningSpace, SoftmaxOverlapAxis) {
   EXPECT_FALSE(off->pruned) << off->reason;
 }
 
-// The rotated loop stays an axis of the kernels that can be warp-specialized (the tuner once
-// cleared it for every kernel, outside the condition meant to hold it); paged and split
-// kernels lose both.
+// The rotated loop stays an axis of the kernels that can be warp-specialized, padded or varlen
+// (the tuner once cleared it for every kernel, outside the condition meant to hold it); paged
+// and split kernels lose both.
 TEST(TuningSpace, WarpRolesWhereSupported) {
   TuningAxes padded = TuningAxes::forChip("sm_90a");
-  padded.withoutWarpRolesWhereUnsupported(false, false, false);
+  padded.withoutWarpRolesWhereUnsupported(false, false);
   EXPECT_EQ(padded.warpSpecialize, (std::vector<bool>{false, true}));
   EXPECT_EQ(padded.softmaxOverlap, (std::vector<bool>{false, true}));
   for (auto [paged, split] : {std::pair{true, false}, std::pair{false, true}}) {
     TuningAxes axes = TuningAxes::forChip("sm_90a");
-    axes.withoutWarpRolesWhereUnsupported(paged, false, split);
+    axes.withoutWarpRolesWhereUnsupported(paged, split);
     EXPECT_EQ(axes.warpSpecialize, std::vector<bool>{false});
     EXPECT_EQ(axes.softmaxOverlap, std::vector<bool>{false});
   }

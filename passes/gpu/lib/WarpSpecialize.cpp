@@ -29,6 +29,13 @@
 // buffer from a kernel argument (K or V) at rows bounded by that argument's extent, and each
 // copy's group is waited for once, right before the wgmma that reads it.
 //
+// A varlen kernel (tile.varlen: a packed batch) reads K and V as one packed tensor: its copies'
+// batch index is the sequence's first row and their bound the sequence's length. Its tensor
+// maps span the packed rows (LaunchAbi.h), and a fill loads the rows (first row + row) of batch
+// 0. Rows past the sequence's end are the next sequence's, not zeros: the key block that
+// holds them is the sequence's last, whose mask holds the key bound (tile-tiling), so their
+// scores are -inf and their P zero. Past the last sequence the map reads zeros.
+//
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/gpu/Passes.h"
 
@@ -116,6 +123,8 @@ struct TGPUWarpSpecialize
   }
 
   int64_t depth = 2, ctasPerSm = 1;
+  /// A varlen kernel: K and V are packed, their rows offset by the copies' batch index.
+  bool packed = false;
   SmallVector<Channel> channels;
   DenseMap<Operation *, unsigned> channelOf; // AsyncCopyOp -> channel
   /// The fill counter before each copy, in the consumer (the original IR).
@@ -124,10 +133,11 @@ struct TGPUWarpSpecialize
   DenseSet<Operation *> carriers;
 
   LogicalResult run(func::FuncOp kernel) {
-    if (kernel->hasAttr(tile::kPagedKVAttr) || kernel->hasAttr(tile::kVarlenAttr))
-      return kernel.emitError("warp_specialize: paged and varlen kernels gather their keys "
-                              "row by row; their TMA loads are not implemented (use "
+    if (kernel->hasAttr(tile::kPagedKVAttr))
+      return kernel.emitError("warp_specialize: paged kernels gather their keys page by page; "
+                              "their TMA loads are not implemented (use "
                               "warp_specialize=false)");
+    packed = kernel->hasAttr(tile::kVarlenAttr);
     if (kernel->hasAttr(tile::kSplitKVAttr))
       return kernel.emitError("warp_specialize: split-KV kernels are not warp-specialized yet "
                               "(their merge has not run with warp roles; use "
@@ -192,12 +202,13 @@ struct TGPUWarpSpecialize
         return copy.emitOpError("copies from a view that is not the kernel's K or V argument: "
                                 "only those have tensor maps in the launch ABI");
       // The tensor map's row extent bounds the rows (zeros past it, as cp.async's bound): N,
-      // the length of K and of V alike (the launch ABI gives both one N).
+      // the length of K and of V alike (the launch ABI gives both one N). Packed, the bound is
+      // the sequence's, which the last key block's mask applies (the file comment).
       auto dim = copy.getBound().getDefiningOp<memref::DimOp>();
       std::optional<int64_t> dimIndex = dim ? dim.getConstantIndex() : std::nullopt;
       auto dimOf = dim ? dyn_cast<BlockArgument>(dim.getSource()) : BlockArgument();
-      if (!dimOf || dimOf.getOwner() != view.getOwner() || dimOf.getArgNumber() < 1 ||
-          dimOf.getArgNumber() > 2 || dimIndex != 2)
+      if (!packed && (!dimOf || dimOf.getOwner() != view.getOwner() ||
+                      dimOf.getArgNumber() < 1 || dimOf.getArgNumber() > 2 || dimIndex != 2))
         return copy.emitOpError("bounds its rows by something other than the view's length: a "
                                 "TMA load reads zeros past the tensor's own extent only");
       auto [it, inserted] = channelOfAlloc.try_emplace(alloc, channels.size());
@@ -496,11 +507,17 @@ struct TGPUWarpSpecialize
     Value bytes = arith::ConstantIndexOp::create(b, loc, c.bytes);
     nvgpu::MBarrierArriveExpectTxOp::create(b, loc, c.full, bytes, slot.stage, Value());
     Value buffer = StageOp::create(b, loc, c.ring, slot.stage);
-    // TMA counts coordinates innermost first: (column, row, head, batch).
+    // TMA counts coordinates innermost first: (column, row, head, batch); packed, the batch
+    // index is the sequence's first row, and the map's one batch holds every sequence.
     SmallVector<Value> indices;
     for (Value index : copy.getIndices())
       indices.push_back(map.lookupOrDefault(index));
-    SmallVector<Value> coordinates = {arith::ConstantIndexOp::create(b, loc, 0)};
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    if (packed) {
+      indices[2] = arith::AddIOp::create(b, loc, indices[0], indices[2]);
+      indices[0] = zero;
+    }
+    SmallVector<Value> coordinates = {zero};
     coordinates.append(indices.rbegin(), indices.rend());
     TmaLoadOp::create(b, loc, c.descriptor, coordinates, c.full, slot.stage, buffer);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);

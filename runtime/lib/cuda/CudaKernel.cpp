@@ -200,11 +200,10 @@ llvm::Expected<KernelMetadata> KernelMetadata::parse(llvm::StringRef json,
         return fail(llvm::Twine("\"") + key + "\" must be true or false");
       *field = *v;
     }
-  // The tensor maps cover B x Hkv x N x D tensors at the K and V pointers: no paged cache, no
-  // packed batch (LaunchAbi.h).
-  if (metadata.kvTma && (metadata.pagedKv || metadata.varlen))
-    return fail("a TMA kernel (\"kv_tma\") is neither paged (\"paged_kv\") nor varlen "
-                "(\"varlen\")");
+  // The tensor maps cover B x Hkv x N x D tensors, or packed rows, at the K and V pointers: no
+  // paged cache (LaunchAbi.h).
+  if (metadata.kvTma && metadata.pagedKv)
+    return fail("a TMA kernel (\"kv_tma\") is not paged (\"paged_kv\")");
   // The persistent grid covers the plain program grid only (LaunchAbi.h).
   if (metadata.persistent && (metadata.splitKv || metadata.pagedKv || metadata.varlen))
     return fail("a persistent kernel (\"persistent\") is neither split (\"split_kv\"), paged "
@@ -290,16 +289,26 @@ llvm::Error tilefuse::runtime::cuda::checkDeclaredSizes(const DeclaredSizes &dec
 
 /// A TMA kernel's tensor maps of K and V (kvTensorMap), in launch_abi::kTensorMapNames order;
 /// errors name the launch.
+/// Packed (varlen), K and V are one batch of `totalK` rows (LaunchAbi.h).
 static llvm::Expected<std::array<TensorMapArguments, launch_abi::kTensorMapCount>>
 kvTensorMaps(const KernelMetadata &metadata, const AttentionBuffers &buffers,
-             const AttentionShape &shape, const AttentionStrides &strides) {
+             const AttentionShape &shape, const AttentionStrides &strides,
+             const Varlen *varlen) {
   std::array<int64_t, 4> extents = {shape.B, shape.Hkv, shape.N, shape.D};
+  int64_t kB = strides.kB, vB = strides.vB;
+  if (varlen) {
+    // One batch (a fill's batch coordinate is 0): its stride, which no fill uses, the packed
+    // tensor's size.
+    extents = {1, shape.Hkv, std::max<int64_t>(varlen->totalK, 1), shape.D};
+    kB = strides.kN * extents[2];
+    vB = strides.vN * extents[2];
+  }
   struct {
     const char *name;
     DevicePtr base;
     std::array<int64_t, 3> strides;
-  } tensors[] = {{launch_abi::kTensors[1].name, buffers.k, {strides.kB, strides.kH, strides.kN}},
-                 {launch_abi::kTensors[2].name, buffers.v, {strides.vB, strides.vH, strides.vN}}};
+  } tensors[] = {{launch_abi::kTensors[1].name, buffers.k, {kB, strides.kH, strides.kN}},
+                 {launch_abi::kTensors[2].name, buffers.v, {vB, strides.vH, strides.vN}}};
   static_assert(std::size(tensors) == launch_abi::kTensorMapCount);
   std::array<TensorMapArguments, launch_abi::kTensorMapCount> maps;
   for (auto [index, tensor] : llvm::enumerate(tensors)) {
@@ -323,13 +332,10 @@ llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metada
   auto fail = [&](const llvm::Twine &why) {
     return makeError(ErrorKind::InvalidArgument, "launch of '" + metadata.name + "': " + why);
   };
-  // Before the paged and varlen checks, whose advice (compile it paged, varlen) would not do.
-  if (metadata.kvTma && (paged || varlen))
-    return fail(llvm::Twine("the kernel reads K and V with TMA (warp_specialize), whose tensor "
-                            "maps take neither ") +
-                (paged ? "a paged cache" : "a packed batch") +
-                ": compile it without warp_specialize for " +
-                (paged ? "paged KV" : "varlen"));
+  // Before the paged checks, whose advice (compile it paged) would not do.
+  if (metadata.kvTma && paged)
+    return fail("the kernel reads K and V with TMA (warp_specialize), whose tensor maps take no "
+                "paged cache: compile it without warp_specialize for paged KV");
   if (metadata.varlen != (varlen != nullptr))
     return fail(metadata.varlen ? "the kernel runs on a packed batch: pass its sequence offsets"
                                 : "the kernel runs on a padded batch: compile it with varlen to "
@@ -470,7 +476,7 @@ llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metada
   }
   // What the driver would refuse to encode, refused here with the tensor's name.
   if (metadata.kvTma)
-    if (auto maps = kvTensorMaps(metadata, buffers, shape, strides); !maps)
+    if (auto maps = kvTensorMaps(metadata, buffers, shape, strides, varlen); !maps)
       return maps.takeError();
   return llvm::Error::success();
 }
@@ -719,7 +725,7 @@ template <typename T, size_t N> static std::string braced(const std::array<T, N>
 /// cuTensorMapEncodeTiled.
 static llvm::Error encodeTensorMaps(const KernelMetadata &metadata,
                                     const AttentionBuffers &buffers, const AttentionShape &shape,
-                                    const AttentionStrides &strides,
+                                    const AttentionStrides &strides, const Varlen *varlen,
                                     CUtensorMap (&maps)[launch_abi::kTensorMapCount]) {
   const DriverApi &cu = api();
   if (!cu.cuTensorMapEncodeTiled)
@@ -727,7 +733,7 @@ static llvm::Error encodeTensorMaps(const KernelMetadata &metadata,
                      "launch of '" + metadata.name + "': the driver has no "
                      "cuTensorMapEncodeTiled (CUDA 12.0), which kernels that read K and V with "
                      "TMA need: update the driver, or compile without warp_specialize");
-  auto arguments = kvTensorMaps(metadata, buffers, shape, strides);
+  auto arguments = kvTensorMaps(metadata, buffers, shape, strides, varlen);
   if (!arguments)
     return arguments.takeError();
   for (int i = 0; i < launch_abi::kTensorMapCount; ++i) {
@@ -815,7 +821,7 @@ llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buff
   // live only until it returns.
   CUtensorMap maps[launch_abi::kTensorMapCount];
   if (metadata.kvTma)
-    if (llvm::Error error = encodeTensorMaps(metadata, buffers, shape, strides, maps))
+    if (llvm::Error error = encodeTensorMaps(metadata, buffers, shape, strides, varlen, maps))
       return error;
 
   int64_t splits = 1;

@@ -222,3 +222,66 @@ func.func @carried_row(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
   } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
   return
 }
+
+// -----
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+!qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+
+// Varlen (a packed batch): the copies' batch index is the sequence's first row and their bound
+// its length. The producer loads row (first row + row) of the packed tensor's one batch.
+// CHECK-LABEL: func.func @packed
+// CHECK:         %[[KMAP:.+]] = tgpu.tensor_map %arg1
+// CHECK:         tgpu.warp_specialize
+// CHECK:         } partition warps 4 registers 24 {
+// CHECK:             %[[START:.+]] = arith.index_castui %{{.+}} : i32 to index
+// CHECK:             scf.for %[[J:.+]] = {{.+}} iter_args(
+// CHECK:               %[[ROW:.+]] = arith.muli %[[J]], %c64
+// CHECK:               %[[PACKED:.+]] = arith.addi %[[START]], %[[ROW]] : index
+// CHECK-NEXT:          tgpu.tma_load %[[KMAP]][%[[ZERO:.+]], %[[PACKED]], %{{.+}}, %[[ZERO]]]
+func.func @packed(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse,
+                  %cu_q: memref<?xi32>, %cu_k: memref<?xi32>) attributes {tile.varlen} {
+  %kbuf = tgpu.alloc : !buf
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %seqs = memref.dim %cu_k, %c0 : memref<?xi32>
+  %B = arith.subi %seqs, %c1 : index
+  %H = memref.dim %q, %c1 : !view
+  %zero = arith.constant dense<0.0> : !acc
+  scf.forall (%b, %h, %r) in (%B, %H, %c1) {
+    %first32 = memref.load %cu_k[%b] : memref<?xi32>
+    %first = arith.index_castui %first32 : i32 to index
+    %b1 = arith.addi %b, %c1 : index
+    %end32 = memref.load %cu_k[%b1] : memref<?xi32>
+    %end = arith.index_castui %end32 : i32 to index
+    %n = arith.subi %end, %first : index
+    %blocks = arith.ceildivui %n, %c64 : index
+    %qb = tile.block_load %q[%first, %h, %c0] bound %n : !view -> !qa
+    %out = scf.for %j = %c0 to %blocks step %c1 iter_args(%acc = %zero) -> (!acc) {
+      %row = arith.muli %j, %c64 : index
+      %tk = tgpu.async_copy %k[%first, %h, %row] bound %n into %kbuf : !view, !buf
+      %gk = nvgpu.device_async_create_group %tk
+      nvgpu.device_async_wait %gk
+      %s:2 = tgpu.wgmma %qb, %kbuf transpose_rhs : !qa, !buf -> !acc, !qa
+      %sw:2 = tgpu.wgmma_wait %s#0, %s#1 pending 0 : !acc, !qa
+      scf.yield %sw#0 : !acc
+    }
+    tile.block_store %out, %o[%first, %h, %c0] bound %n : !acc, !view
+  } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+  return
+}
+
+// -----
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+
+// A paged cache's pages are gathered row by row: no tensor map covers them.
+// expected-error @+1 {{paged kernels gather their keys page by page}}
+func.func @paged(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) attributes {tile.paged_kv} {
+  return
+}

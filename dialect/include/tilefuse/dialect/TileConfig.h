@@ -127,9 +127,9 @@ struct TileConfig {
 /// For uniquing it inside an MLIR attribute (#tile.config).
 llvm::hash_code hash_value(const TileConfig &config);
 
-/// Where a kernel reads its keys and values: whole K and V tensors, which TMA loads tile by tile,
-/// or rows it gathers (a paged cache's pages, a packed varlen batch), which only cp.async copies
-/// read. A warp-specialized kernel (TMA producer) needs the first.
+/// Where a kernel reads its keys and values: whole K and V tensors (padded, or a packed varlen
+/// batch's rows), which TMA loads tile by tile, or rows it gathers (a paged cache's pages),
+/// which only cp.async copies read. A warp-specialized kernel (TMA producer) needs the first.
 enum class KeyLayout { Tensors, Gathered };
 
 /// The tuned default for a head dimension and target chip (complete): warpgroup MMAs (wgmma) on

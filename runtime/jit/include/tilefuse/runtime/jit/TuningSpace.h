@@ -92,14 +92,14 @@ struct TuningAxes {
   /// Br 64/128/256, Bc 32/64/128/256, rows per warp 16/32, Q in registers or shared, both copy
   /// issues, 2 or 3 key ring stages; mma.sync, and wgmma on sm_90a; GQA packing off (the
   /// split-KV kernels, where it pays, ask for it); no register budget, or 2, 3 or 4 CTAs an SM;
-  /// warp specialization off, and on sm_90a on too (the tuner turns it off for kernels whose
-  /// keys are gathered: paged, varlen), with its key loop rotated or not.
+  /// warp specialization off, and on sm_90a on too (the tuner turns it off for paged and split
+  /// kernels), with its key loop rotated or not.
   static TuningAxes forChip(llvm::StringRef chip);
 
   /// Leaves warp specialization (and its rotated loop) off for the kernels it does not build:
-  /// gathered keys (paged caches, packed batches) have no TMA loads to specialize warps around,
-  /// and a split kernel's merge has not run warp-specialized.
-  void withoutWarpRolesWhereUnsupported(bool pagedKv, bool varlen, bool splitKv);
+  /// a paged cache's gathered keys have no TMA loads to specialize warps around, and a split
+  /// kernel's merge has not run warp-specialized. (A packed varlen batch's keys are one tensor.)
+  void withoutWarpRolesWhereUnsupported(bool pagedKv, bool splitKv);
 };
 
 struct Candidate {
