@@ -46,6 +46,11 @@
 #              database build-gpu/cache/tuning/ and build-gpu/tuned/ (PTX + JSON for bench); then
 #              a second process that must find every entry in the database.
 #              Not in the default steps: run `scripts/gpu-run.sh runtime tune bench`.
+#   tune-split `tilefuse tune --split-kv` of the self-contained build: split-KV attention at
+#              D = 128, decode GQA 32/8 at B = 1, then B = 8 (TUNE_SPLIT_SHAPES, B,H,Hkv,M each)
+#              over KV 4k and 32k (TUNE_SPLIT_SEQS): the configuration and the split count
+#              (the launcher's choice and the counts around it, each listed) into the tuning
+#              database build-gpu/cache/tuning/; logs tune-split-b<B>.log.
 #
 #   scripts/gpu-run.sh                   tests, sanitize and bench
 #   scripts/gpu-run.sh tests sanitize    some of them (each step takes minutes; a device call may
@@ -127,8 +132,12 @@ for step in "${steps[@]}"; do
       kernel_set_tests paged build-gpu/kernels-paged
       ;;
     tests-varlen)
-      # The varlen kernels on ragged packed sequences.
+      # The varlen kernels on ragged packed sequences; synccheck too, for the warp-specialized
+      # ones' mbarrier rings.
       kernel_set_tests varlen build-gpu/kernels-varlen
+      run_step synccheck-varlen env TILEFUSE_PTX_DIR=build-gpu/kernels-varlen \
+        TILEFUSE_GPU_SMALL=1 compute-sanitizer --tool synccheck --error-exitcode 1 \
+        --print-limit 20 "$tests" --gtest_brief=1 --gtest_filter='GpuAttention*'
       ;;
     tests-paged-varlen)
       # The varlen kernels over paged caches: packed queries, paged keys.
@@ -226,6 +235,19 @@ for step in "${steps[@]}"; do
       cp -r build-gpu/tuned build-gpu/tuned-varlen "$out/" 2>/dev/null
       unset TILEFUSE_CACHE_DIR
       ;;
+    tune-split)
+      if ! unpack_full; then
+        status=1
+        continue
+      fi
+      export TILEFUSE_CACHE_DIR=$PWD/build-gpu/cache
+      for shape in ${TUNE_SPLIT_SHAPES:-1,32,8,1 8,32,8,1}; do
+        run_step "tune-split-b${shape%%,*}" "$cli" tune --kernel attention --head-dim 128 \
+          --split-kv --shape "$shape" --seq "${TUNE_SPLIT_SEQS:-4096,32768}" --force
+      done
+      mkdir -p "$out/tuning" && cp build-gpu/cache/tuning/*.json "$out/tuning/" 2>/dev/null
+      unset TILEFUSE_CACHE_DIR
+      ;;
     runtime)
       if ! unpack_full; then
         status=1
@@ -288,7 +310,7 @@ for step in "${steps[@]}"; do
         done' "$out"
       ;;
     *)
-      echo "gpu-run: unknown step '$step' (tests, sanitize, bench, runtime, tune, sass)" >&2
+      echo "gpu-run: unknown step '$step' (tests, sanitize, bench, runtime, tune, tune-split, sass)" >&2
       status=1
       ;;
   esac
