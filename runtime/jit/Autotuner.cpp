@@ -85,6 +85,15 @@ llvm::StringRef jit::candidateOutcomeName(CandidateOutcome outcome) {
   return "?";
 }
 
+KeySplitGrid jit::keySplitGrid(const cu::KernelMetadata &metadata,
+                               const cu::AttentionShape &shape) {
+  launch_abi::Grid grid =
+      launch_abi::programGrid(shape.B, shape.H, shape.Hkv, shape.M,
+                              std::max<int64_t>(metadata.blockM, 1), metadata.packGqa);
+  int64_t blockN = std::max<int64_t>(metadata.blockN, 1);
+  return {grid.batch * grid.heads * grid.rowBlocks, (shape.N + blockN - 1) / blockN};
+}
+
 TuningKey jit::tuningKeyFor(llvm::StringRef source, const PtxCompileOptions &options,
                             const CompiledKernel &compiled, int64_t seqLength,
                             const GpuIdentity &gpu) {
@@ -122,13 +131,35 @@ static bool jitLogShowsSpills(llvm::StringRef log) {
 
 namespace {
 
+/// One split count of a candidate, checked and timed as a candidate of its own; an unsplit
+/// kernel's candidate has one, kvSplits = 0.
+struct SplitRun {
+  int64_t kvSplits = 0;  ///< as launched (0: the launcher's choice)
+  int64_t splitsRun = 0; ///< what runs (the launcher's choice resolved)
+  std::vector<double> times;
+  CandidateOutcome outcome = CandidateOutcome::Timed;
+  std::string dropped; ///< why it left (empty: still timed)
+  bool alive() const { return dropped.empty(); }
+};
+
 /// One candidate on its way through the tuner.
 struct Slot {
   CandidateReport report;
   std::shared_ptr<const CompiledKernel> compiled;
   std::unique_ptr<cu::CudaKernel> kernel;
-  std::vector<double> times;
+  std::vector<SplitRun> runs; ///< set once it loaded
   bool alive() const { return kernel && report.outcome == CandidateOutcome::Timed; }
+
+  /// Drops `run` from the timing; the candidate goes with its last run, for that run's reason.
+  void drop(SplitRun &run, CandidateOutcome outcome, std::string why) {
+    run.outcome = outcome;
+    run.dropped = std::move(why);
+    if (llvm::any_of(runs, [](const SplitRun &r) { return r.alive(); }))
+      return;
+    report.outcome = outcome;
+    report.reason =
+        runs.size() > 1 ? "S=" + std::to_string(run.splitsRun) + ": " + run.dropped : run.dropped;
+  }
 };
 
 /// The device buffers of the timed problem: `rotations` input and output sets and the L2 flush.
@@ -146,8 +177,9 @@ struct Workspace {
     return {q[set].address(), k[set].address(), v[set].address(), o[set].address(),
             lse[set].address()};
   }
-  llvm::Error launch(const cu::CudaKernel &kernel, const cu::Stream &stream, size_t set) const {
-    return kernel.launch(stream.handle(), buffers(set), shape, strides, /*kvSplits=*/0,
+  llvm::Error launch(const cu::CudaKernel &kernel, const cu::Stream &stream, size_t set,
+                     int64_t kvSplits) const {
+    return kernel.launch(stream.handle(), buffers(set), shape, strides, kvSplits,
                          /*paged=*/nullptr, varlen ? &*varlen : nullptr);
   }
 };
@@ -159,13 +191,36 @@ double median(std::vector<double> v) {
 
 } // namespace
 
-/// M = N = bucket, B = 16k tokens / N, H = 2048 / D, unless the kernel's signature declares them.
-static cu::AttentionShape problemShape(const CompiledKernel &k, int64_t bucket) {
+/// M = N = bucket, B = 16k tokens / N, H = 2048 / D; a split-KV kernel's decode: M = 1, B = 8,
+/// H = 4096 / D, Hkv = H / 4 (a packed batch's sequences are as long as M: a varlen one keeps
+/// M = N). The problem's sizes where given; the kernel's declared ones win.
+static cu::AttentionShape problemShape(const CompiledKernel &k, const TuningProblem &problem,
+                                       int64_t bucket) {
   cu::AttentionShape s;
-  s.M = s.N = bucket;
+  s.N = bucket;
   s.D = k.headDim;
-  s.B = std::max<int64_t>(1, 16384 / bucket);
-  s.H = std::max<int64_t>(1, 2048 / k.headDim);
+  if (k.splitKv && !k.varlen) {
+    s.M = 1;
+    s.B = 8;
+    s.H = std::max<int64_t>(1, 4096 / k.headDim);
+    s.Hkv = std::max<int64_t>(1, s.H / 4);
+  } else {
+    s.M = bucket;
+    s.B = std::max<int64_t>(1, 16384 / bucket);
+    s.H = std::max<int64_t>(1, 2048 / k.headDim);
+    s.Hkv = s.H;
+  }
+  auto given = [](int64_t size, int64_t &out) {
+    if (size > 0)
+      out = size;
+  };
+  given(problem.batch, s.B);
+  given(problem.heads, s.H);
+  given(problem.queries, s.M);
+  // Heads given without KV heads: as many (plain attention); KV heads alone keep the heads.
+  if (problem.heads > 0 && problem.kvHeads <= 0)
+    s.Hkv = s.H;
+  given(problem.kvHeads, s.Hkv);
   const auto &declared = k.declaredSizes.sizes;
   auto fixed = [&](int tensor, int dim, int64_t &size) {
     if (declared[tensor][dim] != cu::DeclaredSizes::dynamic)
@@ -174,7 +229,6 @@ static cu::AttentionShape problemShape(const CompiledKernel &k, int64_t bucket) 
   fixed(0, 0, s.B);
   fixed(0, 1, s.H);
   fixed(0, 2, s.M);
-  s.Hkv = s.H;
   fixed(1, 1, s.Hkv);
   fixed(1, 2, s.N);
   return s;
@@ -274,14 +328,14 @@ static llvm::Expected<Workspace> allocateWorkspace(const CompiledKernel &k,
 }
 
 /// A sample of O (its first and last 512 Ki elements) as doubles, after `kernel` ran on set 0.
-static llvm::Expected<std::vector<double>> runAndSample(const cu::CudaKernel &kernel,
-                                                        Workspace &w, const cu::Stream &stream,
-                                                        ElementType et) {
+static llvm::Expected<std::vector<double>> runAndSample(const cu::CudaKernel &kernel, Workspace &w,
+                                                        const cu::Stream &stream, ElementType et,
+                                                        int64_t kvSplits = 0) {
   // NaN: an element it does not write fails the check. On the launch's stream: a plain memset
   // runs on the legacy stream, which a non-blocking stream does not wait for.
   if (llvm::Error e = w.o[0].fillAsync(0xFF, stream))
     return std::move(e);
-  if (llvm::Error e = w.launch(kernel, stream, 0))
+  if (llvm::Error e = w.launch(kernel, stream, 0, kvSplits))
     return std::move(e);
   if (llvm::Error e = stream.synchronize())
     return std::move(e);
@@ -519,9 +573,10 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
     return fail("the default configuration " + defaultTiles.print() +
                 " did not load: " + (defaultSlot ? defaultSlot->report.reason : "(missing)"));
 
-  // 4. Each survivor once, checked against the default's output.
+  // 4. Each survivor once, checked against the default's output; a split kernel's survivors
+  //    then at each of their split counts too.
   auto tCheck = Clock::now();
-  cu::AttentionShape shape = problemShape(*defaultKernel, report.key.seqBucket);
+  cu::AttentionShape shape = problemShape(*defaultKernel, problem, report.key.seqBucket);
   int rotations = std::max(1, options.rotations);
   auto workspace = allocateWorkspace(*defaultKernel, shape, rotations, device->l2CacheBytes);
   if (!workspace)
@@ -533,38 +588,73 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
   if (!expected)
     return fail("the default configuration failed to run: " +
                 llvm::toString(expected.takeError()));
+  // The launcher's choice first (the baseline's), then the other counts around it.
+  for (Slot &slot : slots) {
+    if (!slot.alive())
+      continue;
+    int64_t policy = slot.kernel->splitCountFor(workspace->shape);
+    slot.runs.push_back(SplitRun{/*kvSplits=*/0, /*splitsRun=*/policy});
+    if (!base.splitKv)
+      continue;
+    KeySplitGrid grid = keySplitGrid(slot.kernel->metadata(), workspace->shape);
+    for (int64_t splits : keySplitCandidates(policy, grid.keyBlocks))
+      if (splits != policy)
+        slot.runs.push_back(SplitRun{splits, splits});
+  }
   double tolerance = et == ElementType::BF16 ? 2e-2 : 5e-3;
   for (Slot &slot : slots) {
-    if (!slot.alive() || &slot == defaultSlot)
+    if (!slot.alive())
       continue;
-    auto got = runAndSample(*slot.kernel, *workspace, *stream, et);
-    if (!got) {
-      std::string why = cu::takeReport(got.takeError()).message;
-      slot.report.outcome = CandidateOutcome::LaunchFailed;
-      slot.report.reason = llvm::StringRef(why).split('\n').first.str();
-      // A fault poisons the context for everything after it: find out now, and say which.
-      if (!runAndSample(*defaultSlot->kernel, *workspace, *stream, et))
-        return fail("candidate " + slot.report.config.print() +
-                    " left the CUDA context unusable: " + why);
-      continue;
-    }
-    double diff = relativeDifference(*got, *expected);
-    if (!(diff <= tolerance)) {
-      slot.report.outcome = CandidateOutcome::WrongResult;
-      slot.report.reason = llvm::formatv("output differs from the default configuration's by "
-                                         "{0:e2} (max relative; bound {1:e0})",
-                                         diff, tolerance)
-                               .str();
+    // A candidate wrong at the launcher's choice goes whole: that is how it runs on grids it
+    // was not tuned on. One wrong at another count loses that count only.
+    auto drop = [&](SplitRun &run, CandidateOutcome outcome, std::string why) {
+      if (&run != &slot.runs.front())
+        return slot.drop(run, outcome, std::move(why));
+      for (SplitRun &other : llvm::drop_begin(slot.runs))
+        other.dropped = "not checked: the launcher's choice failed";
+      slot.drop(run, outcome, std::move(why));
+    };
+    for (SplitRun &run : slot.runs) {
+      if (!slot.alive())
+        break;
+      if (&slot == defaultSlot && &run == &slot.runs.front())
+        continue; // the reference itself
+      auto got = runAndSample(*slot.kernel, *workspace, *stream, et, run.kvSplits);
+      if (!got) {
+        std::string why = cu::takeReport(got.takeError()).message;
+        drop(run, CandidateOutcome::LaunchFailed, llvm::StringRef(why).split('\n').first.str());
+        // A fault poisons the context for everything after it: find out now, and say which.
+        if (!runAndSample(*defaultSlot->kernel, *workspace, *stream, et))
+          return fail("candidate " + slot.report.config.print() + " at kvSplits " +
+                      std::to_string(run.kvSplits) + " left the CUDA context unusable: " + why);
+        continue;
+      }
+      double diff = relativeDifference(*got, *expected);
+      if (!(diff <= tolerance))
+        drop(run, CandidateOutcome::WrongResult,
+             llvm::formatv("output differs from the default configuration's by {0:e2} "
+                           "(max relative; bound {1:e0})",
+                           diff, tolerance)
+                 .str());
     }
   }
   report.checkSeconds = secondsSince(tCheck);
 
-  // 5. Round-robin timing.
+  // 5. Round-robin timing of every (candidate, split count) still in.
   auto tTime = Clock::now();
-  std::vector<Slot *> alive;
+  struct Entry {
+    Slot *slot;
+    SplitRun *run;
+    bool alive() const { return slot->alive() && run->alive(); }
+    /// The untuned baseline: the default configuration at the launcher's choice.
+    bool isBaseline() const { return slot->report.isDefault && run == &slot->runs.front(); }
+  };
+  std::vector<Entry> alive;
   for (Slot &slot : slots)
     if (slot.alive())
-      alive.push_back(&slot);
+      for (SplitRun &run : slot.runs)
+        if (run.alive())
+          alive.push_back({&slot, &run});
   int repetitions = std::max(3, options.repetitions), warmup = std::max(0, options.warmup);
   std::vector<cu::Event> starts, stops;
   for (size_t i = 0; i < alive.size(); ++i) {
@@ -577,18 +667,16 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
     stops.push_back(std::move(*stop));
   }
   int totalRounds = warmup + repetitions;
-  // Drops the candidates over `factor` times the best of `times` (one per alive candidate).
+  // Drops the entries over `factor` times the best of `times` (one per entry).
   auto dropSlow = [&](const std::vector<double> &times, double factor, llvm::StringRef when) {
     double best = INFINITY;
     for (size_t i = 0; i < alive.size(); ++i)
-      if (alive[i]->alive())
+      if (alive[i].alive())
         best = std::min(best, times[i]);
     for (size_t i = 0; i < alive.size(); ++i)
-      if (alive[i]->alive() && !alive[i]->report.isDefault && times[i] > factor * best) {
-        alive[i]->report.outcome = CandidateOutcome::Slow;
-        alive[i]->report.reason =
-            llvm::formatv("{0:f2}x the best {1}", times[i] / best, when).str();
-      }
+      if (alive[i].alive() && !alive[i].isBaseline() && times[i] > factor * best)
+        alive[i].slot->drop(*alive[i].run, CandidateOutcome::Slow,
+                            llvm::formatv("{0:f2}x the best {1}", times[i] / best, when).str());
   };
   double lastRoundSeconds = 0;
   for (int round = 0; round < totalRounds; ++round) {
@@ -596,26 +684,26 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
     size_t set = round % rotations;
     std::vector<size_t> order;
     for (size_t i = 0; i < alive.size(); ++i)
-      if (alive[i]->alive())
+      if (alive[i].alive())
         order.push_back(i);
     if (order.empty())
       break;
     std::rotate(order.begin(), order.begin() + round % order.size(), order.end());
     std::vector<double> roundMs(alive.size(), INFINITY);
     for (size_t i : order) {
-      Slot &slot = *alive[i];
+      Slot &slot = *alive[i].slot;
+      SplitRun &run = *alive[i].run;
       if (llvm::Error e = workspace->flush.fillAsync(uint8_t(round), *stream))
         return std::move(e);
       if (llvm::Error e = starts[i].record(*stream))
         return std::move(e);
-      if (llvm::Error e = workspace->launch(*slot.kernel, *stream, set)) {
-        slot.report.outcome = CandidateOutcome::LaunchFailed;
-        slot.report.reason = cu::takeReport(std::move(e)).message;
+      if (llvm::Error e = workspace->launch(*slot.kernel, *stream, set, run.kvSplits)) {
+        slot.drop(run, CandidateOutcome::LaunchFailed, cu::takeReport(std::move(e)).message);
         continue;
       }
       if (llvm::Error e = stops[i].record(*stream))
         return std::move(e);
-      // Reading each pair right away keeps one pair of events per candidate; the wait costs
+      // Reading each pair right away keeps one pair of events per entry; the wait costs
       // nothing the GPU would have spent otherwise (the next launch needs the flush first).
       if (llvm::Error e = stops[i].synchronize())
         return fail("while timing " + slot.report.config.print() + ": " +
@@ -625,10 +713,10 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
         return ms.takeError();
       roundMs[i] = *ms;
       if (round >= warmup)
-        slot.times.push_back(*ms);
+        run.times.push_back(*ms);
     }
     lastRoundSeconds = secondsSince(roundStart);
-    // The first round already tells the far-off candidates apart (the check ran each once, so
+    // The first round already tells the far-off entries apart (the check ran each once, so
     // nothing in it is a first launch): they leave before the rounds that decide.
     if (round == 0)
       dropSlow(roundMs, 1.5, "in the first round");
@@ -640,8 +728,8 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
     if (timedRounds == 3) {
       std::vector<double> medians(alive.size(), INFINITY);
       for (size_t i = 0; i < alive.size(); ++i)
-        if (alive[i]->alive())
-          medians[i] = median(alive[i]->times);
+        if (alive[i].alive())
+          medians[i] = median(alive[i].run->times);
       dropSlow(medians, 1.3, "after 3 rounds");
     }
     // Another round would end past the budget (the last one's time foretells the next's, give
@@ -656,11 +744,28 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
   }
   report.timingSeconds = secondsSince(tTime);
 
+  // Each candidate at its fastest count (among those still in, if any is), the winner the
+  // fastest of all.
   Slot *best = nullptr;
   for (Slot &slot : slots) {
-    if (!slot.times.empty())
-      slot.report.medianMs = median(slot.times);
-    if (slot.alive() && !slot.times.empty() &&
+    const SplitRun *fastest = nullptr;
+    for (const SplitRun &run : slot.runs) {
+      if (run.times.empty())
+        continue;
+      bool better = !fastest || (run.alive() && !fastest->alive()) ||
+                    (run.alive() == fastest->alive() && median(run.times) < median(fastest->times));
+      if (better)
+        fastest = &run;
+    }
+    if (fastest) {
+      slot.report.medianMs = median(fastest->times);
+      slot.report.kvSplits = fastest->splitsRun;
+    }
+    if (base.splitKv)
+      for (const SplitRun &run : slot.runs)
+        slot.report.splits.push_back(
+            {run.kvSplits, run.splitsRun, run.times.empty() ? 0 : median(run.times), run.dropped});
+    if (slot.alive() && fastest && fastest->alive() &&
         (!best || slot.report.medianMs < best->report.medianMs))
       best = &slot;
   }
@@ -671,14 +776,27 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
   record.config = best->report.config;
   record.medianMs = best->report.medianMs;
   record.defaultConfig = defaultTiles;
-  record.defaultMs = defaultSlot->report.medianMs;
+  record.defaultMs = defaultSlot->runs.empty() || defaultSlot->runs.front().times.empty()
+                         ? 0
+                         : median(defaultSlot->runs.front().times);
   record.candidates = slots.size();
-  record.timed = llvm::count_if(slots, [](const Slot &s) { return !s.times.empty(); });
+  record.timed = llvm::count_if(slots, [](const Slot &s) {
+    return llvm::any_of(s.runs, [](const SplitRun &r) { return !r.times.empty(); });
+  });
   record.B = workspace->shape.B;
   record.H = workspace->shape.H;
   record.Hkv = workspace->shape.Hkv;
   record.M = workspace->shape.M;
   record.N = workspace->shape.N;
+  if (base.splitKv) {
+    KeySplitGrid grid = keySplitGrid(best->kernel->metadata(), workspace->shape);
+    TunedKeySplits splits;
+    splits.kvSplits = best->report.kvSplits;
+    splits.programs = grid.programs;
+    splits.keyBlocks = grid.keyBlocks;
+    splits.policySplits = best->runs.front().splitsRun;
+    record.keySplits = splits;
+  }
   record.created = utcNow();
   report.totalSeconds = secondsSince(t0);
   record.tuningSeconds = report.totalSeconds;

@@ -72,6 +72,20 @@ int64_t jit::sequenceBucket(int64_t length) {
   return bucket;
 }
 
+bool TunedKeySplits::appliesTo(int64_t launchPrograms, int64_t launchKeyBlocks) const {
+  return launchPrograms == programs && 2 * launchKeyBlocks > keyBlocks &&
+         launchKeyBlocks <= keyBlocks;
+}
+
+int64_t jit::keySplitsForLaunch(int64_t requested, const std::optional<TunedKeySplits> &tuned,
+                                int64_t programs, int64_t keyBlocks) {
+  if (requested != 0)
+    return requested;
+  if (tuned && tuned->appliesTo(programs, keyBlocks))
+    return tuned->kvSplits;
+  return 0;
+}
+
 std::string TuningKey::text() const {
   std::string out;
   llvm::raw_string_ostream os(out);
@@ -143,6 +157,11 @@ std::string TuningDatabase::serializeEntry(const TuningKey &key, const TuningRec
                                    {"N", record.N}}},
       {"created", record.created},
   };
+  if (const std::optional<TunedKeySplits> &splits = record.keySplits)
+    o["key_splits"] = llvm::json::Object{{"kv_splits", splits->kvSplits},
+                                         {"programs", splits->programs},
+                                         {"key_blocks", splits->keyBlocks},
+                                         {"policy_splits", splits->policySplits}};
   std::string body = llvm::formatv("{0:2}", llvm::json::Value(std::move(o))).str() + "\n";
   return (entryMagic + " key=" + key.digest() + " bytes=" + llvm::Twine(body.size()) +
           " xxh3=" + checksum(body) + "\n" + body)
@@ -216,6 +235,23 @@ llvm::Expected<TuningRecord> TuningDatabase::parseEntry(const TuningKey &key,
       *field = shape->getInteger(name).value_or(0);
   if (std::optional<llvm::StringRef> created = o->getString("created"))
     record.created = created->str();
+  // Absent: the launcher chooses (entries written before the field, unsplit kernels).
+  if (const llvm::json::Value *field = o->get("key_splits")) {
+    const llvm::json::Object *splits = field->getAsObject();
+    if (!splits)
+      return fail("\"key_splits\" is not an object");
+    TunedKeySplits tuned;
+    for (auto [name, value] :
+         {std::pair{"kv_splits", &tuned.kvSplits}, std::pair{"programs", &tuned.programs},
+          std::pair{"key_blocks", &tuned.keyBlocks},
+          std::pair{"policy_splits", &tuned.policySplits}}) {
+      std::optional<int64_t> number = splits->getInteger(name);
+      if (!number || *number < 1)
+        return fail(llvm::Twine("\"key_splits\": missing or non-positive \"") + name + "\"");
+      *value = *number;
+    }
+    record.keySplits = tuned;
+  }
   return record;
 }
 

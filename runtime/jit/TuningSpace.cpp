@@ -1,7 +1,11 @@
 //===- TuningSpace.cpp - the autotuner's configurations and resource model ===//
 #include "tilefuse/runtime/jit/TuningSpace.h"
 
+#include "tilefuse/runtime/cuda/CudaKernel.h"
+
 #include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
 
 using namespace tilefuse::runtime;
 using namespace tilefuse::runtime::jit;
@@ -165,4 +169,19 @@ std::vector<Candidate> jit::enumerateSpace(int64_t headDim, llvm::StringRef chip
                   add(config);
                 }
   return space;
+}
+
+std::vector<int64_t> jit::keySplitCandidates(int64_t policySplits, int64_t keyBlocks) {
+  int64_t most = std::clamp<int64_t>(keyBlocks, 1, 128);
+  std::vector<int64_t> splits;
+  for (int64_t s : {int64_t(1), policySplits / 2, policySplits, 2 * policySplits})
+    splits.push_back(std::clamp<int64_t>(s, 1, most));
+  std::sort(splits.begin(), splits.end());
+  splits.erase(std::unique(splits.begin(), splits.end()), splits.end());
+  return splits;
+}
+
+std::vector<int64_t> jit::keySplitCandidates(int64_t programs, int64_t slots, int64_t keyBlocks) {
+  return keySplitCandidates(cuda::CudaKernel::chooseKeySplits(programs, slots, keyBlocks),
+                            keyBlocks);
 }

@@ -67,6 +67,8 @@ struct Kernel::Impl {
   cu::KernelMetadata metadata;
   std::shared_ptr<Module> module;
   std::string key, origin, arch, configSource;
+  /// A split-KV kernel's tuned split count, for launches that leave it to the launcher.
+  std::optional<jit::TunedKeySplits> tunedKeySplits;
 
   llvm::Expected<const cu::CudaKernel *> load() const {
     if (const cu::CudaKernel *k = module->loaded.load(std::memory_order_acquire))
@@ -124,6 +126,11 @@ Status Kernel::launch(void *stream, const void *q, const void *k, const void *v,
   auto loaded = impl->load();
   if (!loaded)
     return statusOf(loaded.takeError());
+  if (impl->tunedKeySplits) {
+    jit::KeySplitGrid grid = jit::keySplitGrid(impl->metadata, s);
+    kvSplits =
+        jit::keySplitsForLaunch(kvSplits, impl->tunedKeySplits, grid.programs, grid.keyBlocks);
+  }
   return statusOf((*loaded)->launch(static_cast<CUstream_st *>(stream), buffers, s, layout,
                                     kvSplits, paged, varlen));
 }
@@ -176,8 +183,14 @@ struct Runtime::Impl {
   /// Held while tuning: a tuning uses the whole GPU, and concurrent calls for one key wait for
   /// one tuning.
   std::mutex tuningMutex;
+  /// A tuning's outcome as getKernel uses it: the configuration (empty: none, the default
+  /// serves) and a split-KV kernel's split count.
+  struct Tuned {
+    rt::TileConfig config;
+    std::optional<jit::TunedKeySplits> keySplits;
+  };
   /// Tuned configurations by tuning key, so each is read from disk (or tuned) once.
-  llvm::StringMap<rt::TileConfig> tunedConfigs;
+  llvm::StringMap<Tuned> tunedConfigs;
   /// Host pairs (forward and derived backward) by spec; held while one compiles.
   std::mutex hostMutex;
   llvm::StringMap<std::shared_ptr<const HostAttention>> hostPairs;
@@ -193,15 +206,14 @@ struct Runtime::Impl {
   explicit Impl(const RuntimeOptions &options)
       : options(options), cache(cacheConfig(options)), tuningDatabase(options.cacheDirectory) {}
 
-  /// The tuned configuration for the kernel whose default configuration compiled to
-  /// `defaultKernel`, or none (no GPU, no entry in Cached mode, or a tuning that failed: the
-  /// default serves, and the reason goes to stderr once per key). `source` says where it came
-  /// from ("database" or "tuned").
-  std::optional<rt::TileConfig> tunedConfig(AutotuneMode mode, llvm::StringRef text,
-                                            llvm::StringRef bufferName,
-                                            const rt::PtxCompileOptions &options,
-                                            const rt::CompiledKernel &defaultKernel,
-                                            int64_t seqLen, std::string &source) {
+  /// The tuned configuration (and split count) for the kernel whose default configuration
+  /// compiled to `defaultKernel`, or none (no GPU, no entry in Cached mode, or a tuning that
+  /// failed: the default serves, and the reason goes to stderr once per key). `source` says
+  /// where it came from ("database" or "tuned").
+  std::optional<Tuned> tunedConfig(AutotuneMode mode, llvm::StringRef text,
+                                   llvm::StringRef bufferName, const rt::PtxCompileOptions &options,
+                                   const rt::CompiledKernel &defaultKernel, int64_t seqLen,
+                                   std::string &source) {
     auto gpu = jit::GpuIdentity::current();
     if (!gpu) { // nothing to tune for
       llvm::consumeError(gpu.takeError());
@@ -212,13 +224,14 @@ struct Runtime::Impl {
     std::lock_guard<std::mutex> lock(tuningMutex);
     if (auto known = tunedConfigs.find(digest); known != tunedConfigs.end()) {
       source = "database";
-      return known->second.empty() ? std::nullopt : std::optional(known->second);
+      return known->second.config.empty() ? std::nullopt : std::optional(known->second);
     }
     if (std::optional<jit::TuningRecord> record = tuningDatabase.lookup(key)) {
       ++tuningHits;
-      tunedConfigs[digest] = record->config;
+      Tuned tuned{record->config, record->keySplits};
+      tunedConfigs[digest] = tuned;
       source = "database";
-      return record->config;
+      return tuned;
     }
     if (mode != AutotuneMode::On)
       return std::nullopt;
@@ -233,14 +246,15 @@ struct Runtime::Impl {
       // Remembered as "none", so a kernel that cannot be tuned is not retried on every call.
       llvm::errs() << "tilefuse: autotuning " << bufferName << " failed, using the default "
                    << "configuration: " << cu::takeReport(report.takeError()).message << "\n";
-      tunedConfigs[digest] = rt::TileConfig();
+      tunedConfigs[digest] = Tuned();
       return std::nullopt;
     }
     if (llvm::Error error = tuningDatabase.store(report->key, report->record))
       llvm::errs() << "tilefuse: " << llvm::toString(std::move(error)) << "\n";
-    tunedConfigs[digest] = report->record.config;
+    Tuned tuned{report->record.config, report->record.keySplits};
+    tunedConfigs[digest] = tuned;
     source = "tuned";
-    return report->record.config;
+    return tuned;
   }
 
   /// The chip of the current GPU, or sm_90a without one.
@@ -370,6 +384,8 @@ Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> 
 
   // The tuned configuration replaces the default only: an explicit one is the caller's choice.
   std::string configSource = tiles->empty() ? "default" : "explicit";
+  // Goes with the tuned configuration only: it was timed with it.
+  std::optional<jit::TunedKeySplits> tunedKeySplits;
   AutotuneMode mode = spec.autotune.value_or(impl->options.autotune);
   // The tuner times contiguous and packed (varlen) launches: a paged kernel keeps its default
   // configuration.
@@ -380,10 +396,10 @@ Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> 
     if (!byDefault)
       return Status(StatusCode::Compile, llvm::toString(byDefault.takeError()));
     std::string tunedSource;
-    if (std::optional<rt::TileConfig> tuned =
-            impl->tunedConfig(mode, source, bufferName, options, *byDefault->kernel,
-                              spec.seqLen ? spec.seqLen : 4096, tunedSource)) {
-      options.tiles = *tuned;
+    if (auto tuned = impl->tunedConfig(mode, source, bufferName, options, *byDefault->kernel,
+                                       spec.seqLen ? spec.seqLen : 4096, tunedSource)) {
+      options.tiles = tuned->config;
+      tunedKeySplits = tuned->keySplits;
       configSource = tunedSource;
     }
   }
@@ -402,6 +418,8 @@ Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> 
   kernelImpl->origin = rt::cacheSourceName(found->source).str();
   kernelImpl->arch = options.chip;
   kernelImpl->configSource = configSource;
+  if (kernelImpl->compiled->splitKv)
+    kernelImpl->tunedKeySplits = tunedKeySplits;
   {
     std::lock_guard<std::mutex> lock(impl->mutex);
     std::shared_ptr<Module> &module = impl->modules[found->key];

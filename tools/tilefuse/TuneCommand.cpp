@@ -1,11 +1,14 @@
 //===- TuneCommand.cpp - `tilefuse tune` and `tilefuse compile --tuned` ---===//
 //
 //   tilefuse tune (--kernel NAME | FILE.mlir) [--head-dim D] [--dtype bf16|f16] [--param N=V]
-//                 [--seq N,N,...] [--arch] [--jobs N] [--reps N] [--budget S] [--force]
-//                 [--emit-dir DIR [--name STEM]] [--cache-dir DIR]
+//                 [--seq N,N,...] [--varlen] [--split-kv] [--shape B,H,Hkv,M] [--arch]
+//                 [--jobs N] [--reps N] [--budget S] [--force] [--emit-dir DIR [--name STEM]]
+//                 [--cache-dir DIR]
 //       Tunes the kernel on this machine's GPU for each sequence bucket, writes the winners into
 //       the tuning database (<cache dir>/tuning/) and, with --emit-dir, the winners' PTX and
-//       sidecars (STEM.n<bucket>.ptx / .json, for tools/bench/bench.py --tuned-dir).
+//       sidecars (STEM.n<bucket>.ptx / .json, for tools/bench/bench.py --tuned-dir). With
+//       --split-kv the split count is tuned too (each configuration at the launcher's choice
+//       and the counts around it) and stored with the grid it was timed on.
 //
 //===----------------------------------------------------------------------===//
 #include "TuneCommand.h"
@@ -39,7 +42,7 @@ cl::SubCommand tools::tuneCommand(
 static cl::OptionCategory tuneCategory(
     "tilefuse tune options",
     "  tilefuse tune (--kernel NAME | FILE.mlir) [--head-dim D] [--dtype bf16|f16] [--seq N,..]\n"
-    "                [--varlen] [--emit-dir DIR] [--force]\n"
+    "                [--varlen] [--split-kv] [--shape B,H,Hkv,M] [--emit-dir DIR] [--force]\n"
     "  The database is <cache dir>/tuning/ (TILEFUSE_CACHE_DIR, default ~/.cache/tilefuse);\n"
     "  the runtime uses it with TILEFUSE_AUTOTUNE=cached|on, `tilefuse compile --tuned` too.");
 
@@ -65,6 +68,17 @@ static cl::opt<bool> tVarlen(
     cl::desc("Tune the kernel's varlen form (tile-varlen; `compile --tuned --varlen` reads it): "
              "timed on a packed batch of ragged sequences, the longest the bucket"),
     cl::init(false), cl::sub(tools::tuneCommand), cl::cat(tuneCategory));
+static cl::opt<bool> tSplitKv(
+    "split-kv",
+    cl::desc("Tune the kernel's split-KV form (tile-split-kv; `compile --tuned --split-kv` and "
+             "KernelSpec::splitKv read it): timed at decode (M = 1 unless --shape says), the "
+             "split count an axis beside the configuration"),
+    cl::init(false), cl::sub(tools::tuneCommand), cl::cat(tuneCategory));
+static cl::list<int64_t> tShape(
+    "shape",
+    cl::desc("B,H,Hkv,M to time at (N is each --seq bucket; default: B = 16k / N, H = 2048 / D, "
+             "Hkv = H, M = N; with --split-kv B = 8, H = 4096 / D, Hkv = H / 4, M = 1)"),
+    cl::CommaSeparated, cl::sub(tools::tuneCommand), cl::cat(tuneCategory));
 static cl::opt<std::string> tArch("arch", cl::desc("Target chip (default: this GPU's)"),
                                   cl::init(""), cl::sub(tools::tuneCommand),
                                   cl::cat(tuneCategory));
@@ -206,10 +220,13 @@ static void printTable(const TuningReport &report) {
     return a->outcome < b->outcome;
   });
   double base = report.record.defaultMs;
-  fmt::print("{:<64} {:>9} {:>8} {:>5} {:>7}  {}\n", "configuration", "median", "vs dflt", "regs",
-             "smem", "outcome");
+  bool split = report.record.keySplits.has_value();
+  fmt::print("{:<64} {:>9} {:>8}{} {:>5} {:>7}  {}\n", "configuration", "median", "vs dflt",
+             split ? fmt::format(" {:>4}", "S") : "", "regs", "smem", "outcome");
   for (const CandidateReport *c : rows) {
     std::string ms = c->medianMs > 0 ? fmt::format("{:.3f}ms", c->medianMs) : "-";
+    std::string splits =
+        !split ? "" : fmt::format(" {:>4}", c->medianMs > 0 ? std::to_string(c->kvSplits) : "-");
     std::string ratio = c->medianMs > 0 && base > 0 ? fmt::format("{:.3f}x", base / c->medianMs)
                                                     : "-";
     std::string regs = c->registers ? std::to_string(c->registers) : "-";
@@ -217,9 +234,18 @@ static void printTable(const TuningReport &report) {
     std::string outcome = candidateOutcomeName(c->outcome).str();
     if (!c->reason.empty())
       outcome += ": " + c->reason;
-    fmt::print("{:<64} {:>9} {:>8} {:>5} {:>6}K  {}{}\n", c->config.print(), ms, ratio, regs,
-               smem / 1024, outcome, c->isDefault ? " (default)" : "");
+    fmt::print("{:<64} {:>9} {:>8}{} {:>5} {:>6}K  {}{}\n", c->config.print(), ms, ratio, splits,
+               regs, smem / 1024, outcome, c->isDefault ? " (default)" : "");
   }
+}
+
+/// A split-KV candidate's split counts, one line each: "S=4 (launcher) 0.031 ms".
+static void printSplits(llvm::StringRef title, const CandidateReport &c) {
+  fmt::print("{} {}:\n", title.str(), c.config.print());
+  for (const SplitTiming &t : c.splits)
+    fmt::print("  S={:<4}{:<11} {:>9}{}\n", t.splitsRun, t.kvSplits == 0 ? " (launcher)" : "",
+               t.medianMs > 0 ? fmt::format("{:.4f}ms", t.medianMs) : "-",
+               t.dropped.empty() ? "" : "  " + t.dropped);
 }
 
 /// Writes the winner's PTX and its sidecar (with the tuning fields) for bench.py.
@@ -259,6 +285,15 @@ int tools::tuneMain() {
   options.params.assign(tParams.begin(), tParams.end());
   options.features = tFeatures;
   options.varlen = tVarlen;
+  options.splitKv = tSplitKv;
+  if (!tShape.empty() && tShape.size() != 4)
+    return error("--shape takes B,H,Hkv,M (four sizes), not " + std::to_string(tShape.size())), 2;
+  if (llvm::any_of(tShape, [](int64_t size) { return size < 1; }))
+    return error("--shape: every size must be positive"), 2;
+  if (!tShape.empty() && tShape[1] % tShape[2])
+    return error("--shape: H (" + std::to_string(tShape[1]) + ") must be a multiple of Hkv (" +
+                 std::to_string(tShape[2]) + ")"),
+           2;
   if (!tArch.empty()) {
     options.chip = tArch;
   } else {
@@ -291,6 +326,8 @@ int tools::tuneMain() {
       stem += "_f16";
     if (options.varlen)
       stem += "_varlen";
+    if (options.splitKv)
+      stem += "_split";
   }
 
   int status = 0;
@@ -300,8 +337,10 @@ int tools::tuneMain() {
                byDefault->headDim, key.seqBucket, key.digest().substr(0, 16));
     if (!tForce && tEmitDir.empty())
       if (std::optional<TuningRecord> known = database.lookup(key)) {
-        fmt::print("in the database: {} ({:.3f} ms, default {:.3f} ms; --force tunes again)\n",
-                   known->config.print(), known->medianMs, known->defaultMs);
+        fmt::print("in the database: {}{} ({:.3f} ms, default {:.3f} ms; --force tunes again)\n",
+                   known->config.print(),
+                   known->keySplits ? fmt::format(" S={}", known->keySplits->kvSplits) : "",
+                   known->medianMs, known->defaultMs);
         continue;
       }
     TuningProblem problem;
@@ -309,6 +348,12 @@ int tools::tuneMain() {
     problem.bufferName = bufferName;
     problem.options = options;
     problem.seqLength = length;
+    if (!tShape.empty()) {
+      problem.batch = tShape[0];
+      problem.heads = tShape[1];
+      problem.kvHeads = tShape[2];
+      problem.queries = tShape[3];
+    }
     TuningOptions tuning;
     tuning.threads = tJobs;
     tuning.repetitions = tReps;
@@ -333,6 +378,18 @@ int tools::tuneMain() {
     fmt::print("best    {} {:.3f} ms; default {} {:.3f} ms ({:.3f}x)\n", r.config.print(),
                r.medianMs, r.defaultConfig.print(), r.defaultMs,
                r.medianMs > 0 ? r.defaultMs / r.medianMs : 0.0);
+    if (r.keySplits) {
+      for (const CandidateReport &c : report->candidates) {
+        if (c.config == r.config)
+          printSplits("splits of the best", c);
+        else if (c.isDefault)
+          printSplits("splits of the default", c);
+      }
+      fmt::print("split   S={} (the launcher's choice S={}) for {} programs over {} key "
+                 "blocks; launches of another grid keep the launcher's choice\n",
+                 r.keySplits->kvSplits, r.keySplits->policySplits, r.keySplits->programs,
+                 r.keySplits->keyBlocks);
+    }
     if (llvm::Error e = database.store(report->key, r))
       status = error(llvm::toString(std::move(e)));
     else if (!database.directory().empty())
@@ -374,6 +431,12 @@ int tools::applyTunedConfig(llvm::StringRef text, llvm::StringRef bufferName,
                      .str());
   fmt::print(stderr, "tuned configuration {} ({:.3f} ms on {}, default {:.3f} ms)\n",
              record->config.print(), record->medianMs, gpu->text(), record->defaultMs);
+  // The compiled kernel's launcher chooses its own split count; the runtime API uses this one.
+  if (const std::optional<TunedKeySplits> &splits = record->keySplits)
+    fmt::print(stderr,
+               "tuned split count S={} for {} programs over {} key blocks (the "
+               "launcher's choice there: {}); pass it as kvSplits on that grid\n",
+               splits->kvSplits, splits->programs, splits->keyBlocks, splits->policySplits);
   options.tiles = record->config.overriddenBy(options.tiles);
   return 0;
 }

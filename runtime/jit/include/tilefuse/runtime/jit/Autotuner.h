@@ -16,21 +16,28 @@
 //      input sets (rotated); candidates over 1.5x the best of the first round, and over 1.3x the
 //      best median after three timed rounds, are dropped; the winner has the lowest median.
 //      Timing stops early (with at least three timed rounds) where another round would end past
-//      the budget.
+//      the budget. A split-KV kernel's split count is an axis of the timing: each configuration
+//      runs at the launcher's choice (kvSplits = 0) and at the other keySplitCandidates around
+//      it (TuningSpace.h), each count checked and timed like a candidate of its own; the winner
+//      is the fastest (configuration, count), and the record keeps the count with the grid it
+//      was timed on (TunedKeySplits).
 //
 // The problem timed: M = N = the sequence bucket (sequenceBucket), D the kernel's head dim,
-// B = max(1, 16384 / N), H = max(1, 2048 / D), Hkv = H, except where the kernel's signature
-// declares a size. A varlen kernel runs a packed batch instead: sequences of the bucket's length,
-// then 7/8, 6/8, ... 1/8 of it in turn, up to 16k tokens (bench.py's varlen mix; M = N = the
-// bucket bounds them). Errors are values: no driver or GPU, a kernel that does not compile in its
-// default configuration, or a CUDA context left unusable by a faulting candidate; everything
-// else only drops candidates.
+// B = max(1, 16384 / N), H = max(1, 2048 / D), Hkv = H; a split-KV kernel, made for decode, runs
+// decode instead: M = 1, B = 8, H = max(1, 4096 / D), Hkv = max(1, H / 4) (GQA 32/8 at D = 128,
+// the decode bench's shape), unless it is varlen too. The problem's batch, heads, KV heads and
+// query rows replace these where given, and sizes the kernel's signature declares win over both. A
+// varlen kernel runs a packed batch instead: sequences of the bucket's length, then 7/8, 6/8, ...
+// 1/8 of it in turn, up to 16k tokens (bench.py's varlen mix; M = N = the bucket bounds them).
+// Errors are values: no driver or GPU, a kernel that does not compile in its default configuration,
+// or a CUDA context left unusable by a faulting candidate; everything else only drops candidates.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TILEFUSE_RUNTIME_JIT_AUTOTUNER_H
 #define TILEFUSE_RUNTIME_JIT_AUTOTUNER_H
 
 #include "tilefuse/runtime/Compiler.h"
+#include "tilefuse/runtime/cuda/CudaKernel.h"
 #include "tilefuse/runtime/jit/TuningDatabase.h"
 #include "tilefuse/runtime/jit/TuningSpace.h"
 
@@ -51,8 +58,11 @@ struct TuningProblem {
   /// The specialization and target (head dim, dtype, parameters, chip, PTX features); its tile
   /// configuration is ignored (the space's configurations replace it).
   PtxCompileOptions options;
-  /// The sequence length the kernel will run at; picks the bucket (timed at M = N = bucket).
+  /// The sequence length the kernel will run at; picks the bucket (timed at N = the bucket,
+  /// and M too unless the kernel is split-KV).
   int64_t seqLength = 4096;
+  /// The batch, heads, KV heads and query rows to time at; 0: the file comment's rule.
+  int64_t batch = 0, heads = 0, kvHeads = 0, queries = 0;
 };
 
 struct TuningProgress {
@@ -92,6 +102,14 @@ enum class CandidateOutcome {
 };
 llvm::StringRef candidateOutcomeName(CandidateOutcome outcome);
 
+/// One split count a split-KV configuration was timed at.
+struct SplitTiming {
+  int64_t kvSplits = 0;  ///< as launched: 0 is the launcher's choice
+  int64_t splitsRun = 0; ///< what ran (the launcher's choice resolved)
+  double medianMs = 0;   ///< 0: never timed
+  std::string dropped;   ///< why it left the timing early (empty: timed to the end)
+};
+
 struct CandidateReport {
   TileConfig config;
   ResourceEstimate estimate;
@@ -102,6 +120,10 @@ struct CandidateReport {
   int registers = 0;      ///< per thread, from the driver (0: not loaded)
   int64_t sharedBytes = 0; ///< as compiled (0: not compiled)
   double compileMs = 0, loadMs = 0;
+  /// A split-KV configuration's split counts, the launcher's choice first, and the count its
+  /// medianMs was timed at (resolved).
+  std::vector<SplitTiming> splits;
+  int64_t kvSplits = 0;
 };
 
 struct TuningReport {
@@ -119,6 +141,14 @@ struct TuningReport {
 /// `seqLength`, the GPU and compilerVersion().
 TuningKey tuningKeyFor(llvm::StringRef source, const PtxCompileOptions &options,
                        const CompiledKernel &compiled, int64_t seqLength, const GpuIdentity &gpu);
+
+/// The grid a split-KV launch of `metadata` on `shape` has, as the launcher's policy counts it
+/// (CudaKernel::splitCountFor) and TunedKeySplits is keyed by: the programs (batch x heads, or
+/// KV heads when GQA-packed, x row blocks) and the key blocks.
+struct KeySplitGrid {
+  int64_t programs = 0, keyBlocks = 0;
+};
+KeySplitGrid keySplitGrid(const cuda::KernelMetadata &metadata, const cuda::AttentionShape &shape);
 
 /// Tunes `problem` on the current GPU (see the file comment). Does not touch the database.
 llvm::Expected<TuningReport> tune(const TuningProblem &problem, const TuningOptions &options);

@@ -20,6 +20,15 @@
 //    "tuning_seconds": 9.8, "shape": {"B": .., "H": .., "Hkv": .., "M": .., "N": ..},
 //    "created": "2026-12-01T10:00:00Z"}
 //
+// A split-KV kernel's entry adds its tuned split count, with the grid it was timed on (see
+// TunedKeySplits):
+//
+//    "key_splits": {"kv_splits": 8, "programs": 64, "key_blocks": 32, "policy_splits": 4}
+//
+// An entry without "key_splits" (every entry before it existed, and every unsplit kernel's)
+// leaves the split count to the launcher; readers that predate it ignore the field, so the
+// format stays version 1 in both directions.
+//
 // Reads check the header, the size, the checksum, the key (the file's and the fields') and that
 // the configuration parses and is complete; anything else (truncated, garbage, another format)
 // is deleted and reported as a miss, so the entry is tuned and written again. Writes go to a
@@ -76,6 +85,29 @@ struct TuningKey {
   std::string digest() const;
 };
 
+/// A split-KV kernel's tuned split count. The best S depends on the grid (batch x heads, or KV
+/// heads when GQA-packed, x row blocks) and on the key length, which the tuning key does not
+/// hold (getKernel knows neither the batch nor the heads), so S is stored with the grid it was
+/// timed on and used only for launches of that grid: the same programs, and key blocks in the
+/// same power-of-two bucket as the timed ones (more than half of them, at most all); any other
+/// launch gets the launcher's policy (CudaKernel::chooseKeySplits).
+struct TunedKeySplits {
+  int64_t kvSplits = 0;     ///< the fastest split count timed (>= 1)
+  int64_t programs = 0;     ///< the timed grid's programs
+  int64_t keyBlocks = 0;    ///< the timed key length's blocks (of the configuration's Bc)
+  int64_t policySplits = 0; ///< the launcher's choice on that grid (for reports)
+
+  /// Whether a launch of `launchPrograms` programs over `launchKeyBlocks` key blocks is the grid
+  /// this was tuned on (see above).
+  bool appliesTo(int64_t launchPrograms, int64_t launchKeyBlocks) const;
+};
+
+/// The split count a split-KV launch asks CudaKernel::launch for: the caller's when it asks for
+/// one (anything but 0; a negative count is passed on, for the launcher to refuse), else the
+/// tuned count where `tuned` applies to the launch's grid, else 0 (the launcher's policy).
+int64_t keySplitsForLaunch(int64_t requested, const std::optional<TunedKeySplits> &tuned,
+                           int64_t programs, int64_t keyBlocks);
+
 /// A winner.
 struct TuningRecord {
   TileConfig config; ///< complete
@@ -86,6 +118,8 @@ struct TuningRecord {
   double tuningSeconds = 0;
   int64_t B = 0, H = 0, Hkv = 0, M = 0, N = 0; ///< the problem it was timed on
   std::string created;                         ///< UTC, ISO 8601
+  /// A split-KV kernel's tuned split count; none: the launcher chooses.
+  std::optional<TunedKeySplits> keySplits;
 };
 
 struct TuningDatabaseStats {

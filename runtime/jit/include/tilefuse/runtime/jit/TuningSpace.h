@@ -116,6 +116,17 @@ std::vector<Candidate> enumerateSpace(int64_t headDim, llvm::StringRef chip,
                                       const ChipLimits &limits, const TuningAxes &axes,
                                       int64_t elementBytes = 2);
 
+/// The split counts the tuner times for a split-KV configuration on one grid besides the
+/// launcher's choice `policySplits` (CudaKernel::chooseKeySplits, which the tuner times as
+/// kvSplits = 0): no split (1), half and twice the policy's choice, and the policy's choice
+/// itself, each within [1, min(keyBlocks, 128)] (a split of no key block would only pay the
+/// merge; 128 is the policy's own bound), ascending, without duplicates. Four at most: each is
+/// timed on every candidate configuration, and a decode tuning's budget is seconds. The sweep
+/// of docs/perf.md (2026-11-30) found the policy's misses one halving or doubling away.
+std::vector<int64_t> keySplitCandidates(int64_t policySplits, int64_t keyBlocks);
+/// The same around chooseKeySplits(programs, slots, keyBlocks).
+std::vector<int64_t> keySplitCandidates(int64_t programs, int64_t slots, int64_t keyBlocks);
+
 } // namespace tilefuse::runtime::jit
 
 #endif
