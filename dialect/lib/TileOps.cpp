@@ -7,6 +7,7 @@
 #include "tilefuse/dialect/TileOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/TypeUtilities.h"
 
@@ -300,11 +301,86 @@ static LogicalResult verifyPacked(Operation *op, Value headRows, size_t numIndic
   return success();
 }
 
+// Division by a page size S given at launch, by the round-up method (Granlund and Montgomery;
+// libdivide's branch-free unsigned 32-bit form). With l = ceil(log2 S) and
+// m = ceil(2^(32+l) / S), floor(x * m / 2^(32+l)) = floor(x / S) for every x < 2^31 and
+// 1 <= S <= 2^31:
+//   m = (2^(32+l) + e) / S with 0 <= e < S <= 2^l, so x * m / 2^(32+l) = x / S + d with
+//   0 <= d = x * e / (S * 2^(32+l)) < x / (S * 2^32). Writing x = q * S + r (r <= S - 1),
+//   x / S + d < q + (r + x / 2^32) / S < q + 1 since x < 2^32 (the bound x < 2^31 is for
+//   the 32-bit sum below), so the floor is q.
+// m lies in [2^32, 2^33) (S > 2^(l-1), and m = 2^32 at S = 1 or any power of two), 33 bits: so
+// the multiplier kept is m' = m - 2^32, and
+//   floor(x * m / 2^(32+l)) = floor((x + mulhi(x, m')) / 2^l),
+// x * m' = mulhi * 2^32 + lo with lo < 2^32 dropping out of the floor. x + mulhi(x, m') <= 2x
+// < 2^32 for x < 2^31, so the sum does not wrap in 32 bits: on the GPU one IMAD.WIDE.U32 (the
+// product's high word), an add and a shift. Rows are below 2^31 (pagedRow); S >= 1 is checked
+// at launch by both runtimes, and S < 2^31 on the GPU, whose runtime checks that a cache's
+// element offsets fit in 32 bits.
+PageDivisor tilefuse::tile::pageReciprocal(OpBuilder &b, Location loc, Value pageSize) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  auto constant = [&](Type type, int64_t v) -> Value {
+    return arith::ConstantIntOp::create(b, loc, type, v);
+  };
+  Value size32 = b.createOrFold<arith::IndexCastUIOp>(loc, i32, pageSize);
+  // l = ceil(log2 S), the bit length of S - 1: 0 at S = 1, 31 at S = 2^31. By halving steps in
+  // arith (math.ctlz has no lowering in the NVVM pipeline; this runs once per program).
+  Value rest = b.createOrFold<arith::SubIOp>(loc, size32, constant(i32, 1));
+  Value shift = constant(i32, 0);
+  for (int64_t step : {16, 8, 4, 2, 1}) {
+    Value stepValue = constant(i32, step);
+    Value wide = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::uge, rest,
+                                               constant(i32, int64_t(1) << step));
+    rest = b.createOrFold<arith::SelectOp>(
+        loc, wide, b.createOrFold<arith::ShRUIOp>(loc, rest, stepValue), rest);
+    shift = b.createOrFold<arith::SelectOp>(
+        loc, wide, b.createOrFold<arith::AddIOp>(loc, shift, stepValue), shift);
+  }
+  shift = b.createOrFold<arith::AddIOp>(loc, shift, rest); // what is left is 0 or 1
+  // m = ceil(2^(32+l) / S) = (2^(32+l) + S - 1) div S, in 64 bits: 2^(32+l) + S - 1 < 2^64.
+  Value size64 = b.createOrFold<arith::ExtUIOp>(loc, i64, size32);
+  Value power = b.createOrFold<arith::ShLIOp>(
+      loc, constant(i64, 1),
+      b.createOrFold<arith::AddIOp>(loc, b.createOrFold<arith::ExtUIOp>(loc, i64, shift),
+                                    constant(i64, 32)));
+  Value numerator = b.createOrFold<arith::AddIOp>(
+      loc, power, b.createOrFold<arith::SubIOp>(loc, size64, constant(i64, 1)));
+  Value m = b.createOrFold<arith::DivUIOp>(loc, numerator, size64);
+  // Its low 32 bits are m - 2^32.
+  Value multiplier = b.createOrFold<arith::TruncIOp>(loc, i32, m);
+  return {pageSize, multiplier, shift};
+}
+
+PageDivisor tilefuse::tile::pageDivisor(OpBuilder &b, Location loc, Value pageSize) {
+  if (getConstantIntValue(pageSize))
+    return {pageSize, Value(), Value()};
+  return pageReciprocal(b, loc, pageSize);
+}
+
+Value tilefuse::tile::divideByPage(OpBuilder &b, Location loc, Value row,
+                                   const PageDivisor &pageSize) {
+  if (!pageSize.multiplier)
+    return b.createOrFold<arith::DivUIOp>(loc, row, pageSize.size);
+  Type i32 = b.getI32Type();
+  Value row32 = b.createOrFold<arith::IndexCastUIOp>(loc, i32, row);
+  SmallVector<Value, 2> product;
+  b.createOrFold<arith::MulUIExtendedOp>(product, loc, row32, pageSize.multiplier);
+  Value sum = b.createOrFold<arith::AddIOp>(loc, row32, product[1]);
+  Value quotient = b.createOrFold<arith::ShRUIOp>(loc, sum, pageSize.shift);
+  return b.createOrFold<arith::IndexCastUIOp>(loc, b.getIndexType(), quotient);
+}
+
 PageAndRow tilefuse::tile::pagedRow(
-    OpBuilder &b, Location loc, Value row, Value pageSize,
+    OpBuilder &b, Location loc, Value row, const PageDivisor &pageSize,
     function_ref<Value(OpBuilder &, Location, Value)> readTable) {
-  Value column = b.createOrFold<arith::DivUIOp>(loc, row, pageSize);
-  return {readTable(b, loc, column), b.createOrFold<arith::RemUIOp>(loc, row, pageSize)};
+  Value column = divideByPage(b, loc, row, pageSize);
+  // A constant S: LLVM derives the remainder from the division by a constant.
+  Value rowInPage =
+      pageSize.multiplier
+          ? b.createOrFold<arith::SubIOp>(
+                loc, row, b.createOrFold<arith::MulIOp>(loc, column, pageSize.size))
+          : b.createOrFold<arith::RemUIOp>(loc, row, pageSize.size);
+  return {readTable(b, loc, column), rowInPage};
 }
 
 LogicalResult BlockLoadOp::verify() {

@@ -71,19 +71,40 @@ module attributes {tilefuse.threads = {kernel = 128 : i64}} {
 // A paged kernel (tile-paged-kv): the launch ABI's four paged parameters follow the 24 (the
 // table, the lengths, the table's row stride and the page size); the sequence's length is one
 // load; each copied row reads its page from the table (tile::pagedRow: row / page size, row mod
-// page size), then its chunk at (page, head, row in page).
+// page size), then its chunk at (page, head, row in page). The page size is given at launch:
+// its round-up reciprocal (tile::pageDivisor: the shift ceil(log2 S) by halving steps, the
+// multiplier m - 2^32 from one 64-bit division) is computed once at the kernel's entry, before
+// the grid's indices, and each row's division is a multiply-high, an add and a shift, its
+// remainder a multiply and a subtraction: no division by the page size in the copies.
 // CHECK-LABEL: gpu.func @paged
 // CHECK-SAME:    (%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, {{.+}}: i64, %[[TABLE:[^:]+]]: !llvm.ptr<1>, %[[LENGTHS:[^:]+]]: !llvm.ptr<1>, %{{[^:]+}}: i64, %[[PAGE:[^:]+]]: i64) kernel
-// CHECK:         llvm.trunc %[[PAGE]] : i64 to i32
+// CHECK:         %[[PAGE32:.+]] = llvm.trunc %[[PAGE]] : i64 to i32
+// CHECK:         %[[SIZE:.+]] = arith.index_cast %[[PAGE32]] : i32 to index
+// CHECK-NEXT:    %[[S:.+]] = arith.index_castui %[[SIZE]] : index to i32
+// CHECK-COUNT-5: arith.cmpi uge
+// CHECK:         %[[SHIFT:.+]] = arith.addi %{{.+}}, %{{[0-9]+}} : i32
+// CHECK-NEXT:    %[[S64:.+]] = arith.extui %[[S]] : i32 to i64
+// CHECK:         %[[M:.+]] = arith.divui %{{.+}}, %[[S64]] : i64
+// CHECK-NEXT:    %[[MUL:.+]] = arith.trunci %[[M]] : i64 to i32
+// CHECK:         gpu.block_id
 // CHECK:         llvm.getelementptr %[[LENGTHS]]
 // CHECK:         %[[LENGTH:.+]] = llvm.load %{{.+}} : !llvm.ptr<1> -> i32
 // CHECK:         %[[N:.+]] = arith.index_castui %[[LENGTH]] : i32 to index
 // CHECK:         %[[IN:.+]] = arith.cmpi ult, %{{.+}}, %[[N]] : index
 // CHECK:         %[[ROW:.+]] = arith.select %[[IN]], %{{.+}}, %c0 : index
-// CHECK:         arith.divui %[[ROW]], %[[PS:.+]] : index
+// CHECK-NEXT:    %[[ROW32:.+]] = arith.index_castui %[[ROW]] : index to i32
+// CHECK-NEXT:    %{{.+}}, %[[HI:.+]] = arith.mului_extended %[[ROW32]], %[[MUL]] : i32
+// CHECK-NEXT:    %[[SUM:.+]] = arith.addi %[[ROW32]], %[[HI]] : i32
+// CHECK-NEXT:    %[[Q32:.+]] = arith.shrui %[[SUM]], %[[SHIFT]] : i32
+// CHECK-NEXT:    %[[Q:.+]] = arith.index_castui %[[Q32]] : i32 to index
+// CHECK-NEXT:    %[[QS:.+]] = arith.muli %[[Q]], %[[SIZE]] : index
+// CHECK-NEXT:    arith.subi %[[ROW]], %[[QS]] : index
+// CHECK-NOT:     arith.divui
+// CHECK-NOT:     arith.remui
 // CHECK:         llvm.getelementptr %[[TABLE]]
 // CHECK:         llvm.load %{{.+}} : !llvm.ptr<1> -> i32
-// CHECK:         arith.remui %[[ROW]], %[[PS]] : index
+// CHECK-NOT:     arith.divui
+// CHECK-NOT:     arith.remui
 // CHECK:         nvvm.cp.async.shared.global
 module attributes {tilefuse.threads = {paged = 128 : i64}} {
   func.func @paged(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse, %T: !table,
@@ -95,6 +116,40 @@ module attributes {tilefuse.threads = {paged = 128 : i64}} {
       %length = memref.load %L[%b] : memref<?xi32>
       %n = arith.index_castui %length : i32 to index
       %t = tgpu.async_copy %K[%b, %h, %r] bound %n pages %T into %buffer : !qkv, !tile, !table
+      %g = nvgpu.device_async_create_group %t
+      nvgpu.device_async_wait %g {numGroups = 0 : i32}
+    } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+    return
+  }
+}
+
+// -----
+
+!qkv = memref<?x?x?x64xbf16>
+!cache = memref<?x?x16x64xbf16>
+!lse = memref<?x?x?xf32>
+!table = memref<?x?xi32, strided<[?, 1]>>
+!tile = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+
+// A page size fixed at compile time (tile-paged-kv's page-size: the cache's type says 16) is
+// divided by as a constant, which LLVM makes a shift: no reciprocal.
+// CHECK-LABEL: gpu.func @paged_fixed
+// CHECK-NOT:     arith.mului_extended
+// CHECK:         %[[ROW:.+]] = arith.select %{{.+}}, %{{.+}}, %c0 : index
+// CHECK-NEXT:    arith.divui %[[ROW]], %c16 : index
+// CHECK:         arith.remui %[[ROW]], %c16 : index
+// CHECK-NOT:     arith.mului_extended
+// CHECK:         nvvm.cp.async.shared.global
+module attributes {tilefuse.threads = {paged_fixed = 128 : i64}} {
+  func.func @paged_fixed(%Q: !qkv, %K: !cache, %V: !cache, %O: !qkv, %LSE: !lse, %T: !table,
+                         %L: memref<?xi32>) attributes {tile.paged_kv} {
+    %c0 = arith.constant 0 : index
+    %buffer = tgpu.alloc {offset = 0 : i64} : !tile
+    %m = memref.dim %Q, %c0 : !qkv
+    scf.forall (%b, %h, %r) in (%m, %m, %m) {
+      %length = memref.load %L[%b] : memref<?xi32>
+      %n = arith.index_castui %length : i32 to index
+      %t = tgpu.async_copy %K[%b, %h, %r] bound %n pages %T into %buffer : !cache, !tile, !table
       %g = nvgpu.device_async_create_group %t
       nvgpu.device_async_wait %g {numGroups = 0 : i32}
     } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}

@@ -194,3 +194,60 @@ func.func @block_ops(%V: memref<?x?x?x64xbf16>, %O: memref<?x?x?x64xbf16>, %L: m
   tile.block_store %sum, %L[%b, %h, %r] bound %n : tensor<16xf32>, memref<?x?x?xf32>
   return
 }
+
+// -----
+
+// A paged block load (tile-paged-kv) with a page size given at launch (the cache's third
+// dimension): the page size and its round-up reciprocal once at the function's entry
+// (tile::pageDivisor, as the GPU lowering computes them), and per element a multiply-high, an
+// add and a shift for the row's page column, a multiply and a subtraction for its row in the
+// page; no division by the page size in the loops.
+// CHECK-LABEL: func.func @paged_block_load
+// CHECK-SAME:    (%[[K:[a-z0-9_]+]]: memref<{{[^%]+}}>, %{{[a-z0-9_]+}}: memref<{{[^%]+}}>, %[[T:[a-z0-9_]+]]: memref<{{[^%]+}}>,
+// CHECK:         %[[S:.+]] = memref.dim %[[K]], %c2{{(_[0-9]+)?}} :
+// CHECK-NEXT:    arith.index_castui %[[S]] : index to i32
+// CHECK:         %[[M:.+]] = arith.divui %{{.+}}, %{{.+}} : i64
+// CHECK-NEXT:    %[[MUL:.+]] = arith.trunci %[[M]] : i64 to i32
+// CHECK:         scf.for
+// CHECK-NOT:     arith.divui
+// CHECK-NOT:     arith.remui
+// CHECK:         %[[ROW32:.+]] = arith.index_castui %[[ROW:.+]] : index to i32
+// CHECK-NEXT:    %{{.+}}, %[[HI:.+]] = arith.mului_extended %[[ROW32]], %[[MUL]] : i32
+// CHECK-NEXT:    %[[SUM:.+]] = arith.addi %[[ROW32]], %[[HI]] : i32
+// CHECK-NEXT:    %[[Q32:.+]] = arith.shrui %[[SUM]], %{{.+}} : i32
+// CHECK-NEXT:    %[[Q:.+]] = arith.index_castui %[[Q32]] : i32 to index
+// CHECK-NEXT:    %[[QS:.+]] = arith.muli %[[Q]], %[[S]] : index
+// CHECK-NEXT:    %[[R:.+]] = arith.subi %[[ROW]], %[[QS]] : index
+// CHECK-NEXT:    %[[P:.+]] = memref.load %[[T]][%{{.+}}, %[[Q]]]
+// CHECK-NEXT:    %[[PAGE:.+]] = arith.index_castui %[[P]] : i32 to index
+// CHECK-NEXT:    memref.load %[[K]][%[[PAGE]], %{{.+}}, %[[R]], %{{.+}}]
+// CHECK-NOT:     arith.divui
+// CHECK-NOT:     arith.remui
+// CHECK:         return
+//
+// A page size fixed at compile time (page-size=16: the cache's type) is divided by as a
+// constant (LLVM's shift), with no reciprocal.
+// CHECK-LABEL: func.func @paged_block_load_fixed
+// CHECK-NOT:     arith.mului_extended
+// CHECK:         %[[C:.+]] = arith.divui %{{.+}}, %c16{{(_[0-9]+)?}} : index
+// CHECK-NEXT:    arith.remui %{{.+}}, %c16{{(_[0-9]+)?}} : index
+// CHECK-NEXT:    memref.load %{{.+}}[%{{.+}}, %[[C]]]
+// CHECK-NOT:     arith.mului_extended
+// CHECK:         return
+func.func @paged_block_load(%K: memref<?x?x?x64xbf16>, %O: memref<?x?x?x64xbf16>,
+                            %T: memref<?x?xi32, strided<[?, 1]>>, %b: index, %h: index,
+                            %r: index, %n: index) {
+  %blk = tile.block_load %K[%b, %h, %r] bound %n pages %T
+      : memref<?x?x?x64xbf16>, memref<?x?xi32, strided<[?, 1]>> -> tensor<16x64xbf16>
+  tile.block_store %blk, %O[%b, %h, %r] bound %n : tensor<16x64xbf16>, memref<?x?x?x64xbf16>
+  return
+}
+
+func.func @paged_block_load_fixed(%K: memref<?x?x16x64xbf16>, %O: memref<?x?x?x64xbf16>,
+                                  %T: memref<?x?xi32, strided<[?, 1]>>, %b: index, %h: index,
+                                  %r: index, %n: index) {
+  %blk = tile.block_load %K[%b, %h, %r] bound %n pages %T
+      : memref<?x?x16x64xbf16>, memref<?x?xi32, strided<[?, 1]>> -> tensor<16x64xbf16>
+  tile.block_store %blk, %O[%b, %h, %r] bound %n : tensor<16x64xbf16>, memref<?x?x?x64xbf16>
+  return
+}

@@ -3,18 +3,28 @@
 // tile-paged-kv makes any variant read its keys and values through a page table, with a length
 // per sequence. Every bundled variant and the three test-only variants, compiled paged and run
 // on the CPU backend, against the float64 reference of the same DSL text on the contiguous keys
-// and values each sequence owns: odd page sizes (1, 5, 16, 48, 256), ragged lengths (0 to 1000,
-// one sequence empty), decode and prefill row counts, unsplit, split (S up to more than a
-// sequence has key blocks) and split with GQA packing. The cache's other rows are NaN, so a
-// row read past a sequence's length, or from a wrong page, shows in the output.
+// and values each sequence owns: page sizes given at launch, 1, powers of two and odd ones (1,
+// 2, 5, 16, 48, 127, 256: each row's division by the page size is the reciprocal's multiply and
+// shift, tile::pageDivisor), ragged lengths (0 to 1000, one sequence empty), decode and
+// prefill row counts, unsplit, split (S up to more than a sequence has key blocks) and split
+// with GQA packing. The cache's other rows are NaN, so a row read past a sequence's length, or
+// from a wrong page, shows in the output. The reciprocal's IR arithmetic itself is checked
+// exact, folded, over page sizes up to 2^31 and rows up to 2^31 - 1.
 //
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
 
+#include "tilefuse/dialect/TileOps.h"
 #include "tilefuse/kernels/Registry.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/Builders.h"
 
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
+
+#include <random>
 
 using namespace tilefuse;
 using namespace tilefuse::runtime;
@@ -56,6 +66,7 @@ TEST_P(PagedKVCases, MatchesFloat64Reference) {
   std::vector<Shape> shapes = {
       {1, 16, {1000, 1, 0, 17}, 7},   {1, 5, {33, 300, 64, 2}, 3},  {1, 1, {40, 3, 19, 1}, 2},
       {1, 256, {700, 255, 257, 5}, 64}, {3, 48, {100, 49, 0, 300}, 5}, {40, 16, {50, 300, 7, 128}, 2},
+      {1, 127, {600, 127, 128, 254}, 4}, {2, 2, {37, 2, 1, 64}, 3},
   };
   unsigned seed = 11;
   for (const Shape &s : shapes) {
@@ -99,6 +110,63 @@ INSTANTIATE_TEST_SUITE_P(AllVariants, PagedKVCases, testing::ValuesIn(pagedCases
                          [](const testing::TestParamInfo<PagedCase> &info) {
                            return caseName(info.param);
                          });
+
+/// The IR of a page size given at launch (tile::pageDivisor, tile::pagedRow), folded on constant
+/// operands by the arith ops' own folders, which define what the lowerings compute: the page
+/// column and the row in the page equal row / S and row % S exactly for 1 <= S <= 2^31 and
+/// rows below 2^31, at the edges of both ranges (S = 1, powers of two and their neighbours,
+/// S near 2^31; rows near 2^31 - 1 and around multiples of S) and at random.
+TEST(PagedKVPageDivisor, ReciprocalIsExactForRowsBelow2To31) {
+  mlir::MLIRContext context;
+  context.loadDialect<mlir::arith::ArithDialect>();
+  mlir::OpBuilder b(&context);
+  mlir::Location loc = b.getUnknownLoc();
+  mlir::Block block;
+  std::mt19937_64 random(13);
+  constexpr uint64_t kRowLimit = uint64_t(1) << 31; // rows are below it
+  std::vector<uint64_t> sizes;
+  for (uint64_t s = 1; s <= 600; ++s)
+    sizes.push_back(s);
+  for (int k = 10; k <= 31; ++k)
+    for (int64_t d : {-3, -1, 0, 1, 3})
+      sizes.push_back((uint64_t(1) << k) + d);
+  for (uint64_t s : {uint64_t(1000003), uint64_t(715827883), kRowLimit - 1, kRowLimit})
+    sizes.push_back(s);
+  for (int i = 0; i < 400; ++i)
+    sizes.push_back(1 + random() % kRowLimit);
+  auto constant = [&](uint64_t v) -> mlir::Value {
+    return mlir::arith::ConstantIndexOp::create(b, loc, int64_t(v));
+  };
+  int checked = 0;
+  for (uint64_t s : sizes) {
+    if (s > kRowLimit)
+      continue;
+    block.clear();
+    b.setInsertionPointToStart(&block);
+    tilefuse::tile::PageDivisor divisor = tilefuse::tile::pageReciprocal(b, loc, constant(s));
+    ASSERT_TRUE(divisor.multiplier && divisor.shift);
+    ASSERT_TRUE(mlir::getConstantIntValue(divisor.multiplier)) << "S = " << s;
+    std::vector<uint64_t> rows = {0, 1, s - 1, s, s + 1, kRowLimit - 1, kRowLimit - 2,
+                                  (kRowLimit - 1) / s * s, (kRowLimit - 1) / s * s - 1};
+    for (int i = 0; i < 24; ++i)
+      rows.push_back(random() % kRowLimit);
+    for (uint64_t row : rows) {
+      if (row >= kRowLimit)
+        continue;
+      tilefuse::tile::PageAndRow at = tilefuse::tile::pagedRow(
+          b, loc, constant(row), divisor,
+          [](mlir::OpBuilder &, mlir::Location, mlir::Value column) { return column; });
+      std::optional<int64_t> column = mlir::getConstantIntValue(at.page);
+      std::optional<int64_t> rowInPage = mlir::getConstantIntValue(at.row);
+      ASSERT_TRUE(column && rowInPage) << "S = " << s << ", row = " << row << ": not folded";
+      ASSERT_EQ(uint64_t(*column), row / s) << "S = " << s << ", row = " << row;
+      ASSERT_EQ(uint64_t(*rowInPage), row % s) << "S = " << s << ", row = " << row;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 30000);
+  block.clear();
+}
 
 /// A page size fixed at compile time (the caches' types say it; the lowerings divide by a
 /// constant): the same results, and a cache of another page size is refused.

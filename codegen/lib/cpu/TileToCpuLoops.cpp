@@ -140,9 +140,9 @@ SmallVector<Value> viewIndices(OpBuilder &b, Location loc, ValueRange lead, Valu
 
 /// Indices of the paged cache element for block element `iv` at logical (batch, head, row)
 /// (`lead` is batch, head): tile::pagedRow's page and row within it.
-SmallVector<Value> pagedViewIndices(OpBuilder &b, Location loc, Value view, Value table,
+SmallVector<Value> pagedViewIndices(OpBuilder &b, Location loc,
+                                    const tile::PageDivisor &pageSize, Value table,
                                     ValueRange lead, Value row, ValueRange iv) {
-  Value pageSize = b.createOrFold<memref::DimOp>(loc, view, 2);
   tile::PageAndRow at = tile::pagedRow(
       b, loc, row, pageSize, [&](OpBuilder &b, Location loc, Value column) -> Value {
         Value page = memref::LoadOp::create(b, loc, table, ValueRange{lead[0], column});
@@ -168,6 +168,15 @@ struct BlockLoadLowering : OpConversionPattern<BlockLoadOp> {
     // phi) is promoted to f32 and rounded back by a compiler-runtime call (__truncsfbf2) on
     // CPUs without bf16 instructions; an integer never is.
     Type bits = floatBitsType(elt);
+    // A paged cache's page size, and for one given at launch its reciprocal, once where the
+    // view is defined (the function's entry), as the GPU's lowering computes them: not per
+    // element in the key loop.
+    tile::PageDivisor pageSize;
+    if (a.getPageTable()) {
+      OpBuilder::InsertionGuard atView(rw);
+      rw.setInsertionPointAfterValue(a.getView());
+      pageSize = tile::pageDivisor(rw, loc, rw.createOrFold<memref::DimOp>(loc, a.getView(), 2));
+    }
     forEachElement(rw, loc, ty.getShape(), [&](OpBuilder &b, Location l, ValueRange iv) {
       Value row = arith::AddIOp::create(b, l, row0, iv[0]);
       Value inside = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, row, a.getBound());
@@ -177,7 +186,7 @@ struct BlockLoadLowering : OpConversionPattern<BlockLoadOp> {
             Value v = memref::LoadOp::create(
                 tb, tl, a.getView(),
                 a.getPageTable()
-                    ? pagedViewIndices(tb, tl, a.getView(), a.getPageTable(), lead, row, iv)
+                    ? pagedViewIndices(tb, tl, pageSize, a.getPageTable(), lead, row, iv)
                     : viewIndices(tb, tl, lead, row, iv, a.getHeadRows()));
             if (bits)
               v = arith::BitcastOp::create(tb, tl, bits, v);

@@ -47,12 +47,20 @@ struct AsyncCopyToCpAsync : OpConversionPattern<tgpu::AsyncCopyOp> {
     // the bound, whose chunk copies 0 bytes, reads table[batch, 0] (every table row has one
     // entry) and the cache's page 0, so even an empty sequence addresses valid memory.
     std::optional<KernelView> table;
-    Value pageSize;
+    tile::PageDivisor pageSize;
     if (Value pages = adaptor.getPageTable()) {
       table = KernelView::unpack(b, loc, pages, cast<MemRefType>(op.getPageTable().getType()));
-      // A fixed page size (tile-paged-kv's page-size) is the type's: a constant divisor.
-      pageSize = viewType.isDynamicDim(2) ? view.sizes[2]
-                                          : indexConstant(b, loc, viewType.getDimSize(2));
+      if (viewType.isDynamicDim(2)) {
+        // A page size given at launch: its reciprocal once, where the view is defined (the
+        // kernel's entry), not once per row in the key loop.
+        OpBuilder::InsertionGuard atView(b);
+        b.setInsertionPointAfterValue(adaptor.getView());
+        Value size = KernelView::unpack(b, loc, adaptor.getView(), viewType).sizes[2];
+        pageSize = tile::pageDivisor(b, loc, size);
+      } else {
+        // A fixed page size (tile-paged-kv's page-size) is the type's: a constant divisor.
+        pageSize = tile::pageDivisor(b, loc, indexConstant(b, loc, viewType.getDimSize(2)));
+      }
     }
     Value zeroIndex = indexConstant(b, loc, 0);
     auto rowIndices = [&](Value gRow, Value inBounds) -> SmallVector<Value> {

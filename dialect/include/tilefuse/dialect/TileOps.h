@@ -50,15 +50,36 @@ struct HeadAndRow {
 HeadAndRow unpackRow(mlir::OpBuilder &b, mlir::Location loc, mlir::Value head,
                      mlir::Value packedRow, mlir::Value headRows);
 
+/// The page size S of a paged cache as tile::pagedRow divides by it. A size fixed at compile
+/// time (tile-paged-kv's page-size: a constant) is divided by as it is, which LLVM already
+/// turns into a multiply or a shift. A size given at launch carries its round-up reciprocal
+/// (`multiplier`, `shift`, both i32), so that a row's division is a multiply-high, an add and a
+/// shift instead of a run-time division (a few dozen instructions on a GPU), once per row.
+struct PageDivisor {
+  mlir::Value size;              ///< S, an index
+  mlir::Value multiplier, shift; ///< i32; null when S is a constant
+};
+/// S's divisor, emitted at the current insertion point: emit it where S is defined (a
+/// kernel view's size: the function's entry), outside the key loop, so that it costs once per
+/// program and not once per row. A constant S emits nothing.
+PageDivisor pageDivisor(mlir::OpBuilder &b, mlir::Location loc, mlir::Value pageSize);
+/// The round-up reciprocal of S whether or not S is a constant (pageDivisor's arithmetic,
+/// folded when S is one; the unit tests evaluate it so). Needs 1 <= S <= 2^31.
+PageDivisor pageReciprocal(mlir::OpBuilder &b, mlir::Location loc, mlir::Value pageSize);
+/// row div S (an index) for a row < 2^31.
+mlir::Value divideByPage(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row,
+                         const PageDivisor &pageSize);
+
 /// Where logical row `row` of a paged cache lives (tile.load / tile.block_load `pages`): row
 /// row mod S of page table[batch, row div S], S = `pageSize`. `readTable(column)` emits the
 /// read of table[batch, column] (as an index): each backend reads memory its own way. The one
-/// definition of the map; every lowering of a paged op emits it through this.
+/// definition of the map; every lowering of a paged op emits it through this. Rows are below
+/// 2^31: a row that reads the table is below its sequence's length, an i32.
 struct PageAndRow {
   mlir::Value page, row;
 };
 PageAndRow pagedRow(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row,
-                    mlir::Value pageSize,
+                    const PageDivisor &pageSize,
                     llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
                                                    mlir::Value column)>
                         readTable);

@@ -62,8 +62,10 @@ def TilePagedKV : Pass<"tile-paged-kv", "mlir::func::FuncOp"> {
     view used by anything but its load (a memref.dim, whose meaning would change) is an error
     at that use. Runs on the written form, before tile-tiling; marks the function
     tile.paged_kv. With `page-size` the caches' page size is fixed (their types' third
-    dimension): the lowerings then divide by a constant (a shift for powers of two) instead of
-    by a run-time value, once per row copied.
+    dimension): the lowerings then divide by a constant (a shift for powers of two). Without
+    it (0: any) the page size is a launch parameter; the lowerings compute its round-up
+    reciprocal once per kernel (tile::pageDivisor) and divide each row copied by a
+    multiply-high, an add and a shift, not by a run-time division.
   }];
   let options = [
     Option<"pageSize", "page-size", "int64_t", "0",
