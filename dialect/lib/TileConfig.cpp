@@ -7,6 +7,8 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+
 using namespace tilefuse;
 
 static llvm::Error fail(const llvm::Twine &message) {
@@ -234,16 +236,46 @@ static bool warpSpecializedByDefault(int64_t headDim, llvm::StringRef chip, KeyL
   return chip == "sm_90a" && keys == KeyLayout::Tensors && headDim >= 96 && headDim <= 192;
 }
 
-/// The rotated key loop (softmax_overlap) of a warp-specialized kernel where it fits the
-/// consumers' 240 registers. A thread of two consumer warpgroups (64 rows each) holds O (D / 2
-/// registers), Q (D / 4), the scores (Bc / 2) and two packed P blocks (Bc / 4 each): 3·D / 4 + Bc.
-/// ptxas -v (2026-12-01): no spills at 224 (d128 Bc 128, d192 Bc 80) and 232 (d96 Bc 160);
-/// 48 bytes spilled at d192 Bc 96 (240), 256 and more spill and serialize the wgmma groups.
-static bool softmaxOverlapByDefault(int64_t headDim, int64_t blockN) {
-  return 3 * headDim / 4 + blockN <= 232;
+/// The registers a consumer thread of the warp-specialized kernel holds in its rotated key loop
+/// (softmax_overlap). A thread of two consumer warpgroups (64 rows each) holds O (D / 2
+/// registers), Q (D / 4), the scores (Bc / 2) and two packed P blocks (Bc / 4 each): 3·D / 4 + Bc,
+/// plus what the score and mask regions take (scoreRegionRegisters: 9 per op they run per score
+/// element). ptxas -v (2026-12-01), plain kernels: no spills at 224 (d128 Bc 128, d192 Bc 80) and
+/// 232 (d96 Bc 160); 48 bytes spilled at d192 Bc 96 (240), 256 and more spill and serialize the
+/// wgmma groups. With regions (docs/perf.md, "region cost"): alibi and gqa_head_window (4 ops,
+/// 36) spill at 236 (d96 Bc 128), gqa_head_window also at 244 (d128 Bc 112, d192 Bc 64), neither
+/// at 228 (d128 Bc 96, d192 Bc 48) or 220 (d96 Bc 112); softcap (3 ops, 27) spills at 235 (d192
+/// Bc 64), not at 219 (Bc 48). The count is conservative in places (alibi: none at d128 Bc 112).
+static int64_t rotatedLoopRegisters(int64_t headDim, int64_t blockN, int64_t regionRegisters) {
+  return 3 * headDim / 4 + blockN + regionRegisters;
 }
 
-TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, KeyLayout keys) {
+static bool softmaxOverlapByDefault(int64_t headDim, int64_t blockN, int64_t regionRegisters) {
+  return rotatedLoopRegisters(headDim, blockN, regionRegisters) <= 232;
+}
+
+/// The one-warpgroup kernel (Br = 64, no rotation, up to 255 registers a thread): O (D / 2), Q
+/// (D / 4), the scores (Bc / 2) and one packed P block (Bc / 4), plus the regions' registers.
+/// Only a region cost moves its key block: ptxas -v at d256 (2026-12-01), alibi and
+/// gqa_head_window (36) spill 4-8 bytes at Bc 48 (264) and none at Bc 32 (252), softcap (27) none
+/// at Bc 32 (243). The plain kernels at d256 Bc 64 (240 by this count) spill 32-60 bytes, which
+/// this count misses; their configuration is left as measured (docs/perf.md).
+static bool oneWarpgroupFits(int64_t headDim, int64_t blockN, int64_t regionRegisters) {
+  return 3 * headDim / 4 + 3 * blockN / 4 + regionRegisters <= 252;
+}
+
+/// The largest key block, a multiple of 16 from `tuned` down to `smallest`, that `fits`; 0 if
+/// none does.
+static int64_t largestFittingKeyBlock(int64_t tuned, int64_t smallest,
+                                      llvm::function_ref<bool(int64_t)> fits) {
+  for (int64_t blockN = tuned / 16 * 16; blockN >= std::max<int64_t>(smallest, 16); blockN -= 16)
+    if (fits(blockN))
+      return blockN;
+  return 0;
+}
+
+TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, KeyLayout keys,
+                                       int64_t regionRegisters) {
   TileConfig c;
   c.qOperand = QOperand::Registers;
   c.copyIssue = CopyIssue::Eager;
@@ -264,14 +296,29 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
       // session): d96 Bc = 160 (+5-6% over 128 from 4k), d128 128 (144: within 3%, slower at 1k),
       // d192 80 (rotated: +5-10% over Bc = 128 unrotated from 4k, 1.02x cuDNN at 16k).
       c.blockM = 128;
-      c.blockN = headDim <= 96 ? 160 : headDim <= 128 ? 128 : 80;
+      int64_t tuned = headDim <= 96 ? 160 : headDim <= 128 ? 128 : 80;
       c.warpSpecialize = true;
-      c.softmaxOverlap = softmaxOverlapByDefault(headDim, *c.blockN);
+      // Score and mask regions that take registers keep the rotation with a smaller key block,
+      // down to half the tuned one; below that (not measured on the H200) the per-block overhead
+      // is taken to outweigh the overlap, and the loop runs unrotated with the tuned key block,
+      // which does not spill (one score block in flight).
+      int64_t rotated = largestFittingKeyBlock(tuned, tuned / 2, [&](int64_t blockN) {
+        return softmaxOverlapByDefault(headDim, blockN, regionRegisters);
+      });
+      c.blockN = rotated ? rotated : tuned;
+      c.softmaxOverlap = rotated != 0;
+    } else if (regionRegisters > 0 && keys == KeyLayout::Tensors) {
+      // Gathered (paged) keys keep their key block: its page-size constraints are their own.
+      if (int64_t fitting = largestFittingKeyBlock(*c.blockN, 16, [&](int64_t blockN) {
+            return oneWarpgroupFits(headDim, blockN, regionRegisters);
+          }))
+        c.blockN = fitting;
     }
     return c;
   }
   // mma.sync: at D <= 64 two m16 tiles per warp (Br = 128 on 4 warps) reach FA2; at D = 128
-  // they spill (Q lives in registers), so one.
+  // they spill (Q lives in registers), so one. (The region cost is not applied here: its budget
+  // was measured on sm_90a's warpgroup layouts only.)
   c.mma = MmaKind::Sync;
   c.blockN = 64;
   c.blockM = headDim <= 64 ? 128 : 64;
@@ -291,9 +338,8 @@ TileConfig tilefuse::splitKvTileConfig(int64_t headDim, llvm::StringRef chip) {
 }
 
 llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &requested,
-                                                                int64_t headDim,
-                                                                llvm::StringRef chip,
-                                                                KeyLayout keys) {
+                                                       int64_t headDim, llvm::StringRef chip,
+                                                       KeyLayout keys, int64_t regionRegisters) {
   // The fields one by one first, so a bad value is named as such, not as a bad combination.
   TileConfig alone;
   alone.blockM = requested.blockM;
@@ -310,15 +356,20 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
                   (requested.blockM && *requested.blockM % 64);
   // The warp-specialized default only where nothing asked for rules it out.
   bool noWarpRoles = syncOnly || requested.packGqa == true || requested.warpSpecialize == false;
-  TileConfig base = defaultTileConfig(headDim, syncOnly ? llvm::StringRef("sm_80") : chip,
-                                      noWarpRoles ? KeyLayout::Gathered : keys);
+  llvm::StringRef baseChip = syncOnly ? llvm::StringRef("sm_80") : chip;
+  KeyLayout baseKeys = noWarpRoles ? KeyLayout::Gathered : keys;
+  TileConfig base = defaultTileConfig(headDim, baseChip, baseKeys, regionRegisters);
   // Warp-specialized: two consumer warpgroups (FlashAttention-3's Br = 128) unless Br is set.
   if (requested.warpSpecialize == true && !syncOnly)
     base.blockM = 128;
   TileConfig tiles = base.overriddenBy(requested);
   // Rotated where it fits the key block actually chosen (an explicit Bc may not), unless asked.
   if (tiles.warpSpecialize.value_or(false) && !requested.softmaxOverlap)
-    tiles.softmaxOverlap = softmaxOverlapByDefault(headDim, *tiles.blockN);
+    tiles.softmaxOverlap = softmaxOverlapByDefault(headDim, *tiles.blockN, regionRegisters);
+  // Unrotated on request, the regions' registers meet no second score block in flight: the
+  // tuned key block, which the default shrank only to keep the rotation.
+  if (requested.softmaxOverlap == false && !requested.blockN && base.softmaxOverlap == true)
+    tiles.blockN = defaultTileConfig(headDim, baseChip, baseKeys).blockN;
   if (!requested.rowsPerWarp && *tiles.blockM % *tiles.rowsPerWarp)
     tiles.rowsPerWarp = 16; // an explicit Br the default rows-per-warp does not divide
   // The chip is left to convert-tgpu-to-nvvm, whose message names it.

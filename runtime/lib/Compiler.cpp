@@ -12,6 +12,7 @@
 #include "tilefuse/dialect/TileOps.h"
 #include "tilefuse/passes/Passes.h"
 #include "tilefuse/passes/Pipelines.h"
+#include "tilefuse/passes/ScoreRegionCost.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -267,7 +268,10 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   // Paged caches are gathered row by row: no TMA loads, no warp roles. A packed batch's keys
   // are one tensor, which TMA loads as a padded batch's.
   KeyLayout keys = options.pagedKv ? KeyLayout::Gathered : KeyLayout::Tensors;
-  auto resolved = resolveTileConfig(requested, k.headDim, options.chip, keys);
+  // The score and mask regions' registers (the written form, as specialized) shrink the default
+  // key block where the register model says the kernel would spill.
+  auto resolved = resolveTileConfig(requested, k.headDim, options.chip, keys,
+                                    tilefuse::scoreRegionRegisters(kernel));
   if (!resolved)
     return badConfig(resolved.takeError());
   const TileConfig &tiles = *resolved;

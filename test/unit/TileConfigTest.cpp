@@ -1,9 +1,18 @@
 //===- TileConfigTest.cpp - the typed kernel configuration ----------------===//
+#include "DiagnosedSource.h"
+#include "TestUtil.h"
 #include "tilefuse/kernels/Registry.h"
+#include "tilefuse/passes/ScoreRegionCost.h"
 #include "tilefuse/runtime/Compiler.h"
 #include "tilefuse/runtime/TileConfig.h"
 
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
 #include <gtest/gtest.h>
+
+#include <map>
 
 using namespace tilefuse;
 using namespace tilefuse::runtime;
@@ -211,6 +220,101 @@ TEST(TileConfig, SoftmaxOverlapNeedsWarpSpecialization) {
   auto alone = resolveTileConfig(parsed("softmax_overlap=true"), 64, "sm_90a");
   ASSERT_FALSE(bool(alone));
   EXPECT_NE(llvm::toString(alone.takeError()).find("warp_specialize"), std::string::npos);
+}
+
+/// The score and mask regions' registers (regionRegisters) move only the defaults: the rotated
+/// key block shrinks to the largest that fits (3·D / 4 + Bc + regions <= 232), down to half the
+/// tuned one, else the loop runs unrotated with the tuned block; 0 changes nothing.
+TEST(TileConfig, RegionRegistersShrinkTheRotatedKeyBlock) {
+  struct Expected {
+    int64_t headDim, regionRegisters, blockN;
+    bool rotated;
+  };
+  for (const Expected &e : std::initializer_list<Expected>{
+           {96, 0, 160, true},   {128, 0, 128, true},  {192, 0, 80, true},
+           {96, 27, 128, true},  {128, 27, 96, true},  {192, 27, 48, true}, // softcap
+           {96, 36, 112, true},  {128, 36, 96, true},  {192, 36, 48, true}, // alibi
+           {128, 9, 112, true},  {192, 8, 80, true},   {192, 9, 64, true},
+           {128, 72, 64, true},  {128, 73, 128, false}, {192, 100, 80, false}}) {
+    SCOPED_TRACE("d" + std::to_string(e.headDim) + " regions " +
+                 std::to_string(e.regionRegisters));
+    TileConfig byDefault = defaultTileConfig(e.headDim, "sm_90a", KeyLayout::Tensors,
+                                             e.regionRegisters);
+    EXPECT_EQ(byDefault.blockN, e.blockN);
+    EXPECT_EQ(byDefault.softmaxOverlap, e.rotated);
+    EXPECT_EQ(byDefault.warpSpecialize, true);
+    auto resolved = resolveTileConfig(parsed(""), e.headDim, "sm_90a", KeyLayout::Tensors,
+                                      e.regionRegisters);
+    ASSERT_TRUE(bool(resolved)) << llvm::toString(resolved.takeError());
+    EXPECT_EQ(*resolved, byDefault);
+  }
+  auto resolved = [](llvm::StringRef text, int64_t d, int64_t regions,
+                     KeyLayout keys = KeyLayout::Tensors, llvm::StringRef chip = "sm_90a") {
+    auto c = resolveTileConfig(parsed(text), d, chip, keys, regions);
+    if (!c) {
+      ADD_FAILURE() << llvm::toString(c.takeError());
+      return TileConfig();
+    }
+    return *c;
+  };
+  // Unrotated on request: the tuned key block. An explicit Bc is kept; its rotation fits or not.
+  TileConfig off = resolved("softmax_overlap=false", 128, 36);
+  EXPECT_EQ(off.blockN, 128);
+  EXPECT_EQ(off.softmaxOverlap, false);
+  TileConfig wide = resolved("Bc=128", 128, 36);
+  EXPECT_EQ(wide.blockN, 128);
+  EXPECT_EQ(wide.softmaxOverlap, false);
+  EXPECT_EQ(resolved("Bc=96", 128, 36).softmaxOverlap, true);
+  TileConfig on = resolved("softmax_overlap=true", 128, 36);
+  EXPECT_EQ(on.blockN, 96);
+  EXPECT_EQ(on.softmaxOverlap, true);
+  // The one-warpgroup kernel: 3·D / 4 + 3·Bc / 4 + regions <= 252, only for a region cost.
+  EXPECT_EQ(resolved("", 256, 0).blockN, 64);
+  EXPECT_EQ(resolved("", 256, 27).blockN, 32);
+  EXPECT_EQ(resolved("", 256, 36).blockN, 32);
+  EXPECT_EQ(resolved("", 64, 36).blockN, 128);
+  EXPECT_EQ(resolved("", 64, 0).blockN, 128);
+  EXPECT_EQ(resolved("Bc=64", 256, 36).blockN, 64);
+  // Gathered (paged) keys and mma.sync keep their key blocks.
+  EXPECT_EQ(resolved("", 256, 36, KeyLayout::Gathered).blockN, 64);
+  EXPECT_EQ(resolved("", 128, 36, KeyLayout::Gathered).blockN, 64);
+  EXPECT_EQ(resolved("", 128, 36, KeyLayout::Tensors, "sm_80"),
+            resolved("", 128, 0, KeyLayout::Tensors, "sm_80"));
+}
+
+/// The region cost read from the kernels' IR: the ops their score and mask regions run once per
+/// score element. Every bundled kernel is listed, so a new one states its cost here.
+TEST(ScoreRegionCost, BundledKernelsAndTestVariants) {
+  mlir::DialectRegistry registry;
+  registerCompilerDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  auto ops = [&](const std::string &text, const std::string &name) -> int64_t {
+    auto module = mlir::parseSourceString<mlir::ModuleOp>(text, &context);
+    if (!module) {
+      ADD_FAILURE() << name << " does not parse";
+      return -1;
+    }
+    EXPECT_EQ(scoreRegionRegisters(*module), perElementRegionOps(*module) * 9) << name;
+    return perElementRegionOps(*module);
+  };
+  // Masks of index compares (causal, windows, prefixes) cost nothing; alibi's bias is a
+  // subtraction, a conversion, a multiply and an add per score, softcap a divide, tanh, multiply.
+  std::map<std::string, int64_t> bundled = {{"attention", 0}, {"causal", 0},
+                                            {"sliding_window", 0}, {"prefix_lm", 0},
+                                            {"gqa", 0},       {"mqa", 0},
+                                            {"alibi", 4},     {"softcap", 3}};
+  for (const kernels::KernelSource &kernel : kernels::all()) {
+    auto expected = bundled.find(kernel.name);
+    ASSERT_NE(expected, bundled.end()) << kernel.name << ": add its region cost here";
+    EXPECT_EQ(ops(kernel.text, kernel.name), expected->second) << kernel.name;
+  }
+  EXPECT_EQ(kernels::all().size(), bundled.size());
+  // chunked_local's divisions are per row and per column; gqa_head_window's window per head and
+  // its reach per column, its bias per element (4); softcap_head_bias's head bias per program.
+  EXPECT_EQ(ops(test::readTestVariant("chunked_local"), "chunked_local"), 0);
+  EXPECT_EQ(ops(test::readTestVariant("gqa_head_window"), "gqa_head_window"), 4);
+  EXPECT_EQ(ops(test::readTestVariant("softcap_head_bias"), "softcap_head_bias"), 4);
 }
 
 TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {

@@ -136,8 +136,16 @@ enum class KeyLayout { Tensors, Gathered };
 /// sm_90a, mma.sync elsewhere; on sm_90a at head dims 96 to 192, for keys in tensors, the
 /// warp-specialized kernel with its key loop rotated (Br = 128; Bc = 160, 128, 80 at d96, d128,
 /// d192). The autotuner's baseline.
+///
+/// `regionRegisters` is what the kernel's score and mask regions take per consumer thread beyond
+/// a plain kernel's registers (scoreRegionRegisters in tilefuse/passes/ScoreRegionCost.h; 0, the
+/// plain kernels, leaves the tuned defaults as they are). On sm_90a it shrinks the key block
+/// where the register model says the kernel would spill: the warp-specialized kernel keeps its
+/// loop rotated with the largest key block that fits, down to half the tuned one, and below that
+/// runs unrotated with the tuned key block; the one-warpgroup kernel (keys in tensors) takes the
+/// largest key block that fits.
 TileConfig defaultTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a",
-                             KeyLayout keys = KeyLayout::Tensors);
+                             KeyLayout keys = KeyLayout::Tensors, int64_t regionRegisters = 0);
 
 /// What a split-KV (decode) kernel sets over defaultTileConfig: GQA packing (a key/value head's
 /// keys read once for all its query heads), no warp specialization, and on sm_90a at head dims
@@ -149,10 +157,13 @@ TileConfig splitKvTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a");
 /// from defaultTileConfig (from the mma.sync table when a set field rules wgmma out), then
 /// verified. Errors say which setting is wrong.
 /// The warp-specialized default is taken only where nothing requested rules it out (mma=sync,
-/// pack_gqa=true, warp_specialize=false, gathered keys).
+/// pack_gqa=true, warp_specialize=false, gathered keys). A warp-specialized kernel's rotation,
+/// unless requested, is on where the key block chosen fits the registers with the score and mask
+/// regions' `regionRegisters` (as in defaultTileConfig); an explicit Bc is never changed.
 llvm::Expected<TileConfig> resolveTileConfig(const TileConfig &requested, int64_t headDim,
                                              llvm::StringRef chip,
-                                             KeyLayout keys = KeyLayout::Tensors);
+                                             KeyLayout keys = KeyLayout::Tensors,
+                                             int64_t regionRegisters = 0);
 
 } // namespace tilefuse
 
