@@ -493,9 +493,9 @@ static constexpr llvm::StringLiteral tmaMap = R"tilefuse_c(#if CUDA_VERSION < 12
 #endif
 
 /* The tensor map of k or v at `base` with element strides {b, h, n} (launch_abi's k_map,
- * v_map): dimensions {D, N, Hkv, B}, innermost first (a packed batch: one batch of its rows);
- * boxes of one 128-byte panel of @UPPER@_BLOCK_N rows, swizzled as wgmma reads them; elements
- * out of bounds read as zero. */
+ * v_map): dimensions {D, N, Hkv, B}, innermost first (a packed batch: B = total_k + 1 and b's
+ * stride n's, over a base N rows before the tensor's); boxes of one 128-byte panel of
+ * @UPPER@_BLOCK_N rows, swizzled as wgmma reads them; elements out of bounds read as zero. */
 static inline CUresult @NAME@_tensor_map_(CUtensorMap *map, const void *base, int64_t B,
                                           int64_t Hkv, int64_t N, const int64_t strides[3]) {
   const cuuint64_t dims[4] = {@UPPER@_HEAD_DIM, (cuuint64_t)N, (cuuint64_t)Hkv,
@@ -820,27 +820,41 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
                              : "";
   std::string tmaPack;
   if (tma) {
-    // Packed (varlen), k and v are one batch of their rows, whose stride no fill reads: the
-    // packed tensor's size (the batch strides given are not read).
+    // Packed (varlen), a row is addressed through two dimensions of the row stride over a base
+    // N rows before the tensor's, so that each sequence's rows end in zeros (LaunchAbi.h).
     std::string k = std::to_string(launch_abi::firstStride(1));
     std::string v = std::to_string(launch_abi::firstStride(2));
     auto strides = [&](const std::string &first) {
       std::string row = "s[" + first + " + 2]";
-      return "{" + (varlen ? row + " * " + values["KV_ROWS"] : "s[" + first + "]") + ", s[" +
-             first + " + 1], " + row + "}";
+      return "{" + (varlen ? row : "s[" + first + "]") + ", s[" + first + " + 1], " + row + "}";
+    };
+    std::string batches = varlen ? "(total_k > 0 ? total_k : 0) + 1" : "B";
+    std::string upper = llvm::StringRef(symbol).upper();
+    auto base = [&](const std::string &tensor, const std::string &first) {
+      if (!varlen)
+        return tensor;
+      return "(const char *)" + tensor + " - N * s[" + first + " + 2] * " + upper +
+             "_ELEMENT_BYTES";
     };
     tmaPack = "  /* The TMA form: the tensor maps of k and v, last. */\n"
               "  {\n"
               "    const int64_t k_strides[3] = " + strides(k) + ";\n"
-              "    const int64_t v_strides[3] = " + strides(v) + ";\n"
-              "    result = " + symbol + "_tensor_map_(&maps[0], k, " + values["KV_BATCHES"] +
-              ", Hkv, " + values["KV_ROWS"] + ", k_strides);\n"
-              "    if (result == CUDA_SUCCESS)\n"
-              "      result = " + symbol + "_tensor_map_(&maps[1], v, " + values["KV_BATCHES"] +
-              ", Hkv, " + values["KV_ROWS"] + ", v_strides);\n"
-              "  }\n"
-              "  if (result != CUDA_SUCCESS)\n"
-              "    return result;\n";
+              "    const int64_t v_strides[3] = " + strides(v) + ";\n";
+    if (varlen)
+      tmaPack += "    /* Their base, N rows before the tensor's, must not wrap. */\n"
+                 "    if ((uint64_t)(uintptr_t)k < (uint64_t)(N * s[" + k + " + 2] * " + upper +
+                 "_ELEMENT_BYTES) ||\n"
+                 "        (uint64_t)(uintptr_t)v < (uint64_t)(N * s[" + v + " + 2] * " + upper +
+                 "_ELEMENT_BYTES))\n"
+                 "      return CUDA_ERROR_INVALID_VALUE;\n";
+    tmaPack += "    result = " + symbol + "_tensor_map_(&maps[0], " + base("k", k) + ", " +
+               batches + ", Hkv, N, k_strides);\n"
+               "    if (result == CUDA_SUCCESS)\n"
+               "      result = " + symbol + "_tensor_map_(&maps[1], " + base("v", v) + ", " +
+               batches + ", Hkv, N, v_strides);\n"
+               "  }\n"
+               "  if (result != CUDA_SUCCESS)\n"
+               "    return result;\n";
     for (int i = 0; i < launch_abi::kTensorMapCount; ++i)
       tmaPack += "  parameters[" + std::to_string(firstMap + i) + "] = &maps[" +
                  std::to_string(i) + "];\n";

@@ -1061,13 +1061,18 @@ TEST(LaunchValidation, TmaKernels) {
   sidecar.insert(sidecar.find("\"declared_sizes\""), "\"kv_tma\": true, ");
   TF_ASSERT_OK_AND_ASSIGN(KernelMetadata m, KernelMetadata::parse(sidecar, "causal.json"));
   EXPECT_TRUE(m.kvTma);
-  for (const char *flag : {"\"paged_kv\": true, ", "\"varlen\": true, "}) {
-    std::string both = sidecar;
-    both.insert(both.find("\"declared_sizes\""), flag);
-    auto parsed = KernelMetadata::parse(both, "causal.json");
-    ASSERT_FALSE(parsed) << flag;
-    EXPECT_NE(takeReport(parsed.takeError()).message.find("a TMA kernel (\"kv_tma\") is neither"),
+  {
+    std::string paged = sidecar;
+    paged.insert(paged.find("\"declared_sizes\""), "\"paged_kv\": true, ");
+    auto parsed = KernelMetadata::parse(paged, "causal.json");
+    ASSERT_FALSE(parsed);
+    EXPECT_NE(takeReport(parsed.takeError()).message.find("a TMA kernel (\"kv_tma\") is not paged"),
               std::string::npos);
+    // A packed batch's maps span its rows (LaunchAbi.h).
+    std::string packed = sidecar;
+    packed.insert(packed.find("\"declared_sizes\""), "\"varlen\": true, ");
+    TF_ASSERT_OK_AND_ASSIGN(KernelMetadata varlenTma, KernelMetadata::parse(packed, "causal.json"));
+    EXPECT_TRUE(varlenTma.kvTma && varlenTma.varlen);
   }
 
   AttentionShape shape{2, 8, 2, 1000, 4096, 64};
@@ -1093,9 +1098,14 @@ TEST(LaunchValidation, TmaKernels) {
   // A packed batch's maps span its rows; this kernel is padded.
   EXPECT_NE(refusal(m, nullptr, &varlen).find("the kernel runs on a padded batch"),
             std::string::npos);
+  // Packed, the maps' base is N rows before K's and V's: accepted where that does not wrap.
   KernelMetadata packed = m;
   packed.varlen = true;
-  EXPECT_EQ(refusal(packed, nullptr, &varlen), "(accepted)");
+  EXPECT_NE(refusal(packed, nullptr, &varlen).find("where the tensor maps' base"),
+            std::string::npos);
+  AttentionBuffers high{0x10000000, 0x20000000, 0x30000000, 0x40000000, 0x50000000};
+  if (llvm::Error error = validateLaunch(packed, high, shape, strides, nullptr, &varlen))
+    ADD_FAILURE() << takeReport(std::move(error)).message;
   KernelMetadata wide = m;
   wide.blockN = 512;
   EXPECT_NE(refusal(wide, nullptr, nullptr)

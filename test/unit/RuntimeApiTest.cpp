@@ -589,19 +589,20 @@ TEST(AotHeader, TmaKernelsEncodeTheirTensorMaps) {
         "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"})
     EXPECT_NE(header->find(part), std::string::npos) << part;
 
-  // Varlen: the maps span the packed rows, one batch whose stride is the packed tensor's size.
+  // Varlen: a packed row through two dimensions of the row stride, over a base N rows before
+  // the tensor's (LaunchAbi.h).
   runtime::CompiledKernel packed = k;
   packed.splitKv = false;
   packed.varlen = true;
   header = runtime::emitAotHeader(packed, "x", {});
   ASSERT_TRUE(bool(header)) << llvm::toString(header.takeError());
   for (const char *part :
-       {"const int64_t k_strides[3] = {s[3 + 2] * (total_k > 0 ? total_k : 1), s[3 + 1], "
-        "s[3 + 2]};",
-        "result = attention_tensor_map_(&maps[0], k, 1, Hkv, (total_k > 0 ? total_k : 1), "
-        "k_strides);",
-        "result = attention_tensor_map_(&maps[1], v, 1, Hkv, (total_k > 0 ? total_k : 1), "
-        "v_strides);"})
+       {"const int64_t k_strides[3] = {s[3 + 2], s[3 + 1], s[3 + 2]};",
+        "if ((uint64_t)(uintptr_t)k < (uint64_t)(N * s[3 + 2] * ATTENTION_ELEMENT_BYTES) ||",
+        "result = attention_tensor_map_(&maps[0], (const char *)k - N * s[3 + 2] * "
+        "ATTENTION_ELEMENT_BYTES, (total_k > 0 ? total_k : 0) + 1, Hkv, N, k_strides);",
+        "result = attention_tensor_map_(&maps[1], (const char *)v - N * s[6 + 2] * "
+        "ATTENTION_ELEMENT_BYTES, (total_k > 0 ? total_k : 0) + 1, Hkv, N, v_strides);"})
     EXPECT_NE(header->find(part), std::string::npos) << part;
 
   // What a tensor map cannot take is refused when the header is written.

@@ -30,11 +30,14 @@
 // copy's group is waited for once, right before the wgmma that reads it.
 //
 // A varlen kernel (tile.varlen: a packed batch) reads K and V as one packed tensor: its copies'
-// batch index is the sequence's first row and their bound the sequence's length. Its tensor
-// maps span the packed rows (LaunchAbi.h), and a fill loads the rows (first row + row) of batch
-// 0. Rows past the sequence's end are the next sequence's, not zeros: the key block that
-// holds them is the sequence's last, whose mask holds the key bound (tile-tiling), so their
-// scores are -inf and their P zero. Past the last sequence the map reads zeros.
+// batch index is the sequence's first row `start` and their bound the sequence's length `len`.
+// Rows past a sequence's end must read as zeros, as cp.async's bound makes them: they belong
+// to the next sequence or to no sequence (anything, NaN included, and 0 · NaN in P·V is NaN).
+// A tensor map bounds each of its dimensions, so the maps (LaunchAbi.h) address a packed row
+// through two dimensions of the same stride, a of extent N (the longest sequence) and b, over
+// a base N rows before the tensor's: row r of the sequence is a = r + N - len, b = start + len,
+// at base + (a + b - N) rows = start + r. Its rows r < len have a < N; those past its end have
+// a >= N and read as zeros.
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/gpu/Passes.h"
@@ -403,6 +406,8 @@ struct TGPUWarpSpecialize
     for (auto &[copyOp, channel] : channelOf) {
       auto copy = cast<AsyncCopyOp>(copyOp);
       llvm::append_range(worklist, copy.getIndices());
+      if (packed)
+        worklist.push_back(copy.getBound()); // part of a packed fill's coordinates
     }
     for (Operation *carrier : carriers) {
       if (auto loop = dyn_cast<scf::ForOp>(carrier))
@@ -507,16 +512,19 @@ struct TGPUWarpSpecialize
     Value bytes = arith::ConstantIndexOp::create(b, loc, c.bytes);
     nvgpu::MBarrierArriveExpectTxOp::create(b, loc, c.full, bytes, slot.stage, Value());
     Value buffer = StageOp::create(b, loc, c.ring, slot.stage);
-    // TMA counts coordinates innermost first: (column, row, head, batch); packed, the batch
-    // index is the sequence's first row, and the map's one batch holds every sequence.
+    // TMA counts coordinates innermost first: (column, row, head, batch); packed, (column,
+    // row + N - len, head, start + len) (the file comment).
     SmallVector<Value> indices;
     for (Value index : copy.getIndices())
       indices.push_back(map.lookupOrDefault(index));
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     if (packed) {
-      indices[2] = arith::AddIOp::create(b, loc, indices[0], indices[2]);
-      indices[0] = zero;
+      Value length = map.lookupOrDefault(copy.getBound());
+      Value longest = memref::DimOp::create(b, loc, c.view, 2);
+      Value shifted = arith::AddIOp::create(b, loc, indices[2], longest);
+      indices[2] = arith::SubIOp::create(b, loc, shifted, length);
+      indices[0] = arith::AddIOp::create(b, loc, indices[0], length);
     }
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     SmallVector<Value> coordinates = {zero};
     coordinates.append(indices.rbegin(), indices.rend());
     TmaLoadOp::create(b, loc, c.descriptor, coordinates, c.full, slot.stage, buffer);

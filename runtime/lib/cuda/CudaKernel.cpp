@@ -289,26 +289,37 @@ llvm::Error tilefuse::runtime::cuda::checkDeclaredSizes(const DeclaredSizes &dec
 
 /// A TMA kernel's tensor maps of K and V (kvTensorMap), in launch_abi::kTensorMapNames order;
 /// errors name the launch.
-/// Packed (varlen), K and V are one batch of `totalK` rows (LaunchAbi.h).
+/// Packed (varlen), a row of K or V is addressed through two dimensions of its row stride, over
+/// a base N rows before the tensor's (LaunchAbi.h), so that each sequence's rows end in zeros.
 static llvm::Expected<std::array<TensorMapArguments, launch_abi::kTensorMapCount>>
 kvTensorMaps(const KernelMetadata &metadata, const AttentionBuffers &buffers,
              const AttentionShape &shape, const AttentionStrides &strides,
              const Varlen *varlen) {
   std::array<int64_t, 4> extents = {shape.B, shape.Hkv, shape.N, shape.D};
-  int64_t kB = strides.kB, vB = strides.vB;
+  std::array<int64_t, 3> kStrides = {strides.kB, strides.kH, strides.kN},
+                         vStrides = {strides.vB, strides.vH, strides.vN};
+  DevicePtr kBase = buffers.k, vBase = buffers.v;
   if (varlen) {
-    // One batch (a fill's batch coordinate is 0): its stride, which no fill uses, the packed
-    // tensor's size.
-    extents = {1, shape.Hkv, std::max<int64_t>(varlen->totalK, 1), shape.D};
-    kB = strides.kN * extents[2];
-    vB = strides.vN * extents[2];
+    extents = {std::max<int64_t>(varlen->totalK, 0) + 1, shape.Hkv, shape.N, shape.D};
+    kStrides[0] = strides.kN;
+    vStrides[0] = strides.vN;
+    uint64_t elementBytes = metadata.dtype == ElementType::F32 ? 4 : 2;
+    uint64_t kBack = uint64_t(shape.N) * uint64_t(strides.kN) * elementBytes;
+    uint64_t vBack = uint64_t(shape.N) * uint64_t(strides.vN) * elementBytes;
+    if (kBase < kBack || vBase < vBack)
+      return makeError(ErrorKind::InvalidArgument,
+                       "launch of '" + metadata.name + "': a packed K or V below address " +
+                           llvm::Twine(std::max(kBack, vBack)) + " (N rows), where the tensor "
+                           "maps' base (N rows before the tensor) would wrap");
+    kBase -= kBack;
+    vBase -= vBack;
   }
   struct {
     const char *name;
     DevicePtr base;
     std::array<int64_t, 3> strides;
-  } tensors[] = {{launch_abi::kTensors[1].name, buffers.k, {kB, strides.kH, strides.kN}},
-                 {launch_abi::kTensors[2].name, buffers.v, {vB, strides.vH, strides.vN}}};
+  } tensors[] = {{launch_abi::kTensors[1].name, kBase, kStrides},
+                 {launch_abi::kTensors[2].name, vBase, vStrides}};
   static_assert(std::size(tensors) == launch_abi::kTensorMapCount);
   std::array<TensorMapArguments, launch_abi::kTensorMapCount> maps;
   for (auto [index, tensor] : llvm::enumerate(tensors)) {

@@ -232,16 +232,22 @@ func.func @carried_row(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
 !buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
 
 // Varlen (a packed batch): the copies' batch index is the sequence's first row and their bound
-// its length. The producer loads row (first row + row) of the packed tensor's one batch.
+// its length. The producer loads row r of the sequence at (column, r + N - len, head,
+// start + len), so that rows past its end fall outside the map's N and read as zeros.
 // CHECK-LABEL: func.func @packed
 // CHECK:         %[[KMAP:.+]] = tgpu.tensor_map %arg1
 // CHECK:         tgpu.warp_specialize
 // CHECK:         } partition warps 4 registers 24 {
 // CHECK:             %[[START:.+]] = arith.index_castui %{{.+}} : i32 to index
+// CHECK:             %[[LEN:.+]] = arith.subi %{{.+}}, %[[START]] : index
 // CHECK:             scf.for %[[J:.+]] = {{.+}} iter_args(
 // CHECK:               %[[ROW:.+]] = arith.muli %[[J]], %c64
-// CHECK:               %[[PACKED:.+]] = arith.addi %[[START]], %[[ROW]] : index
-// CHECK-NEXT:          tgpu.tma_load %[[KMAP]][%[[ZERO:.+]], %[[PACKED]], %{{.+}}, %[[ZERO]]]
+// CHECK:               %[[N:.+]] = memref.dim %arg1, %c2
+// CHECK-NEXT:          %[[SHIFTED:.+]] = arith.addi %[[ROW]], %[[N]] : index
+// CHECK-NEXT:          %[[A:.+]] = arith.subi %[[SHIFTED]], %[[LEN]] : index
+// CHECK-NEXT:          %[[B:.+]] = arith.addi %[[START]], %[[LEN]] : index
+// CHECK-NEXT:          %[[ZERO:.+]] = arith.constant 0 : index
+// CHECK-NEXT:          tgpu.tma_load %[[KMAP]][%[[ZERO]], %[[A]], %{{.+}}, %[[B]]]
 func.func @packed(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse,
                   %cu_q: memref<?xi32>, %cu_k: memref<?xi32>) attributes {tile.varlen} {
   %kbuf = tgpu.alloc : !buf

@@ -218,10 +218,12 @@ constexpr SplitWorkspace splitWorkspace(long long S, long long B, long long H, l
 ///                  multiple of 16, the base 16-byte aligned); box {tmaBoxColumns(element
 ///                  bytes), block_n, 1, 1}; element strides 1; no interleave; SWIZZLE_128B;
 ///                  L2 promotion 256 B; out-of-bounds elements read as zero.
-///                  A varlen kernel's maps span the packed rows: {D, total_k, Hkv, 1}, byte
-///                  strides {k_n, k_h, k_n · total_k} (the batch stride, which no load uses, the
-///                  packed tensor's size); a fill loads rows (sequence start + row) of batch 0.
-///                  A paged kernel has no maps.
+///                  A varlen kernel's maps address a packed row through two dimensions of the
+///                  row stride, so that each sequence's rows end in zeros: dimensions {D, N,
+///                  Hkv, total_k + 1}, byte strides {k_n, k_h, k_n} x element bytes, over the
+///                  base k - N · k_n elements; row r of a sequence of `len` rows from packed
+///                  row `start` is (a, b) = (r + N - len, start + len), in bounds (a < N)
+///                  exactly while r < len. A paged kernel has no maps.
 /// A box is one 128-byte panel of a `canonical_128b` shared tile (the kernel issues one transfer
 /// per panel, at column offsets of tmaBoxColumns), so SWIZZLE_128B writes the panel exactly as
 /// wgmma's 128-byte swizzle reads it; rows past N and columns past D arrive as zeros.
