@@ -413,6 +413,11 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
     limits.sharedBytesPerBlock = device->maxSharedBytesPerBlockOptin;
   TuningAxes axes = options.axes ? *options.axes : TuningAxes::forChip(base.chip);
   axes.withoutWarpRolesWhereUnsupported(base.pagedKv, base.splitKv);
+  // A split (decode) kernel packs a key/value head's query heads into one tile by default
+  // (splitKvTileConfig); its candidates do too, or the split axis would meet only the unpacked
+  // grids, where the launcher's policy leaves one or two splits to try.
+  if (base.splitKv && !options.axes)
+    axes.packGqa = {true};
   std::vector<Candidate> space = enumerateSpace(headDim, base.chip, limits, axes);
   TileConfig defaultTiles = defaultKernel->tiles;
   if (llvm::none_of(space, [&](const Candidate &c) { return c.config == defaultTiles; })) {
