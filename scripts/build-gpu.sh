@@ -95,6 +95,8 @@ for d in 64 128; do
       -o "$out/kernels-varlen-bench-budget/${kernel}_d$d.ptx" || exit 1
   done
 done
+# Every variant at head dims 96, 192 and 256 (scripts/gpu-run.sh tests-head-dims).
+KERNEL_SET=head-dims scripts/compile-kernels.sh "$out/kernels-head-dims" || exit 1
 # The split-KV kernels (tile-split-kv), apart: their sidecars say "split_kv" and the GPU tests run
 # them at several split counts (scripts/gpu-run.sh tests-split).
 KERNEL_SET=split exec scripts/compile-kernels.sh "$out/kernels-split" --split-kv

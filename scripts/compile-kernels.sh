@@ -15,6 +15,7 @@
 #   KERNEL_SET=varlen scripts/compile-kernels.sh DIR              the varlen set
 #   KERNEL_SET=paged-varlen scripts/compile-kernels.sh DIR        the varlen set over paged caches
 #   KERNEL_SET=varlen-split scripts/compile-kernels.sh DIR        the varlen set, split-KV
+#   KERNEL_SET=head-dims scripts/compile-kernels.sh DIR           every variant at 96, 192, 256
 set -uo pipefail
 cd "$(dirname "$0")/.."
 (($#)) || { echo "usage: $0 DIR [tilefuse compile options...]" >&2; exit 2; }
@@ -48,6 +49,22 @@ compile() { # compile OUTPUT_NAME (--kernel NAME | FILE) [tilefuse compile optio
   rm -f "$dir/$name.reference.o"
 }
 
+if [ "${KERNEL_SET:-full}" = head-dims ]; then
+  # Every bundled variant and the test-only ones at head dims 96, 192 and 256, as compiled by
+  # default: warp-specialized and rotated at 96 and 192, with the key block the score and mask
+  # regions' register cost leaves (ScoreRegionCost.h), one warpgroup at 256.
+  for d in 96 192 256; do
+    for kernel in $("$tilefuse" list | awk '{print $1}'); do
+      compile "${kernel}_d$d" --kernel "$kernel" --head-dim "$d" "$@"
+    done
+    for variant in test/variants/*.mlir; do
+      compile "$(basename "$variant" .mlir)_d$d" "$variant" --head-dim "$d" "$@"
+    done
+  done
+  echo "compile-kernels: $(ls "$dir"/*.ptx 2>/dev/null | wc -l) kernels in $dir${*:+ ($*)}"
+  ((${#failed[@]} == 0)) || { echo "compile-kernels: FAILED: ${failed[*]}" >&2; exit 1; }
+  exit 0
+fi
 if [ "${KERNEL_SET:-full}" = paged ]; then
   # The paged-KV set (KERNEL_SET=paged): every bundled variant and the test-only ones read
   # through a page table (tile-paged-kv), unsplit (NAME) and split (NAME_split, the decode

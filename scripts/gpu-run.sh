@@ -18,6 +18,8 @@
 #              the disk cache). A few minutes.
 #   sass       ptxas + cuobjdump of every kernel (and of build-gpu/variants/*): registers, HGMMA,
 #              HMMA, LDL/STL (spills), barriers, instructions; the listings under $OUT/sass/
+#   tests-head-dims  every bundled and test-only variant at head dims 96, 192 and 256
+#              (build-gpu/kernels-head-dims), then memcheck, racecheck and synccheck on small cases
 #   tests-split  the split-KV kernels (build-gpu/kernels-split) at several split counts, and
 #              memcheck + racecheck on their small cases
 #   tests-paged  the paged-KV kernels (build-gpu/kernels-paged), unsplit and split, on ragged
@@ -122,6 +124,14 @@ for step in "${steps[@]}"; do
     tests)
       run_step gpu-tests "$tests"
       run_step capi-test env LD_LIBRARY_PATH=build-gpu build-gpu/tilefuse-capi-test
+      ;;
+    tests-head-dims)
+      # Every variant at head dims 96, 192 and 256 (build-gpu/kernels-head-dims): the key blocks
+      # the region cost picks; synccheck too, for the warp-specialized ones.
+      kernel_set_tests head-dims build-gpu/kernels-head-dims
+      run_step synccheck-head-dims env TILEFUSE_PTX_DIR=build-gpu/kernels-head-dims \
+        TILEFUSE_GPU_SMALL=1 compute-sanitizer --tool synccheck --error-exitcode 1 \
+        --print-limit 20 "$tests" --gtest_brief=1 --gtest_filter='GpuAttention*'
       ;;
     tests-split)
       # The split-KV kernels at several split counts (the merge's cross-CTA protocol).
