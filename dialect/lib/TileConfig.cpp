@@ -233,7 +233,7 @@ int64_t TileConfig::threads() const {
 /// 1.43x the one-warpgroup kernel, docs/perf.md, 2026-12-01, ninth session); at 64 it is 7-14%
 /// slower (the softmax's issue bound, not the loads), and at 256 Bc = 128 does not fit.
 static bool warpSpecializedByDefault(int64_t headDim, llvm::StringRef chip, KeyLayout keys) {
-  return chip == "sm_90a" && keys == KeyLayout::Tensors && headDim >= 96 && headDim <= 192;
+  return chip == "sm_90a" && keys != KeyLayout::Gathered && headDim >= 96 && headDim <= 192;
 }
 
 /// The registers a consumer thread of the warp-specialized kernel holds in its rotated key loop
@@ -307,12 +307,19 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
       });
       c.blockN = rotated ? rotated : tuned;
       c.softmaxOverlap = rotated != 0;
-    } else if (regionRegisters > 0 && keys == KeyLayout::Tensors) {
+    } else if (regionRegisters > 0 && keys != KeyLayout::Gathered) {
       // Gathered (paged) keys keep their key block: its page-size constraints are their own.
       if (int64_t fitting = largestFittingKeyBlock(*c.blockN, 16, [&](int64_t blockN) {
             return oneWarpgroupFits(headDim, blockN, regionRegisters);
           }))
         c.blockN = fitting;
+    } else if (keys == KeyLayout::PackedRows && headDim <= 64 && regionRegisters == 0) {
+      // A packed batch's grid holds many programs with no rows (each sequence is as long as the
+      // longest in the grid): a third CTA an SM hides them, 1.12-1.37x on the H200 (docs/perf.md,
+      // 2026-12-01, eighth session; again 1.18-1.29x at d64 in the eleventh). The plain kernels
+      // fit it without spills (164-168 registers, ptxas -v); the regions' registers would not
+      // (alibi: 152 bytes).
+      c.ctasPerSm = 3;
     }
     return c;
   }

@@ -266,8 +266,11 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
                              ? splitKvTileConfig(k.headDim, options.chip).overriddenBy(options.tiles)
                              : options.tiles;
   // Paged caches are gathered row by row: no TMA loads, no warp roles. A packed batch's keys
-  // are one tensor, which TMA loads as a padded batch's.
-  KeyLayout keys = options.pagedKv ? KeyLayout::Gathered : KeyLayout::Tensors;
+  // are one tensor, which TMA loads as a padded batch's (its split form keeps the padded
+  // defaults: the merge's registers were not measured under a budget).
+  KeyLayout keys = options.pagedKv                       ? KeyLayout::Gathered
+                   : options.varlen && !options.splitKv ? KeyLayout::PackedRows
+                                                        : KeyLayout::Tensors;
   // The score and mask regions' registers (the written form, as specialized) shrink the default
   // key block where the register model says the kernel would spill.
   auto resolved = resolveTileConfig(requested, k.headDim, options.chip, keys,

@@ -1,6 +1,7 @@
 // Varlen kernels through `tilefuse compile --varlen` (tile-varlen, then the GPU lowering): the
 // launch ABI's varlen form (the 24 parameters, then cu_seqlens_q and cu_seqlens_k), and the
-// sidecar; a register budget (--config ctas_per_sm=3) in the PTX and the sidecar.
+// sidecar; the register budget (ctas_per_sm=3) in the PTX and the sidecar, the default of a
+// d64 kernel whose regions take no registers; warp-specialized (TMA) at d128.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: tilefuse compile --kernel causal --varlen --emit ptx -o %t/varlen.ptx
 // RUN: FileCheck %s --input-file %t/varlen.ptx
@@ -8,13 +9,27 @@
 // CHECK:     .entry causal(
 // CHECK:       causal_param_25{{$}}
 // CHECK-NEXT:  )
-// CHECK:     .minnctapersm 1
+// CHECK:     .minnctapersm 3
 // CHECK:     cp.async.cg.shared.global
-// JSON-NOT: ctas_per_sm
+// JSON: ctas_per_sm=3
 // JSON: "varlen": true
 
-// RUN: tilefuse compile --kernel attention --head-dim 128 --varlen --config ctas_per_sm=3 \
-// RUN:   --emit ptx -o %t/budget.ptx
+// alibi's score region takes registers: no budget.
+// RUN: tilefuse compile --kernel alibi --varlen --emit ptx -o %t/alibi.ptx
+// RUN: FileCheck %s --check-prefix=ALIBI --input-file %t/alibi.json
+// ALIBI-NOT: ctas_per_sm
+// ALIBI: "varlen": true
+
+// At d128 the padded default: a TMA producer and two consumer warpgroups.
+// RUN: tilefuse compile --kernel causal --head-dim 128 --varlen --emit ptx -o %t/ws.ptx
+// RUN: FileCheck %s --check-prefix=WS --input-file %t/ws.ptx
+// RUN: FileCheck %s --check-prefix=WSJSON --input-file %t/ws.json
+// WS: cp.async.bulk.tensor
+// WSJSON: "kv_tma": true
+// WSJSON: warp_specialize=true
+
+// RUN: tilefuse compile --kernel attention --head-dim 128 --varlen \
+// RUN:   --config ctas_per_sm=3,warp_specialize=false --emit ptx -o %t/budget.ptx
 // RUN: FileCheck %s --check-prefix=BUDGET --input-file %t/budget.ptx
 // RUN: FileCheck %s --check-prefix=BUDGETJSON --input-file %t/budget.json
 // BUDGET: .minnctapersm 3

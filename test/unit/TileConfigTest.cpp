@@ -336,12 +336,28 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
   EXPECT_EQ(resolved("warp_specialize=false", 128, "sm_90a"),
             "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false,warp_specialize=false");
-  // Keys gathered row by row (paged, varlen) and packed rows (split-KV decode) keep it off.
+  // Keys gathered row by row (paged) and packed query rows (split-KV decode) keep it off.
   auto gathered = resolveTileConfig(parsed(""), 128, "sm_90a", KeyLayout::Gathered);
   ASSERT_TRUE(bool(gathered));
   EXPECT_EQ(gathered->print(),
             "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false");
+  // A packed varlen batch: warp-specialized as padded at 128; at 64 the one-warpgroup kernel
+  // with 3 CTAs an SM, unless the regions take registers or a budget is set.
+  auto packed = [&](llvm::StringRef text, int64_t headDim, int64_t regionRegisters) {
+    auto config = resolveTileConfig(parsed(text), headDim, "sm_90a", KeyLayout::PackedRows,
+                                    regionRegisters);
+    EXPECT_TRUE(bool(config)) << llvm::toString(config.takeError());
+    return config ? config->print() : std::string();
+  };
+  EXPECT_EQ(packed("", 128, 0), resolved("", 128, "sm_90a"));
+  EXPECT_EQ(packed("", 64, 0),
+            "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
+            "pack_gqa=false,ctas_per_sm=3");
+  EXPECT_EQ(packed("", 64, 36), resolved("", 64, "sm_90a"));
+  EXPECT_EQ(packed("ctas_per_sm=2", 64, 0),
+            "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
+            "pack_gqa=false,ctas_per_sm=2");
   EXPECT_EQ(resolved("pack_gqa=true", 128, "sm_90a"),
             "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=true");

@@ -127,10 +127,11 @@ struct TileConfig {
 /// For uniquing it inside an MLIR attribute (#tile.config).
 llvm::hash_code hash_value(const TileConfig &config);
 
-/// Where a kernel reads its keys and values: whole K and V tensors (padded, or a packed varlen
-/// batch's rows), which TMA loads tile by tile, or rows it gathers (a paged cache's pages),
-/// which only cp.async copies read. A warp-specialized kernel (TMA producer) needs the first.
-enum class KeyLayout { Tensors, Gathered };
+/// Where a kernel reads its keys and values: whole K and V tensors, padded or a packed varlen
+/// batch's rows (both of which TMA loads tile by tile), or rows it gathers (a paged cache's
+/// pages), which only cp.async copies read. A warp-specialized kernel (TMA producer) needs one of
+/// the first two.
+enum class KeyLayout { Tensors, PackedRows, Gathered };
 
 /// The tuned default for a head dimension and target chip (complete): warpgroup MMAs (wgmma) on
 /// sm_90a, mma.sync elsewhere; on sm_90a at head dims 96 to 192, for keys in tensors, the
@@ -143,7 +144,8 @@ enum class KeyLayout { Tensors, Gathered };
 /// where the register model says the kernel would spill: the warp-specialized kernel keeps its
 /// loop rotated with the largest key block that fits, down to half the tuned one, and below that
 /// runs unrotated with the tuned key block; the one-warpgroup kernel (keys in tensors) takes the
-/// largest key block that fits.
+/// largest key block that fits. A packed batch's one-warpgroup kernel at head dims up to 64
+/// without region registers holds 3 CTAs an SM (ctas_per_sm = 3).
 TileConfig defaultTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a",
                              KeyLayout keys = KeyLayout::Tensors, int64_t regionRegisters = 0);
 
