@@ -65,6 +65,13 @@ step "--emit header --varlen" "$tilefuse" compile --kernel causal --varlen --emi
   --name causal_varlen -o causal_varlen.h
 step "causal_varlen.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra \
   -pedantic -Werror -isystem "$cuda_include" -x c -c causal_varlen.h -o header6.o
+step "--emit header --varlen, head dim 128 (TMA over the packed rows)" "$tilefuse" compile \
+  --kernel causal --head-dim 128 --varlen --emit header --name causal_varlen_tma \
+  -o causal_varlen_tma.h
+step "causal_varlen_tma.h encodes maps N rows before k" grep -q \
+  "(const char \*)k - N \* s\[3 + 2\] \* CAUSAL_VARLEN_TMA_ELEMENT_BYTES" causal_varlen_tma.h
+step "causal_varlen_tma.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra \
+  -pedantic -Werror -isystem "$cuda_include" -x c -c causal_varlen_tma.h -o header_varlen_tma.o
 step "--emit header --paged-kv" "$tilefuse" compile --kernel causal --paged-kv --emit header \
   --name causal_paged -o causal_paged.h
 step "causal_paged.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra \
