@@ -6,6 +6,7 @@
 #   build-gpu/libtilefuse_cuda.so    the C API, for tools/bench/bench.py; same linking, stripped
 #   build-gpu/tilefuse-capi-test     the C API from C (runs with LD_LIBRARY_PATH=build-gpu)
 #   build-gpu/kernels/NAME.ptx       kernels from `tilefuse compile`, each with NAME.json beside it
+#   build-gpu/kernels-*/             the other kernel sets (split-KV, paged, varlen, backward, ...)
 #
 # The GPU machine has no LLVM, so the two binaries come from a separate CMake tree,
 # build-gpu-cmake/, configured with TILEFUSE_GPU_STANDALONE=ON (only the GPU-side targets are
@@ -99,4 +100,16 @@ done
 KERNEL_SET=head-dims scripts/compile-kernels.sh "$out/kernels-head-dims" || exit 1
 # The split-KV kernels (tile-split-kv), apart: their sidecars say "split_kv" and the GPU tests run
 # them at several split counts (scripts/gpu-run.sh tests-split).
-KERNEL_SET=split exec scripts/compile-kernels.sh "$out/kernels-split" --split-kv
+KERNEL_SET=split scripts/compile-kernels.sh "$out/kernels-split" --split-kv || exit 1
+# The derived backwards (dQ, dK, dV) for bench.py --backward (scripts/gpu-run.sh bench-backward):
+# attention and causal at head dims 64 and 128, atomic dQ; each K_backward_dD.ptx holds the three
+# phases (preprocess, key_gradients, query_gradients), its sidecar K_backward_dD.json a JSON
+# array of their metadata. The bench's forward kernels (O and LSE) stay those of kernels/.
+mkdir -p "$out/kernels-backward"
+rm -f "$out/kernels-backward"/*
+for d in 64 128; do
+  for kernel in attention causal; do
+    build/tools/tilefuse compile --kernel "$kernel" --backward --head-dim "$d" --emit ptx \
+      -o "$out/kernels-backward/${kernel}_backward_d$d.ptx" || exit 1
+  done
+done

@@ -8,6 +8,18 @@
 #   sanitize   compute-sanitizer memcheck and racecheck on the small cases (TILEFUSE_GPU_SMALL=1)
 #   bench      tools/bench/bench.py: tilefuse vs SDPA flash / cuDNN / FlexAttention (and the
 #              column "tuned" when build-gpu/tuned/ holds the tune step's kernels)
+#   tests-backward  the derived backward of every bundled and test-only variant, compiled in
+#              process by the self-contained CLI (`tilefuse run --backward`): head dims 64 and
+#              128, odd and unequal lengths, atomic and deterministic dQ, against the float64
+#              backward; deterministic runs bitwise equal; memcheck, racecheck and synccheck
+#              (scripts/gpu-backward-tests.sh; logs in backward/)
+#   bench-backward  bench.py --backward: the derived backward (dQ, dK, dV of
+#              build-gpu/kernels-backward, after the forward of build-gpu/kernels wrote O and LSE)
+#              vs the autograd backward of SDPA flash / cuDNN / FlexAttention on the bench's grid,
+#              tilefuse's gradients checked against SDPA's; bench-backward.json
+#              (BENCH_BACKWARD_ARGS="--impls tilefuse,sdpa-flash,sdpa-cudnn" skips FlexAttention's
+#              compiles of every shape's forward and backward; --backward-deterministic times the
+#              deterministic backwards, where kernels-backward holds some)
 #   runtime    the self-contained build (scripts/build-gpu-full.sh, build-gpu/tilefuse-full.tar.xz,
 #              unpacked into build-gpu-unpacked/, which is not carried back to the device machine
 #              on the next trip): the compiler in process on this machine. `tilefuse
@@ -59,7 +71,8 @@
 #                                        be limited to 10)
 #   BENCH_ARGS="--seq 4096 --head-dims 128" scripts/gpu-run.sh bench
 #
-# Logs go to $OUT (default build-gpu/out/): <step>.log per step, bench.json from the benchmark.
+# Logs go to $OUT (default build-gpu/out/): <step>.log per step, bench.json from the benchmark
+# (bench-backward.json, varlen.json, decode.json from theirs).
 # Every step runs even when an earlier one fails; the exit status is 1 if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -211,6 +224,21 @@ for step in "${steps[@]}"; do
       run_step bench python3 tools/bench/bench.py --ptx-dir build-gpu/kernels \
         --lib build-gpu/libtilefuse_cuda.so --out "$out/bench.json" "${tuned[@]}" ${BENCH_ARGS:-}
       ;;
+    tests-backward)
+      # The derived backward of every variant through the self-contained CLI, against float64,
+      # then sanitizers (scripts/gpu-backward-tests.sh).
+      if ! unpack_full; then
+        status=1
+        continue
+      fi
+      run_step tests-backward env OUT="$out" scripts/gpu-backward-tests.sh "$cli"
+      ;;
+    bench-backward)
+      # shellcheck disable=SC2086 # BENCH_BACKWARD_ARGS is a list of options
+      run_step bench-backward python3 tools/bench/bench.py --backward --ptx-dir build-gpu/kernels \
+        --backward-dir build-gpu/kernels-backward --lib build-gpu/libtilefuse_cuda.so \
+        --out "$out/bench-backward.json" ${BENCH_BACKWARD_ARGS:-}
+      ;;
     tune)
       if ! unpack_full; then
         status=1
@@ -320,7 +348,7 @@ for step in "${steps[@]}"; do
         done' "$out"
       ;;
     *)
-      echo "gpu-run: unknown step '$step' (tests, sanitize, bench, runtime, tune, tune-split, sass)" >&2
+      echo "gpu-run: unknown step '$step' (tests, sanitize, bench, tests-backward, bench-backward, runtime, tune, tune-split, sass)" >&2
       status=1
       ;;
   esac

@@ -342,8 +342,14 @@ LogicalResult MmaOp::verify() {
     if (shared.getLayout().getSwizzle() != SharedSwizzle::ChunkXor)
       return emitOpError() << "a shared lhs is read by ldmatrix from a chunk_xor tile, not "
                            << stringifySharedSwizzle(shared.getLayout().getSwizzle());
-    lhsRows = shared.getRows(), lhsK = shared.getCols(), lhsElt = shared.getElementType();
+    // Transposed, the buffer is K x M: the product reads its columns as rows.
+    lhsRows = getTransposeLhs() ? shared.getCols() : shared.getRows();
+    lhsK = getTransposeLhs() ? shared.getRows() : shared.getCols();
+    lhsElt = shared.getElementType();
   } else {
+    if (getTransposeLhs())
+      return emitOpError("a transposed lhs is read from a shared buffer (ldmatrix.trans), not "
+                         "from registers");
     auto lhs = cast<RankedTensorType>(getLhs().getType());
     auto aLayout = dyn_cast_or_null<OperandALayoutAttr>(lhs.getEncoding());
     if (!aLayout || aLayout.getWarps() != accLayout.getWarps() ||
@@ -355,6 +361,24 @@ LogicalResult MmaOp::verify() {
     lhsRows = lhs.getDimSize(0), lhsK = lhs.getDimSize(1), lhsElt = lhs.getElementType();
   }
   return verifyProductLhs(*this, result, lhsElt, rhs.getElementType(), lhsRows, lhsK, *k);
+}
+
+LogicalResult LocalStoreOp::verify() {
+  auto value = cast<RankedTensorType>(getValue().getType());
+  auto layout = dyn_cast_or_null<MmaAccumulatorLayoutAttr>(value.getEncoding());
+  if (!layout)
+    return emitOpError() << "stores a block in #tgpu.mma_acc (pairs of columns a thread), got "
+                         << value;
+  BufferType buffer = getBuffer().getType();
+  if (buffer.getRows() != value.getDimSize(0) || buffer.getCols() != value.getDimSize(1))
+    return emitOpError() << "stores a " << value.getDimSize(0) << "x" << value.getDimSize(1)
+                         << " block into a " << buffer.getRows() << "x" << buffer.getCols()
+                         << " buffer";
+  if (!is16BitFloat(buffer.getElementType()) ||
+      buffer.getLayout().getSwizzle() != SharedSwizzle::ChunkXor)
+    return emitOpError() << "writes a bf16 or f16 chunk_xor buffer (what ldmatrix reads), not "
+                         << buffer;
+  return success();
 }
 
 LogicalResult PackOperandAOp::verify() {

@@ -174,7 +174,9 @@ private:
   IntInterval evalInt(Operation &op) {
     APInt cv;
     if (matchPattern(&op, m_ConstantInt(&cv))) {
-      Value v = op.getResult(0);
+      // A copy where the interval code goes: the region's own constant does not dominate it
+      // (until a canonicalizer hoists the constant out of the region).
+      Value v = b.clone(op)->getResult(0);
       return {v, v, Value()};
     }
     return llvm::TypeSwitch<Operation *, IntInterval>(&op)

@@ -358,6 +358,8 @@ LogicalResult deriveBackward(func::FuncOp fn, ForwardAttention &a) {
 
 struct TileDeriveBackwardPass
     : public tilefuse::impl::TileDeriveBackwardBase<TileDeriveBackwardPass> {
+  using TileDeriveBackwardBase::TileDeriveBackwardBase;
+
   void runOnOperation() override {
     SmallVector<func::FuncOp> kernels;
     for (auto fn : getOperation().getOps<func::FuncOp>())
@@ -384,7 +386,10 @@ struct TileDeriveBackwardPass
         fail();
     }
     if (failedAny)
-      signalPassFailure();
+      return signalPassFailure();
+    if (!keepForward)
+      for (func::FuncOp fn : kernels)
+        fn.erase();
   }
 };
 

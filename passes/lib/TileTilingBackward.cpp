@@ -407,7 +407,11 @@ FailureOr<Value> BackwardTiler::scores(Value v) {
 }
 
 scf::ForallOp BackwardTiler::grid(ArrayRef<OpFoldResult> sizes, StringRef phase) {
-  auto forall = scf::ForallOp::create(b, loc, sizes, ValueRange{}, /*mapping=*/std::nullopt);
+  // Mapped as the forward's grid (batch, head, block): a GPU launch puts the block in x, the
+  // head in y and the batch in z; the dK/dV grid's head is the key/value head and its block a
+  // key block.
+  auto forall = scf::ForallOp::create(b, loc, sizes, ValueRange{},
+                                      tile::gridMapping(b.getContext(), /*split=*/false));
   forall->setAttr(kBackwardPhaseAttr, b.getStringAttr(phase));
   return forall;
 }

@@ -23,6 +23,7 @@
 extern const char *const tilefuseBuildId;
 
 using namespace mlir;
+using namespace tilefuse;
 using namespace tilefuse::runtime;
 
 std::string CompiledKernel::metadataJson() const {
@@ -45,6 +46,10 @@ std::string CompiledKernel::metadataJson() const {
     o["kv_tma"] = true;
   if (persistent)
     o["persistent"] = true;
+  if (!backwardPhase.empty())
+    o["backward_phase"] = backwardPhase;
+  if (deterministic)
+    o["deterministic"] = true;
   // The grid depends on it (launch_abi::programGrid): a launch needs it, unlike tile_config.
   if (tiles.packGqa.value_or(false))
     o["pack_gqa"] = true;
@@ -99,6 +104,9 @@ llvm::Expected<CompiledKernel> CompiledKernel::fromMetadataJson(llvm::StringRef 
   k.varlen = o->getBoolean("varlen").value_or(false);
   k.kvTma = o->getBoolean("kv_tma").value_or(false);
   k.persistent = o->getBoolean("persistent").value_or(false);
+  if (std::optional<llvm::StringRef> phase = o->getString("backward_phase"))
+    k.backwardPhase = phase->str();
+  k.deterministic = o->getBoolean("deterministic").value_or(false);
   k.ptx = std::move(ptx);
   return k;
 }
@@ -140,9 +148,32 @@ static void dumpFile(llvm::StringRef dir, llvm::StringRef name, llvm::StringRef 
   os << text;
 }
 
-llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
-                                                               StringRef bufferName,
-                                                               const PtxCompileOptions &options) {
+/// The backward's configuration: FlashAttention-2's schedule on mma.sync (the warpgroup
+/// form of its transposed products is still to come), Br = Bc = 64 by default, a warp per 16
+/// rows; the caller's Br and Bc over it.
+static llvm::Expected<TileConfig> backwardTileConfig(const TileConfig &requested) {
+  TileConfig config;
+  config.blockM = requested.blockM ? requested.blockM : requested.blockN;
+  config.blockN = requested.blockN ? requested.blockN : requested.blockM;
+  if (!config.blockM)
+    config.blockM = config.blockN = 64;
+  config.rowsPerWarp = requested.rowsPerWarp.value_or(16);
+  config.mma = MmaKind::Sync;
+  if (*config.blockM != *config.blockN)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "the backward needs Br = Bc (dK and dV accumulate key-block rows on the warps that hold "
+        "the scores' query rows), not Br=" +
+            llvm::Twine(*config.blockM) + ", Bc=" + llvm::Twine(*config.blockN));
+  if (llvm::Error error = config.verify())
+    return std::move(error);
+  return config;
+}
+
+/// compileToPTX and compileBackwardToPTX: the forward kernel, or the backward's three.
+static llvm::Expected<std::vector<CompiledKernel>>
+compileKernels(StringRef source, StringRef bufferName, const PtxCompileOptions &options,
+               bool backward) {
   auto fail = [](const llvm::Twine &msg) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
   };
@@ -261,6 +292,58 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
   k.name = kernel.getSymName().str();
   k.dtype = elt.isBF16() ? "bf16" : "f16";
   k.headDim = qTy.getDimSize(3);
+  if (backward && (options.splitKv || options.pagedKv || options.varlen))
+    return fail(bufferName + ": the derived backward runs on contiguous tensors (no split-KV, "
+                             "paged or varlen form yet)");
+  if (backward) {
+    auto tiles = backwardTileConfig(options.tiles);
+    if (!tiles)
+      return badConfig(tiles.takeError());
+    PassManager pm(&ctx, ModuleOp::getOperationName());
+    tilefuse::GpuPipelineOptions gpo;
+    gpo.config = tiles->print();
+    gpo.chip = options.chip;
+    gpo.features = options.features;
+    gpo.backward = true;
+    gpo.deterministic = options.deterministic;
+    tilefuse::buildTileToPTXPipeline(pm, gpo);
+    instrument(pm, "2-tile-to-ptx");
+    if (failed(pm.run(*module)))
+      return fail("compiling the backward of " + bufferName + " for " + options.chip +
+                  " failed:\n" + diagnostics);
+    std::string ptx;
+    for (auto binary : module->getOps<gpu::BinaryOp>())
+      for (Attribute a : binary.getObjects())
+        if (auto obj = dyn_cast<gpu::ObjectAttr>(a))
+          ptx = obj.getObject().getValue().str();
+    if (ptx.empty())
+      return fail("compiling the backward of " + bufferName + ": the pipeline produced no PTX");
+    auto sharedBytes = (*module)->getAttrOfType<DictionaryAttr>("tilefuse.shared_bytes");
+    auto threads = (*module)->getAttrOfType<DictionaryAttr>("tilefuse.threads");
+    std::vector<CompiledKernel> phases;
+    for (launch_abi::BackwardPhase phase : launch_abi::kBackwardPhases) {
+      CompiledKernel p = k;
+      p.name = k.name + "_backward_" + launch_abi::backwardPhaseName(phase);
+      p.backwardPhase = launch_abi::backwardPhaseName(phase);
+      p.deterministic = options.deterministic;
+      p.tiles = *tiles;
+      p.blockM = *tiles->blockM;
+      p.blockN = *tiles->blockN;
+      auto bytes = sharedBytes ? sharedBytes.getAs<IntegerAttr>(p.name) : IntegerAttr();
+      auto count = threads ? threads.getAs<IntegerAttr>(p.name) : IntegerAttr();
+      if (!bytes || !count)
+        return fail("compiling the backward of " + bufferName +
+                    ": the compiler recorded no shared memory size or threads for " + p.name);
+      p.sharedBytes = bytes.getInt();
+      p.threads = count.getInt();
+      p.ptx = ptx;
+      phases.push_back(std::move(p));
+    }
+    if (!dumpDir.empty())
+      dumpFile(dumpDir, k.name + "_backward.ptx", ptx);
+    return phases;
+  }
+
   // Split-KV serves decode: its defaults (splitKvTileConfig) under what the caller set.
   TileConfig requested = options.splitKv
                              ? splitKvTileConfig(k.headDim, options.chip).overriddenBy(options.tiles)
@@ -323,7 +406,22 @@ llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
           dumpFile(dumpDir, k.name + ".ptx", k.ptx);
           dumpFile(dumpDir, k.name + ".json", k.metadataJson() + "\n");
         }
-        return k;
+        return std::vector<CompiledKernel>{std::move(k)};
       }
   return fail("compiling " + bufferName + ": the pipeline produced no PTX");
+}
+
+llvm::Expected<CompiledKernel> tilefuse::runtime::compileToPTX(StringRef source,
+                                                               StringRef bufferName,
+                                                               const PtxCompileOptions &options) {
+  auto kernels = compileKernels(source, bufferName, options, /*backward=*/false);
+  if (!kernels)
+    return kernels.takeError();
+  return std::move(kernels->front());
+}
+
+llvm::Expected<std::vector<CompiledKernel>>
+tilefuse::runtime::compileBackwardToPTX(StringRef source, StringRef bufferName,
+                                        const PtxCompileOptions &options) {
+  return compileKernels(source, bufferName, options, /*backward=*/true);
 }

@@ -703,3 +703,48 @@ func.func @mbarrier_offset(%k: memref<?x?x?x64xbf16>) {
   %bars = tgpu.alloc {offset = 4 : i64} : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
   return
 }
+
+// -----
+
+func.func @mma_transposed_register_lhs(%q: tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>,
+                                       %k: !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>) {
+  // expected-error @+1 {{a transposed lhs is read from a shared buffer (ldmatrix.trans), not from registers}}
+  %s = tgpu.mma %q, %k transpose_lhs : tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>, !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>> -> tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
+  return
+}
+
+// -----
+
+func.func @mma_transposed_lhs_shape(%p: !tgpu.buffer<32x64xbf16, #tgpu.shared<chunk_xor>>,
+                                    %v: !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>) {
+  // expected-error @+1 {{the lhs is 64x32, expected 64x64}}
+  %s = tgpu.mma %p, %v transpose_lhs : !tgpu.buffer<32x64xbf16, #tgpu.shared<chunk_xor>>, !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>> -> tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
+  return
+}
+
+// -----
+
+func.func @local_store_layout(%x: tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>,
+                              %b: !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>) {
+  // expected-error @+1 {{stores a block in #tgpu.mma_acc (pairs of columns a thread)}}
+  tgpu.local_store %x, %b : tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>, !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>
+  return
+}
+
+// -----
+
+func.func @local_store_shape(%x: tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>,
+                             %b: !tgpu.buffer<64x32xbf16, #tgpu.shared<chunk_xor>>) {
+  // expected-error @+1 {{stores a 64x64 block into a 64x32 buffer}}
+  tgpu.local_store %x, %b : tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>, !tgpu.buffer<64x32xbf16, #tgpu.shared<chunk_xor>>
+  return
+}
+
+// -----
+
+func.func @local_store_swizzle(%x: tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>,
+                               %b: !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>) {
+  // expected-error @+1 {{writes a bf16 or f16 chunk_xor buffer (what ldmatrix reads)}}
+  tgpu.local_store %x, %b : tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>, !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+  return
+}

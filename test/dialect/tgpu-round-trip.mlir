@@ -179,6 +179,20 @@ func.func @mma_sync(%q: !qa, %qs: !tile, %k: !tile, %v: !tile, %acc: !accm) -> (
 
 // -----
 
+// A backward kernel's transposed products: dS written into a shared tile, read transposed.
+!accb = tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
+!tileb = !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>
+// CHECK-LABEL: func.func @transposed_lhs
+// CHECK:         tgpu.local_store %{{.+}}, %[[B:.+]] : tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>, <64x64xbf16, #tgpu.shared<chunk_xor>>
+// CHECK:         tgpu.mma %[[B]], %{{.+}} acc %{{.+}} transpose_lhs : !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>, <64x64xbf16, #tgpu.shared<chunk_xor>>, tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>> -> tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
+func.func @transposed_lhs(%ds: !accb, %buffer: !tileb, %q: !tileb, %acc: !accb) -> !accb {
+  tgpu.local_store %ds, %buffer : !accb, !tileb
+  %dk = tgpu.mma %buffer, %q acc %acc transpose_lhs : !tileb, !tileb, !accb -> !accb
+  return %dk : !accb
+}
+
+// -----
+
 // A wgmma accumulator packs into the fragments of its warpgroup's four warps.
 // CHECK-LABEL: func.func @pack_wgmma
 // CHECK:         tgpu.pack_operand_a %{{.+}} : tensor<128x64xf32, #tgpu.wgmma_acc<warpgroups = 2>> -> tensor<128x64xf16, #tgpu.operand_a<warps = 8, rows_per_warp = 16>>

@@ -34,7 +34,7 @@
 // CHECK:           %[[D:.+]] = tile.reduce sum %[[PROD]] : tensor<32x16xf32> -> tensor<32xf32>
 // CHECK:           tile.block_store %[[D]], %[[WS]][%[[B]], %[[H]], %[[R]]] bound %[[M]]
 // CHECK:           tile.block_store %{{.+}}, %[[ACC]][%[[B]], %[[H]], %[[R]]] bound %[[M]] : tensor<32x16xf32>
-// CHECK:         } {tile.backward_phase = "preprocess"}
+// CHECK:         } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>], tile.backward_phase = "preprocess"}
 // CHECK:         scf.forall (%[[B2:.+]], %[[G:.+]], %[[J:.+]]) in
 // CHECK:           %[[C:.+]] = arith.muli %[[J]], %c16
 // CHECK:           %[[KB:.+]] = tile.block_load %[[K]][%[[B2]], %[[G]], %[[C]]] bound %[[N]] : {{.+}} -> tensor<16x16xbf16>
@@ -76,12 +76,12 @@
 // CHECK:             } {tile.query_loop}
 // CHECK:           tile.block_store %[[SUMS]]#0, %[[DK]][%[[B2]], %[[G]], %[[C]]] bound %[[N]]
 // CHECK:           tile.block_store %[[SUMS]]#1, %[[DV]][%[[B2]], %[[G]], %[[C]]] bound %[[N]]
-// CHECK:         } {tile.backward_phase = "key_gradients"}
+// CHECK:         } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>], tile.backward_phase = "key_gradients"}
 // CHECK:         scf.forall (%[[B3:.+]], %[[H3:.+]], %[[I3:.+]]) in
 // CHECK:           %[[R3:.+]] = arith.muli %[[I3]], %c32
 // CHECK:           %[[SUM:.+]] = tile.block_load %[[ACC]][%[[B3]], %[[H3]], %[[R3]]] bound %[[M]] : memref<?x?x?x16xf32> -> tensor<32x16xf32>
 // CHECK:           tile.block_store %[[SUM]], %[[DQ]][%[[B3]], %[[H3]], %[[R3]]] bound %[[M]]
-// CHECK:         } {tile.backward_phase = "query_gradients"}
+// CHECK:         } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>], tile.backward_phase = "query_gradients"}
 // CHECK-NOT:     tile.load
 // CHECK-NOT:     tile.dot
 // CHECK:         return
@@ -89,9 +89,9 @@
 // DET-LABEL: func.func @capped_backward
 // DET-NOT:       dq_accumulator
 // DET-NOT:       tile.block_atomic_add
-// DET:           } {tile.backward_phase = "preprocess"}
+// DET:           } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>], tile.backward_phase = "preprocess"}
 // DET:           tile.block_dot %{{.+}} transpose_lhs
-// DET:           } {tile.backward_phase = "key_gradients"}
+// DET:           } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>], tile.backward_phase = "key_gradients"}
 // DET:           scf.forall (%[[B:.+]], %[[H:.+]], %[[I:.+]]) in
 // DET:             %[[R:.+]] = arith.muli %[[I]], %c32
 // DET:             %[[HKV:.+]] = arith.divui %[[H]], %{{.+}}
@@ -104,7 +104,7 @@
 // DET:               scf.yield %[[NDQ]]
 // DET:             } {tile.kv_loop}
 // DET:             tile.block_store %[[DQS]], %{{.+}}[%[[B]], %[[H]], %[[R]]]
-// DET:           } {tile.backward_phase = "query_gradients"}
+// DET:           } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>], tile.backward_phase = "query_gradients"}
 func.func @capped_backward(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %dO: !qkv, %LSE: !lse,
                            %dQ: !qkv, %dK: !qkv, %dV: !qkv) {
   %cap = arith.constant 2.0 : f32
@@ -316,7 +316,7 @@ func.func @row_max_of_scores(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %dO: !qkv, 
 // CHECK:               tile.block_atomic_add
 // CHECK-NEXT:        } {tile.query_loop}
 // CHECK-NEXT:      }
-// CHECK:         } {tile.backward_phase = "key_gradients"}
+// CHECK:         } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>], tile.backward_phase = "key_gradients"}
 // DET-LABEL: func.func @only_dq
 // DET-NOT:       key_gradients
 // DET:           tile.block_dot {{.+}} acc

@@ -4,6 +4,7 @@
 // the CUDA runtime's views of it (abiTensors, AttentionStrides) agreeing with it.
 //
 //===----------------------------------------------------------------------===//
+#include "tilefuse/runtime/cuda/CudaBackwardKernel.h"
 #include "tilefuse/runtime/cuda/CudaKernel.h"
 #include "tilefuse/runtime/device/LaunchAbi.h"
 
@@ -157,4 +158,86 @@ TEST(LaunchAbi, KeySplitPolicy) {
   EXPECT_EQ(CudaKernel::chooseKeySplits(1000, 264, 4096), 1);
   // At most 128.
   EXPECT_EQ(CudaKernel::chooseKeySplits(1, 1000, 100000), 128);
+}
+
+// The backward's launch form (LaunchAbi.h): the nine tensors, then the two workspaces, the
+// sizes and every tensor's strides; the phases' grids; the workspaces' layout.
+TEST(LaunchAbi, BackwardParameters) {
+  EXPECT_EQ(launch_abi::kBackwardFirstSize, 11);
+  EXPECT_EQ(launch_abi::kBackwardFirstStride, 16);
+  EXPECT_EQ(launch_abi::kBackwardParameterCount, 47);
+  std::vector<std::string> names;
+  for (const launch_abi::Tensor &t : launch_abi::kBackwardTensors)
+    names.push_back(t.parameterName);
+  EXPECT_EQ(names, (std::vector<std::string>{"q", "k", "v", "o", "do", "lse", "dq", "dk", "dv",
+                                             "delta", "dq_accum"}));
+  // dO's strides follow O's, the workspaces' the gradients'.
+  EXPECT_EQ(launch_abi::backwardFirstStride(4), 12);
+  EXPECT_EQ(launch_abi::backwardFirstStride(launch_abi::kBackwardDeltaTensor), 26);
+  EXPECT_EQ(launch_abi::backwardFirstStride(launch_abi::kBackwardAccumulatorTensor), 28);
+}
+
+TEST(LaunchAbi, BackwardGridsAndWorkspace) {
+  using launch_abi::BackwardPhase;
+  // Preprocess and dQ over query row blocks of every head; dK/dV over key blocks of every
+  // key/value head.
+  auto pre = launch_abi::backwardGrid(BackwardPhase::Preprocess, 2, 8, 2, 300, 129, 64, 64);
+  EXPECT_EQ(pre.rowBlocks, 5);
+  EXPECT_EQ(pre.heads, 8);
+  EXPECT_EQ(pre.batch, 2);
+  auto keys = launch_abi::backwardGrid(BackwardPhase::KeyGradients, 2, 8, 2, 300, 129, 64, 64);
+  EXPECT_EQ(keys.rowBlocks, 3);
+  EXPECT_EQ(keys.heads, 2);
+  auto w = launch_abi::backwardWorkspace(2, 8, 300, 64, /*deterministic=*/false);
+  EXPECT_EQ(w.deltaOffset, 0);
+  EXPECT_EQ(w.accumulatorOffset, launch_abi::alignTo256(2 * 8 * 300 * 4));
+  EXPECT_EQ(w.bytes, w.accumulatorOffset + launch_abi::alignTo256(2 * 8 * 300 * 64 * 4));
+  EXPECT_EQ(launch_abi::backwardWorkspace(2, 8, 300, 64, /*deterministic=*/true).bytes,
+            w.accumulatorOffset);
+  EXPECT_STREQ(launch_abi::backwardPhaseName(BackwardPhase::KeyGradients), "key_gradients");
+}
+
+TEST(LaunchAbi, BackwardStridesAreTheTensorsInOrder) {
+  namespace cuda = runtime::cuda;
+  cuda::AttentionShape shape{2, 8, 2, 300, 129, 64};
+  cuda::BackwardStrides s = cuda::BackwardStrides::contiguous(shape);
+  // Q, then K (Hkv heads of N rows), ..., dV.
+  EXPECT_EQ(s.values[0], 8 * 300 * 64);
+  EXPECT_EQ(s.values[2], 64);
+  EXPECT_EQ(s.values[3], 2 * 129 * 64);
+  EXPECT_EQ(s.values[15], 8 * 300); // lse_b
+  EXPECT_EQ(s.values[16], 300);     // lse_h
+  EXPECT_EQ(s.values[23], 2 * 129 * 64); // dv_b
+  EXPECT_EQ(cuda::BackwardStrides::count, 26);
+}
+
+TEST(LaunchAbi, SidecarSaysBackwardPhase) {
+  namespace cuda = runtime::cuda;
+  std::string sidecar = R"({"name": "causal_backward_key_gradients", "block_m": 64,
+    "block_n": 64, "threads": 128, "head_dim": 64, "dtype": "bf16", "shared_bytes": 65536,
+    "backward_phase": "key_gradients", "deterministic": true,
+    "declared_sizes": {"Q": [null, null, null, 64], "K": [null, null, null, 64],
+                       "V": [null, null, null, 64], "O": [null, null, null, 64],
+                       "LSE": [null, null, null]}})";
+  auto metadata = cuda::KernelMetadata::parse(sidecar, "backward.json");
+  ASSERT_TRUE(bool(metadata)) << llvm::toString(metadata.takeError());
+  EXPECT_EQ(metadata->backwardPhase, "key_gradients");
+  EXPECT_TRUE(metadata->deterministic);
+  std::string bad = sidecar;
+  bad.replace(bad.find("\"key_gradients\""), 15, "\"dq\"");
+  auto refused = cuda::KernelMetadata::parse(bad, "backward.json");
+  ASSERT_FALSE(bool(refused));
+  EXPECT_NE(llvm::toString(refused.takeError()).find("must be preprocess, key_gradients or"),
+            std::string::npos);
+  // A forward launch refuses a backward phase.
+  cuda::AttentionShape shape{1, 1, 1, 64, 64, 64};
+  llvm::Error error = cuda::validateLaunch(*metadata, {1, 1, 1, 1, 1}, shape,
+                                           cuda::AttentionStrides::contiguous(shape));
+  ASSERT_TRUE(bool(error));
+  EXPECT_NE(llvm::toString(std::move(error)).find("launch the three phases with"),
+            std::string::npos);
+  // The backward launcher wants its three phases in order.
+  auto wrong = cuda::CudaBackwardKernel::load("", {*metadata});
+  ASSERT_FALSE(bool(wrong));
+  EXPECT_NE(llvm::toString(wrong.takeError()).find("three phases"), std::string::npos);
 }

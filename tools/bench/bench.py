@@ -66,6 +66,22 @@ of N, 512 ... 65536), else one without a bucket. `tilefuse tune` needs the self-
   build-gpu/tilefuse tune --kernel attention --seq 1024,2048,4096,8192,16384 \
       --emit-dir build-gpu/tuned                         # and causal, and --head-dim 128
   python3 tools/bench/bench.py --tuned-dir build-gpu/tuned
+
+The backward (--backward): the grid's configurations, each column timing dQ, dK and dV alone,
+given Q, K, V, O, dO and LSE. tilefuse: the derived backward of --backward-dir (`tilefuse compile
+--backward`: the three phases preprocess, key_gradients and query_gradients in one PTX module,
+the sidecar a JSON array of their metadata, named attention_backward_* or causal_backward_*),
+after the forward kernel of --ptx-dir wrote O and LSE once; the atomic-dQ backwards, or with
+--backward-deterministic the bitwise-reproducible ones (sidecar "deterministic"). The peers:
+torch.autograd.grad of an SDPA (flash, cuDNN) or FlexAttention forward run once on inputs that
+require grad, the graph retained so every call runs the same backward. FLOPs = 2.5 x the
+forward's (five matrix products against two). tilefuse's dQ, dK and dV are checked against SDPA
+flash's (else cuDNN's), max |dX - dX_sdpa| / max |dX_sdpa| each; past BACKWARD_TOLERANCE the row
+says WRONG. The columns tf/flash and tf/cudnn are tilefuse's speed over theirs.
+
+  build/tools/tilefuse compile --kernel causal --backward --head-dim 128 \
+      -o build-gpu/kernels-backward/causal_backward_d128.ptx   # scripts/build-gpu.sh does all
+  python3 tools/bench/bench.py --backward --backward-dir build-gpu/kernels-backward
 """
 
 import argparse
@@ -83,6 +99,17 @@ import sys
 IMPLS = ("tilefuse", "sdpa-flash", "sdpa-cudnn", "flex", "flex-paged")
 DECODE_ONLY = ("flex-paged",)  # left out of the default --impls of the grid and varlen rows
 BASELINE = "sdpa-cudnn"
+# --backward: the columns tilefuse's speed is quoted against, and the SDPA columns whose
+# gradients check tilefuse's, in order of preference.
+BACKWARD_PEERS = ("sdpa-flash", "sdpa-cudnn")
+# A --backward row's largest max |dX - dX_sdpa| / max |dX_sdpa| before it reads WRONG: two bf16
+# backwards differ by the rounding of P, dS and the gradients (~1e-2 at most); a wrong kernel
+# (a block missed, a wrong scale or LSE) is off by far more.
+BACKWARD_TOLERANCE = 5e-2
+# Backward FLOPs over the forward's: the forward's two matrix products (S = Q K^T, O = P V), the
+# backward's five (S again, dP = dO V^T, dV = P^T dO, dQ = dS K, dK = dS^T Q); FlashAttention's
+# convention.
+BACKWARD_FLOP_FACTOR = 2.5
 
 
 class Unavailable(Exception):
@@ -95,11 +122,19 @@ class Unavailable(Exception):
 
 
 class Tilefuse:
-    """libtilefuse_cuda.so and the attention / causal kernels of a directory."""
+    """libtilefuse_cuda.so and the attention / causal kernels of a directory (and, given
+    backward_dir, the derived backwards of another: --backward)."""
 
-    def __init__(self, lib_path, ptx_dir, kv_splits=0, page_size=16, page_layout="nhd"):
+    def __init__(self, lib_path, ptx_dir, kv_splits=0, page_size=16, page_layout="nhd",
+                 backward_dir=None, backward_deterministic=False):
         # (causal, head_dim, dtype, seq bucket or None) -> (kernel handle, sidecar path, scale)
         self.kernels = {}
+        # (causal, head_dim, dtype) -> (backward handle, sidecar path, scale): the backwards of
+        # backward_dir with deterministic dQ or without, as backward_deterministic asks
+        self.backward_kernels = {}
+        self.backward_dir = backward_dir
+        self.backward_deterministic = backward_deterministic
+        self.backward_error = None  # why there are no backwards (where backward_dir is given)
         self.paged = set()  # the keys of paged-KV kernels (sidecar "paged_kv")
         self.varlen = set()  # the keys of varlen kernels (sidecar "varlen")
         self.kv_splits = kv_splits  # a split-KV kernel's key splits (0: the launcher's choice)
@@ -138,11 +173,70 @@ class Tilefuse:
             self._load(sidecar)
         if not self.kernels:
             self.error = f"no attention/causal kernels in {ptx_dir}"
+        if backward_dir is not None:
+            self._load_backwards(lib_path, backward_dir)
+
+    def _load_backwards(self, lib_path, backward_dir):
+        lib = self.lib
+        if not hasattr(lib, "tilefuse_cuda_backward_load"):
+            self.backward_error = (f"{lib_path} has no tilefuse_cuda_backward_load (built before "
+                                   f"the derived backward: scripts/build-gpu.sh)")
+            return
+        vp, i64 = ctypes.c_void_p, ctypes.c_int64
+        lib.tilefuse_cuda_backward_load.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
+                                                    ctypes.POINTER(vp), ctypes.c_char_p,
+                                                    ctypes.c_size_t]
+        # stream, q, k, v, o, d_o, lse, d_q, d_k, d_v; B, H, Hkv, M, N, D; strides; err, errlen
+        lib.tilefuse_cuda_backward_launch.argtypes = ([vp, vp] + [vp] * 9 + [i64] * 6 +
+                                                      [ctypes.POINTER(i64), ctypes.c_char_p,
+                                                       ctypes.c_size_t])
+        for sidecar in sorted(pathlib.Path(backward_dir).glob("*.json")):
+            self._load_backward(sidecar)
+        if not self.backward_kernels:
+            self.backward_error = (f"no {'deterministic ' if self.backward_deterministic else ''}"
+                                   f"attention/causal backwards in {backward_dir}")
+
+    def _load_backward(self, sidecar):
+        """A derived backward, recognised by its sidecar whatever the file is called: a JSON
+        array of its phases' metadata in launch order, the kernels named
+        <kernel>_backward_<phase> with the kernel attention or causal."""
+        ptx = sidecar.with_suffix(".ptx")
+        try:
+            phases = json.loads(sidecar.read_text())
+            if not isinstance(phases, list):
+                return  # a forward kernel's sidecar
+            first = phases[0]
+            name, head_dim, dtype = first["name"], int(first["head_dim"]), first["dtype"]
+            # The backward's scale is the forward's, which the sidecars of the bundled kernels
+            # leave at 1 / sqrt(D), as _load does.
+            scale = float(first.get("scale", 1 / math.sqrt(head_dim)))
+            deterministic = bool(first.get("deterministic", False))
+        except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
+            print(f"tilefuse: skipping {sidecar}: {e}", file=sys.stderr)
+            return
+        kernel = next((k for k in ("attention", "causal") if name.startswith(k + "_backward")),
+                      None)
+        if kernel is None or deterministic != self.backward_deterministic or not ptx.exists():
+            return
+        key = (kernel == "causal", head_dim, dtype)
+        if key in self.backward_kernels:
+            print(f"tilefuse: {sidecar} duplicates {self.backward_kernels[key][1]}; keeping the "
+                  f"first", file=sys.stderr)
+            return
+        handle = ctypes.c_void_p()
+        if self.lib.tilefuse_cuda_backward_load(str(ptx).encode(), str(sidecar).encode(),
+                                                ctypes.byref(handle), self._err,
+                                                len(self._err)) != 0:
+            print(f"tilefuse: cannot load {ptx}: {self._err.value.decode()}", file=sys.stderr)
+            return
+        self.backward_kernels[key] = (handle, sidecar, scale)
 
     def _load(self, sidecar):
         ptx = sidecar.with_suffix(".ptx")
         try:
             meta = json.loads(sidecar.read_text())
+            if isinstance(meta, list):
+                return  # a derived backward's sidecar (its phases): _load_backward's
             name, head_dim, dtype = meta["name"], int(meta["head_dim"]), meta["dtype"]
             scale = float(meta.get("scale", 1 / math.sqrt(head_dim)))
             bucket = int(meta["seq_bucket"]) if "seq_bucket" in meta else None
@@ -269,6 +363,46 @@ class Tilefuse:
                 raise RuntimeError(f"tilefuse launch: {self._err.value.decode()}")
             return buffers[0]
 
+        run.lse = lse  # the forward's LSE, which the backward reads (prepare_backward)
+        return run
+
+    def prepare_backward(self, torch, q, k, v, d_o, causal, scale):
+        """The derived backward of q, k, v (B x H x M x D, k and v B x Hkv x N x D) for the
+        incoming gradient d_o: the forward kernel runs once here for the O and LSE the backward
+        reads; the returned run() launches the backward alone and returns (dQ, dK, dV)."""
+        if self.error:
+            raise Unavailable(self.error)
+        if self.backward_error:
+            raise Unavailable(self.backward_error)
+        B, H, M, D = q.shape
+        Hkv, N = k.shape[1], k.shape[2]
+        dtype = "bf16" if q.dtype == torch.bfloat16 else "f16"
+        backward = self.backward_kernels.get((causal, D, dtype))
+        if backward is None:
+            raise Unavailable(f"no {'deterministic ' if self.backward_deterministic else ''}"
+                              f"{'causal' if causal else 'attention'} backward for D={D} "
+                              f"{dtype} in {self.backward_dir}")
+        handle, _, backward_scale = backward
+        if abs(scale - backward_scale) > 1e-9 * scale:
+            raise Unavailable(f"the backward's softmax scale is {backward_scale}, not {scale}")
+        forward = self.prepare(torch, q, k, v, causal, scale)
+        o, lse = forward(), forward.lse
+        d_q, d_k, d_v = (torch.empty_like(x) for x in (q, k, v))
+        # The C API's order: every dimension but the innermost of each tensor.
+        tensors = (q, k, v, o, d_o, lse, d_q, d_k, d_v)
+        strides = (ctypes.c_int64 * 26)(*(s for x in tensors for s in x.stride()[:-1]))
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        args = (handle, stream, *(x.data_ptr() for x in tensors), B, H, Hkv, M, N, D, strides,
+                self._err, len(self._err))
+        launch = self.lib.tilefuse_cuda_backward_launch
+        # As in prepare: `run` keeps every buffer whose address args holds alive.
+        buffers = {"forward": (o, lse), "gradients": (d_q, d_k, d_v)}
+
+        def run():
+            if launch(*args) != 0:
+                raise RuntimeError(f"tilefuse backward launch: {self._err.value.decode()}")
+            return buffers["gradients"]
+
         return run
 
 
@@ -349,6 +483,59 @@ def _compiled_flex(torch, flex_attention):
                         max(getattr(torch._dynamo.config, limit), 256))
         _flex_cache["fn"] = torch.compile(flex_attention, dynamic=False)
     return _flex_cache["fn"]
+
+
+def leaves_requiring_grad(q, k, v):
+    """q, k, v as autograd leaves (the same storage): what a training step differentiates."""
+    return tuple(x.detach().requires_grad_() for x in (q, k, v))
+
+
+def sdpa_backward(backend_name):
+    """--backward: SDPA's forward on `backend_name` once, then run() -> the backward alone,
+    torch.autograd.grad(O, (q, k, v), dO), the graph retained for the next call."""
+
+    def prepare(torch, q, k, v, d_o, causal, scale):
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        backend = getattr(SDPBackend, backend_name, None)
+        if backend is None:
+            raise Unavailable(f"this torch has no SDPBackend.{backend_name}")
+        leaves = leaves_requiring_grad(q, k, v)
+        # The forward picks the backend, and its autograd node that backend's backward; the timed
+        # call stays in the same context all the same, as the forward columns' calls do.
+        with sdpa_kernel([backend]):
+            out = torch.nn.functional.scaled_dot_product_attention(*leaves, is_causal=causal,
+                                                                   scale=scale)
+
+        def run():
+            with sdpa_kernel([backend]):
+                return torch.autograd.grad(out, leaves, d_o, retain_graph=True)
+
+        return run
+
+    return prepare
+
+
+def flex_backward(torch, q, k, v, d_o, causal, scale):
+    """--backward: the compiled FlexAttention's forward once (as the flex column runs it), then
+    run() -> its backward alone (compiled at the first call), the graph retained."""
+    try:
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    except ImportError as e:
+        raise Unavailable(f"no FlexAttention: {e}")
+    # AOTAutograd may compile a backward that reuses ("donates") the saved tensors' memory,
+    # which a retained graph's next call still reads: torch then refuses retain_graph=True and
+    # names this switch.
+    from torch._functorch import config as functorch_config
+    if hasattr(functorch_config, "donated_buffer"):
+        functorch_config.donated_buffer = False
+    compiled = _compiled_flex(torch, flex_attention)
+    block_mask = None
+    if causal:
+        block_mask = create_block_mask(lambda b, h, q_idx, kv_idx: q_idx >= kv_idx, None, None,
+                                       q.shape[2], k.shape[2], device=q.device)
+    leaves = leaves_requiring_grad(q, k, v)
+    out = compiled(*leaves, block_mask=block_mask, scale=scale)
+    return lambda: torch.autograd.grad(out, leaves, d_o, retain_graph=True)
 
 
 # A flex-paged column's largest max |O - O_ref| / max |O_ref| against the float reference: the
@@ -469,11 +656,14 @@ def interleaved_medians(torch, fns, warmup, reps, flush):
 
 def prepare_column(torch, result, impl, prepare, outputs, ready, reasons=None):
     """Prepares one column of a row: `prepare()` gives the timed function, whose first call (also
-    its warm-up and compile) is kept in outputs; a failure is the column's n/a in `result`,
-    printed unless `reasons` (column -> the last reason printed) shows it was already."""
+    its warm-up and compile) is kept in outputs (a tensor, or a tuple of them: a backward's
+    gradients); a failure is the column's n/a in `result`, printed unless `reasons` (column ->
+    the last reason printed) shows it was already."""
     try:
         fn = prepare()
-        outputs[impl] = fn().clone()
+        first = fn()
+        outputs[impl] = (tuple(x.clone() for x in first) if isinstance(first, tuple)
+                         else first.clone())
         torch.cuda.synchronize()
         ready[impl] = fn
     except Exception as e:
@@ -539,9 +729,25 @@ def main():
     parser.add_argument("--flex-paged-mask", choices=("create", "partial"), default="create",
                         help="flex-paged: the logical block mask from create_block_mask, or every "
                              "block partial (as vLLM builds it)")
+    parser.add_argument("--backward", action="store_true",
+                        help="the grid's backward instead of its forward: dQ, dK, dV given Q, K, "
+                             "V, O, dO and LSE (tilefuse: the derived backwards of "
+                             "--backward-dir after the forward kernels of --ptx-dir)")
+    parser.add_argument("--backward-dir", default="build-gpu/kernels-backward", metavar="DIR",
+                        help="--backward: the kernels of `tilefuse compile --backward`")
+    parser.add_argument("--backward-deterministic", action="store_true",
+                        help="--backward: time the deterministic backwards (--deterministic: "
+                             "bitwise reproducible dQ) instead of the atomic ones")
     args = parser.parse_args()
     if args.reps < 20:
         parser.error("--reps must be at least 20")
+    if args.backward_deterministic and not args.backward:
+        parser.error("--backward-deterministic is an option of --backward")
+    if args.backward and (args.decode or args.varlen):
+        parser.error("--backward times the grid's rows, not --decode or --varlen ones")
+    if args.backward and (args.variant or args.tuned_dir):
+        parser.error("--variant and --tuned-dir time forward kernels; --backward the derived "
+                     "backwards of --backward-dir")
     decode_rows = args.decode and not args.varlen  # --varlen takes precedence
     if args.impls is None:
         impls = [i for i in IMPLS if decode_rows or i not in DECODE_ONLY]
@@ -596,13 +802,21 @@ def main():
     for P in flex_pages:
         preparers[f"flex-paged@{P}"] = flex_paged(P, args.flex_page_layout, args.flex_paged_mask)
     if "tilefuse" in impls:
-        tilefuse = Tilefuse(args.lib, args.ptx_dir)
+        tilefuse = Tilefuse(args.lib, args.ptx_dir,
+                            backward_dir=args.backward_dir if args.backward else None,
+                            backward_deterministic=args.backward_deterministic)
         preparers["tilefuse"] = tilefuse.prepare
         if tilefuse.error:
             print(f"tilefuse: n/a ({tilefuse.error})", file=sys.stderr)
         for (causal, d, dtype, _), (_, path, _) in sorted(tilefuse.kernels.items(),
                                                            key=lambda item: str(item[0])):
             print(f"tilefuse: {path.name}: {'causal' if causal else 'attention'} D={d} {dtype}",
+                  file=sys.stderr)
+        if tilefuse.backward_error:
+            print(f"tilefuse: backward n/a ({tilefuse.backward_error})", file=sys.stderr)
+        for (causal, d, dtype), (_, path, _) in sorted(tilefuse.backward_kernels.items()):
+            print(f"tilefuse: {path.name}: {'causal' if causal else 'attention'} backward D={d} "
+                  f"{dtype}{' deterministic' if args.backward_deterministic else ''}",
                   file=sys.stderr)
 
     variant_kernels = {}  # impl -> its Tilefuse, for the report
@@ -617,6 +831,17 @@ def main():
                                                                  key=lambda item: str(item[0])):
             print(f"{impl}: {kpath.name}: {'causal' if causal else 'attention'} D={d} {dtype}"
                   f"{'' if bucket is None else f' N<={bucket}'}", file=sys.stderr)
+
+    if args.backward:
+        backward_preparers = {"sdpa-flash": sdpa_backward("FLASH_ATTENTION"),
+                              "sdpa-cudnn": sdpa_backward("CUDNN_ATTENTION"),
+                              "flex": flex_backward}
+        if "tilefuse" in impls:
+            backward_preparers["tilefuse"] = tilefuse.prepare_backward
+        results = run_backward(args, torch, device, flush, impls, backward_preparers)
+        write_report(args, torch, impls, tilefuse if "tilefuse" in impls else None, {},
+                     results)
+        return
 
     if args.varlen or args.decode:
         run = run_varlen if args.varlen else run_decode
@@ -718,6 +943,10 @@ def write_report(args, torch, impls, tilefuse, variant_kernels, results):
             "variant_kernels": {impl: {str(path): json.loads(path.read_text())
                                        for _, path, _ in v.kernels.values()}
                                 for impl, v in variant_kernels.items()},
+            # --backward: the derived backwards' sidecars (each its phases' metadata)
+            "tilefuse_backward_kernels": {str(path): json.loads(path.read_text())
+                                          for _, path, _ in tilefuse.backward_kernels.values()}
+            if tilefuse else {},
             "results": results,
         }
         pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -915,6 +1144,109 @@ def run_decode(args, torch, device, flush, impls, preparers, variants, variant_k
         results.append(result)
         del q, k, v, src, dst, outputs, packed, ready
     return results
+
+
+def run_backward(args, torch, device, flush, impls, preparers):
+    """Backward rows: dQ, dK and dV for the grid's configurations, each column's backward timed
+    alone; TFLOP/s at BACKWARD_FLOP_FACTOR x the forward's FLOPs, tilefuse's speed over each of
+    BACKWARD_PEERS', and its gradients checked against SDPA's (module doc)."""
+    ratio_columns = [f"tf/{peer.removeprefix('sdpa-')}" for peer in BACKWARD_PEERS]
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}; "
+          f"backward (dQ, dK, dV) bf16"
+          f"{', deterministic dQ' if args.backward_deterministic else ''}: TFLOP/s "
+          f"({BACKWARD_FLOP_FACTOR} x the forward's FLOPs), median of {args.reps}")
+    print(f"{'config':<34}" + "".join(f"{i:>18}" for i in impls) +
+          "".join(f"{c:>10}" for c in ratio_columns) + f"{'dQ/dK/dV err':>30}")
+    results, reasons = [], {}
+    for head_dim in [int(x) for x in args.head_dims.split(",")]:
+        for n in [int(x) for x in args.seq.split(",")]:
+            for causal in {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]:
+                B, H = max(1, args.tokens // n), args.hidden // head_dim
+                scale = 1 / math.sqrt(head_dim)
+                gen = torch.Generator(device=device).manual_seed(n * 1000 + head_dim)
+                q, k, v, d_o = (torch.randn((B, H, n, head_dim), device=device,
+                                            dtype=torch.bfloat16, generator=gen)
+                                for _ in range(4))
+                forward_flops = 4 * B * H * n * n * head_dim / (2 if causal else 1)
+                flops = BACKWARD_FLOP_FACTOR * forward_flops
+                config = (f"bf16 d{head_dim} N={n} B={B} H={H} "
+                          f"{'causal' if causal else 'full'}")
+                result = {"mode": "backward", "dtype": "bf16", "head_dim": head_dim, "M": n,
+                          "N": n, "B": B, "H": H, "causal": causal,
+                          "deterministic": args.backward_deterministic,
+                          "forward_flops": forward_flops, "flops": flops, "ms": {}, "tflops": {},
+                          "n/a": {}, "grad_reference": None, "tilefuse_grad_max_rel_err": None}
+                outputs, ready = {}, {}
+                for impl in impls:
+                    prepare_column(torch, result, impl,
+                                   lambda impl=impl: preparers[impl](torch, q, k, v, d_o, causal,
+                                                                     scale),
+                                   outputs, ready, reasons)
+                try:
+                    for impl, ms in interleaved_medians(torch, ready, args.warmup, args.reps,
+                                                        flush).items():
+                        result["ms"][impl] = ms
+                        result["tflops"][impl] = flops / (ms * 1e-3) / 1e12
+                except Exception as e:  # a failure while timing: every column of the row
+                    reason = f"{type(e).__name__}: {str(e).strip()[:200]}"
+                    for impl in ready:
+                        result["n/a"][impl] = reason
+                    print(f"  timing: n/a: {reason}", file=sys.stderr)
+                torch.cuda.synchronize()
+
+                mine = result["tflops"].get("tilefuse")
+                result["tilefuse_ratio"] = {peer: mine / result["tflops"][peer]
+                                            for peer in BACKWARD_PEERS
+                                            if mine and peer in result["tflops"]}
+                base = result["tflops"].get(BASELINE)
+                result["ratio_to_baseline"] = {
+                    i: t / base for i, t in result["tflops"].items()} if base else {}
+                err_text = "n/a"
+                if "tilefuse" in outputs:
+                    err_text = check_backward(torch, result, outputs, impls, lambda peer: (
+                        preparers[peer](torch, q, k, v, d_o, causal, scale)), reasons)
+                cells = [f"{result['tflops'][i]:6.1f}" if i in result["tflops"] else "n/a"
+                         for i in impls]
+                ratios = [f"{result['tilefuse_ratio'][peer]:4.2f}x"
+                          if peer in result["tilefuse_ratio"] else "n/a"
+                          for peer in BACKWARD_PEERS]
+                print(f"{config:<34}" + "".join(f"{c:>18}" for c in cells) +
+                      "".join(f"{r:>10}" for r in ratios) + f"{err_text:>30}", flush=True)
+                results.append(result)
+                # The peers' retained graphs hold their saved tensors: freed before the next row.
+                del q, k, v, d_o, outputs, ready
+    return results
+
+
+def check_backward(torch, result, outputs, impls, prepare_peer, reasons):
+    """tilefuse's dQ, dK and dV (outputs["tilefuse"]) against the first of BACKWARD_PEERS' that
+    ran, else against one run here untimed (a peer left out of --impls); into `result`. Returns
+    the row's error cell."""
+    peer = next((p for p in BACKWARD_PEERS if p in outputs), None)
+    untimed = [p for p in BACKWARD_PEERS if p not in impls]
+    while peer is None and untimed:
+        candidate = untimed.pop(0)
+        prepare_column(torch, {"n/a": {}}, candidate, lambda: prepare_peer(candidate), outputs,
+                       {}, reasons)
+        if candidate in outputs:
+            peer = candidate
+    if peer is None:
+        return "no SDPA"
+    errors = {}
+    with torch.no_grad():
+        for name, got, ref in zip(("dq", "dk", "dv"), outputs["tilefuse"], outputs[peer]):
+            got, ref = got.float(), ref.float()
+            errors[name] = math.nan if torch.isnan(got).any().item() else (
+                (got - ref).abs().max() / ref.abs().max()).item()
+    wrong = not all(e <= BACKWARD_TOLERANCE for e in errors.values())  # NaN included
+    result["grad_reference"] = peer
+    result["tilefuse_grad_max_rel_err"] = errors
+    result["tilefuse_grad_wrong"] = wrong
+    text = "/".join("NaN" if math.isnan(e) else f"{e:.1e}" for e in errors.values())
+    if wrong:
+        print(f"  tilefuse: WRONG: dQ/dK/dV max |dX - dX_{peer}| / max |dX_{peer}| = {text} > "
+              f"{BACKWARD_TOLERANCE:.0e}", file=sys.stderr)
+    return text + (" WRONG" if wrong else "")
 
 
 if __name__ == "__main__":

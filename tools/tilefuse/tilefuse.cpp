@@ -34,6 +34,7 @@
 #include "tilefuse/runtime/Ptxas.h"
 #include "tilefuse/runtime/Reference.h"
 #include "tilefuse/runtime/Tilefuse.h"
+#include "tilefuse/runtime/cuda/CudaBackwardKernel.h"
 #include "tilefuse/runtime/cuda/CudaKernel.h"
 #include "tilefuse/runtime/device/LaunchAbi.h"
 #include "llvm/ADT/StringExtras.h"
@@ -43,6 +44,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/xxhash.h"
 
 #include <fmt/core.h>
 #include <fmt/format.h>
@@ -289,6 +291,8 @@ static int runBackwardOnCpu(const std::string &text, const std::string &bufferNa
                             const ReferenceKernel &reference);
 static int runOnGpu(const std::string &text, const std::string &bufferName,
                     const ReferenceKernel &reference);
+static int runBackwardOnGpu(const std::string &text, const std::string &bufferName,
+                            const ReferenceKernel &reference);
 
 static int runMain() {
   std::string text, bufferName, name = kernelName;
@@ -355,16 +359,6 @@ static int runMain() {
     fmt::print(stderr, "error: --split-kv is a forward kernel; --backward runs the unsplit one\n");
     return 2;
   }
-  if (runBackward) {
-    // The backward is tiled and runs on the CPU reference backend; its GPU lowering is not
-    // written yet.
-    if (device == "gpu") {
-      fmt::print(stderr, "error: --backward runs on the CPU reference backend only so far "
-                         "(--device cpu)\n");
-      return 2;
-    }
-    return runBackwardOnCpu(text, bufferName, **reference);
-  }
 
   // The GPU where one exists (and the storage type is one the GPU path takes), else the CPU.
   bool onGpu = false;
@@ -387,6 +381,9 @@ static int runMain() {
       fmt::print("device       no GPU ({}): the CPU reference backend runs it\n", why);
     }
   }
+  if (runBackward)
+    return onGpu ? runBackwardOnGpu(text, bufferName, **reference)
+                 : runBackwardOnCpu(text, bufferName, **reference);
   return onGpu ? runOnGpu(text, bufferName, **reference)
                : runOnCpu(text, bufferName, **reference);
 }
@@ -658,6 +655,73 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
   return checkAgainstReference(reference, in, ob, lseb, bound);
 }
 
+/// dQ, dK and dV of a backward run against the float64 backward of the same inputs, O and LSE.
+struct GradientErrors {
+  double dq = 0, dk = 0, dv = 0, bound = 0;
+  bool ok() const { return dq <= bound && dk <= bound && dv <= bound; } // NaN fails
+};
+static llvm::Expected<GradientErrors>
+checkGradients(const std::string &text, const std::string &bufferName, const RunInputs &in,
+               const std::vector<double> &dOSeen, const std::vector<char> &o,
+               const std::vector<float> &lse, const std::vector<char> &dq,
+               const std::vector<char> &dk, const std::vector<char> &dv) {
+  ReferenceOptions referenceOptions;
+  referenceOptions.headDim = runHeadDim;
+  auto reference = BackwardReferenceKernel::compile(text, bufferName, referenceOptions);
+  if (!reference)
+    return reference.takeError();
+  const reference::Problem &p = in.p;
+  size_t nq = p.B * p.H * p.M * p.D, nk = p.B * p.Hkv * p.N * p.D;
+  auto qShape = std::array<int64_t, 4>{p.B, p.H, p.M, p.D};
+  auto kShape = std::array<int64_t, 4>{p.B, p.Hkv, p.N, p.D};
+  // The float64 backward sees exactly the storage-typed inputs and the forward's O and LSE.
+  std::vector<double> q = in.qSeen, k = in.kSeen, v = in.vSeen, dO = dOSeen;
+  std::vector<double> oSeen = reference::loadAs(in.et, o.data(), nq);
+  std::vector<double> lseSeen(lse.begin(), lse.end());
+  std::vector<double> refDq(nq), refDk(nk), refDv(nk);
+  if (llvm::Error e = (*reference)->run(
+          HostView::contiguous(q.data(), qShape), HostView::contiguous(k.data(), kShape),
+          HostView::contiguous(v.data(), kShape), HostView::contiguous(oSeen.data(), qShape),
+          HostView::contiguous(dO.data(), qShape),
+          HostView::contiguous(lseSeen.data(), {p.B, p.H, p.M, 0}, 3),
+          HostView::contiguous(refDq.data(), qShape), HostView::contiguous(refDk.data(), kShape),
+          HostView::contiguous(refDv.data(), kShape)))
+    return std::move(e);
+  GradientErrors errors;
+  errors.dq = relError(reference::loadAs(in.et, dq.data(), nq), refDq);
+  errors.dk = relError(reference::loadAs(in.et, dk.data(), nk), refDk);
+  errors.dv = relError(reference::loadAs(in.et, dv.data(), nk), refDv);
+  // Each gradient is rounded to the storage type once; everything before is f32.
+  errors.bound = in.et == ElementType::F32 ? 1e-5 : in.et == ElementType::BF16 ? 8e-3 : 1e-3;
+  return errors;
+}
+
+/// A random dO for `in`'s problem: its storage-typed bytes, and the values the reference sees.
+static std::vector<double> drawOutputGradient(const RunInputs &in, std::vector<char> &dO) {
+  const reference::Problem &p = in.p;
+  size_t nq = p.B * p.H * p.M * p.D;
+  std::mt19937 rng(seed + 1);
+  dO.assign(nq * reference::elementSize(in.et), 0);
+  return reference::storeAs(in.et, reference::randomNormal(nq, rng), dO.data());
+}
+
+/// A 64-bit digest of each gradient's bytes: two runs of a deterministic backward print the same.
+static void printGradientDigests(const std::vector<char> &dq, const std::vector<char> &dk,
+                                 const std::vector<char> &dv) {
+  auto digest = [](const std::vector<char> &bytes) {
+    return llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
+        reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
+  };
+  fmt::print("digest       dQ {:016x}   dK {:016x}   dV {:016x}\n", digest(dq), digest(dk),
+             digest(dv));
+}
+
+static void printGradientErrors(const GradientErrors &e) {
+  fmt::print("error        dQ {:.2e}   dK {:.2e}   dV {:.2e}   (bound {:.0e}) vs float64\n", e.dq,
+             e.dk, e.dv, e.bound);
+  fmt::print("result       {}\n", e.ok() ? "PASS" : "FAIL");
+}
+
 /// The forward, then the derived backward, both tiled on the CPU reference backend, on random
 /// inputs (dO too); dQ, dK and dV against the float64 backward of the same inputs, O and LSE.
 static int runBackwardOnCpu(const std::string &text, const std::string &bufferName,
@@ -676,21 +740,12 @@ static int runBackwardOnCpu(const std::string &text, const std::string &bufferNa
     return 1;
   }
   double compileMs = msSince(t0);
-  ReferenceOptions referenceOptions;
-  referenceOptions.headDim = runHeadDim;
-  auto reference = BackwardReferenceKernel::compile(text, bufferName, referenceOptions);
-  if (!reference) {
-    fmt::print(stderr, "{}\n", llvm::toString(reference.takeError()));
-    return 1;
-  }
   RunInputs in = drawInputs(forwardReference, (*kernel)->headDim(), (*kernel)->elementType());
   const reference::Problem &p = in.p;
   size_t es = reference::elementSize(in.et);
   size_t nq = p.B * p.H * p.M * p.D, nk = p.B * p.Hkv * p.N * p.D;
-  std::mt19937 rng(seed + 1);
-  std::vector<char> dO(nq * es);
-  std::vector<double> dOSeen = reference::storeAs(in.et, reference::randomNormal(nq, rng),
-                                                  dO.data());
+  std::vector<char> dO;
+  std::vector<double> dOSeen = drawOutputGradient(in, dO);
   // Poison: 0xFF bytes are NaN in every storage type, so an element never written fails.
   std::vector<char> o(nq * es, static_cast<char>(0xff)), dq(nq * es, static_cast<char>(0xff)),
       dk(nk * es, static_cast<char>(0xff)), dv(nk * es, static_cast<char>(0xff));
@@ -718,29 +773,11 @@ static int runBackwardOnCpu(const std::string &text, const std::string &bufferNa
     return 1;
   }
   double backwardMs = msSince(t0);
-
-  // The float64 backward sees exactly the storage-typed inputs and the forward's O and LSE.
-  std::vector<double> q = in.qSeen, k = in.kSeen, v = in.vSeen;
-  std::vector<double> oSeen = reference::loadAs(in.et, o.data(), nq);
-  std::vector<double> lseSeen(lse.begin(), lse.end());
-  std::vector<double> refDq(nq), refDk(nk), refDv(nk);
-  if (llvm::Error e = (*reference)->run(
-          HostView::contiguous(q.data(), qShape), HostView::contiguous(k.data(), kShape),
-          HostView::contiguous(v.data(), kShape), HostView::contiguous(oSeen.data(), qShape),
-          HostView::contiguous(dOSeen.data(), qShape),
-          HostView::contiguous(lseSeen.data(), {p.B, p.H, p.M, 0}, 3),
-          HostView::contiguous(refDq.data(), qShape), HostView::contiguous(refDk.data(), kShape),
-          HostView::contiguous(refDv.data(), kShape))) {
-    fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
+  auto errors = checkGradients(text, bufferName, in, dOSeen, o, lse, dq, dk, dv);
+  if (!errors) {
+    fmt::print(stderr, "{}\n", llvm::toString(errors.takeError()));
     return 1;
   }
-  double eQ = relError(reference::loadAs(in.et, dq.data(), nq), refDq);
-  double eK = relError(reference::loadAs(in.et, dk.data(), nk), refDk);
-  double eV = relError(reference::loadAs(in.et, dv.data(), nk), refDv);
-  // Each gradient is rounded to the storage type once; everything before is f32.
-  double bound = in.et == ElementType::F32 ? 1e-5 : in.et == ElementType::BF16 ? 8e-3 : 1e-3;
-  // NaN compares false: a gradient with NaN fails.
-  bool ok = eQ <= bound && eK <= bound && eV <= bound;
 
   int64_t rowBlocks = (p.M + blockM - 1) / blockM, colBlocks = (p.N + blockN - 1) / blockN;
   int64_t allBlocks = p.B * p.H * rowBlocks * colBlocks * (runDeterministic ? 2 : 1);
@@ -754,10 +791,145 @@ static int runBackwardOnCpu(const std::string &text, const std::string &bufferNa
              forwardMs, backwardMs);
   fmt::print("blocks       backward {} visited of {} ({} full, {} partial)\n", counts.visited(),
              allBlocks, counts.full, counts.partial);
-  fmt::print("error        dQ {:.2e}   dK {:.2e}   dV {:.2e}   (bound {:.0e}) vs float64\n", eQ, eK,
-             eV, bound);
-  fmt::print("result       {}\n", ok ? "PASS" : "FAIL");
-  return ok ? 0 : 1;
+  printGradientDigests(dq, dk, dv);
+  printGradientErrors(*errors);
+  return errors->ok() ? 0 : 1;
+}
+
+/// The forward on the GPU (its default configuration), then the derived backward's three
+/// kernels (compileBackwardToPTX, CudaBackwardKernel) on its O and LSE; dQ, dK and dV against
+/// the float64 backward of the same inputs, O and LSE.
+static int runBackwardOnGpu(const std::string &text, const std::string &bufferName,
+                            const ReferenceKernel &forwardReference) {
+  auto fail = [](llvm::Error e) {
+    fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
+    return 1;
+  };
+  cuda::Driver &driver = *cuda::Driver::get();
+  auto dev = driver.currentDevice();
+  if (!dev)
+    return fail(dev.takeError());
+  auto chip = chipForComputeCapability(dev->computeMajor, dev->computeMinor, dev->name);
+  if (!chip)
+    return fail(chip.takeError());
+  PtxCompileOptions opts;
+  opts.elementType = dtype;
+  opts.headDim = runHeadDim;
+  opts.chip = *chip;
+  auto t0 = std::chrono::steady_clock::now();
+  auto forwardPtx = compileToPTX(text, bufferName, opts);
+  if (!forwardPtx) {
+    fmt::print(stderr, "{}\n", llvm::toString(forwardPtx.takeError()));
+    return 1;
+  }
+  PtxCompileOptions backwardOpts = opts;
+  if (blockM.getNumOccurrences())
+    backwardOpts.tiles.blockM = blockM;
+  if (blockN.getNumOccurrences())
+    backwardOpts.tiles.blockN = blockN;
+  backwardOpts.deterministic = runDeterministic;
+  auto backwardPtx = compileBackwardToPTX(text, bufferName, backwardOpts);
+  if (!backwardPtx) {
+    fmt::print(stderr, "{}\n", llvm::toString(backwardPtx.takeError()));
+    return 1;
+  }
+  double compileMs = msSince(t0);
+  auto metadata = cuda::KernelMetadata::parse(forwardPtx->metadataJson(), bufferName);
+  if (!metadata)
+    return fail(metadata.takeError());
+  auto forward = cuda::CudaKernel::load(forwardPtx->ptx, *metadata);
+  if (!forward)
+    return fail(forward.takeError());
+  std::vector<cuda::KernelMetadata> phases;
+  for (const CompiledKernel &phase : *backwardPtx) {
+    auto m = cuda::KernelMetadata::parse(phase.metadataJson(), bufferName);
+    if (!m)
+      return fail(m.takeError());
+    phases.push_back(std::move(*m));
+  }
+  auto backward = cuda::CudaBackwardKernel::load(backwardPtx->front().ptx, std::move(phases));
+  if (!backward)
+    return fail(backward.takeError());
+
+  RunInputs in = drawInputs(forwardReference, forwardPtx->headDim, metadata->dtype);
+  const reference::Problem &p = in.p;
+  size_t es = reference::elementSize(in.et);
+  size_t nq = p.B * p.H * p.M * p.D, nk = p.B * p.Hkv * p.N * p.D, nl = p.B * p.H * p.M;
+  std::vector<char> dO;
+  std::vector<double> dOSeen = drawOutputGradient(in, dO);
+  auto upload = [](const std::vector<char> &host) -> llvm::Expected<cuda::DeviceBuffer> {
+    auto buffer = cuda::DeviceBuffer::allocate(host.size());
+    if (!buffer)
+      return buffer.takeError();
+    if (llvm::Error e = buffer->upload(host.data(), host.size()))
+      return std::move(e);
+    return std::move(*buffer);
+  };
+  // Outputs poisoned (0xFF bytes are NaN in every storage type): unwritten elements fail.
+  auto poisoned = [](size_t bytes) -> llvm::Expected<cuda::DeviceBuffer> {
+    auto buffer = cuda::DeviceBuffer::allocate(bytes);
+    if (!buffer)
+      return buffer.takeError();
+    if (llvm::Error e = buffer->fill(0xFF))
+      return std::move(e);
+    return std::move(*buffer);
+  };
+  auto q = upload(in.q), k = upload(in.k), v = upload(in.v), dOd = upload(dO);
+  auto o = poisoned(nq * es), lse = poisoned(nl * 4), dq = poisoned(nq * es),
+       dk = poisoned(nk * es), dv = poisoned(nk * es);
+  for (auto *b : {&q, &k, &v, &dOd, &o, &lse, &dq, &dk, &dv})
+    if (!*b)
+      return fail(b->takeError());
+  auto stream = cuda::Stream::create();
+  if (!stream)
+    return fail(stream.takeError());
+  cuda::AttentionShape shape{p.B, p.H, p.Hkv, p.M, p.N, p.D};
+  if (llvm::Error e = (*forward)->launch(
+          stream->handle(),
+          {q->address(), k->address(), v->address(), o->address(), lse->address()}, shape,
+          cuda::AttentionStrides::contiguous(shape)))
+    return fail(std::move(e));
+  if (llvm::Error e = stream->synchronize())
+    return fail(std::move(e));
+  t0 = std::chrono::steady_clock::now();
+  cuda::BackwardBuffers buffers{q->address(),  k->address(),   v->address(),
+                                o->address(),  dOd->address(), lse->address(),
+                                dq->address(), dk->address(),  dv->address()};
+  if (llvm::Error e = (*backward)->launch(stream->handle(), buffers, shape,
+                                          cuda::BackwardStrides::contiguous(shape)))
+    return fail(std::move(e));
+  if (llvm::Error e = stream->synchronize())
+    return fail(std::move(e));
+  double backwardMs = msSince(t0);
+  std::vector<char> ob(nq * es), dqb(nq * es), dkb(nk * es), dvb(nk * es);
+  std::vector<float> lseb(nl);
+  for (auto [buffer, host, bytes] :
+       {std::tuple{&*o, static_cast<void *>(ob.data()), ob.size()},
+        std::tuple{&*lse, static_cast<void *>(lseb.data()), nl * 4},
+        std::tuple{&*dq, static_cast<void *>(dqb.data()), dqb.size()},
+        std::tuple{&*dk, static_cast<void *>(dkb.data()), dkb.size()},
+        std::tuple{&*dv, static_cast<void *>(dvb.data()), dvb.size()}})
+    if (llvm::Error e = buffer->download(host, bytes))
+      return fail(std::move(e));
+  auto errors = checkGradients(text, bufferName, in, dOSeen, ob, lseb, dqb, dkb, dvb);
+  if (!errors)
+    return fail(errors.takeError());
+
+  const CompiledKernel &first = backwardPtx->front();
+  fmt::print("kernel       {} ({}), {} on {} ({}): forward, then the derived backward\n",
+             forwardPtx->name, bufferName, dtype.getValue(), dev->name, opts.chip);
+  fmt::print("shape        B={} H={} Hkv={} M={} N={} D={}  backward Br={} Bc={}  dQ {}\n", p.B,
+             p.H, p.Hkv, p.M, p.N, p.D, first.blockM, first.blockN,
+             runDeterministic ? "deterministic (ordered key loop)" : "atomic");
+  for (auto [i, phase] : llvm::enumerate(*backwardPtx))
+    fmt::print("phase        {:<16} {} threads, {} shared bytes, {} registers, {} spill bytes\n",
+               phase.backwardPhase, phase.threads, phase.sharedBytes,
+               (*backward)->registersPerThread(i), (*backward)->localBytesPerThread(i));
+  fmt::print("compile      {:.1f} ms (forward and backward)   backward {:.3f} ms (first launch)\n",
+             compileMs, backwardMs);
+  printGradientDigests(dqb, dkb, dvb);
+  printGradientErrors(*errors);
+  return errors->ok() ? 0 : 1;
 }
 
 static int runOnGpu(const std::string &text, const std::string &bufferName,
@@ -1015,10 +1187,14 @@ static int compileMain() {
                cEmit.getValue());
     return 2;
   }
-  if (cBackward && cEmit != "reference" && cEmit != "tiled") {
-    fmt::print(stderr, "error: --backward needs --emit reference or --emit tiled (the derived "
-                       "backward has no GPU lowering yet; it runs on the CPU: tilefuse run "
-                       "--backward)\n");
+  if (cBackward && cEmit == "header") {
+    fmt::print(stderr, "error: --backward emits ptx, cubin, reference or tiled; its AOT header "
+                       "(a launcher of the three phases) is not written yet\n");
+    return 2;
+  }
+  if (cBackward && (cSplitKv || cPagedKv || cVarlen)) {
+    fmt::print(stderr, "error: --backward runs on contiguous tensors (no --split-kv, "
+                       "--paged-kv or --varlen)\n");
     return 2;
   }
   if (cEmit == "tiled" && !cBackward) {
@@ -1026,8 +1202,8 @@ static int compileMain() {
                        "--backward\n");
     return 2;
   }
-  if (cDeterministic && cEmit != "tiled") {
-    fmt::print(stderr, "error: --deterministic is an option of --backward --emit tiled\n");
+  if (cDeterministic && !cBackward) {
+    fmt::print(stderr, "error: --deterministic is an option of --backward\n");
     return 2;
   }
   if (cEmit == "tiled") {
@@ -1118,11 +1294,22 @@ static int compileMain() {
     ptxas = *found;
   }
 
-  auto compiled = compileToPTX(text, bufferName, opts);
-  if (!compiled) {
-    fmt::print(stderr, "{}\n", llvm::toString(compiled.takeError()));
+  // The backward: its three phases in one module; the sidecar lists their metadata in launch
+  // order.
+  opts.deterministic = cDeterministic;
+  llvm::Expected<std::vector<CompiledKernel>> built = std::vector<CompiledKernel>{};
+  if (cBackward) {
+    built = compileBackwardToPTX(text, bufferName, opts);
+  } else if (auto one = compileToPTX(text, bufferName, opts)) {
+    built->push_back(std::move(*one));
+  } else {
+    built = one.takeError();
+  }
+  if (!built) {
+    fmt::print(stderr, "{}\n", llvm::toString(built.takeError()));
     return 1;
   }
+  const CompiledKernel *compiled = &built->front();
 
   std::string cubin;
   if (cEmit != "ptx") {
@@ -1159,7 +1346,14 @@ static int compileMain() {
   if (cOutput != "-") {
     llvm::SmallString<256> json(cOutput.getValue());
     llvm::sys::path::replace_extension(json, "json");
-    if (!writeOutput(json, compiled->metadataJson() + "\n", /*text=*/true))
+    std::string metadata = compiled->metadataJson();
+    if (cBackward) {
+      std::vector<std::string> phases;
+      for (const CompiledKernel &phase : *built)
+        phases.push_back(phase.metadataJson());
+      metadata = "[\n" + llvm::join(phases, ",\n") + "\n]";
+    }
+    if (!writeOutput(json, metadata + "\n", /*text=*/true))
       return 1;
   }
   return 0;

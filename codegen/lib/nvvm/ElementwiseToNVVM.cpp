@@ -3,9 +3,11 @@
 // An element-wise op on blocks is the same op on the values each thread holds (the layouts
 // of its operands and results agree: tgpu-assign-layouts made them one class), so arith and
 // math ops on blocks are rebuilt on the converted vectors and block constants become vector
-// splats. The score and mask regions (tile.block_score_mod, tile.block_mask) are inlined once
-// per value the thread holds, with that value's row and column; a mask keeps the score or
-// gives -inf. tgpu.pack_operand_a rounds and packs value pairs into the A fragments' 32-bit
+// splats. The score and mask regions (tile.block_score_mod, tile.block_mask, and the
+// backward's tile.block_score_mod_grad, which yields f and df/ds) are inlined once per value
+// the thread holds, with that value's row and column; a mask keeps the score or gives -inf.
+// tile.block_map's body is inlined once per value too, on the thread's values of its block
+// operands (16-bit ones extended) and the row's value of its vector operands. tgpu.pack_operand_a rounds and packs value pairs into the A fragments' 32-bit
 // registers (the layouts' value slots coincide).
 //
 // After the conversion, math ops on f32 become the NVVM approximate intrinsics
@@ -68,14 +70,16 @@ struct ElementwiseOnValues : ConversionPattern {
   }
 };
 
-/// tile.block_mask / tile.block_score_mod: the region per value, at the value's (row, col).
+/// tile.block_mask / tile.block_score_mod / tile.block_score_mod_grad: the region per value,
+/// at the value's (row, col).
 template <typename RegionOp> struct ElementRegionPerValue : OpConversionPattern<RegionOp> {
   using OpConversionPattern<RegionOp>::OpConversionPattern;
   static constexpr bool isMask = std::is_same_v<RegionOp, tile::BlockMaskOp>;
+  static constexpr bool isGrad = std::is_same_v<RegionOp, tile::BlockScoreModGradOp>;
 
   LogicalResult matchAndRewrite(RegionOp op, typename RegionOp::Adaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    std::optional<tgpu::RegisterLayout> layout = registerLayoutOf(op.getType());
+    std::optional<tgpu::RegisterLayout> layout = registerLayoutOf(op.getInput().getType());
     if (!layout)
       return op.emitOpError("the block has no register layout");
     Location loc = op.getLoc();
@@ -92,17 +96,19 @@ template <typename RegionOp> struct ElementRegionPerValue : OpConversionPattern<
     Value negInf;
     if (isMask)
       negInf = arith::ConstantOp::create(b, loc, b.getF32Type(), b.getF32FloatAttr(-INFINITY));
-    SmallVector<Value> out;
+    SmallVector<Value> out, derivative;
     for (int64_t e = 0; e < layout->getValuesPerThread(); ++e) {
       tgpu::RowCol offset = layout->elementOf(/*thread=*/0, e);
       Value s = extractValue(b, loc, in, e);
       Value head = adaptor.getHead();
       Value row = addIndex(b, loc, rowOrigin, indexConstant(b, loc, offset.row));
-      if (Value headRows = adaptor.getHeadRows()) {
-        // Packed rows (a GQA group's heads); CSE leaves one unpacking per row of the thread.
-        tile::HeadAndRow unpacked = tile::unpackRow(b, loc, head, row, headRows);
-        head = unpacked.head;
-        row = unpacked.row;
+      if constexpr (!isGrad) {
+        if (Value headRows = adaptor.getHeadRows()) {
+          // Packed rows (a GQA group's heads); CSE leaves one unpacking per row of the thread.
+          tile::HeadAndRow unpacked = tile::unpackRow(b, loc, head, row, headRows);
+          head = unpacked.head;
+          row = unpacked.row;
+        }
       }
       IRMapping map;
       unsigned first = 0;
@@ -114,10 +120,50 @@ template <typename RegionOp> struct ElementRegionPerValue : OpConversionPattern<
       map.map(body.getArgument(first + 3), addIndex(b, loc, colOrigin, indexConstant(b, loc, offset.col)));
       for (Operation &inner : body.without_terminator())
         b.clone(inner, map);
-      Value y = map.lookup(cast<tile::YieldOp>(body.getTerminator()).getValues()[0]);
+      auto yielded = cast<tile::YieldOp>(body.getTerminator()).getValues();
+      Value y = map.lookupOrDefault(yielded[0]);
       out.push_back(isMask ? arith::SelectOp::create(b, loc, y, s, negInf).getResult() : y);
+      if (isGrad)
+        derivative.push_back(map.lookupOrDefault(yielded[1]));
     }
-    rewriter.replaceOp(op, fromValues(b, loc, b.getF32Type(), out));
+    SmallVector<Value> results = {fromValues(b, loc, b.getF32Type(), out)};
+    if (isGrad)
+      results.push_back(fromValues(b, loc, b.getF32Type(), derivative));
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+/// tile.block_map: the body per value of the result, on the operands' values of the same
+/// element (a vector operand: its row's value, #tgpu.acc_rows).
+struct BlockMapPerValue : OpConversionPattern<tile::BlockMapOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tile::BlockMapOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    std::optional<tgpu::RegisterLayout> layout = registerLayoutOf(op.getType());
+    if (!layout || (layout->getKind() != tgpu::RegisterLayout::Kind::MmaAccumulator &&
+                    layout->getKind() != tgpu::RegisterLayout::Kind::WgmmaAccumulator))
+      return op.emitOpError("maps a block in an accumulator layout only");
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    int64_t cols = op.getType().getDimSize(1);
+    Block &body = op.getBody().front();
+    SmallVector<Value> out;
+    for (int64_t e = 0; e < layout->getValuesPerThread(); ++e) {
+      IRMapping map;
+      for (auto [arg, input, converted] :
+           llvm::zip_equal(body.getArguments(), op.getInputs(), adaptor.getInputs())) {
+        bool rowVector = cast<RankedTensorType>(input.getType()).getRank() == 1;
+        Value x = extractValue(b, loc, converted, rowVector ? rowSlotOf(e, cols) : e);
+        if (x.getType() != arg.getType())
+          x = arith::ExtFOp::create(b, loc, arg.getType(), x);
+        map.map(arg, x);
+      }
+      for (Operation &inner : body.without_terminator())
+        b.clone(inner, map);
+      out.push_back(map.lookupOrDefault(cast<tile::YieldOp>(body.getTerminator()).getValues()[0]));
+    }
+    rewriter.replaceOp(op, fromValues(b, loc, op.getType().getElementType(), out));
     return success();
   }
 };
@@ -201,7 +247,9 @@ void tilefuse::nvvm::populateElementwiseToNVVMPatterns(TGPUToNVVMTypeConverter &
   // Legality is the pass's: an arith or math op is legal once it has no blocks.
   patterns.add<ElementwiseOnValues>(converter, patterns.getContext());
   patterns.add<ElementRegionPerValue<tile::BlockMaskOp>,
-               ElementRegionPerValue<tile::BlockScoreModOp>, PackOperandAInPlace>(
+               ElementRegionPerValue<tile::BlockScoreModOp>,
+               ElementRegionPerValue<tile::BlockScoreModGradOp>, BlockMapPerValue,
+               PackOperandAInPlace>(
       converter, patterns.getContext());
 }
 

@@ -81,11 +81,104 @@ struct ForallToBlockIds : OpConversionPattern<scf::ForallOp> {
 
 } // namespace
 
+namespace {
+
+/// The launch attributes every kernel carries: its block, and the register budget's bounds.
+void setLaunchAttributes(gpu::GPUFuncOp kernel, int64_t threads, int64_t ctasPerSm) {
+  OpBuilder b(kernel);
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
+  // setmaxnreg and the register budget need both (shared/DESIGN.md, toolchain facts).
+  kernel->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
+  // The register budget (TileConfig ctas_per_sm): CTAs an SM must hold at once.
+  kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(ctasPerSm));
+}
+
+/// Moves `fn`'s body into the kernel's entry block, after the code that rebuilt its views.
+LogicalResult moveBody(func::FuncOp fn, gpu::GPUFuncOp kernel, ArrayRef<Value> views) {
+  Block &entry = kernel.getBody().front();
+  Block &body = fn.getBody().front();
+  if (!fn.getBody().hasOneBlock())
+    return fn.emitError("a GPU kernel's body is one block (structured control flow)");
+  for (auto [arg, view] : llvm::zip(body.getArguments(), views))
+    arg.replaceAllUsesWith(view);
+  Operation *ret = body.getTerminator();
+  entry.getOperations().splice(entry.end(), body.getOperations(), body.begin(),
+                               std::prev(body.end()));
+  OpBuilder b = OpBuilder::atBlockEnd(&entry);
+  gpu::ReturnOp::create(b, ret->getLoc());
+  return success();
+}
+
+/// A phase of a derived backward (tile-outline-backward-phases): the backward ABI's views
+/// (launch_abi::kBackwardTensors), each from its pointer, the sizes and its strides.
+FailureOr<gpu::GPUFuncOp> createBackwardKernelFunction(func::FuncOp fn,
+                                                       gpu::GPUModuleOp gpuModule,
+                                                       int64_t threads) {
+  namespace abi = launch_abi;
+  MLIRContext *ctx = fn.getContext();
+  auto argumentTypes = fn.getArgumentTypes();
+  if (fn.getNumArguments() != abi::kBackwardTensorCount || !fn.getResultTypes().empty() ||
+      !llvm::all_of(argumentTypes, [](Type t) { return isa<MemRefType>(t); }))
+    return fn.emitError() << "a backward kernel takes the views (Q, K, V, O, dO, LSE, dQ, dK, "
+                             "dV, D, dQ_accum) and returns nothing";
+  for (auto [i, t] : llvm::enumerate(argumentTypes)) {
+    if (cast<MemRefType>(t).getRank() != abi::kBackwardTensors[i].rank)
+      return fn.emitError() << "view #" << i << " (" << abi::kBackwardTensors[i].name
+                            << ") has rank " << cast<MemRefType>(t).getRank()
+                            << ", the backward launch ABI's has "
+                            << abi::kBackwardTensors[i].rank;
+  }
+  FailureOr<TileConfig> config = tile::readModuleConfig(fn);
+  if (failed(config))
+    return failure();
+  OpBuilder b = OpBuilder::atBlockEnd(gpuModule.getBody());
+  Location loc = fn.getLoc();
+  SmallVector<Type> params(abi::kBackwardTensorCount, LLVM::LLVMPointerType::get(ctx, 1));
+  params.append(abi::kSizeCount + abi::kBackwardStrideCount, b.getI64Type());
+  auto kernel = gpu::GPUFuncOp::create(b, loc, fn.getSymName(), b.getFunctionType(params, {}));
+  setLaunchAttributes(kernel, threads, config->ctasPerSm.value_or(1));
+
+  Block &entry = kernel.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  TGPUToNVVMTypeConverter converter(ctx);
+  auto narrow = [&](Value x) { return LLVM::TruncOp::create(b, loc, b.getI32Type(), x); };
+  SmallVector<Value> views;
+  for (auto [i, t] : llvm::enumerate(argumentTypes)) {
+    auto type = cast<MemRefType>(t);
+    const abi::Tensor &tensor = abi::kBackwardTensors[i];
+    Value v = LLVM::PoisonOp::create(b, loc, converter.convertType(type));
+    v = LLVM::InsertValueOp::create(b, loc, v, entry.getArgument(i), ArrayRef<int64_t>{0});
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      int sizeIndex = abi::sizeIndex(tensor.dimensions[d]);
+      Value size = sizeIndex >= 0
+                       ? narrow(entry.getArgument(abi::kBackwardFirstSize + sizeIndex))
+                       : LLVM::ConstantOp::create(b, loc, b.getI32Type(), type.getDimSize(d))
+                             .getResult();
+      Value stride =
+          d + 1 < type.getRank()
+              ? narrow(entry.getArgument(abi::kBackwardFirstStride +
+                                         abi::backwardFirstStride(int(i)) + int(d)))
+              : LLVM::ConstantOp::create(b, loc, b.getI32Type(), 1).getResult();
+      v = LLVM::InsertValueOp::create(b, loc, v, size, ArrayRef<int64_t>{1, d});
+      v = LLVM::InsertValueOp::create(b, loc, v, stride, ArrayRef<int64_t>{2, d});
+    }
+    views.push_back(UnrealizedConversionCastOp::create(b, loc, type, v).getResult(0));
+  }
+  if (failed(moveBody(fn, kernel, views)))
+    return failure();
+  return kernel;
+}
+
+} // namespace
+
 FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
                                                                gpu::GPUModuleOp gpuModule,
                                                                int64_t threads) {
   MLIRContext *ctx = fn.getContext();
   namespace abi = launch_abi;
+  if (fn->hasAttr(tile::kBackwardPhaseAttr))
+    return createBackwardKernelFunction(fn, gpuModule, threads);
   // tile-paged-kv's kernels take the page table and lengths after the ABI's views, and
   // tile-split-kv's the workspace views and the split count after those.
   bool paged = fn->hasAttr(tile::kPagedKVAttr);
@@ -159,12 +252,7 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
       positions.push_back(int32_t(i));
     kernel->setAttr(kGridConstantsAttr, b.getDenseI32ArrayAttr(positions));
   }
-  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
-  // setmaxnreg and the register budget need both (shared/DESIGN.md, toolchain facts).
-  kernel->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
-  // The register budget (TileConfig ctas_per_sm): CTAs an SM must hold at once.
-  kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(config->ctasPerSm.value_or(1)));
+  setLaunchAttributes(kernel, threads, config->ctasPerSm.value_or(1));
 
   Block &entry = kernel.getBody().front();
   b.setInsertionPointToStart(&entry);
@@ -283,16 +371,8 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
   }
 
   // Move the body: the function's entry block takes the rebuilt views as its arguments.
-  Block &body = fn.getBody().front();
-  if (!fn.getBody().hasOneBlock())
-    return fn.emitError("a GPU kernel's body is one block (structured control flow)");
-  for (auto [arg, view] : llvm::zip(body.getArguments(), views))
-    arg.replaceAllUsesWith(view);
-  Operation *ret = body.getTerminator();
-  entry.getOperations().splice(entry.end(), body.getOperations(), body.begin(),
-                               std::prev(body.end()));
-  b.setInsertionPointToEnd(&entry);
-  gpu::ReturnOp::create(b, ret->getLoc());
+  if (failed(moveBody(fn, kernel, views)))
+    return failure();
   return kernel;
 }
 

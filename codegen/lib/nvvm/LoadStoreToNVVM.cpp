@@ -8,7 +8,10 @@
 // written by lane c == 0 of each quad. tile.block_load of an accumulator or its rows from an
 // f32 view (tile-split-kv's partial results, written by other CTAs) is the store's mirror:
 // each thread loads the elements it holds, volatile (coherent at system scope, so no stale
-// L1 line of another CTA's write), rows past the bound read row 0 and are replaced by zeros. A block with packed rows
+// L1 line of another CTA's write), rows past the bound read row 0 and are replaced by zeros;
+// from a 16-bit view (the backward's dO and O, for D = rowsum(dO o O)) it loads each pair as
+// 32 bits. tile.block_atomic_add is the store with an atomic f32 add per element (the
+// backward's dQ accumulator). A block with packed rows
 // (`packed R`: a GQA group's heads) unpacks each thread's rows into (head, row) through
 // tile::unpackRow, once per row. memref.dim reads a view's size.
 //
@@ -121,8 +124,11 @@ struct BlockLoadToAccumulator : OpConversionPattern<tile::BlockLoadOp> {
     using Kind = tgpu::RegisterLayout::Kind;
     if (!layout || layout->getKind() == Kind::OperandA)
       return rewriter.notifyMatchFailure(op, "loads accumulators and their rows");
-    if (!op.getType().getElementType().isF32() || op.getPageTable())
-      return op.emitOpError("an accumulator is loaded from an f32 view only, not paged");
+    Type elt = op.getType().getElementType();
+    bool rowVector = layout->getKind() == Kind::AccumulatorRows;
+    if ((rowVector && !elt.isF32()) || op.getPageTable())
+      return op.emitOpError("an accumulator's rows are loaded from an f32 view only, and no "
+                            "accumulator from a paged one");
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
     int64_t rowsPerWarp = rowsPerWarpOf(*layout);
@@ -132,10 +138,9 @@ struct BlockLoadToAccumulator : OpConversionPattern<tile::BlockLoadOp> {
     const KernelView &view = rows.view;
     Value row0 = rows.row0, bound = rows.bound, rowBase = rows.threadRow;
     ThreadCoordinates t = threadCoordinates(b, op);
-    bool rowVector = layout->getKind() == Kind::AccumulatorRows;
     int64_t nTiles = rowVector ? 0 : layout->getCols() / 8;
     Type f32 = b.getF32Type();
-    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+    Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(elt, 0));
     SmallVector<Value> values(rowVector ? 2 * (rowsPerWarp / 16) : 4 * (rowsPerWarp / 16) * nTiles);
     // Slot = (m-tile, half): rows g and g + 8 of each m-tile, as the store numbers them.
     for (int64_t slot = 0; slot < 2 * (rowsPerWarp / 16); ++slot) {
@@ -161,13 +166,56 @@ struct BlockLoadToAccumulator : OpConversionPattern<tile::BlockLoadOp> {
         SmallVector<Value> at(rowAt);
         at.push_back(addIndex(b, loc, mulIndex(b, loc, t.c, indexConstant(b, loc, 2)),
                               indexConstant(b, loc, 8 * j)));
-        Value pair = load(VectorType::get({2}, f32), at, 8);
+        Value pair = load(VectorType::get({2}, elt), at, elt.isF32() ? 8 : 4);
         int64_t e = 4 * (mt * nTiles + j) + 2 * h;
         for (int k = 0; k < 2; ++k)
           values[e + k] = arith::SelectOp::create(b, loc, ok, extractValue(b, loc, pair, k), zero);
       }
     }
-    rewriter.replaceOp(op, fromValues(b, loc, f32, values));
+    rewriter.replaceOp(op, fromValues(b, loc, rowVector ? f32 : elt, values));
+    return success();
+  }
+};
+
+struct BlockAtomicAddFromRegisters : OpConversionPattern<tile::BlockAtomicAddOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tile::BlockAtomicAddOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    std::optional<tgpu::RegisterLayout> layout = registerLayoutOf(op.getValue().getType());
+    using Kind = tgpu::RegisterLayout::Kind;
+    if (!layout || (layout->getKind() != Kind::MmaAccumulator &&
+                    layout->getKind() != Kind::WgmmaAccumulator))
+      return op.emitOpError("adds an accumulator block only");
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    int64_t rowsPerWarp = rowsPerWarpOf(*layout);
+    BlockRows rows = blockRows(b, op, adaptor.getView(), op.getView().getType(),
+                               adaptor.getIndices(), adaptor.getBound(), Value(), rowsPerWarp);
+    const KernelView &view = rows.view;
+    Value val = adaptor.getValue();
+    ThreadCoordinates t = threadCoordinates(b, op);
+    int64_t nTiles = layout->getCols() / 8;
+    for (int64_t slot = 0; slot < 2 * (rowsPerWarp / 16); ++slot) {
+      int64_t mt = slot / 2, h = slot % 2;
+      Value row = addIndex(b, loc, rows.row0,
+                           addIndex(b, loc, rows.threadRow, indexConstant(b, loc, 16 * mt + 8 * h)));
+      Value ok = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, row, rows.bound);
+      auto guard = scf::IfOp::create(b, loc, ok, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(guard.thenBlock());
+      SmallVector<Value> rowAt = rows.at(b, loc, row);
+      for (int64_t j = 0; j < nTiles; ++j)
+        for (int k = 0; k < 2; ++k) {
+          SmallVector<Value> at(rowAt);
+          at.push_back(addIndex(b, loc, mulIndex(b, loc, t.c, indexConstant(b, loc, 2)),
+                                indexConstant(b, loc, 8 * j + k)));
+          Value x = extractValue(b, loc, val, 4 * (mt * nTiles + j) + 2 * h + k);
+          // Unused result: ptxas makes it a red.global.add.f32.
+          LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::fadd, view.address(b, loc, at), x,
+                                    LLVM::AtomicOrdering::monotonic);
+        }
+    }
+    rewriter.eraseOp(op);
     return success();
   }
 };
@@ -263,6 +311,7 @@ struct LoadOfView : OpConversionPattern<memref::LoadOp> {
 
 void tilefuse::nvvm::populateLoadStoreToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
                                                      RewritePatternSet &patterns) {
-  patterns.add<BlockLoadToRegisters, BlockLoadToAccumulator, BlockStoreFromRegisters, DimOfView,
+  patterns.add<BlockLoadToRegisters, BlockLoadToAccumulator, BlockStoreFromRegisters,
+               BlockAtomicAddFromRegisters, DimOfView,
                LoadOfView>(converter, patterns.getContext());
 }

@@ -4,7 +4,9 @@
 // reads the B fragments of both n-tiles from the rhs tile (K rows for Q K^T; V transposed with
 // .trans for P V), and each B fragment serves every m-tile of the warp. A shared lhs (Q with
 // q-operand=shared) is read with ldmatrix at the k-step that uses it, so only one k-step's
-// fragments are live.
+// fragments are live. A transposed lhs (P^T, dS^T of a backward kernel: a K x M tile) is read
+// with ldmatrix.trans: the 8 x 8 matrices at (k rows, m chunks) transposed are the A
+// fragments of (m rows, k columns), and the warp's m rows are its own chunks of the tile.
 //
 // Lane l of an ldmatrix.x4 addresses row l % 8 of matrix l / 8; for a 16 x 16 square at a row
 // that is a multiple of 8, the chunk_xor swizzle (xor with row % 8) is the lane's l % 8, so a
@@ -60,6 +62,33 @@ SmallVector<Value> ldmatrix4(OpBuilder &b, Location loc, const LdMatrixLanes &la
   Value r = NVVM::LdMatrixOp::create(
       b, loc, st, addr, 4, trans ? NVVM::MMALayout::col : NVVM::MMALayout::row,
       NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8), NVVM::LdStMatrixEltType::B16);
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < 4; ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, r, i));
+  return out;
+}
+
+/// ldmatrix.x4.trans of the 16 x 16 square at rows rowConst.. (a multiple of 8) and chunks
+/// 2 * chunkPair.. (an index value) of a chunk_xor tile: matrices (rows +0, chunk +0), (+0, +1),
+/// (+8, +0), (+8, +1).
+SmallVector<Value> ldmatrix4TransAt(OpBuilder &b, Location loc, const LdMatrixLanes &lanes,
+                                    Value base, int64_t rowBytes, int64_t rowConst,
+                                    Value chunkPair) {
+  auto c = [&](int64_t v) { return indexConstant(b, loc, v); };
+  Value chunk = addIndex(b, loc, mulIndex(b, loc, chunkPair, c(2)), lanes.lo);
+  Value laneOffset = addIndex(
+      b, loc, mulIndex(b, loc, addIndex(b, loc, mulIndex(b, loc, lanes.hi, c(8)), lanes.row),
+                       c(rowBytes)),
+      mulIndex(b, loc, arith::XOrIOp::create(b, loc, chunk, lanes.row), c(16)));
+  Value addr = sharedAddress(b, loc, base, laneOffset);
+  if (rowConst)
+    addr = LLVM::GEPOp::create(b, loc, addr.getType(), b.getI8Type(), addr,
+                               ArrayRef<LLVM::GEPArg>{int32_t(rowConst * rowBytes)});
+  auto i32 = b.getI32Type();
+  auto st = LLVM::LLVMStructType::getLiteral(b.getContext(), {i32, i32, i32, i32});
+  Value r = NVVM::LdMatrixOp::create(b, loc, st, addr, 4, NVVM::MMALayout::col,
+                                     NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
+                                     NVVM::LdStMatrixEltType::B16);
   SmallVector<Value> out;
   for (int64_t i = 0; i < 4; ++i)
     out.push_back(LLVM::ExtractValueOp::create(b, loc, r, i));
@@ -133,7 +162,16 @@ struct MmaToMmaSync : OpConversionPattern<tgpu::MmaOp> {
         acc[f].push_back(accIn ? extractValue(b, loc, accIn, 4 * f + e) : zero);
 
     for (int64_t kt = 0; kt < kTiles; ++kt) {
-      if (sharedLhs) // a0 = (rows +0, k +0), a1 = (+8, +0), a2 = (+0, +8), a3 = (+8, +8)
+      if (sharedLhs && op.getTransposeLhs()) // tile [k][m]: rows 16kt.., the m-tile's chunks
+        for (int64_t mt = 0; mt < mTiles; ++mt) {
+          Value chunkPair = addIndex(
+              b, loc,
+              mulIndex(b, loc, t.warp, indexConstant(b, loc, accLayout.getRowsPerWarp() / 16)),
+              indexConstant(b, loc, mt));
+          aFrag[mt * kTiles + kt] = ldmatrix4TransAt(
+              b, loc, lanes, lhs, sharedLhs.getSharedTile().rowPitchBytes(), 16 * kt, chunkPair);
+        }
+      else if (sharedLhs) // a0 = (rows +0, k +0), a1 = (+8, +0), a2 = (+0, +8), a3 = (+8, +8)
         for (int64_t mt = 0; mt < mTiles; ++mt) {
           auto m = ldmatrix4(b, loc, lanes, lhs, sharedLhs.getSharedTile().rowPitchBytes(), warpRow,
                              16 * mt, kt, /*trans=*/false);

@@ -14,13 +14,11 @@ using namespace mlir;
 using namespace tilefuse;
 using namespace tilefuse::nvvm;
 
-namespace {
-
-/// The row slot (m-tile, half) of value `value` of an accumulator with `cols` columns: the
-/// index of its row among the thread's rows (#tgpu.acc_rows).
-int64_t rowSlotOf(int64_t value, int64_t cols) {
+int64_t tilefuse::nvvm::rowSlotOf(int64_t value, int64_t cols) {
   return 2 * (value / (cols / 8 * 4)) + (value % 4 >= 2 ? 1 : 0);
 }
+
+namespace {
 
 struct ReduceRows : OpConversionPattern<tile::ReduceOp> {
   using OpConversionPattern::OpConversionPattern;

@@ -87,6 +87,10 @@ mlir::Value fromValues(mlir::OpBuilder &b, mlir::Location loc, mlir::Type elemen
 mlir::Value packPair(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Value y,
                      mlir::Type elementType);
 
+/// The row slot (m-tile, half) of value `value` of an accumulator with `cols` columns: the
+/// index of its row among the thread's rows (#tgpu.acc_rows).
+int64_t rowSlotOf(int64_t value, int64_t cols);
+
 /// A converted kernel view (see TGPUToNVVMTypeConverter): its base pointer, sizes and strides.
 struct KernelView {
   mlir::Value pointer;

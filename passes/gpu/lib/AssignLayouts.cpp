@@ -9,9 +9,13 @@
 //   * the result of tile.reduce and the operand of tile.broadcast are that accumulator's rows
 //     (#tgpu.acc_rows);
 //   * a 16-bit lhs of tile.block_dot (Q) is A-operand fragments in registers (#tgpu.operand_a),
-//     or a shared tile with q-operand=shared; an f32 lhs (P) stays an accumulator, which the
-//     dot converts to A fragments in place (the layouts put the same elements in the same
-//     registers, see #tgpu.operand_a);
+//     or a shared tile with q-operand=shared, or where the dot reads it transposed, or where
+//     another dot reads the same block as its rhs (a backward kernel's Q and dO: Q K^T and
+//     dS^T Q); an f32 lhs (P) stays an accumulator, which the dot converts to A fragments in
+//     place (the layouts put the same elements in the same registers, see #tgpu.operand_a),
+//     or, read transposed (P^T dO), tile-to-tgpu writes into a shared tile first;
+//   * a vector operand of tile.block_map (a per-row value: D of the backward) is the rows of
+//     the accumulator its result is;
 //   * the rhs of tile.block_dot (K, V) is a shared tile (#tgpu.shared), swizzled as the chosen
 //     mma reads it: chunk_xor for ldmatrix, canonical_128b for wgmma's descriptors.
 //
@@ -19,8 +23,11 @@
 // its operands and results one layout, and the scf loops and branches give each carried value,
 // its init, its yields and its result one layout. So the values fall into classes that must
 // share a layout (a union-find), the roles above anchor them, and every class gets its anchor
-// or a located error: two anchors disagree, none decides, or the dialect's verifier rejects
-// the block's shape in that layout (the same check the types get when they are parsed).
+// or a located error: two anchors disagree, or the dialect's verifier rejects the block's
+// shape in that layout (the same check the types get when they are parsed). A class no role
+// anchors (a block only loaded, computed on and stored, as the backward's dQ conversion) is
+// an accumulator, or its rows if it is a vector: whatever layout it had, each thread would
+// move the elements it holds, and the accumulator's is the one the rest of the kernel uses.
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/gpu/Passes.h"
@@ -102,7 +109,8 @@ private:
 
 /// Ops whose blocks all share one layout: element by element, or per element with indices.
 bool isElementwise(Operation *op) {
-  return isa<tile::BlockMaskOp, tile::BlockScoreModOp, arith::ConstantOp>(op) ||
+  return isa<tile::BlockMaskOp, tile::BlockScoreModOp, tile::BlockScoreModGradOp,
+             arith::ConstantOp>(op) ||
          op->hasTrait<OpTrait::Elementwise>() ||
          isa<arith::ArithDialect, math::MathDialect>(op->getDialect());
 }
@@ -190,10 +198,18 @@ struct AssignLayouts : public tilefuse::tgpu::impl::TGPUAssignLayoutsBase<Assign
     });
     if (walk.wasInterrupted())
       return failure();
+    // A kernel that only moves blocks (the backward's dQ conversion): its blocks' rows.
     if (!rows)
-      return kernel.emitOpError()
-             << "has no tile.block_dot, tile.reduce or tile.broadcast: nothing decides where "
-                "its blocks live";
+      kernel.walk([&](Operation *op) {
+        for (Type t : op->getResultTypes())
+          if (auto block = dyn_cast<RankedTensorType>(t); block && block.getRank() == 2) {
+            rows = block.getDimSize(0);
+            return WalkResult::interrupt();
+          }
+        return WalkResult::advance();
+      });
+    if (!rows)
+      return kernel.emitOpError() << "has no 2-D block: nothing decides where its blocks live";
     return *rows;
   }
 
@@ -228,21 +244,27 @@ struct AssignLayouts : public tilefuse::tgpu::impl::TGPUAssignLayoutsBase<Assign
     Attribute accRows = AccumulatorRowsLayoutAttr::get(ctx, accumulator);
     Attribute shared = SharedLayoutAttr::get(ctx, swizzle);
 
+    // Blocks some dot reads as its rhs: in shared memory, so a dot that takes one as its lhs
+    // reads it there too.
+    DenseSet<Value> rhsBlocks;
+    kernel.walk([&](tile::BlockDotOp dot) { rhsBlocks.insert(dot.getRhs()); });
+
     // Classes, and the roles that anchor them.
     LayoutClasses classes;
     WalkResult walk = kernel.walk([&](Operation *op) -> WalkResult {
       if (auto dot = dyn_cast<tile::BlockDotOp>(op)) {
-        // The backward's P^T dO and dS^T Q: no layout places a transposed lhs yet.
-        if (dot.getTransposeLhs()) {
-          dot.emitOpError("with transpose_lhs (a backward kernel's product) has no GPU layout "
-                          "yet");
+        if (dot.getTransposeLhs() && wgmma) {
+          dot.emitOpError("with transpose_lhs (a backward kernel's product) is laid out for "
+                          "mma=sync only so far");
           return WalkResult::interrupt();
         }
         classes.anchor(dot.getResult(), accumulator, op);
         if (Value acc = dot.getAcc())
           classes.anchor(acc, accumulator, op);
         Type lhsElement = dot.getLhs().getType().getElementType();
-        Attribute lhs = lhsElement.isF32() ? accumulator : qInShared ? shared : operandA;
+        bool lhsShared =
+            qInShared || dot.getTransposeLhs() || rhsBlocks.contains(dot.getLhs());
+        Attribute lhs = lhsElement.isF32() ? accumulator : lhsShared ? shared : operandA;
         classes.anchor(dot.getLhs(), lhs, op);
         classes.anchor(dot.getRhs(), shared, op);
         return WalkResult::advance();
@@ -250,6 +272,17 @@ struct AssignLayouts : public tilefuse::tgpu::impl::TGPUAssignLayoutsBase<Assign
       if (auto reduce = dyn_cast<tile::ReduceOp>(op)) {
         classes.anchor(reduce.getInput(), accumulator, op);
         classes.anchor(reduce.getResult(), accRows, op);
+        return WalkResult::advance();
+      }
+      if (auto map = dyn_cast<tile::BlockMapOp>(op)) {
+        // Blocks share the result's layout; a vector is its rows, repeated along the columns.
+        for (Value input : map.getInputs()) {
+          if (cast<RankedTensorType>(input.getType()).getRank() == 1)
+            classes.anchor(input, accRows, op);
+          else
+            classes.unite(input, map.getResult());
+        }
+        classes.add(map.getResult());
         return WalkResult::advance();
       }
       if (auto broadcast = dyn_cast<tile::BroadcastOp>(op)) {
@@ -292,7 +325,7 @@ struct AssignLayouts : public tilefuse::tgpu::impl::TGPUAssignLayoutsBase<Assign
       // Terminators of the loops and branches above (their blocks joined there), and ops
       // that carry blocks in place.
       if (isa<scf::YieldOp, scf::ConditionOp, func::ReturnOp, tile::BlockLoadOp,
-              tile::BlockStoreOp>(op)) {
+              tile::BlockStoreOp, tile::BlockAtomicAddOp>(op)) {
         for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
           classes.add(v);
         return WalkResult::advance();
@@ -328,13 +361,11 @@ struct AssignLayouts : public tilefuse::tgpu::impl::TGPUAssignLayoutsBase<Assign
 
     // Every block gets its class's layout, checked by the dialect's own verifiers.
     for (Value v : classes.members) {
-      auto it = layoutOf.find(classes.find(v));
-      if (it == layoutOf.end())
-        return ownerOf(v)->emitOpError()
-               << "defines a block that no tile.block_dot, tile.reduce or tile.broadcast "
-                  "places: tgpu-assign-layouts cannot tell where it lives";
       auto type = cast<RankedTensorType>(v.getType());
-      Attribute layout = it->second.layout;
+      auto it = layoutOf.find(classes.find(v));
+      Attribute layout = it != layoutOf.end()      ? it->second.layout
+                         : type.getRank() == 1 ? accRows
+                                               : accumulator;
       auto emitError = [&] { return ownerOf(v)->emitOpError(); };
       if (auto sharedLayout = dyn_cast<SharedLayoutAttr>(layout)) {
         unsigned bits = type.getElementTypeBitWidth();

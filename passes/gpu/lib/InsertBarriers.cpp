@@ -14,6 +14,10 @@
 //     newest, so a wait for group g may leave in flight exactly the groups issued after g;
 //   * the buffers (tgpu.alloc values; a ring's stages count as the ring) read since the last
 //     barrier: a copy into one of them could overwrite data some warp has yet to read.
+//   * the buffers register blocks were written into (tgpu.local_store) since the last barrier:
+//     a matrix op reading one needs a barrier first, since the block's elements come from
+//     other warps, and the write itself waits for a barrier after the buffer's last readers,
+//     as a copy does.
 // Both are conservative where control flow joins: a region starts from the state before its
 // op, and after the op (and at the top of a loop body, which the previous iteration reached)
 // every buffer may have readers. Believing a finished group in flight only costs a redundant
@@ -50,10 +54,15 @@ struct CopyState {
   /// Buffers read since the last barrier; `allRead` stands for every buffer.
   llvm::SmallSetVector<Value, 4> read;
   bool allRead = false;
+  /// Buffers tgpu.local_store wrote since the last barrier; `allWritten`: any of them.
+  llvm::SmallSetVector<Value, 4> written;
+  bool allWritten = false;
 
   void clearReaders() {
     read.clear();
     allRead = false;
+    written.clear();
+    allWritten = false;
   }
   void everyBufferRead() { allRead = true; }
 };
@@ -101,6 +110,20 @@ private:
       }
     }
     return found.takeVector();
+  }
+
+  bool hasUnorderedWrite(const CopyState &state, Operation *reader) {
+    for (Value operand : reader->getOperands()) {
+      if (!isa<BufferType>(operand.getType()))
+        continue;
+      if (state.allWritten)
+        return true;
+      SmallVector<Value> allocs = allocsOf(operand);
+      if (allocs.empty() ? !state.written.empty()
+                         : llvm::any_of(allocs, [&](Value a) { return state.written.contains(a); }))
+        return true;
+    }
+    return false;
   }
 
   bool hasReaders(const CopyState &state, Value buffer) {
@@ -260,6 +283,23 @@ private:
         continue;
       }
 
+      if (auto store = dyn_cast<LocalStoreOp>(op)) {
+        // Its buffer's earlier readers first; its readers after the next barrier.
+        if (hasReaders(state, store.getBuffer())) {
+          OpBuilder b(store);
+          barrier(b, store.getLoc(), state);
+        }
+        SmallVector<Value> allocs = allocsOf(store.getBuffer());
+        if (allocs.empty())
+          state.allWritten = true;
+        state.written.insert(allocs.begin(), allocs.end());
+        continue;
+      }
+
+      if (isa<MmaOp>(op) && hasUnorderedWrite(state, &op)) {
+        OpBuilder b(&op);
+        barrier(b, op.getLoc(), state);
+      }
       if (isa<WgmmaWaitOp, MmaOp>(op)) {
         noteReads(state, &op);
         continue;
@@ -292,6 +332,7 @@ private:
           if (isToken(result))
             state.inFlight.push_back(result);
         state.everyBufferRead();
+        noteWritesIn(&op, state);
         continue;
       }
       if (auto grid = dyn_cast<scf::ForallOp>(op)) {
@@ -340,6 +381,7 @@ private:
         body.inFlight.push_back(arg);
       }
     body.everyBufferRead(); // the previous iteration's reads
+    noteWritesIn(loop, body); // and writes
     if (failed(walkBlock(*loop.getBody(), body)))
       return failure();
     // After the loop the carried group is the loop's result: it takes its init's place.
@@ -352,7 +394,16 @@ private:
           state.inFlight.push_back(result);
       }
     state.everyBufferRead();
+    noteWritesIn(loop, state);
     return success();
+  }
+
+  /// After (or around) an op whose regions write register blocks into buffers, any of them
+  /// may be unordered.
+  static void noteWritesIn(Operation *op, CopyState &state) {
+    WalkResult w = op->walk([](LocalStoreOp) { return WalkResult::interrupt(); });
+    if (w.wasInterrupted())
+      state.allWritten = true;
   }
 
   /// Before a terminator: only the groups it yields may stay in flight past the block. The

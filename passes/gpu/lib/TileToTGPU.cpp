@@ -15,7 +15,10 @@
 //     nvgpu.device_async_wait on it goes right before the reader. How many groups may stay in
 //     flight there, and which barriers make the copy visible, is tgpu-insert-barriers' job;
 //   * tile.block_dot becomes tgpu.wgmma + tgpu.wgmma_wait (a #tgpu.wgmma_acc result) or
-//     tgpu.mma (#tgpu.mma_acc), an f32 lhs (P) packed into A fragments in place first.
+//     tgpu.mma (#tgpu.mma_acc), an f32 lhs (P) packed into A fragments in place first; an f32
+//     lhs the dot reads transposed (a backward kernel's P^T dO, dS^T Q) is written into a
+//     shared buffer of its own by tgpu.local_store first, which the mma reads transposed
+//     (tgpu-insert-barriers orders the write against the buffer's readers).
 //
 // Everything else (register loads, stores, reductions, element-wise ops, the scalar control
 // flow) is left as it is.
@@ -437,6 +440,15 @@ struct TileToTGPU : public tilefuse::tgpu::impl::TileToTGPUBase<TileToTGPU> {
     });
   }
 
+  /// A shared buffer for the transposed lhs of `dot`, at the top of the kernel.
+  Value stagingBuffer(func::FuncOp kernel, tile::BlockDotOp dot, RankedTensorType lhs,
+                      Type element) {
+    OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
+    auto type = BufferType::get(dot.getContext(), lhs.getShape(), element,
+                                SharedLayoutAttr::get(dot.getContext(), SharedSwizzle::ChunkXor));
+    return AllocOp::create(b, dot.getLoc(), type, IntegerAttr());
+  }
+
   /// tile.block_dot as the matrix op its result's layout names.
   LogicalResult lowerDots(func::FuncOp kernel) {
     SmallVector<tile::BlockDotOp> dots;
@@ -461,6 +473,17 @@ struct TileToTGPU : public tilefuse::tgpu::impl::TileToTGPUBase<TileToTGPU> {
       // place: the layouts put every element in the same thread and slot.
       Value lhs = dot.getLhs();
       auto lhsTensor = dyn_cast<RankedTensorType>(lhs.getType());
+      if (dot.getTransposeLhs() && lhsTensor) {
+        // Other warps read the columns this warp's rows hold: through shared memory.
+        if (!isa<MmaAccumulatorLayoutAttr>(lhsTensor.getEncoding()))
+          return dot.emitOpError() << "reads a transposed lhs in " << lhsTensor
+                                   << "; only an mma accumulator is written to shared memory "
+                                      "for it (tgpu.local_store)";
+        Value buffer = stagingBuffer(kernel, dot, lhsTensor, rhsType.getElementType());
+        LocalStoreOp::create(rewriter, loc, lhs, buffer);
+        lhs = buffer;
+        lhsTensor = nullptr;
+      }
       if (lhsTensor && lhsTensor.getElementType().isF32()) {
         int64_t warps, rowsPerWarp;
         if (auto acc = dyn_cast<WgmmaAccumulatorLayoutAttr>(lhsTensor.getEncoding())) {
@@ -493,7 +516,7 @@ struct TileToTGPU : public tilefuse::tgpu::impl::TileToTGPUBase<TileToTGPU> {
         result = WgmmaWaitOp::create(rewriter, loc, guarded, /*pending=*/uint32_t(0)).getResult(0);
       } else if (isa<MmaAccumulatorLayoutAttr>(accumulator)) {
         result = MmaOp::create(rewriter, loc, resultType, lhs, dot.getRhs(), dot.getAcc(),
-                               dot.getTransposeRhs());
+                               dot.getTransposeLhs(), dot.getTransposeRhs());
       } else {
         return dot.emitOpError() << "has a result in " << accumulator
                                  << ", not an accumulator (#tgpu.wgmma_acc or #tgpu.mma_acc)";

@@ -27,6 +27,7 @@
 #include "tilefuse/passes/gpu/Passes.h"
 
 using namespace mlir;
+using namespace tilefuse;
 
 void tilefuse::buildTileFrontEndPipeline(OpPassManager &pm, const FrontEndOptions &options) {
   pm.addPass(createTileCheckWrittenForm());
@@ -81,14 +82,8 @@ void tilefuse::buildTileBackwardToCpuPipeline(OpPassManager &pm,
   buildTileToCpuPipeline(pm, frontEnd);
 }
 
-void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOptions &options) {
-  // The configuration goes on the module once; tile-tiling and the GPU-level passes read it
-  // there.
-  if (!options.config.empty()) {
-    TileSpecializeOptions specialize;
-    specialize.config = options.config;
-    pm.addPass(createTileSpecialize(specialize));
-  }
+/// The forward's levels 1-5: the front end, then the GPU-level scheduling passes.
+static void buildForwardToTGPU(OpPassManager &pm, const GpuPipelineOptions &options) {
   FrontEndOptions frontEnd;
   frontEnd.splitKv = options.splitKv;
   frontEnd.pagedKv = options.pagedKv;
@@ -111,6 +106,43 @@ void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOption
   // Their consumer warpgroups taking turns at the tensor cores (pingpong).
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUPingPong());
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUInsertBarriers());
+}
+
+/// The derived backward's levels 1-5: derived from the forward written form (which goes),
+/// tiled in FlashAttention-2's schedule, each phase a kernel of its own
+/// (tile-outline-backward-phases). The forward's scheduling passes (pipelining, warp roles)
+/// do not apply to it.
+static void buildBackwardToTGPU(OpPassManager &pm, const GpuPipelineOptions &options) {
+  pm.addPass(createTileCheckWrittenForm());
+  TileDeriveBackwardOptions derive;
+  derive.keepForward = false;
+  pm.addPass(createTileDeriveBackward(derive));
+  TileTilingBackwardOptions tiling;
+  tiling.deterministic = options.deterministic;
+  pm.addNestedPass<func::FuncOp>(createTileTilingBackward(tiling));
+  // Before the canonicalizer, which rebuilds allocations with static sizes without their
+  // tile.workspace marks.
+  pm.addPass(createTileOutlineBackwardPhases());
+  pm.addNestedPass<func::FuncOp>(createTileBlockPruning());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(tgpu::createTGPUAssignLayouts());
+  pm.addNestedPass<func::FuncOp>(tgpu::createTileToTGPU());
+  pm.addNestedPass<func::FuncOp>(tgpu::createTGPUInsertBarriers());
+}
+
+void tilefuse::buildTileToPTXPipeline(OpPassManager &pm, const GpuPipelineOptions &options) {
+  // The configuration goes on the module once; tile-tiling and the GPU-level passes read it
+  // there.
+  if (!options.config.empty()) {
+    TileSpecializeOptions specialize;
+    specialize.config = options.config;
+    pm.addPass(createTileSpecialize(specialize));
+  }
+  if (options.backward)
+    buildBackwardToTGPU(pm, options);
+  else
+    buildForwardToTGPU(pm, options);
   tgpu::TGPUAllocateSharedMemoryOptions shared;
   // The opt-in dynamic shared memory per CTA: 227 KiB on sm_90, 163 KiB on sm_80.
   shared.maxSharedBytes = StringRef(options.chip).starts_with("sm_9") ? 232448 : 166912;

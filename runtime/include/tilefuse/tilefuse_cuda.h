@@ -118,6 +118,31 @@ int tilefuse_cuda_launch_paged_varlen(const tilefuse_kernel *kernel, void *strea
 /* Unloads the kernel; NULL is ignored. */
 void tilefuse_cuda_free(tilefuse_kernel *kernel);
 
+/* A loaded derived backward: the three kernels of `tilefuse compile --backward` (preprocess,
+ * key_gradients, query_gradients), launched in order. */
+typedef struct tilefuse_backward tilefuse_backward;
+
+/* Loads the backward's PTX and its sidecar, a JSON array of the three phases' metadata
+ * (json_path NULL: ptx_path with .json for .ptx). */
+int tilefuse_cuda_backward_load(const char *ptx_path, const char *json_path,
+                                tilefuse_backward **out, char *err, size_t errlen);
+
+/* Enqueues the backward on `stream` (a CUstream; NULL: the legacy default stream): from q, k, v,
+ * the forward's o and lse and the incoming gradient d_o, writes d_q, d_k and d_v (dQ and dO are
+ * B x H x M x D like Q, dK and dV B x Hkv x N x D like K, in the kernel's dtype). `strides`: 26
+ * element strides, every dimension but the innermost of q, k, v, o, d_o (3 each), lse (2),
+ * d_q, d_k, d_v (3 each); NULL: all contiguous. The workspaces (f32: B*H*M, plus B*H*M*D
+ * unless the backward is deterministic) are the handle's, grown on demand; launches that share
+ * a handle are ordered on one stream. */
+int tilefuse_cuda_backward_launch(const tilefuse_backward *backward, void *stream, const void *q,
+                                  const void *k, const void *v, const void *o, const void *d_o,
+                                  const void *lse, void *d_q, void *d_k, void *d_v, int64_t B,
+                                  int64_t H, int64_t Hkv, int64_t M, int64_t N, int64_t D,
+                                  const int64_t *strides, char *err, size_t errlen);
+
+/* Unloads the backward (after its launches have finished); NULL is ignored. */
+void tilefuse_cuda_backward_free(tilefuse_backward *backward);
+
 /* The sidecar's fields; the strings live as long as the kernel. */
 const char *tilefuse_cuda_kernel_name(const tilefuse_kernel *kernel);
 const char *tilefuse_cuda_kernel_dtype(const tilefuse_kernel *kernel); /* "bf16" or "f16" */

@@ -1,6 +1,7 @@
 //===- CApi.cpp - C API of the tilefuse CUDA runtime ----------------------===//
 #include "tilefuse/tilefuse_cuda.h"
 
+#include "tilefuse/runtime/cuda/CudaBackwardKernel.h"
 #include "tilefuse/runtime/cuda/CudaKernel.h"
 
 #include <cstring>
@@ -10,6 +11,10 @@ using namespace tilefuse::runtime::cuda;
 struct tilefuse_kernel {
   std::unique_ptr<CudaKernel> kernel;
   std::string dtype;
+};
+
+struct tilefuse_backward {
+  std::unique_ptr<CudaBackwardKernel> kernel;
 };
 
 namespace {
@@ -189,3 +194,37 @@ const char *tilefuse_cuda_kernel_dtype(const tilefuse_kernel *kernel) {
 int64_t tilefuse_cuda_kernel_head_dim(const tilefuse_kernel *kernel) {
   return kernel ? kernel->kernel->metadata().headDim : 0;
 }
+
+int tilefuse_cuda_backward_load(const char *ptx_path, const char *json_path,
+                                tilefuse_backward **out, char *err, size_t errlen) {
+  if (!out)
+    return invalidArgument("tilefuse_cuda_backward_load: out is NULL", err, errlen);
+  *out = nullptr;
+  if (!ptx_path)
+    return invalidArgument("tilefuse_cuda_backward_load: ptx_path is NULL", err, errlen);
+  auto kernel = CudaBackwardKernel::loadFiles(ptx_path, json_path ? json_path : "");
+  if (!kernel)
+    return report(kernel.takeError(), err, errlen);
+  *out = new tilefuse_backward{std::move(*kernel)};
+  return report(llvm::Error::success(), err, errlen);
+}
+
+int tilefuse_cuda_backward_launch(const tilefuse_backward *backward, void *stream, const void *q,
+                                  const void *k, const void *v, const void *o, const void *d_o,
+                                  const void *lse, void *d_q, void *d_k, void *d_v, int64_t B,
+                                  int64_t H, int64_t Hkv, int64_t M, int64_t N, int64_t D,
+                                  const int64_t *strides, char *err, size_t errlen) {
+  if (!backward)
+    return invalidArgument("tilefuse_cuda_backward_launch: backward is NULL", err, errlen);
+  AttentionShape shape{B, H, Hkv, M, N, D};
+  BackwardStrides s = BackwardStrides::contiguous(shape);
+  if (strides)
+    std::copy(strides, strides + BackwardStrides::count, s.values.begin());
+  BackwardBuffers buffers{address(q),   address(k),   address(v),
+                          address(o),   address(d_o), address(lse),
+                          address(d_q), address(d_k), address(d_v)};
+  return report(backward->kernel->launch(static_cast<CUstream_st *>(stream), buffers, shape, s),
+                err, errlen);
+}
+
+void tilefuse_cuda_backward_free(tilefuse_backward *backward) { delete backward; }

@@ -193,7 +193,8 @@ llvm::Expected<KernelMetadata> KernelMetadata::parse(llvm::StringRef json,
                              std::pair{"paged_kv", &metadata.pagedKv},
                              std::pair{"varlen", &metadata.varlen},
                              std::pair{"kv_tma", &metadata.kvTma},
-                             std::pair{"persistent", &metadata.persistent}})
+                             std::pair{"persistent", &metadata.persistent},
+                             std::pair{"deterministic", &metadata.deterministic}})
     if (const llvm::json::Value *flag = object->get(key)) {
       std::optional<bool> v = flag->getAsBoolean();
       if (!v)
@@ -208,6 +209,18 @@ llvm::Expected<KernelMetadata> KernelMetadata::parse(llvm::StringRef json,
   if (metadata.persistent && (metadata.splitKv || metadata.pagedKv || metadata.varlen))
     return fail("a persistent kernel (\"persistent\") is neither split (\"split_kv\"), paged "
                 "(\"paged_kv\") nor varlen (\"varlen\")");
+
+  if (const llvm::json::Value *phase = object->get("backward_phase")) {
+    std::optional<llvm::StringRef> v = phase->getAsString();
+    if (!v || llvm::none_of(launch_abi::kBackwardPhases, [&](launch_abi::BackwardPhase p) {
+          return *v == launch_abi::backwardPhaseName(p);
+        }))
+      return fail("\"backward_phase\" must be preprocess, key_gradients or query_gradients");
+    if (metadata.splitKv || metadata.pagedKv || metadata.varlen || metadata.kvTma ||
+        metadata.persistent)
+      return fail("a backward kernel (\"backward_phase\") has the plain launch form");
+    metadata.backwardPhase = v->str();
+  }
 
   if (const llvm::json::Value *pageSize = object->get("page_size")) {
     std::optional<int64_t> v = pageSize->getAsInteger();
@@ -343,6 +356,9 @@ llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metada
   auto fail = [&](const llvm::Twine &why) {
     return makeError(ErrorKind::InvalidArgument, "launch of '" + metadata.name + "': " + why);
   };
+  if (!metadata.backwardPhase.empty())
+    return fail("the kernel is the " + metadata.backwardPhase + " phase of a derived backward: "
+                "launch the three phases with CudaBackwardKernel");
   // Before the paged checks, whose advice (compile it paged) would not do.
   if (metadata.kvTma && paged)
     return fail("the kernel reads K and V with TMA (warp_specialize), whose tensor maps take no "

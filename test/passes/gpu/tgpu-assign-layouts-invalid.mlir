@@ -26,12 +26,14 @@ func.func @narrow_rows(%q: !view, %k: !view, %b: index, %n: index) -> tensor<64x
 
 !view = memref<?x?x?x64xbf16>
 
-// One block in two roles: the lhs of one dot and the rhs of another.
-func.func @two_roles(%q: !view, %b: index, %n: index) {
+// One class in two roles: Q (A fragments) and K (a shared tile) joined by a select.
+func.func @two_roles(%q: !view, %k: !view, %b: index, %n: index, %c: i1) {
   %qb = tile.block_load %q[%b, %b, %b] bound %n : !view -> tensor<64x64xbf16>
+  %kb = tile.block_load %k[%b, %b, %b] bound %n : !view -> tensor<64x64xbf16>
+  %either = arith.select %c, %qb, %kb : tensor<64x64xbf16>
   // expected-error @below {{'tile.block_dot' op needs a block in #tgpu.shared<chunk_xor>, but it is also in #tgpu.operand_a<warps = 4, rows_per_warp = 16>}}
   // expected-note @below {{which this op needs}}
-  %s = tile.block_dot %qb, %qb transpose_rhs : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
+  %s = tile.block_dot %qb, %kb transpose_rhs : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
   return
 }
 
@@ -53,12 +55,12 @@ func.func @computes_on_shared(%q: !view, %k: !view, %b: index, %n: index) {
 
 !view = memref<?x?x?x64xbf16>
 
-// A copy kernel: nothing says where the block lives.
-func.func @unplaced(%q: !view, %o: !view, %s: tensor<64x64xf32>, %b: index, %n: index) {
-  %r = tile.reduce max %s : tensor<64x64xf32> -> tensor<64xf32>
-  // expected-error @below {{'tile.block_load' op defines a block that no tile.block_dot, tile.reduce or tile.broadcast places}}
-  %qb = tile.block_load %q[%b, %b, %b] bound %n : !view -> tensor<64x64xbf16>
-  tile.block_store %qb, %o[%b, %b, %b] bound %n : tensor<64x64xbf16>, !view
+// A copy kernel: no role places the block, so it is an accumulator (the backward's dQ
+// conversion), whose rows must be whole warps.
+// expected-error @below {{'func.func' op has accumulators of 60 rows, not a whole number of warps of rows-per-warp=16}}
+func.func @unplaced(%q: !view, %o: !view, %b: index, %n: index) {
+  %qb = tile.block_load %q[%b, %b, %b] bound %n : !view -> tensor<60x64xbf16>
+  tile.block_store %qb, %o[%b, %b, %b] bound %n : tensor<60x64xbf16>, !view
   return
 }
 

@@ -224,7 +224,9 @@ def TGPU_MmaOp : TGPU_Op<"mma"> {
     in registers (`#tgpu.operand_a` of the result's warps and rows per warp) or a shared
     buffer in `chunk_xor` (read with `ldmatrix`, one k-step at a time). `rhs` (B) is a shared
     buffer in `chunk_xor`, K x N, or N x K with `transpose_rhs` (the K tile of Q K^T), read
-    with `ldmatrix` (`.trans` for K x N). Without `acc` the accumulators start at zero.
+    with `ldmatrix` (`.trans` for K x N). With `transpose_lhs` the product is A^T x B: the lhs
+    is a shared buffer K x M (P or dS of a backward kernel, written by tgpu.local_store), read
+    with `ldmatrix.trans`. Without `acc` the accumulators start at zero.
 
     ```mlir
     %s = tgpu.mma %q, %k transpose_rhs
@@ -235,12 +237,33 @@ def TGPU_MmaOp : TGPU_Op<"mma"> {
   }];
   let arguments = (ins Arg<AnyTypeOf<[TGPU_Block, TGPU_Buffer]>, "", [MemRead]>:$lhs,
                        Arg<TGPU_Buffer, "", [MemRead]>:$rhs, Optional<TGPU_Block>:$acc,
-                       UnitAttr:$transpose_rhs);
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
   let results = (outs TGPU_Block:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs (`acc` $acc^)? (`transpose_rhs` $transpose_rhs^)? attr-dict `:` type($lhs)
-    `,` type($rhs) (`,` type($acc)^)? `->` type($result)
+    $lhs `,` $rhs (`acc` $acc^)? (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? attr-dict `:` type($lhs) `,` type($rhs)
+    (`,` type($acc)^)? `->` type($result)
   }];
+  let hasVerifier = 1;
+}
+
+def TGPU_LocalStoreOp : TGPU_Op<"local_store"> {
+  let summary = "writes a register block into a shared buffer, rounded to its element type";
+  let description = [{
+    Each thread writes the elements its layout gives it (`#tgpu.mma_acc`: pairs of adjacent
+    columns) into the buffer's swizzled tile, rounded to the buffer's 16-bit type. This is how
+    a block computed in registers becomes an operand that other warps read: P and dS of a
+    backward kernel, which the products P^T dO and dS^T Q read transposed. The write is not
+    visible to other threads until a barrier (tgpu-insert-barriers places it), and must wait for
+    the buffer's earlier readers (the same pass).
+
+    ```mlir
+    tgpu.local_store %p, %buffer : tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>,
+        !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>
+    ```
+  }];
+  let arguments = (ins TGPU_Block:$value, Arg<TGPU_Buffer, "", [MemWrite]>:$buffer);
+  let assemblyFormat = "$value `,` $buffer attr-dict `:` type($value) `,` type($buffer)";
   let hasVerifier = 1;
 }
 

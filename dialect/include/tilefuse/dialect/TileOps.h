@@ -38,6 +38,11 @@ constexpr llvm::StringLiteral kPagedKVAttr = "tile.paged_kv";
 /// varlen form follows from it.
 constexpr llvm::StringLiteral kVarlenAttr = "tile.varlen";
 
+/// Which grid of a tiled backward an scf.forall is (preprocess, key_gradients,
+/// query_gradients), and on a function tile-outline-backward-phases made of one, that its
+/// arguments are the backward launch ABI's (tilefuse/runtime/device/LaunchAbi.h).
+constexpr llvm::StringLiteral kBackwardPhaseAttr = "tile.backward_phase";
+
 /// The mapping of a kernel grid's scf.forall: #tile.grid<batch>, <head>, <row_block>[, <split>].
 mlir::ArrayAttr gridMapping(mlir::MLIRContext *context, bool split);
 

@@ -26,8 +26,7 @@ constexpr llvm::StringLiteral kKVLoopAttr = "tile.kv_loop";
 /// Marks a backward kernel's loop over query blocks (dK and dV of one key block); pruned like a
 /// key/value loop, with the mask's intervals the other way round.
 constexpr llvm::StringLiteral kQueryLoopAttr = "tile.query_loop";
-/// Which grid of a tiled backward an scf.forall is: preprocess, key_gradients, query_gradients.
-constexpr llvm::StringLiteral kBackwardPhaseAttr = "tile.backward_phase";
+using tile::kBackwardPhaseAttr;
 /// A function-level buffer of a tiled kernel that a launcher provides (row_reduce: B x H x M
 /// f32; dq_accumulator: B x H x M x D f32, zeroed by the kernel's preprocessing grid).
 constexpr llvm::StringLiteral kWorkspaceAttr = "tile.workspace";

@@ -223,6 +223,20 @@ def TileTilingBackward : Pass<"tile-tiling-backward", "mlir::func::FuncOp"> {
                            "mlir::memref::MemRefDialect"];
 }
 
+def TileOutlineBackwardPhases : Pass<"tile-outline-backward-phases", "mlir::ModuleOp"> {
+  let summary = "Makes each grid of a tiled backward a kernel function of its own";
+  let description = [{
+    A GPU launches the three grids of a tiled backward (tile-tiling-backward: preprocess,
+    key_gradients, query_gradients) one after the other, with the workspaces in memory its
+    launcher owns. Each grid becomes a function @NAME_PHASE marked `tile.backward_phase`,
+    whose arguments are the nine views (Q, K, V, O, dO, LSE, dQ, dK, dV) and then the two
+    workspaces (D: B x H x M f32; the dQ accumulator: B x H x M x D f32, unread by a
+    deterministic backward), the launch ABI's backward signature; the function with the grids
+    is erased. A workspace the ABI does not provide is an error at its allocation.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def TilePipeline : Pass<"tile-pipeline", "mlir::func::FuncOp"> {
   let summary = "Schedules block loads of key/value loops as early as their operands allow";
   let description = [{
@@ -274,13 +288,19 @@ def TileDeriveBackward : Pass<"tile-derive-backward", "mlir::ModuleOp"> {
     from the stored logsumexp, not stored); D = row_reduce sum (dO o O) once; dV = P^T dO;
     dP = dO V^T; dS = P o (dP - D); back through the chain (score_mod: o f', scale: * factor,
     an explicit `by`; mask: zero where masked); dQ = dS K, dK = dS^T Q; dK and dV summed over
-    the query heads of each grouped-query group (tile.sum_head_groups). The forward kernel stays.
+    the query heads of each grouped-query group (tile.sum_head_groups). The forward kernel stays,
+    unless keep-forward=false (a GPU build of the backward kernels alone).
 
     Errors, each at the op's file:line:col, and the pass fails: a score_mod op without a
     derivative rule, an op between the scores and the softmax other than scale / score_mod /
     mask, a tile op outside that attention, an implicit scale (1/sqrt(D)) with a dynamic head
     dimension.
   }];
+  let options = [
+    Option<"keepForward", "keep-forward", "bool", "true",
+           "Keep each forward kernel beside its backward (false: the module holds the backward "
+           "kernels only)">
+  ];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
                            "mlir::memref::MemRefDialect", "mlir::func::FuncDialect"];
 }

@@ -40,6 +40,9 @@ struct PtxCompileOptions {
   /// LaunchAbi.h's varlen parameters. With pagedKv only the queries pack (chunked prefill over a
   /// paged cache). With splitKv (and pack_gqa) too: FlashDecoding on a packed batch.
   bool varlen = false;
+  /// compileBackwardToPTX: dQ by an ordered loop over key blocks (bitwise reproducible)
+  /// instead of atomic adds into an f32 accumulator.
+  bool deterministic = false;
   /// When not empty, the IR after each stage goes to files under this directory (the source,
   /// one file per pass in MLIR's IR file tree, the PTX and the metadata). Not part of what is
   /// compiled: the kernel cache leaves it out of its key.
@@ -68,6 +71,11 @@ struct CompiledKernel {
   /// Persistent (TileConfig persistent; the sidecar's "persistent": launches start
   /// launch_abi::persistentPrograms CTAs).
   bool persistent = false;
+  /// A derived backward's phase (the sidecar's "backward_phase", launch_abi::backwardPhaseName;
+  /// empty for a forward kernel): the three phases share one PTX module.
+  std::string backwardPhase;
+  /// The backward's dQ by the ordered key loop (the sidecar's "deterministic").
+  bool deterministic = false;
   /// Every static size of the kernel's signature (after specialization), checked at launch.
   cuda::DeclaredSizes declaredSizes;
   /// The JSON sidecar: {"name", "block_m", "block_n", "threads", "head_dim", "dtype",
@@ -87,6 +95,15 @@ llvm::Expected<CompiledKernel> compileToPTX(llvm::StringRef source, llvm::String
 /// Registers MLIR's pass-manager options (--mlir-print-ir-*, --mlir-pass-statistics, ...) and the
 /// default timing manager's (--mlir-timing, ...) with LLVM's command line, for tools that
 /// compile through compileToPTX. Call before cl::ParseCommandLineOptions.
+/// The derived backward of the kernel in `source` (tile-derive-backward, tiled in
+/// FlashAttention-2's schedule) as three kernels of one PTX module, in launch order
+/// (launch_abi::kBackwardPhases), each with the backward launch ABI, its own threads and shared
+/// memory, and the forward's declared sizes. `options.tiles` may set Br and Bc (equal: the
+/// key-block accumulators dK and dV share the warps' rows with the scores).
+llvm::Expected<std::vector<CompiledKernel>>
+compileBackwardToPTX(llvm::StringRef source, llvm::StringRef bufferName,
+                     const PtxCompileOptions &options);
+
 void registerCompilerCLOptions();
 
 /// The chip tilefuse compiles for on a GPU of compute capability major.minor: sm_90a on 9.0,

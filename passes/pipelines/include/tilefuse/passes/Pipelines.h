@@ -79,6 +79,14 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
                                      "through cumulative offsets (tile-varlen; LaunchAbi.h's "
                                      "varlen form)"),
                       llvm::cl::init(false)};
+  Option<bool> backward{*this, "backward",
+                        llvm::cl::desc("Compile the kernel's derived backward instead: its "
+                                       "three phases as kernels (LaunchAbi.h's backward form)"),
+                        llvm::cl::init(false)};
+  Option<bool> deterministic{*this, "deterministic",
+                             llvm::cl::desc("--backward: dQ by an ordered loop over key blocks "
+                                            "instead of atomic adds"),
+                             llvm::cl::init(false)};
 };
 
 /// tile-check-written-form, tile-tiling, tile-online-softmax, tile-block-pruning, then cleanup.

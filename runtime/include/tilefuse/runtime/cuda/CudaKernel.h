@@ -108,6 +108,11 @@ struct KernelMetadata {
   /// launch_abi::persistentPrograms CTAs on a one-dimensional grid. Neither split, paged nor
   /// varlen.
   bool persistent = false;
+  /// A derived backward's phase (optional key "backward_phase", launch_abi::backwardPhaseName;
+  /// empty: a forward kernel), launched by CudaBackwardKernel with the backward launch ABI.
+  std::string backwardPhase;
+  /// The backward's dQ by its ordered key loop (optional key "deterministic"): no accumulator.
+  bool deterministic = false;
 
   /// Parses and checks a sidecar; `origin` (e.g. its path) prefixes error messages. A sidecar
   /// without "declared_sizes" (written before launches checked them) is rejected, with a message

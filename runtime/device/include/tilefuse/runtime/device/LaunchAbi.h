@@ -238,6 +238,98 @@ constexpr int tmaPanels(long long columns, int elementBytes) {
   return int((columns * elementBytes + kTmaBoxBytes - 1) / kTmaBoxBytes);
 }
 
+/// Backward kernels (tile-outline-backward-phases; metadata "backward_phase") are three launches
+/// in this order, each a phase of the derived backward: `preprocess` (D = rowsum(dO o O) into
+/// its workspace; the dQ accumulator zeroed), `key_gradients` (dK, dV; dQ added to the
+/// accumulator atomically) and `query_gradients` (dQ from the accumulator, or, deterministic,
+/// by an ordered loop over key blocks). All three take the same parameters:
+///   q, k, v, o, do, lse, dq, dk, dv, delta, dq_accum   device pointers
+///   B, H, Hkv, M, N                                    i64 sizes
+///   the strides of every tensor in that order, all but the innermost (kBackwardTensors)
+/// dO and dQ are B x H x M x D, dK and dV B x Hkv x N x D (the kernel's dtype). The launcher
+/// owns the two f32 workspaces: delta [B, H, M] and dq_accum [B, H, M, D] (unread by a
+/// deterministic backward, which may pass null), laid out as backwardWorkspace says and passed
+/// with their contiguous strides. Grids backwardGrid(...); block and shared memory per phase
+/// from its metadata.
+inline constexpr Tensor kBackwardTensors[] = {
+    kTensors[0],
+    kTensors[1],
+    kTensors[2],
+    kTensors[3],
+    {"dO", "do", 4, {SizeParameter::B, SizeParameter::H, SizeParameter::M, SizeParameter::D},
+     {"do_b", "do_h", "do_m"}},
+    kTensors[4],
+    {"dQ", "dq", 4, {SizeParameter::B, SizeParameter::H, SizeParameter::M, SizeParameter::D},
+     {"dq_b", "dq_h", "dq_m"}},
+    {"dK", "dk", 4, {SizeParameter::B, SizeParameter::Hkv, SizeParameter::N, SizeParameter::D},
+     {"dk_b", "dk_h", "dk_n"}},
+    {"dV", "dv", 4, {SizeParameter::B, SizeParameter::Hkv, SizeParameter::N, SizeParameter::D},
+     {"dv_b", "dv_h", "dv_n"}},
+    {"D", "delta", 3, {SizeParameter::B, SizeParameter::H, SizeParameter::M},
+     {"delta_b", "delta_h"}},
+    {"dQ_accum", "dq_accum", 4,
+     {SizeParameter::B, SizeParameter::H, SizeParameter::M, SizeParameter::D},
+     {"dq_accum_b", "dq_accum_h", "dq_accum_m"}},
+};
+inline constexpr int kBackwardTensorCount = sizeof(kBackwardTensors) / sizeof(kBackwardTensors[0]);
+/// Where the workspaces are among kBackwardTensors.
+inline constexpr int kBackwardDeltaTensor = 9;
+inline constexpr int kBackwardAccumulatorTensor = 10;
+
+/// The index of the first stride of kBackwardTensors[tensor] among a backward kernel's strides.
+constexpr int backwardFirstStride(int tensor) {
+  int index = 0;
+  for (int t = 0; t < tensor; ++t)
+    index += kBackwardTensors[t].rank - 1;
+  return index;
+}
+inline constexpr int kBackwardStrideCount = backwardFirstStride(kBackwardTensorCount);
+inline constexpr int kBackwardFirstSize = kBackwardTensorCount;
+inline constexpr int kBackwardFirstStride = kBackwardFirstSize + kSizeCount;
+inline constexpr int kBackwardParameterCount = kBackwardFirstStride + kBackwardStrideCount;
+
+enum class BackwardPhase { Preprocess, KeyGradients, QueryGradients };
+inline constexpr BackwardPhase kBackwardPhases[] = {
+    BackwardPhase::Preprocess, BackwardPhase::KeyGradients, BackwardPhase::QueryGradients};
+/// The phase's name: its kernel is NAME_backward_<name>, its metadata's "backward_phase".
+constexpr const char *backwardPhaseName(BackwardPhase phase) {
+  switch (phase) {
+  case BackwardPhase::Preprocess:
+    return "preprocess";
+  case BackwardPhase::KeyGradients:
+    return "key_gradients";
+  case BackwardPhase::QueryGradients:
+    return "query_gradients";
+  }
+  return "?";
+}
+
+/// A phase's grid: (ceil(M / block_m), H, B) for preprocess and query_gradients, (ceil(N /
+/// block_n), Hkv, B) for key_gradients (a program per key block of a key/value head).
+constexpr Grid backwardGrid(BackwardPhase phase, long long B, long long H, long long Hkv,
+                            long long M, long long N, long long blockM, long long blockN) {
+  if (phase == BackwardPhase::KeyGradients)
+    return {(N + blockN - 1) / blockN, Hkv, B};
+  return {(M + blockM - 1) / blockM, H, B};
+}
+
+/// Where the backward's workspaces live in one allocation (each 256-byte aligned): delta, then
+/// the dQ accumulator (none when deterministic).
+struct BackwardWorkspace {
+  long long deltaOffset = 0, accumulatorOffset = 0, bytes = 0;
+};
+constexpr BackwardWorkspace backwardWorkspace(long long B, long long H, long long M, long long D,
+                                              bool deterministic) {
+  BackwardWorkspace w;
+  w.accumulatorOffset = alignTo256(B * H * M * 4);
+  w.bytes = w.accumulatorOffset + (deterministic ? 0 : alignTo256(B * H * M * D * 4));
+  return w;
+}
+
+static_assert(kBackwardTensorCount == 11 && kBackwardStrideCount == 31 &&
+                  kBackwardParameterCount == 47,
+              "the backward launch ABI changed: update its comment and the launchers");
+
 static_assert(kTensorCount == 5 && kSizeCount == 5 && kStrideCount == 14 &&
                   kParameterCount == 24,
               "the launch ABI changed: update the file comment and the launchers' texts");

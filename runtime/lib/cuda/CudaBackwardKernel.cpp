@@ -1,0 +1,303 @@
+//===- CudaBackwardKernel.cpp - the derived backward's launches -----------===//
+#include "tilefuse/runtime/cuda/CudaBackwardKernel.h"
+
+#include "DriverApi.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <mutex>
+
+using namespace tilefuse::runtime;
+using namespace tilefuse::runtime::cuda;
+using namespace tilefuse::runtime::cuda::detail;
+namespace abi = tilefuse::launch_abi;
+
+BackwardStrides BackwardStrides::contiguous(const AttentionShape &s) {
+  BackwardStrides strides;
+  for (int t = 0; t < abi::kBackwardDeltaTensor; ++t) {
+    const abi::Tensor &tensor = abi::kBackwardTensors[t];
+    int64_t stride = 1;
+    for (int d = tensor.rank - 1; d > 0; --d) {
+      stride *= s.size(tensor.dimensions[d]);
+      strides.values[abi::backwardFirstStride(t) + d - 1] = stride;
+    }
+  }
+  return strides;
+}
+
+struct CudaBackwardKernel::Impl {
+  std::vector<KernelMetadata> phases;
+  CUcontext context = nullptr;
+  CUmodule module = nullptr;
+  std::vector<CUfunction> functions;
+  std::vector<int> registers, localBytes;
+  /// The f32 workspaces (abi::backwardWorkspace), grown on demand.
+  mutable std::mutex workspaceMutex;
+  mutable CUdeviceptr workspace = 0;
+  mutable size_t workspaceBytes = 0;
+
+  ~Impl() {
+    const DriverApi &cu = api();
+    CUcontext current = nullptr;
+    (void)cu.cuCtxGetCurrent(&current);
+    bool switchContext = current != context;
+    if (switchContext && cu.cuCtxPushCurrent_v2(context) != CUDA_SUCCESS)
+      return;
+    if (workspace) {
+      (void)cu.cuCtxSynchronize(); // the last launch may still read it
+      (void)cu.cuMemFree_v2(workspace);
+    }
+    if (module)
+      (void)cu.cuModuleUnload(module);
+    if (switchContext) {
+      CUcontext popped = nullptr;
+      (void)cu.cuCtxPopCurrent_v2(&popped);
+    }
+  }
+};
+
+CudaBackwardKernel::CudaBackwardKernel(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+CudaBackwardKernel::~CudaBackwardKernel() = default;
+const std::vector<KernelMetadata> &CudaBackwardKernel::phases() const { return impl->phases; }
+int CudaBackwardKernel::registersPerThread(size_t phase) const {
+  return impl->registers.at(phase);
+}
+int CudaBackwardKernel::localBytesPerThread(size_t phase) const {
+  return impl->localBytes.at(phase);
+}
+
+llvm::Expected<std::unique_ptr<CudaBackwardKernel>>
+CudaBackwardKernel::load(llvm::StringRef ptx, std::vector<KernelMetadata> phases) {
+  if (phases.size() != std::size(abi::kBackwardPhases))
+    return makeError(ErrorKind::InvalidArgument,
+                     "a derived backward has three phases, not " + llvm::Twine(phases.size()));
+  for (auto [metadata, phase] : llvm::zip_equal(phases, abi::kBackwardPhases))
+    if (metadata.backwardPhase != abi::backwardPhaseName(phase))
+      return makeError(ErrorKind::InvalidArgument,
+                       "backward kernel '" + metadata.name + "' is phase '" +
+                           metadata.backwardPhase + "' where '" + abi::backwardPhaseName(phase) +
+                           "' is launched");
+  auto driver = Driver::get();
+  if (!driver)
+    return driver.takeError();
+  auto context = driver->currentContext();
+  if (!context)
+    return context.takeError();
+  auto device = driver->currentDevice();
+  if (!device)
+    return device.takeError();
+  const DriverApi &cu = api();
+  auto impl = std::make_unique<Impl>();
+  impl->context = *context;
+
+  constexpr size_t logBytes = 1 << 16;
+  std::string errorLog(logBytes, '\0');
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *optionValues[] = {errorLog.data(), reinterpret_cast<void *>(uintptr_t(logBytes - 1))};
+  std::string image = ptx.str();
+  const std::string &first = phases.front().name;
+  if (llvm::Error error = check(cu.cuModuleLoadDataEx(&impl->module, image.c_str(),
+                                                      std::size(options), options, optionValues),
+                                "cuModuleLoadDataEx(" + first + ")")) {
+    impl->module = nullptr;
+    ErrorReport report = takeReport(std::move(error));
+    return makeError(report.kind, report.message + "\nJIT error log:\n" +
+                                      llvm::StringRef(errorLog.c_str()).rtrim());
+  }
+  for (const KernelMetadata &metadata : phases) {
+    CUfunction function = nullptr;
+    CUresult result = cu.cuModuleGetFunction(&function, impl->module, metadata.name.c_str());
+    if (result == CUDA_ERROR_NOT_FOUND)
+      return makeError(ErrorKind::InvalidArgument,
+                       "the backward's PTX module has no .entry named '" + metadata.name + "'");
+    if (llvm::Error error = check(result, "cuModuleGetFunction(" + metadata.name + ")"))
+      return std::move(error);
+    int registers = 0, localBytes = 0, maxThreads = 0;
+    for (auto [value, attribute] :
+         {std::pair{&registers, CU_FUNC_ATTRIBUTE_NUM_REGS},
+          std::pair{&localBytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES},
+          std::pair{&maxThreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK}})
+      if (llvm::Error error = check(cu.cuFuncGetAttribute(value, attribute, function),
+                                    "cuFuncGetAttribute(" + metadata.name + ")"))
+        return std::move(error);
+    if (metadata.threads > maxThreads)
+      return makeError(ErrorKind::InvalidArgument,
+                       "kernel '" + metadata.name + "' runs at most " + llvm::Twine(maxThreads) +
+                           " threads per block but its sidecar says " +
+                           llvm::Twine(metadata.threads));
+    if (metadata.sharedBytes > device->maxSharedBytesPerBlockOptin)
+      return makeError(ErrorKind::InvalidArgument,
+                       "kernel '" + metadata.name + "' needs " +
+                           llvm::Twine(metadata.sharedBytes) + " bytes of shared memory; " +
+                           device->name + " allows " +
+                           llvm::Twine(device->maxSharedBytesPerBlockOptin) + " per block");
+    if (metadata.sharedBytes > 48 * 1024)
+      if (llvm::Error error = check(
+              cu.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                    static_cast<int>(metadata.sharedBytes)),
+              "cuFuncSetAttribute(" + metadata.name + ", max dynamic shared memory)"))
+        return std::move(error);
+    impl->functions.push_back(function);
+    impl->registers.push_back(registers);
+    impl->localBytes.push_back(localBytes);
+  }
+  impl->phases = std::move(phases);
+  return std::unique_ptr<CudaBackwardKernel>(new CudaBackwardKernel(std::move(impl)));
+}
+
+llvm::Expected<std::unique_ptr<CudaBackwardKernel>>
+CudaBackwardKernel::loadData(llvm::StringRef ptx, llvm::StringRef json, llvm::StringRef origin) {
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse(json);
+  if (!value)
+    return makeError(ErrorKind::InvalidArgument,
+                     origin + ": " + llvm::toString(value.takeError()));
+  const llvm::json::Array *array = value->getAsArray();
+  if (!array)
+    return makeError(ErrorKind::InvalidArgument,
+                     origin + ": a backward's sidecar is a JSON array of its phases' metadata "
+                              "(tilefuse compile --backward)");
+  std::vector<KernelMetadata> phases;
+  for (const llvm::json::Value &phase : *array) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << phase;
+    auto metadata = KernelMetadata::parse(text, origin);
+    if (!metadata)
+      return metadata.takeError();
+    phases.push_back(std::move(*metadata));
+  }
+  return load(ptx, std::move(phases));
+}
+
+llvm::Expected<std::unique_ptr<CudaBackwardKernel>>
+CudaBackwardKernel::loadFiles(llvm::StringRef ptxPath, llvm::StringRef jsonPath) {
+  llvm::SmallString<256> sidecar(jsonPath);
+  if (sidecar.empty()) {
+    sidecar = ptxPath;
+    llvm::sys::path::replace_extension(sidecar, "json");
+  }
+  auto read = [](llvm::StringRef path) -> llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> {
+    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+    if (!buffer)
+      return makeError(ErrorKind::InvalidArgument,
+                       "cannot read " + path + ": " + buffer.getError().message());
+    return std::move(*buffer);
+  };
+  auto json = read(sidecar);
+  if (!json)
+    return json.takeError();
+  auto ptx = read(ptxPath);
+  if (!ptx)
+    return ptx.takeError();
+  return loadData((*ptx)->getBuffer(), (*json)->getBuffer(), sidecar);
+}
+
+llvm::Error CudaBackwardKernel::launch(CUstream_st *stream, const BackwardBuffers &buffers,
+                                       const AttentionShape &shape,
+                                       const BackwardStrides &strides) const {
+  const KernelMetadata &first = impl->phases.front();
+  // The forward's checks, on the forward's tensors and on the gradients in their places (dQ
+  // like Q, dK and dV like K and V, dO like O): sizes, declared sizes, pointers, strides.
+  KernelMetadata forward = first;
+  forward.backwardPhase.clear();
+  auto forwardStrides = [&](std::array<int, abi::kTensorCount> tensors) {
+    std::array<int64_t, AttentionStrides::count> values{};
+    for (int t = 0; t < abi::kTensorCount; ++t)
+      for (int d = 0; d + 1 < abi::kTensors[t].rank; ++d)
+        values[abi::firstStride(t) + d] =
+            strides.values[abi::backwardFirstStride(tensors[t]) + d];
+    return AttentionStrides::fromArray(values.data());
+  };
+  if (llvm::Error error = validateLaunch(forward, {buffers.q, buffers.k, buffers.v, buffers.o,
+                                                   buffers.lse},
+                                         shape, forwardStrides({0, 1, 2, 3, 5})))
+    return error;
+  if (llvm::Error error = validateLaunch(forward, {buffers.dq, buffers.dk, buffers.dv,
+                                                   buffers.dO, buffers.lse},
+                                         shape, forwardStrides({6, 7, 8, 4, 5}))) {
+    ErrorReport report = takeReport(std::move(error));
+    return makeError(report.kind, report.message + " (the gradients dQ, dK, dV and dO in the "
+                                                   "places of Q, K, V and O)");
+  }
+
+  const DriverApi &cu = api();
+  CUcontext current = nullptr;
+  if (llvm::Error error = check(cu.cuCtxGetCurrent(&current), "cuCtxGetCurrent"))
+    return error;
+  if (!current) {
+    if (llvm::Error error = check(cu.cuCtxSetCurrent(impl->context), "cuCtxSetCurrent"))
+      return error;
+  } else if (current != impl->context) {
+    return makeError(ErrorKind::InvalidArgument,
+                     "launch of '" + first.name +
+                         "': the CUDA context current on this thread is not the one the kernel "
+                         "was loaded in");
+  }
+
+  // The workspaces, in stream order: a regrowth waits for every earlier launch.
+  abi::BackwardWorkspace layout = abi::backwardWorkspace(shape.B, shape.H, shape.M,
+                                                         first.headDim, first.deterministic);
+  std::lock_guard<std::mutex> lock(impl->workspaceMutex);
+  if (size_t(layout.bytes) > impl->workspaceBytes) {
+    if (impl->workspace) {
+      if (llvm::Error error = check(cu.cuCtxSynchronize(), "cuCtxSynchronize (backward "
+                                                           "workspace)"))
+        return error;
+      (void)cu.cuMemFree_v2(impl->workspace);
+      impl->workspace = 0;
+      impl->workspaceBytes = 0;
+    }
+    size_t bytes = std::max<size_t>(layout.bytes, 1 << 20);
+    if (llvm::Error error =
+            check(cu.cuMemAlloc_v2(&impl->workspace, bytes), "cuMemAlloc (backward workspace)"))
+      return error;
+    impl->workspaceBytes = bytes;
+  }
+
+  CUdeviceptr pointers[abi::kBackwardTensorCount] = {
+      buffers.q,  buffers.k,  buffers.v,  buffers.o,
+      buffers.dO, buffers.lse, buffers.dq, buffers.dk,
+      buffers.dv, impl->workspace + layout.deltaOffset,
+      first.deterministic ? 0 : impl->workspace + layout.accumulatorOffset};
+  std::array<int64_t, abi::kSizeCount> sizes;
+  for (int i = 0; i < abi::kSizeCount; ++i)
+    sizes[i] = shape.size(abi::kSizes[i]);
+  std::array<int64_t, abi::kBackwardStrideCount> strideValues{};
+  std::copy(strides.values.begin(), strides.values.end(), strideValues.begin());
+  // The workspaces are contiguous.
+  int64_t D = first.headDim;
+  int delta = abi::backwardFirstStride(abi::kBackwardDeltaTensor);
+  strideValues[delta] = shape.H * shape.M;
+  strideValues[delta + 1] = shape.M;
+  int accumulator = abi::backwardFirstStride(abi::kBackwardAccumulatorTensor);
+  strideValues[accumulator] = shape.H * shape.M * D;
+  strideValues[accumulator + 1] = shape.M * D;
+  strideValues[accumulator + 2] = D;
+  void *parameters[abi::kBackwardParameterCount];
+  for (int i = 0; i < abi::kBackwardTensorCount; ++i)
+    parameters[i] = &pointers[i];
+  for (int i = 0; i < abi::kSizeCount; ++i)
+    parameters[abi::kBackwardFirstSize + i] = &sizes[i];
+  for (int i = 0; i < abi::kBackwardStrideCount; ++i)
+    parameters[abi::kBackwardFirstStride + i] = &strideValues[i];
+
+  for (auto [metadata, function, phase] :
+       llvm::zip_equal(impl->phases, impl->functions, abi::kBackwardPhases)) {
+    abi::Grid grid = abi::backwardGrid(phase, shape.B, shape.H, shape.Hkv, shape.M, shape.N,
+                                       metadata.blockM, metadata.blockN);
+    auto gridX = static_cast<unsigned>(grid.rowBlocks), gridY = static_cast<unsigned>(grid.heads),
+         gridZ = static_cast<unsigned>(grid.batch);
+    auto threads = static_cast<unsigned>(metadata.threads);
+    auto sharedBytes = static_cast<unsigned>(metadata.sharedBytes);
+    if (llvm::Error error = check(
+            cu.cuLaunchKernel(function, gridX, gridY, gridZ, threads, 1, 1, sharedBytes, stream,
+                              parameters, nullptr),
+            "cuLaunchKernel(" + metadata.name + ", grid " + llvm::Twine(gridX) + "x" +
+                llvm::Twine(gridY) + "x" + llvm::Twine(gridZ) + ", block " +
+                llvm::Twine(threads) + ", " + llvm::Twine(sharedBytes) + " shared bytes)"))
+      return error;
+  }
+  return llvm::Error::success();
+}

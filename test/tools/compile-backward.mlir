@@ -1,0 +1,51 @@
+// The derived backward through `tilefuse compile --backward` (tile-derive-backward,
+// tile-tiling-backward, tile-outline-backward-phases, the GPU lowering): one PTX module with the
+// three phases' kernels, each with the backward launch ABI's 47 parameters (LaunchAbi.h); the
+// key_gradients kernel writes P and dS into shared memory (st.shared), reads them transposed
+// (ldmatrix .trans) and adds dQ into the f32 accumulator atomically; the sidecar lists the three
+// phases in launch order.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: tilefuse compile --kernel causal --backward -o %t/causal.ptx
+// RUN: FileCheck %s --input-file %t/causal.ptx
+// RUN: FileCheck %s --check-prefix=JSON --input-file %t/causal.json
+// CHECK:      .entry causal_backward_preprocess(
+// CHECK:        .param .u64 causal_backward_preprocess_param_46{{$}}
+// CHECK-NEXT:   )
+// CHECK:      .entry causal_backward_key_gradients(
+// CHECK:        .param .u64 causal_backward_key_gradients_param_46{{$}}
+// CHECK-NEXT:   )
+// CHECK:        st.shared.b32
+// CHECK:        bar.sync 0;
+// CHECK:        ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// CHECK:        mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK:        atom.global.add.f32
+// CHECK:      .entry causal_backward_query_gradients(
+// CHECK-NOT:    atom.global
+// JSON:      "backward_phase": "preprocess"
+// JSON:      "block_m": 64
+// JSON:      "backward_phase": "key_gradients"
+// JSON:      "backward_phase": "query_gradients"
+
+// Deterministic: the query_gradients kernel loops over key blocks (dQ += dS K, no atomics).
+// RUN: tilefuse compile --kernel softcap --backward --deterministic --head-dim 128 -o %t/det.ptx
+// RUN: FileCheck %s --check-prefix=DET --input-file %t/det.ptx
+// RUN: FileCheck %s --check-prefix=DETJSON --input-file %t/det.json
+// DET:      .entry softcap_backward_key_gradients(
+// DET-NOT:    atom.global
+// DET:      .entry softcap_backward_query_gradients(
+// DET:        mma.sync.aligned.m16n8k16
+// DETJSON:   "deterministic": true
+
+// What the backward does not take is an error.
+// RUN: not tilefuse compile --kernel causal --backward --emit header -o %t/x.h 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=HEADER
+// HEADER: error: --backward emits ptx, cubin, reference or tiled; its AOT header
+// RUN: not tilefuse compile --kernel causal --backward --config Br=64,Bc=32 -o %t/x.ptx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=SHAPE
+// SHAPE: error: invalid kernel configuration: the backward needs Br = Bc
+// RUN: not tilefuse compile --kernel causal --backward --varlen -o %t/x.ptx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=VARLEN
+// VARLEN: error: --backward runs on contiguous tensors
+// RUN: not tilefuse compile --kernel causal --deterministic -o %t/x.ptx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=DETONLY
+// DETONLY: error: --deterministic is an option of --backward
