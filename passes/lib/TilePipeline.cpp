@@ -7,6 +7,9 @@
 //     loop, and each iteration loads the next one at its start. The GPU lowering keeps key blocks
 //     in a ring of two shared buffers and waits for a copy only where it is first read, so the
 //     next key block travels during this iteration's softmax and P x V.
+// A backward's loop over query blocks (tile.query_loop: dK and dV of one key block) gets the
+// same two steps for its query-side blocks, Q and dO (the lhs of Q K^T and dO V^T): both are
+// requested at the top of the iteration, and the next iteration's while this one computes.
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/Passes.h"
@@ -17,6 +20,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/MapVector.h"
 #include "tilefuse/dialect/KernelConfig.h"
 
 namespace tilefuse {
@@ -74,17 +78,26 @@ bool sameValue(Value a, Value b) {
       OperationEquivalence::IgnoreLocations);
 }
 
-/// Step 2: carries the key block through `loop` (see the file comment). Leaves the loop alone
-/// unless every key load in it reads the same block, addressed from the induction variable and
-/// values defined before the loop by pure ops inside it.
-void prefetchKeys(scf::ForOp loop) {
-  SmallVector<BlockLoadOp> keys;
-  loop.getBody()->walk([&](BlockLoadOp load) {
-    if (isKeyLoad(load))
-      keys.push_back(load);
+/// Query-side blocks of a backward's query loop: loads whose block is the lhs of a dot with a
+/// transposed rhs (Q of Q K^T, dO of dO V^T), and is read only by dots.
+bool isQuerySideLoad(BlockLoadOp load) {
+  if (load->use_empty() || !llvm::all_of(load->getUsers(), [](Operation *user) {
+        return isa<BlockDotOp>(user);
+      }))
+    return false;
+  return llvm::any_of(load->getUsers(), [&](Operation *user) {
+    auto dot = cast<BlockDotOp>(user);
+    return dot.getTransposeRhs() && dot.getLhs() == load.getResult();
   });
+}
+
+/// Step 2: carries the block `keys` load through `loop` (see the file comment) and returns the
+/// loop, which is a new one when it did. Leaves the loop alone unless every load reads the same
+/// block, addressed from the induction variable and values defined before the loop by pure ops
+/// inside it.
+scf::ForOp prefetch(scf::ForOp loop, ArrayRef<BlockLoadOp> keys) {
   if (keys.empty())
-    return;
+    return loop;
   BlockLoadOp first = keys.front();
   for (BlockLoadOp k : keys)
     if (k.getView() != first.getView() || k.getType() != first.getType() ||
@@ -93,7 +106,7 @@ void prefetchKeys(scf::ForOp loop) {
         !llvm::all_of(llvm::zip(k.getIndices(), first.getIndices()), [](auto pair) {
           return sameValue(std::get<0>(pair), std::get<1>(pair));
         }))
-      return;
+      return loop;
   Block *body = loop.getBody();
   // The block address must be computable before the loop and for the next iteration: from the
   // induction variable and values defined before the loop, by pure ops without regions.
@@ -109,13 +122,13 @@ void prefetchKeys(scf::ForOp loop) {
   opts.omitBlockArguments = true;
   for (Value v : first->getOperands()) {
     if (!knownBeforeOrIv(v))
-      return; // an iter_arg: not known before the loop
+      return loop; // an iter_arg: not known before the loop
     if (Operation *def = v.getDefiningOp(); def && inLoop(def))
       (void)getBackwardSlice(def, &slice, opts);
   }
   for (Operation *op : slice)
     if (!isPure(op) || op->getNumRegions() || !llvm::all_of(op->getOperands(), knownBeforeOrIv))
-      return;
+      return loop;
   SetVector<Operation *> ordered = topologicalSort(slice);
   auto loadAt = [&](OpBuilder &b, Value iv) -> Value {
     IRMapping map;
@@ -140,7 +153,7 @@ void prefetchKeys(scf::ForOp loop) {
                 return {loadAt(b, next)};
               });
   if (failed(grown))
-    return;
+    return loop;
   auto newLoop = cast<scf::ForOp>(grown->getOperation());
   newLoop->setDiscardableAttrs(attrs);
   Value current = newLoop.getRegionIterArgs().back();
@@ -148,6 +161,7 @@ void prefetchKeys(scf::ForOp loop) {
     k.getResult().replaceAllUsesWith(current);
     k.erase();
   }
+  return newLoop;
 }
 
 struct TilePipelinePass : public tilefuse::impl::TilePipelineBase<TilePipelinePass> {
@@ -161,7 +175,7 @@ struct TilePipelinePass : public tilefuse::impl::TilePipelineBase<TilePipelinePa
       return;
     SmallVector<scf::ForOp> loops;
     getOperation().walk([&](scf::ForOp loop) {
-      if (loop->hasAttr(kKVLoopAttr))
+      if (loop->hasAttr(kKVLoopAttr) || loop->hasAttr(kQueryLoopAttr))
         loops.push_back(loop);
     });
     for (scf::ForOp loop : loops) {
@@ -170,7 +184,21 @@ struct TilePipelinePass : public tilefuse::impl::TilePipelineBase<TilePipelinePa
       // Last first: loads that end up at the same place keep their order (keys before values).
       for (BlockLoadOp load : llvm::reverse(loads))
         hoist(load);
-      prefetchKeys(loop);
+      if (loop->hasAttr(kKVLoopAttr)) {
+        SmallVector<BlockLoadOp> keys;
+        for (BlockLoadOp load : loads)
+          if (isKeyLoad(load))
+            keys.push_back(load);
+        prefetch(loop, keys);
+        continue;
+      }
+      // Query loop: each query-side view's blocks, one ring each.
+      llvm::MapVector<Value, SmallVector<BlockLoadOp>> byView;
+      for (BlockLoadOp load : loads)
+        if (isQuerySideLoad(load))
+          byView[load.getView()].push_back(load);
+      for (auto &[view, group] : byView)
+        loop = prefetch(loop, group);
     }
   }
 };

@@ -440,19 +440,35 @@ struct TileToTGPU : public tilefuse::tgpu::impl::TileToTGPUBase<TileToTGPU> {
     });
   }
 
-  /// A shared buffer for the transposed lhs of `dot`, at the top of the kernel.
+  /// The shared buffer for the transposed lhs of `dot`, allocated at the top of the kernel: one
+  /// per (buffer type, the dot's rank among the transposed-lhs dots of its block), so the
+  /// copies of a loop body that tile-block-pruning made (the full and the partial branch, which
+  /// never both run) share their buffers, while the dots of one body (dS^T Q and P^T dO) have one
+  /// each and need not wait for each other's readers.
   Value stagingBuffer(func::FuncOp kernel, tile::BlockDotOp dot, RankedTensorType lhs,
                       Type element) {
-    OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
     auto type = BufferType::get(dot.getContext(), lhs.getShape(), element,
                                 SharedLayoutAttr::get(dot.getContext(), SharedSwizzle::ChunkXor));
-    return AllocOp::create(b, dot.getLoc(), type, IntegerAttr());
+    Value &buffer = stagingBuffers[{type, transposedRank.lookup(dot)}];
+    if (!buffer) {
+      OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
+      buffer = AllocOp::create(b, dot.getLoc(), type, IntegerAttr());
+    }
+    return buffer;
   }
+  DenseMap<std::pair<Type, unsigned>, Value> stagingBuffers;
+  /// Each transposed-lhs dot's rank in its block (before any is lowered).
+  DenseMap<Operation *, unsigned> transposedRank;
 
   /// tile.block_dot as the matrix op its result's layout names.
   LogicalResult lowerDots(func::FuncOp kernel) {
     SmallVector<tile::BlockDotOp> dots;
-    kernel.walk([&](tile::BlockDotOp dot) { dots.push_back(dot); });
+    DenseMap<Block *, unsigned> transposedInBlock;
+    kernel.walk([&](tile::BlockDotOp dot) {
+      dots.push_back(dot);
+      if (dot.getTransposeLhs())
+        transposedRank[dot] = transposedInBlock[dot->getBlock()]++;
+    });
     for (tile::BlockDotOp dot : dots) {
       IRRewriter rewriter(dot.getContext());
       // Register work that does not read shared memory goes before the waits in front of the

@@ -110,8 +110,8 @@ static void buildForwardToTGPU(OpPassManager &pm, const GpuPipelineOptions &opti
 
 /// The derived backward's levels 1-5: derived from the forward written form (which goes),
 /// tiled in FlashAttention-2's schedule, each phase a kernel of its own
-/// (tile-outline-backward-phases). The forward's scheduling passes (pipelining, warp roles)
-/// do not apply to it.
+/// (tile-outline-backward-phases), its query blocks prefetched (tile-pipeline). The forward's
+/// GPU-level scheduling passes (stages, warp roles) do not apply to it yet.
 static void buildBackwardToTGPU(OpPassManager &pm, const GpuPipelineOptions &options) {
   pm.addPass(createTileCheckWrittenForm());
   TileDeriveBackwardOptions derive;
@@ -126,6 +126,8 @@ static void buildBackwardToTGPU(OpPassManager &pm, const GpuPipelineOptions &opt
   pm.addNestedPass<func::FuncOp>(createTileBlockPruning());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // Q and dO of the next query block copied while this one computes.
+  pm.addNestedPass<func::FuncOp>(createTilePipeline());
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUAssignLayouts());
   pm.addNestedPass<func::FuncOp>(tgpu::createTileToTGPU());
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUInsertBarriers());
