@@ -1,6 +1,9 @@
 // RUN: tilefuse-opt %kernels/causal.mlir --tile-front-end --tile-pipeline | FileCheck %s
 // RUN: tilefuse-opt %kernels/attention.mlir --tile-front-end --tile-pipeline \
 // RUN:   | FileCheck %s --check-prefix=PLAIN
+// RUN: tilefuse-opt %kernels/causal.mlir --tile-derive-backward=keep-forward=false \
+// RUN:   --tile-tiling-backward --tile-block-pruning --canonicalize --tile-pipeline \
+// RUN:   | FileCheck %s --check-prefix=BACKWARD
 
 // tile-pipeline carries the key block through the key/value loop: the first one is loaded before
 // the loop, the next one at the top of each iteration; the value block is requested at the top
@@ -27,3 +30,14 @@
 // PLAIN-LABEL: func.func @attention(
 // PLAIN:         scf.for {{.*}} iter_args({{.*}}) -> ({{.*}}, tensor<64x64xbf16>)
 // PLAIN-COUNT-2:   tile.block_dot %{{.+}}, %{{.+}} transpose_rhs
+
+// A backward's query loop (dK and dV of a key block) carries its query-side blocks, Q (%arg0)
+// and dO (%arg4): both loaded before the loop and for the next iteration at its top.
+// BACKWARD-LABEL: func.func @causal_backward(
+// BACKWARD:         %[[Q0:.+]] = tile.block_load %arg0[
+// BACKWARD:         %[[DO0:.+]] = tile.block_load %arg4[
+// BACKWARD:         scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}, %{{.+}} = %[[Q0]], %{{.+}} = %[[DO0]]) -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xbf16>, tensor<64x64xbf16>)
+// BACKWARD-NEXT:      arith.addi
+// BACKWARD:           tile.block_load %arg4[
+// BACKWARD:           tile.block_load %arg0[
+// BACKWARD:         } {tile.query_loop}
