@@ -94,8 +94,11 @@ bool isQuerySideLoad(BlockLoadOp load) {
 /// Step 2: carries the block `keys` load through `loop` (see the file comment) and returns the
 /// loop, which is a new one when it did. Leaves the loop alone unless every load reads the same
 /// block, addressed from the induction variable and values defined before the loop by pure ops
-/// inside it.
-scf::ForOp prefetch(scf::ForOp loop, ArrayRef<BlockLoadOp> keys) {
+/// inside it. The next block's load goes at the top of the body, or after `*issued`, the
+/// previous prefetch's (which it then becomes): blocks carried through one loop are loaded in
+/// the same order before the loop and in it, so that the copy groups in flight at the top of
+/// every iteration are in one order (tgpu-insert-barriers counts on it).
+scf::ForOp prefetch(scf::ForOp loop, ArrayRef<BlockLoadOp> keys, Operation **issued) {
   if (keys.empty())
     return loop;
   BlockLoadOp first = keys.front();
@@ -149,8 +152,12 @@ scf::ForOp prefetch(scf::ForOp loop, ArrayRef<BlockLoadOp> keys) {
               [&](OpBuilder &, Location loc, ArrayRef<BlockArgument>) -> SmallVector<Value> {
                 // The next block is requested first thing in the iteration.
                 OpBuilder b = OpBuilder::atBlockBegin(body);
+                if (*issued)
+                  b.setInsertionPointAfter(*issued);
                 Value next = arith::AddIOp::create(b, loc, loop.getInductionVar(), loop.getStep());
-                return {loadAt(b, next)};
+                Value block = loadAt(b, next);
+                *issued = block.getDefiningOp();
+                return {block};
               });
   if (failed(grown))
     return loop;
@@ -189,7 +196,8 @@ struct TilePipelinePass : public tilefuse::impl::TilePipelineBase<TilePipelinePa
         for (BlockLoadOp load : loads)
           if (isKeyLoad(load))
             keys.push_back(load);
-        prefetch(loop, keys);
+        Operation *issued = nullptr;
+        prefetch(loop, keys, &issued);
         continue;
       }
       // Query loop: each query-side view's blocks, one ring each.
@@ -197,8 +205,9 @@ struct TilePipelinePass : public tilefuse::impl::TilePipelineBase<TilePipelinePa
       for (BlockLoadOp load : loads)
         if (isQuerySideLoad(load))
           byView[load.getView()].push_back(load);
+      Operation *issued = nullptr;
       for (auto &[view, group] : byView)
-        loop = prefetch(loop, group);
+        loop = prefetch(loop, group, &issued);
     }
   }
 };

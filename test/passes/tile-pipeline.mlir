@@ -32,12 +32,13 @@
 // PLAIN-COUNT-2:   tile.block_dot %{{.+}}, %{{.+}} transpose_rhs
 
 // A backward's query loop (dK and dV of a key block) carries its query-side blocks, Q (%arg0)
-// and dO (%arg4): both loaded before the loop and for the next iteration at its top.
+// and dO (%arg4): both loaded before the loop and for the next iteration at its top, in the
+// same order (so the copy groups in flight at the top of every iteration are in one order).
 // BACKWARD-LABEL: func.func @causal_backward(
 // BACKWARD:         %[[Q0:.+]] = tile.block_load %arg0[
 // BACKWARD:         %[[DO0:.+]] = tile.block_load %arg4[
 // BACKWARD:         scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}, %{{.+}} = %[[Q0]], %{{.+}} = %[[DO0]]) -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xbf16>, tensor<64x64xbf16>)
 // BACKWARD-NEXT:      arith.addi
-// BACKWARD:           tile.block_load %arg4[
 // BACKWARD:           tile.block_load %arg0[
+// BACKWARD:           tile.block_load %arg4[
 // BACKWARD:         } {tile.query_loop}

@@ -373,13 +373,36 @@ private:
 
   LogicalResult walkLoop(scf::ForOp loop, CopyState &state) {
     // A carried group was issued last before the loop or by the previous iteration: at the top
-    // of the body it is the newest in flight, and the same group as the init it replaces.
-    CopyState body = state;
+    // of the body it is the newest in flight, and the same group as the init it replaces. With
+    // several, one order must hold for both: the inits' (issued before the loop) and the
+    // yielded groups' (issued in the body), or no wait count is right in every iteration.
+    SmallVector<std::pair<Value, Value>> carried; // (init, iter arg), in the inits' order
     for (auto [init, arg] : llvm::zip_equal(loop.getInitArgs(), loop.getRegionIterArgs()))
-      if (isToken(arg)) {
-        llvm::erase(body.inFlight, init);
-        body.inFlight.push_back(arg);
-      }
+      if (isToken(arg))
+        carried.push_back({init, arg});
+    auto issuedAt = [&](Value init) {
+      return llvm::find(state.inFlight, init) - state.inFlight.begin();
+    };
+    llvm::stable_sort(carried, [&](auto &a, auto &b) { return issuedAt(a.first) < issuedAt(b.first); });
+    Block *loopBody = loop.getBody();
+    auto bodyOp = [&](BlockArgument arg) -> Operation * {
+      Value yielded = loop.getTiedLoopYieldedValue(arg)->get();
+      Operation *def = yielded.getDefiningOp();
+      return def ? loopBody->findAncestorOpInBlock(*def) : nullptr;
+    };
+    for (size_t i = 1; i < carried.size(); ++i) {
+      Operation *earlier = bodyOp(cast<BlockArgument>(carried[i - 1].second));
+      Operation *later = bodyOp(cast<BlockArgument>(carried[i].second));
+      if (earlier && later && later->isBeforeInBlock(earlier))
+        return loop.emitOpError("tgpu-insert-barriers: the loop carries copy groups issued in "
+                                "one order before it and in another in its body; no "
+                                "cp.async.wait_group count is right in every iteration");
+    }
+    CopyState body = state;
+    for (auto [init, arg] : carried) {
+      llvm::erase(body.inFlight, init);
+      body.inFlight.push_back(arg);
+    }
     body.everyBufferRead(); // the previous iteration's reads
     noteWritesIn(loop, body); // and writes
     if (failed(walkBlock(*loop.getBody(), body)))

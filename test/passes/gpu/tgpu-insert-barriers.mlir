@@ -295,3 +295,54 @@ func.func @unknown_region(%k: !view, %b: index, %n: index) {
 // CAUSAL-NEXT:      nvvm.fence.proxy
 // CAUSAL-NEXT:      gpu.barrier
 // CAUSAL-NEXT:    }
+
+// -----
+
+!view = memref<?x?x?x64xbf16>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>
+!token = !nvgpu.device.async.token
+
+// Two carried groups issued Q first before the loop but dO first in its body: the groups in
+// flight at the top of the first iteration and of the others are in different orders.
+func.func @carried_out_of_order(%q: !view, %do: !view, %b: index, %n: index, %blocks: index) {
+  %qbuf = tgpu.alloc : !buf
+  %dbuf = tgpu.alloc : !buf
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %tq = tgpu.async_copy %q[%b, %b, %c0] bound %n into %qbuf : !view, !buf
+  %gq = nvgpu.device_async_create_group %tq
+  %td = tgpu.async_copy %do[%b, %b, %c0] bound %n into %dbuf : !view, !buf
+  %gd = nvgpu.device_async_create_group %td
+  // expected-error @below {{the loop carries copy groups issued in one order before it and in another in its body}}
+  %r:2 = scf.for %j = %c0 to %blocks step %c1 iter_args(%a = %gq, %d = %gd) -> (!token, !token) {
+    %td1 = tgpu.async_copy %do[%b, %b, %j] bound %n into %dbuf : !view, !buf
+    %gd1 = nvgpu.device_async_create_group %td1
+    %tq1 = tgpu.async_copy %q[%b, %b, %j] bound %n into %qbuf : !view, !buf
+    %gq1 = nvgpu.device_async_create_group %tq1
+    scf.yield %gq1, %gd1 : !token, !token
+  }
+  return
+}
+
+// -----
+
+!acc = tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>
+
+// A register block written into a shared buffer (a backward's dS): a barrier before the mma
+// that reads it (other warps wrote it), and before the next write, which follows the reads.
+// CHECK-LABEL:   func.func @local_store
+// CHECK:           tgpu.local_store
+// CHECK-NEXT:      gpu.barrier
+// CHECK-NEXT:      tgpu.mma
+// CHECK-NEXT:      gpu.barrier
+// CHECK-NEXT:      tgpu.local_store
+// CHECK-NEXT:      gpu.barrier
+// CHECK-NEXT:      tgpu.mma
+func.func @local_store(%ds: !acc, %p: !acc, %staged: !buf, %q: !buf, %acc: !acc) -> (!acc, !acc) {
+  tgpu.local_store %ds, %staged : !acc, !buf
+  %dk = tgpu.mma %staged, %q acc %acc transpose_lhs : !buf, !buf, !acc -> !acc
+  tgpu.local_store %p, %staged : !acc, !buf
+  %dv = tgpu.mma %staged, %q acc %acc transpose_lhs : !buf, !buf, !acc -> !acc
+  return %dk, %dv : !acc, !acc
+}
