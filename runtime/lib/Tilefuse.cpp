@@ -6,6 +6,7 @@
 #include "tilefuse/runtime/CpuBackwardKernel.h"
 #include "tilefuse/runtime/Float64Reference.h"
 #include "tilefuse/runtime/KernelCache.h"
+#include "tilefuse/runtime/cuda/CudaBackwardKernel.h"
 #include "tilefuse/runtime/cuda/CudaKernel.h"
 #include "tilefuse/runtime/cuda/Driver.h"
 #include "tilefuse/runtime/jit/Autotuner.h"
@@ -194,6 +195,8 @@ struct Runtime::Impl {
   /// Host pairs (forward and derived backward) by spec; held while one compiles.
   std::mutex hostMutex;
   llvm::StringMap<std::shared_ptr<const HostAttention>> hostPairs;
+  /// GPU backwards by key (the forward's options, marked), under hostMutex.
+  llvm::StringMap<std::shared_ptr<const Backward>> backwards;
   uint64_t tuningHits = 0, tunings = 0;
 
   static rt::CacheConfig cacheConfig(const RuntimeOptions &options) {
@@ -567,6 +570,112 @@ Status Runtime::getHostAttention(const KernelSpec &spec,
     pair->dtype = et == rt::ElementType::BF16 ? "bf16" : et == rt::ElementType::F16 ? "f16" : "f32";
     pair->kernel = std::move(*compiled);
     entry = std::make_shared<const HostAttention>(std::move(pair));
+  }
+  out = entry;
+  return Status();
+}
+
+//===----------------------------------------------------------------------===//
+// The GPU backward
+//===----------------------------------------------------------------------===//
+
+struct Backward::Impl {
+  std::vector<rt::CompiledKernel> phases;
+  std::vector<cu::KernelMetadata> metadata;
+  std::string name, arch;
+  mutable std::mutex mutex;
+  mutable std::unique_ptr<cu::CudaBackwardKernel> loaded;
+
+  llvm::Expected<const cu::CudaBackwardKernel *> load() const {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!loaded) {
+      auto kernel = cu::CudaBackwardKernel::load(phases.front().ptx, metadata);
+      if (!kernel)
+        return kernel.takeError();
+      loaded = std::move(*kernel);
+    }
+    return loaded.get();
+  }
+};
+
+Backward::Backward(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+Backward::~Backward() = default;
+const std::string &Backward::name() const { return impl->name; }
+const std::string &Backward::dtype() const { return impl->phases.front().dtype; }
+const std::string &Backward::arch() const { return impl->arch; }
+int64_t Backward::headDim() const { return impl->phases.front().headDim; }
+bool Backward::deterministic() const { return impl->phases.front().deterministic; }
+const std::string &Backward::ptx() const { return impl->phases.front().ptx; }
+
+Status Backward::launch(void *stream, const void *q, const void *k, const void *v, const void *o,
+                        const void *dO, const float *lse, void *dq, void *dk, void *dv,
+                        const AttentionShape &shape, const int64_t *strides) const {
+  auto address = [](const void *p) {
+    return static_cast<cu::DevicePtr>(reinterpret_cast<uintptr_t>(p));
+  };
+  cu::AttentionShape s{shape.B, shape.H, shape.Hkv, shape.M, shape.N, shape.D};
+  auto loaded = impl->load();
+  if (!loaded)
+    return statusOf(loaded.takeError());
+  cu::BackwardBuffers buffers{address(q),  address(k),  address(v),
+                              address(o),  address(dO), address(lse),
+                              address(dq), address(dk), address(dv)};
+  cu::BackwardStrides layout = strides ? cu::BackwardStrides::fromPublicOrder(strides)
+                                       : cu::BackwardStrides::contiguous(s);
+  return statusOf((*loaded)->launch(static_cast<CUstream_st *>(stream), buffers, s, layout));
+}
+
+Status Runtime::getBackward(const KernelSpec &spec, std::shared_ptr<const Backward> &out) {
+  out.reset();
+  auto invalid = [](std::string message) {
+    return Status(StatusCode::InvalidArgument, std::move(message));
+  };
+  std::string source, bufferName;
+  if (Status s = resolveSource(spec, source, bufferName); !s.ok())
+    return s;
+  if (!spec.dtype.empty() && spec.dtype != "bf16" && spec.dtype != "f16")
+    return invalid("dtype must be bf16 or f16 (or empty: as written), not '" + spec.dtype + "'");
+  if (spec.headDim < 0 || spec.blockM < 0 || spec.blockN < 0)
+    return invalid("head dim and block sizes must be positive (or 0: as written, 64)");
+  if (spec.splitKv || spec.pagedKv || spec.varlen)
+    return invalid("the backward runs on contiguous tensors (no split-KV, paged or varlen)");
+  rt::PtxCompileOptions options;
+  options.headDim = spec.headDim;
+  options.elementType = spec.dtype;
+  options.params = spec.params;
+  options.deterministic = spec.deterministic;
+  if (spec.blockM)
+    options.tiles.blockM = spec.blockM;
+  if (spec.blockN)
+    options.tiles.blockN = spec.blockN;
+  if (!spec.ptxFeatures.empty())
+    options.features = spec.ptxFeatures;
+  if (!spec.arch.empty()) {
+    options.chip = spec.arch;
+  } else if (Status s = impl->chip(options.chip); !s.ok()) {
+    return s;
+  }
+  // The forward's key of the same options, marked as the backward's.
+  std::string key = rt::KernelCache::computeKey(source, options) +
+                    (spec.deterministic ? ":backward-deterministic" : ":backward");
+  std::lock_guard<std::mutex> lock(impl->hostMutex);
+  std::shared_ptr<const Backward> &entry = impl->backwards[key];
+  if (!entry) {
+    auto phases = rt::compileBackwardToPTX(source, bufferName, options);
+    if (!phases)
+      return Status(StatusCode::Compile, llvm::toString(phases.takeError()));
+    auto backward = std::make_unique<Backward::Impl>();
+    for (const rt::CompiledKernel &phase : *phases) {
+      auto metadata = cu::KernelMetadata::parse(phase.metadataJson(), bufferName);
+      if (!metadata)
+        return statusOf(metadata.takeError());
+      backward->metadata.push_back(std::move(*metadata));
+    }
+    std::string phaseName = phases->front().name;
+    backward->name = phaseName.substr(0, phaseName.find("_backward_"));
+    backward->arch = options.chip;
+    backward->phases = std::move(*phases);
+    entry = std::make_shared<const Backward>(std::move(backward));
   }
   out = entry;
   return Status();

@@ -361,6 +361,106 @@ TEST(RuntimeApiGpu, KernelsWrittenAsDslText) {
   compileLaunchAndCheck(runtime, f16, kShape);
 }
 
+// The GPU backward (Runtime::getBackward) after the GPU forward, against the CPU backend's
+// backward (HostAttention, itself checked against float64 in the unit tests) on the same inputs
+// and the GPU's O and LSE: every gradient within bf16's rounding, none unwritten; in the BMHD
+// layout too (the public 26 strides), and deterministic dQ bitwise the same twice.
+TEST(RuntimeApiGpu, BackwardAgainstTheCpuBackend) {
+  TF_REQUIRE_GPU();
+  Runtime runtime(inProcessOnly());
+  for (const char *name : {"causal", "softcap", "gqa"})
+    for (Layout layout : {Layout::BHMD, Layout::BMHD})
+      for (bool deterministic : {false, true}) {
+        KernelSpec spec = bundled(name);
+        spec.deterministic = deterministic;
+        AttentionShape shape = std::string(name) == "gqa" ? kGroupedShape : kShape;
+        SCOPED_TRACE(std::string(name) + (layout == Layout::BMHD ? " bmhd" : " bhmd") +
+                     (deterministic ? " deterministic" : ""));
+        std::shared_ptr<const Kernel> forward;
+        std::shared_ptr<const Backward> backward;
+        std::shared_ptr<const HostAttention> host;
+        ASSERT_TRUE(runtime.getKernel(spec, forward).ok());
+        Status got = runtime.getBackward(spec, backward);
+        ASSERT_TRUE(got.ok()) << got.message();
+        ASSERT_TRUE(runtime.getHostAttention(spec, host).ok());
+        shape.D = backward->headDim();
+        ElementType type = ElementType::BF16;
+        size_t nq = shape.B * shape.H * shape.M * shape.D,
+               nk = shape.B * shape.Hkv * shape.N * shape.D, nl = shape.B * shape.H * shape.M;
+        std::mt19937 rng(99);
+        std::vector<char> q(nq * 2), k(nk * 2), v(nk * 2), dO(nq * 2);
+        for (auto *x : {&q, &k, &v, &dO})
+          ref::storeAs(type, ref::randomNormal(x->size() / 2, rng), x->data());
+        std::vector<int64_t> forwardStrides = stridesOf(layout, shape);
+        // The public order: the forward's 14, then dO and dQ like q, dK and dV like k.
+        std::vector<int64_t> strides = forwardStrides;
+        for (int t : {0, 0, 1, 1})
+          strides.insert(strides.end(), forwardStrides.begin() + 3 * t,
+                         forwardStrides.begin() + 3 * t + 3);
+        auto dq = upload(q), dk = upload(k), dv = upload(v), ddO = upload(dO);
+        TF_ASSERT_OK(dq.takeError());
+        TF_ASSERT_OK(dk.takeError());
+        TF_ASSERT_OK(dv.takeError());
+        TF_ASSERT_OK(ddO.takeError());
+        std::vector<DeviceBuffer> outs;
+        for (size_t bytes : {nq * 2, nl * 4, nq * 2, nk * 2, nk * 2}) {
+          auto b = DeviceBuffer::allocate(bytes);
+          TF_ASSERT_OK(b.takeError());
+          TF_ASSERT_OK(b->fill(0xFF));
+          outs.push_back(std::move(*b));
+        }
+        auto at = [](const DeviceBuffer &b) { return reinterpret_cast<void *>(b.address()); };
+        auto stream = Stream::create();
+        TF_ASSERT_OK(stream.takeError());
+        const int64_t *launchStrides = layout == Layout::BHMD ? nullptr : strides.data();
+        Status s = forward->launch(stream->handle(), at(*dq), at(*dk), at(*dv), at(outs[0]),
+                                   static_cast<float *>(at(outs[1])), shape,
+                                   layout == Layout::BHMD ? nullptr : forwardStrides.data());
+        ASSERT_TRUE(s.ok()) << s.message();
+        std::vector<std::vector<char>> runs;
+        for (int run = 0; run < (deterministic ? 2 : 1); ++run) {
+          s = backward->launch(stream->handle(), at(*dq), at(*dk), at(*dv), at(outs[0]),
+                               at(*ddO), static_cast<const float *>(at(outs[1])), at(outs[2]),
+                               at(outs[3]), at(outs[4]), shape, launchStrides);
+          ASSERT_TRUE(s.ok()) << s.message();
+          TF_ASSERT_OK(stream->synchronize());
+          std::vector<char> all(nq * 2 + 2 * nk * 2);
+          TF_ASSERT_OK(outs[2].download(all.data(), nq * 2));
+          TF_ASSERT_OK(outs[3].download(all.data() + nq * 2, nk * 2));
+          TF_ASSERT_OK(outs[4].download(all.data() + nq * 2 + nk * 2, nk * 2));
+          runs.push_back(std::move(all));
+        }
+        if (deterministic)
+          EXPECT_EQ(runs[0], runs[1]) << "deterministic dQ, dK, dV differ between two runs";
+        std::vector<char> o(nq * 2);
+        std::vector<float> lse(nl);
+        TF_ASSERT_OK(outs[0].download(o.data(), o.size()));
+        TF_ASSERT_OK(outs[1].download(lse.data(), nl * 4));
+        std::vector<char> want(runs[0].size());
+        s = host->backward(q.data(), k.data(), v.data(), o.data(), dO.data(), lse.data(),
+                           want.data(), want.data() + nq * 2, want.data() + nq * 2 + nk * 2,
+                           shape, launchStrides);
+        ASSERT_TRUE(s.ok()) << s.message();
+        std::vector<double> g = ref::loadAs(type, runs[0].data(), runs[0].size() / 2),
+                            w = ref::loadAs(type, want.data(), want.size() / 2);
+        double num = 0, den = 0;
+        int64_t nan = 0;
+        for (size_t i = 0; i < g.size(); ++i) {
+          if (std::isnan(g[i])) {
+            ++nan;
+            continue;
+          }
+          num += (g[i] - w[i]) * (g[i] - w[i]);
+          den += w[i] * w[i];
+        }
+        std::printf("  backward %-8s %s%s: dQ, dK, dV %.2e against the CPU backend\n", name,
+                    layout == Layout::BMHD ? "bmhd" : "bhmd",
+                    deterministic ? " deterministic" : "", relativeL2(num, den));
+        EXPECT_EQ(nan, 0) << "NaN (unwritten) gradients";
+        EXPECT_LE(relativeL2(num, den), 1e-2);
+      }
+}
+
 TEST(RuntimeApiGpu, RepeatedGetsAndLaunchesReuseTheKernel) {
   TF_REQUIRE_GPU();
   Runtime runtime(inProcessOnly());

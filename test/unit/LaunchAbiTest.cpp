@@ -241,3 +241,17 @@ TEST(LaunchAbi, SidecarSaysBackwardPhase) {
   ASSERT_FALSE(bool(wrong));
   EXPECT_NE(llvm::toString(wrong.takeError()).find("three phases"), std::string::npos);
 }
+
+TEST(LaunchAbi, BackwardStridesFromThePublicOrder) {
+  namespace cuda = runtime::cuda;
+  // q, k, v, o, lse, then dO, dQ, dK, dV: each value its position.
+  std::array<int64_t, 26> publicOrder;
+  for (int i = 0; i < 26; ++i)
+    publicOrder[i] = i;
+  cuda::BackwardStrides s = cuda::BackwardStrides::fromPublicOrder(publicOrder.data());
+  EXPECT_EQ(s.values[9], 9);   // o_b
+  EXPECT_EQ(s.values[12], 14); // do_b, after lse's two
+  EXPECT_EQ(s.values[15], 12); // lse_b
+  EXPECT_EQ(s.values[17], 17); // dq_b
+  EXPECT_EQ(s.values[25], 25); // dv_n
+}

@@ -699,3 +699,42 @@ TEST(RuntimeApi, HostAttentionForwardAndBackward) {
   spec.dtype = "f64";
   EXPECT_EQ(runtime.getHostAttention(spec, gqa).code(), StatusCode::InvalidArgument);
 }
+
+// The GPU backward through the public API: compiled once per spec (the deterministic one apart),
+// three kernels in one module; arguments it does not take are InvalidArgument; without a GPU a
+// launch is an error, not a crash.
+TEST(RuntimeApi, GetsTheGpuBackward) {
+  TempDir dir;
+  Runtime runtime(optionsFor(dir));
+  KernelSpec spec = causalSpec();
+  std::shared_ptr<const Backward> backward, again, deterministic;
+  Status s = runtime.getBackward(spec, backward);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(backward->name(), "causal");
+  EXPECT_EQ(backward->dtype(), "bf16");
+  EXPECT_FALSE(backward->deterministic());
+  for (const char *phase : {"preprocess", "key_gradients", "query_gradients"})
+    EXPECT_NE(backward->ptx().find(std::string(".entry causal_backward_") + phase),
+              std::string::npos)
+        << phase;
+  ASSERT_TRUE(runtime.getBackward(spec, again).ok());
+  EXPECT_EQ(again, backward);
+  spec.deterministic = true;
+  ASSERT_TRUE(runtime.getBackward(spec, deterministic).ok());
+  EXPECT_NE(deterministic, backward);
+  EXPECT_TRUE(deterministic->deterministic());
+
+  KernelSpec split = causalSpec();
+  split.splitKv = true;
+  EXPECT_EQ(runtime.getBackward(split, again).code(), StatusCode::InvalidArgument);
+  KernelSpec blocks = causalSpec();
+  blocks.blockM = 64;
+  blocks.blockN = 32;
+  EXPECT_EQ(runtime.getBackward(blocks, again).code(), StatusCode::Compile);
+  if (!cudaAvailable()) {
+    auto *fake = reinterpret_cast<void *>(uintptr_t(0x10000));
+    s = backward->launch(nullptr, fake, fake, fake, fake, fake, static_cast<float *>(fake), fake,
+                         fake, fake, AttentionShape{1, 1, 1, 64, 64, 64});
+    EXPECT_EQ(s.code(), StatusCode::Unavailable) << s.message();
+  }
+}

@@ -388,9 +388,11 @@ class Tilefuse:
         forward = self.prepare(torch, q, k, v, causal, scale)
         o, lse = forward(), forward.lse
         d_q, d_k, d_v = (torch.empty_like(x) for x in (q, k, v))
-        # The C API's order: every dimension but the innermost of each tensor.
+        # The C API's order: every dimension but the innermost of q, k, v, o, lse (the forward
+        # launch's 14 strides), then of d_o, d_q, d_k, d_v.
         tensors = (q, k, v, o, d_o, lse, d_q, d_k, d_v)
-        strides = (ctypes.c_int64 * 26)(*(s for x in tensors for s in x.stride()[:-1]))
+        in_stride_order = (q, k, v, o, lse, d_o, d_q, d_k, d_v)
+        strides = (ctypes.c_int64 * 26)(*(s for x in in_stride_order for s in x.stride()[:-1]))
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
         args = (handle, stream, *(x.data_ptr() for x in tensors), B, H, Hkv, M, N, D, strides,
                 self._err, len(self._err))

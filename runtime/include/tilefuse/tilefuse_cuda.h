@@ -130,8 +130,9 @@ int tilefuse_cuda_backward_load(const char *ptx_path, const char *json_path,
 /* Enqueues the backward on `stream` (a CUstream; NULL: the legacy default stream): from q, k, v,
  * the forward's o and lse and the incoming gradient d_o, writes d_q, d_k and d_v (dQ and dO are
  * B x H x M x D like Q, dK and dV B x Hkv x N x D like K, in the kernel's dtype). `strides`: 26
- * element strides, every dimension but the innermost of q, k, v, o, d_o (3 each), lse (2),
- * d_q, d_k, d_v (3 each); NULL: all contiguous. The workspaces (f32: B*H*M, plus B*H*M*D
+ * element strides, every dimension but the innermost: tilefuse_cuda_launch's 14 (q, k, v, o,
+ * lse), then d_o, d_q, d_k, d_v (3 each), as tilefuse_host_attention_backward takes them; NULL:
+ * all contiguous. The workspaces (f32: B*H*M, plus B*H*M*D
  * unless the backward is deterministic) are the handle's, grown on demand; launches that share
  * a handle are ordered on one stream. */
 int tilefuse_cuda_backward_launch(const tilefuse_backward *backward, void *stream, const void *q,

@@ -217,9 +217,8 @@ int tilefuse_cuda_backward_launch(const tilefuse_backward *backward, void *strea
   if (!backward)
     return invalidArgument("tilefuse_cuda_backward_launch: backward is NULL", err, errlen);
   AttentionShape shape{B, H, Hkv, M, N, D};
-  BackwardStrides s = BackwardStrides::contiguous(shape);
-  if (strides)
-    std::copy(strides, strides + BackwardStrides::count, s.values.begin());
+  BackwardStrides s = strides ? BackwardStrides::fromPublicOrder(strides)
+                             : BackwardStrides::contiguous(shape);
   BackwardBuffers buffers{address(q),   address(k),   address(v),
                           address(o),   address(d_o), address(lse),
                           address(d_q), address(d_k), address(d_v)};

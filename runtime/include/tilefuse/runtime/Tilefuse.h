@@ -244,6 +244,39 @@ private:
   std::unique_ptr<Impl> impl;
 };
 
+/// The backward derived from a kernel's DSL text, for the GPU: dQ, dK and dV in three kernels
+/// (D = rowsum(dO o O); dK and dV per key block, dQ added atomically or, deterministic, by an
+/// ordered loop; dQ converted), compiled to one PTX module and launched in order on one stream.
+/// Obtained from Runtime::getBackward; lives as long as any pointer to it; thread-safe.
+class Backward {
+public:
+  struct Impl;
+  explicit Backward(std::unique_ptr<Impl> impl);
+  ~Backward();
+  Backward(const Backward &) = delete;
+  Backward &operator=(const Backward &) = delete;
+
+  /// Enqueues the backward on `stream` (a CUstream; nullptr: the legacy default stream): device
+  /// pointers, q, o, dO, dq B x H x M x D and k, v, dk, dv B x Hkv x N x D in the kernel's
+  /// dtype, lse B x H x M floats (o and lse the forward's, Kernel::launch, on the same inputs).
+  /// `strides`: HostAttention::backward's 26, or nullptr for contiguous tensors. The f32
+  /// workspaces (B·H·M, and B·H·M·D unless deterministic) are this object's, used in stream
+  /// order. The first launch loads the module into the current CUDA context. Asynchronous.
+  Status launch(void *stream, const void *q, const void *k, const void *v, const void *o,
+                const void *dO, const float *lse, void *dq, void *dk, void *dv,
+                const AttentionShape &shape, const int64_t *strides = nullptr) const;
+
+  const std::string &name() const;  ///< the forward kernel's (phases NAME_backward_PHASE)
+  const std::string &dtype() const; ///< "bf16" or "f16"
+  const std::string &arch() const;
+  int64_t headDim() const;
+  bool deterministic() const;
+  const std::string &ptx() const; ///< the module of the three kernels
+
+private:
+  std::unique_ptr<Impl> impl;
+};
+
 struct RuntimeOptions {
   /// The disk cache's directory; empty: no disk cache.
   std::string cacheDirectory;
@@ -291,6 +324,13 @@ public:
   /// distinct spec for the life of this Runtime (concurrent calls wait for one compile). A
   /// score_mod op without a derivative is a Compile error at its file:line:col.
   Status getHostAttention(const KernelSpec &spec, std::shared_ptr<const HostAttention> &out);
+
+  /// The GPU backward for `spec` (compileBackwardToPTX): its kernel or source, dtype, head dim,
+  /// params, blockM / blockN (equal; 0: 64), arch, PTX features and `deterministic`; config and
+  /// autotuning do not apply yet. Compiled once per distinct spec for the life of this Runtime
+  /// (in memory; the disk cache holds forward kernels only). Works without a GPU (with an
+  /// explicit arch); the driver is needed from the first launch.
+  Status getBackward(const KernelSpec &spec, std::shared_ptr<const Backward> &out);
 
   RuntimeStats stats() const;
   const RuntimeOptions &options() const;

@@ -31,6 +31,9 @@ struct BackwardStrides {
       launch_abi::backwardFirstStride(launch_abi::kBackwardDeltaTensor);
   std::array<int64_t, count> values{};
   static BackwardStrides contiguous(const AttentionShape &shape);
+  /// From the public APIs' order (HostAttention::backward, tilefuse_cuda_backward_launch):
+  /// Kernel::launch's 14 (q, k, v, o, lse), then dO, dQ, dK and dV (3 each).
+  static BackwardStrides fromPublicOrder(const int64_t *strides);
 };
 
 class CudaBackwardKernel {
