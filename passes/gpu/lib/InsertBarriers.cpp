@@ -313,6 +313,7 @@ private:
       if (isa<scf::ForOp, scf::IfOp, scf::WhileOp, scf::ForallOp>(op))
         barrierAndIssue(&op, state, deferred); // requested copies do not enter regions
       if (auto loop = dyn_cast<scf::ForOp>(op)) {
+        waitBeforeLoop(loop, state);
         if (failed(walkLoop(loop, state)))
           return failure();
         continue;
@@ -369,6 +370,25 @@ private:
       }
     }
     return success();
+  }
+
+  /// A wait in `loop` for a group issued before it (a backward's K and V, copied once per
+  /// program) completes the group in the first iteration and nothing in the others, whose
+  /// barrier it still costs: the group is waited for before the loop instead (once, with its
+  /// barrier), and the waits inside then find it complete and go.
+  void waitBeforeLoop(scf::ForOp loop, CopyState &state) {
+    // The youngest such group: waiting for it completes the older ones too.
+    auto youngest = state.inFlight.end();
+    loop.walk([&](nvgpu::DeviceAsyncWaitOp wait) {
+      auto it = llvm::find(state.inFlight, wait.getAsyncDependencies());
+      if (it != state.inFlight.end() && (youngest == state.inFlight.end() || it > youngest))
+        youngest = it;
+    });
+    if (youngest == state.inFlight.end())
+      return;
+    OpBuilder b(loop);
+    auto wait = nvgpu::DeviceAsyncWaitOp::create(b, loop.getLoc(), *youngest, IntegerAttr());
+    complete(wait, state, /*makeVisible=*/true, /*fence=*/hasWgmma);
   }
 
   LogicalResult walkLoop(scf::ForOp loop, CopyState &state) {
