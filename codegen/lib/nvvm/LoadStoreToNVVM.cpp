@@ -178,7 +178,9 @@ struct BlockLoadToAccumulator : OpConversionPattern<tile::BlockLoadOp> {
 };
 
 struct BlockAtomicAddFromRegisters : OpConversionPattern<tile::BlockAtomicAddOp> {
-  using OpConversionPattern::OpConversionPattern;
+  BlockAtomicAddFromRegisters(TypeConverter &converter, MLIRContext *ctx, bool paired)
+      : OpConversionPattern(converter, ctx), paired(paired) {}
+  bool paired;
   LogicalResult matchAndRewrite(tile::BlockAtomicAddOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     std::optional<tgpu::RegisterLayout> layout = registerLayoutOf(op.getValue().getType());
@@ -204,16 +206,29 @@ struct BlockAtomicAddFromRegisters : OpConversionPattern<tile::BlockAtomicAddOp>
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(guard.thenBlock());
       SmallVector<Value> rowAt = rows.at(b, loc, row);
-      for (int64_t j = 0; j < nTiles; ++j)
+      for (int64_t j = 0; j < nTiles; ++j) {
+        int64_t e = 4 * (mt * nTiles + j) + 2 * h;
+        if (paired) {
+          // The pair's two columns are adjacent (8-byte aligned: an even column of a row).
+          SmallVector<Value> at(rowAt);
+          at.push_back(addIndex(b, loc, mulIndex(b, loc, t.c, indexConstant(b, loc, 2)),
+                                indexConstant(b, loc, 8 * j)));
+          inlinePtx(b, loc, {},
+                    {view.address(b, loc, at), extractValue(b, loc, val, e),
+                     extractValue(b, loc, val, e + 1)},
+                    "red.relaxed.gpu.global.add.v2.f32 [$0], {$1, $2};", "l,f,f");
+          continue;
+        }
         for (int k = 0; k < 2; ++k) {
           SmallVector<Value> at(rowAt);
           at.push_back(addIndex(b, loc, mulIndex(b, loc, t.c, indexConstant(b, loc, 2)),
                                 indexConstant(b, loc, 8 * j + k)));
-          Value x = extractValue(b, loc, val, 4 * (mt * nTiles + j) + 2 * h + k);
           // Unused result: ptxas makes it a red.global.add.f32.
-          LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::fadd, view.address(b, loc, at), x,
+          LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::fadd, view.address(b, loc, at),
+                                    extractValue(b, loc, val, e + k),
                                     LLVM::AtomicOrdering::monotonic);
         }
+      }
     }
     rewriter.eraseOp(op);
     return success();
@@ -310,8 +325,9 @@ struct LoadOfView : OpConversionPattern<memref::LoadOp> {
 } // namespace
 
 void tilefuse::nvvm::populateLoadStoreToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
-                                                     RewritePatternSet &patterns) {
-  patterns.add<BlockLoadToRegisters, BlockLoadToAccumulator, BlockStoreFromRegisters,
-               BlockAtomicAddFromRegisters, DimOfView,
+                                                     RewritePatternSet &patterns,
+                                                     bool pairedReductions) {
+  patterns.add<BlockLoadToRegisters, BlockLoadToAccumulator, BlockStoreFromRegisters, DimOfView,
                LoadOfView>(converter, patterns.getContext());
+  patterns.add<BlockAtomicAddFromRegisters>(converter, patterns.getContext(), pairedReductions);
 }

@@ -100,7 +100,13 @@ struct ConvertTGPUToNVVMPass
         [](Operation *op) { return !hasBlocksOrBuffers(op); });
     RewritePatternSet patterns(ctx);
     populateKernelToNVVMPatterns(converter, patterns);
-    populateLoadStoreToNVVMPatterns(converter, patterns);
+    // Vector reductions (red.global.add.v2.f32) need sm_90 and PTX 8.1: the features' +ptxNN.
+    unsigned ptx = 0;
+    for (llvm::StringRef feature : llvm::split(llvm::StringRef(features), ','))
+      if (feature.consume_front("+ptx"))
+        (void)feature.getAsInteger(10, ptx);
+    populateLoadStoreToNVVMPatterns(converter, patterns,
+                                    llvm::StringRef(chip).starts_with("sm_9") && ptx >= 81);
     populateSharedMemoryToNVVMPatterns(converter, patterns);
     populateAsyncCopyToNVVMPatterns(converter, patterns);
     populateBarrierToNVVMPatterns(converter, patterns);
