@@ -303,7 +303,7 @@ compileKernels(StringRef source, StringRef bufferName, const PtxCompileOptions &
     tilefuse::GpuPipelineOptions gpo;
     gpo.config = tiles->print();
     gpo.chip = options.chip;
-    // dQ's atomic adds are vectors (red.global.add.v4.f32) on sm_90 from PTX 8.1: the backward
+    // dQ's atomic adds are pairs (red.global.add.v2.f32) on sm_90 from PTX 8.1: the backward
     // asks for it where the default (PTX 8.0) is asked for.
     gpo.features = options.features == "+ptx80" && llvm::StringRef(options.chip).starts_with("sm_9")
                        ? std::string("+ptx81")

@@ -2,9 +2,9 @@
 // tile-tiling-backward, tile-outline-backward-phases, the GPU lowering): one PTX module with the
 // three phases' kernels, each with the backward launch ABI's 47 parameters (LaunchAbi.h); the
 // key_gradients kernel writes P and dS into shared memory (st.shared), reads them transposed
-// (ldmatrix .trans) and adds dQ into the f32 accumulator atomically, four columns per
-// red.global.add.v4.f32 on sm_90 (PTX 8.1, which the backward asks for; lanes trade pairs with a
-// shuffle), one element per atomic add on sm_80; the sidecar lists the three phases in launch order.
+// (ldmatrix .trans) and adds dQ into the f32 accumulator atomically, a pair of columns per
+// red.global.add.v2.f32 on sm_90 (PTX 8.1, which the backward asks for), one element per atomic
+// add on sm_80; the sidecar lists the three phases in launch order.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: tilefuse compile --kernel causal --backward -o %t/causal.ptx
 // RUN: FileCheck %s --input-file %t/causal.ptx
@@ -19,8 +19,7 @@
 // CHECK:        bar.sync 0;
 // CHECK:        ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // CHECK:        mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
-// CHECK:        shfl.sync.bfly.b32
-// CHECK:        red.relaxed.gpu.global.add.v4.f32
+// CHECK:        red.relaxed.gpu.global.add.v2.f32
 // CHECK:      .entry causal_backward_query_gradients(
 // CHECK-NOT:    atom.global
 // CHECK-NOT:  atom.global.add.f32
@@ -29,7 +28,7 @@
 // SM80:       .version 8.0
 // SM80:       .entry causal_backward_key_gradients(
 // SM80:         atom.global.add.f32
-// SM80-NOT:     red.relaxed.gpu.global.add.v4.f32
+// SM80-NOT:     red.relaxed.gpu.global.add.v2.f32
 // JSON:      "backward_phase": "preprocess"
 // JSON:      "block_m": 64
 // JSON:      "backward_phase": "key_gradients"

@@ -10,10 +10,8 @@
 // each thread loads the elements it holds, volatile (coherent at system scope, so no stale
 // L1 line of another CTA's write), rows past the bound read row 0 and are replaced by zeros;
 // from a 16-bit view (the backward's dO and O, for D = rowsum(dO o O)) it loads each pair as
-// 32 bits. tile.block_atomic_add is the store with atomic f32 adds (the backward's dQ
-// accumulator): where the target has vector reductions (sm_90, PTX 8.1), two lanes trade a pair
-// so that each adds four adjacent columns with one red.global.add.v4.f32, else one add per
-// element. A block with packed rows
+// 32 bits. tile.block_atomic_add is the store with an atomic f32 add per element (the
+// backward's dQ accumulator). A block with packed rows
 // (`packed R`: a GQA group's heads) unpacks each thread's rows into (head, row) through
 // tile::unpackRow, once per row. memref.dim reads a view's size.
 //
@@ -180,10 +178,9 @@ struct BlockLoadToAccumulator : OpConversionPattern<tile::BlockLoadOp> {
 };
 
 struct BlockAtomicAddFromRegisters : OpConversionPattern<tile::BlockAtomicAddOp> {
-  BlockAtomicAddFromRegisters(TypeConverter &converter, MLIRContext *ctx, bool vectors)
-      : OpConversionPattern(converter, ctx), vectors(vectors) {}
-  bool vectors;
-
+  BlockAtomicAddFromRegisters(TypeConverter &converter, MLIRContext *ctx, bool paired)
+      : OpConversionPattern(converter, ctx), paired(paired) {}
+  bool paired;
   LogicalResult matchAndRewrite(tile::BlockAtomicAddOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     std::optional<tgpu::RegisterLayout> layout = registerLayoutOf(op.getValue().getType());
@@ -200,61 +197,37 @@ struct BlockAtomicAddFromRegisters : OpConversionPattern<tile::BlockAtomicAddOp>
     Value val = adaptor.getValue();
     ThreadCoordinates t = threadCoordinates(b, op);
     int64_t nTiles = layout->getCols() / 8;
-    auto c = [&](int64_t v) { return indexConstant(b, loc, v); };
-    // Adds `values` at (row, col ...) of the view, unless the row is at or past the bound.
-    auto addAt = [&](Value row, Value col, ArrayRef<Value> values) {
+    for (int64_t slot = 0; slot < 2 * (rowsPerWarp / 16); ++slot) {
+      int64_t mt = slot / 2, h = slot % 2;
+      Value row = addIndex(b, loc, rows.row0,
+                           addIndex(b, loc, rows.threadRow, indexConstant(b, loc, 16 * mt + 8 * h)));
       Value ok = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, row, rows.bound);
       auto guard = scf::IfOp::create(b, loc, ok, /*withElseRegion=*/false);
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(guard.thenBlock());
-      SmallVector<Value> at = rows.at(b, loc, row, {col});
-      Value address = view.address(b, loc, at);
-      if (values.size() == 4) {
-        inlinePtx(b, loc, {}, {address, values[0], values[1], values[2], values[3]},
-                  "red.relaxed.gpu.global.add.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f");
-        return;
-      }
-      // Unused result: ptxas makes it a red.global.add.f32.
-      for (auto [k, x] : llvm::enumerate(values)) {
-        Value colK = k ? addIndex(b, loc, col, c(int64_t(k))) : col;
-        SmallVector<Value> atK = rows.at(b, loc, row, {colK});
-        LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::fadd, view.address(b, loc, atK), x,
-                                  LLVM::AtomicOrdering::monotonic);
-      }
-    };
-    Value pairCol = mulIndex(b, loc, t.c, c(2));
-    for (int64_t mt = 0; mt < rowsPerWarp / 16; ++mt) {
-      Value top = addIndex(b, loc, rows.row0, addIndex(b, loc, rows.threadRow, c(16 * mt)));
-      Value bottom = addIndex(b, loc, top, c(8));
+      SmallVector<Value> rowAt = rows.at(b, loc, row);
       for (int64_t j = 0; j < nTiles; ++j) {
-        int64_t e = 4 * (mt * nTiles + j);
-        Value topPair[2] = {extractValue(b, loc, val, e), extractValue(b, loc, val, e + 1)};
-        Value bottomPair[2] = {extractValue(b, loc, val, e + 2), extractValue(b, loc, val, e + 3)};
-        Value col = addIndex(b, loc, pairCol, c(8 * j));
-        if (!vectors) {
-          addAt(top, col, topPair);
-          addAt(bottom, col, bottomPair);
+        int64_t e = 4 * (mt * nTiles + j) + 2 * h;
+        if (paired) {
+          // The pair's two columns are adjacent (8-byte aligned: an even column of a row).
+          SmallVector<Value> at(rowAt);
+          at.push_back(addIndex(b, loc, mulIndex(b, loc, t.c, indexConstant(b, loc, 2)),
+                                indexConstant(b, loc, 8 * j)));
+          inlinePtx(b, loc, {},
+                    {view.address(b, loc, at), extractValue(b, loc, val, e),
+                     extractValue(b, loc, val, e + 1)},
+                    "red.relaxed.gpu.global.add.v2.f32 [$0], {$1, $2};", "l,f,f");
           continue;
         }
-        // Lanes c and c ^ 1 trade a pair: the even one then holds its top row's four columns
-        // 2c .. 2c + 3, the odd one its bottom row's 2c - 2 .. 2c + 1. One 16-byte reduction
-        // each (16-byte aligned: D is a multiple of 16, the workspace 256-byte aligned).
-        Value odd = arith::CmpIOp::create(
-            b, loc, arith::CmpIPredicate::ne,
-            arith::AndIOp::create(b, loc, t.c, c(1)), c(0));
-        Value quad[4];
         for (int k = 0; k < 2; ++k) {
-          Value give = arith::SelectOp::create(b, loc, odd, topPair[k], bottomPair[k]);
-          Value got = gpu::ShuffleOp::create(b, loc, give, i32Constant(b, loc, 1),
-                                             i32Constant(b, loc, 32), gpu::ShuffleMode::XOR)
-                          .getShuffleResult();
-          // Even: {mine top, got}; odd: {got, mine bottom}.
-          quad[k] = arith::SelectOp::create(b, loc, odd, got, topPair[k]);
-          quad[2 + k] = arith::SelectOp::create(b, loc, odd, bottomPair[k], got);
+          SmallVector<Value> at(rowAt);
+          at.push_back(addIndex(b, loc, mulIndex(b, loc, t.c, indexConstant(b, loc, 2)),
+                                indexConstant(b, loc, 8 * j + k)));
+          // Unused result: ptxas makes it a red.global.add.f32.
+          LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::fadd, view.address(b, loc, at),
+                                    extractValue(b, loc, val, e + k),
+                                    LLVM::AtomicOrdering::monotonic);
         }
-        Value row = arith::SelectOp::create(b, loc, odd, bottom, top);
-        Value quadCol = arith::SelectOp::create(b, loc, odd, addIndex(b, loc, col, c(-2)), col);
-        addAt(row, quadCol, quad);
       }
     }
     rewriter.eraseOp(op);
@@ -353,8 +326,8 @@ struct LoadOfView : OpConversionPattern<memref::LoadOp> {
 
 void tilefuse::nvvm::populateLoadStoreToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
                                                      RewritePatternSet &patterns,
-                                                     bool vectorReductions) {
+                                                     bool pairedReductions) {
   patterns.add<BlockLoadToRegisters, BlockLoadToAccumulator, BlockStoreFromRegisters, DimOfView,
                LoadOfView>(converter, patterns.getContext());
-  patterns.add<BlockAtomicAddFromRegisters>(converter, patterns.getContext(), vectorReductions);
+  patterns.add<BlockAtomicAddFromRegisters>(converter, patterns.getContext(), pairedReductions);
 }

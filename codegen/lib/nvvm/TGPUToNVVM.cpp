@@ -100,7 +100,7 @@ struct ConvertTGPUToNVVMPass
         [](Operation *op) { return !hasBlocksOrBuffers(op); });
     RewritePatternSet patterns(ctx);
     populateKernelToNVVMPatterns(converter, patterns);
-    // Vector reductions (red.global.add.v4.f32) need sm_90 and PTX 8.1: the features' +ptxNN.
+    // Vector reductions (red.global.add.v2.f32) need sm_90 and PTX 8.1: the features' +ptxNN.
     unsigned ptx = 0;
     for (llvm::StringRef feature : llvm::split(llvm::StringRef(features), ','))
       if (feature.consume_front("+ptx"))

@@ -128,11 +128,11 @@ llvm::SmallVector<mlir::Value> inlinePtx(mlir::OpBuilder &b, mlir::Location loc,
 
 void populateKernelToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
                                   mlir::RewritePatternSet &patterns);
-/// `vectorReductions`: the target has red.global.add.v4.f32 (sm_90 with PTX 8.1 or later), so
-/// tile.block_atomic_add adds four adjacent columns with one instruction.
+/// `pairedReductions`: the target has red.global.add.v2.f32 (sm_90 with PTX 8.1 or later), so
+/// tile.block_atomic_add adds each thread's pairs of adjacent columns with one instruction.
 void populateLoadStoreToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
                                      mlir::RewritePatternSet &patterns,
-                                     bool vectorReductions = false);
+                                     bool pairedReductions = false);
 void populateSharedMemoryToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
                                         mlir::RewritePatternSet &patterns);
 void populateAsyncCopyToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
