@@ -29,6 +29,10 @@ struct tilefuse_host_attention {
   std::shared_ptr<const HostAttention> pair;
 };
 
+struct tilefuse_backward {
+  std::shared_ptr<const Backward> backward;
+};
+
 namespace {
 
 /// Writes the message into the caller's buffer, truncated and NUL-terminated; returns the code.
@@ -302,3 +306,33 @@ int tilefuse_host_attention_backward(const tilefuse_host_attention *attention, c
 }
 
 void tilefuse_host_attention_release(tilefuse_host_attention *attention) { delete attention; }
+
+int tilefuse_backward_get(const tilefuse_spec *spec, tilefuse_backward **out, char *err,
+                          size_t errlen) {
+  if (!spec || !out)
+    return invalid("tilefuse_backward_get: spec and out must not be NULL", err, errlen);
+  *out = nullptr;
+  KernelSpec k;
+  if (int rc = toKernelSpec(spec, "tilefuse_backward_get", k, err, errlen))
+    return rc;
+  std::shared_ptr<const Backward> backward;
+  Status status = Runtime::global().getBackward(k, backward);
+  if (!status.ok())
+    return report(status, err, errlen);
+  *out = new tilefuse_backward{backward};
+  return report(Status(), err, errlen);
+}
+
+int tilefuse_backward_launch(const tilefuse_backward *backward, void *stream, const void *q,
+                             const void *k, const void *v, const void *o, const void *d_o,
+                             const float *lse, void *dq, void *dk, void *dv, int64_t B, int64_t H,
+                             int64_t Hkv, int64_t M, int64_t N, int64_t D,
+                             const int64_t *strides, char *err, size_t errlen) {
+  if (!backward)
+    return invalid("tilefuse_backward_launch: backward is NULL", err, errlen);
+  return report(backward->backward->launch(stream, q, k, v, o, d_o, lse, dq, dk, dv,
+                                           {B, H, Hkv, M, N, D}, strides),
+                err, errlen);
+}
+
+void tilefuse_backward_release(tilefuse_backward *backward) { delete backward; }

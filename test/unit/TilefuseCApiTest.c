@@ -282,6 +282,33 @@ int main(void) {
            "host pair of an unknown dtype", err);
   }
 
+  {
+    /* The GPU backward: compiled without a GPU (an explicit arch); a spec it does not take. */
+    tilefuse_backward *backward = NULL;
+    tilefuse_spec_init(&spec);
+    spec.kernel = "softcap";
+    spec.arch = "sm_90a";
+    status = tilefuse_backward_get(&spec, &backward, err, sizeof err);
+    expect(status == TILEFUSE_OK && backward != NULL, "the GPU backward of softcap", err);
+    if (status == TILEFUSE_OK && tilefuse_gpu_available(err, sizeof err) != TILEFUSE_OK) {
+      status = tilefuse_backward_launch(backward, NULL, fake, fake, fake, fake, fake,
+                                        (const float *)fake, fake, fake, fake, 1, 1, 1, 64, 64,
+                                        64, NULL, err, sizeof err);
+      expect(status == TILEFUSE_ERROR_UNAVAILABLE, "a backward launch without a GPU", err);
+    }
+    status = tilefuse_backward_launch(NULL, NULL, fake, fake, fake, fake, fake,
+                                      (const float *)fake, fake, fake, fake, 1, 1, 1, 64, 64, 64,
+                                      NULL, err, sizeof err);
+    expect(status == TILEFUSE_ERROR_INVALID_ARGUMENT, "a backward launch of NULL", err);
+    tilefuse_backward_release(backward);
+    spec.block_m = 64;
+    spec.block_n = 32;
+    status = tilefuse_backward_get(&spec, &backward, err, sizeof err);
+    expect(status == TILEFUSE_ERROR_COMPILE && strstr(err, "Br = Bc") != NULL,
+           "a backward with Br != Bc", err);
+    tilefuse_backward_release(NULL);
+  }
+
   if (tilefuse_gpu_available(err, sizeof err) != TILEFUSE_OK) {
     status = tilefuse_attention_launch(kernel, NULL, fake, fake, fake, fake, (float *)fake, 1, 1,
                                        1, 1, 1, 128, NULL, err, sizeof err);

@@ -655,6 +655,16 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
   return checkAgainstReference(reference, in, ob, lseb, bound);
 }
 
+/// A device buffer holding `host`'s bytes.
+static llvm::Expected<cuda::DeviceBuffer> uploadToDevice(const std::vector<char> &host) {
+  auto buffer = cuda::DeviceBuffer::allocate(host.size());
+  if (!buffer)
+    return buffer.takeError();
+  if (llvm::Error e = buffer->upload(host.data(), host.size()))
+    return std::move(e);
+  return std::move(*buffer);
+}
+
 /// dQ, dK and dV of a backward run against the float64 backward of the same inputs, O and LSE.
 struct GradientErrors {
   double dq = 0, dk = 0, dv = 0, bound = 0;
@@ -857,14 +867,7 @@ static int runBackwardOnGpu(const std::string &text, const std::string &bufferNa
   size_t nq = p.B * p.H * p.M * p.D, nk = p.B * p.Hkv * p.N * p.D, nl = p.B * p.H * p.M;
   std::vector<char> dO;
   std::vector<double> dOSeen = drawOutputGradient(in, dO);
-  auto upload = [](const std::vector<char> &host) -> llvm::Expected<cuda::DeviceBuffer> {
-    auto buffer = cuda::DeviceBuffer::allocate(host.size());
-    if (!buffer)
-      return buffer.takeError();
-    if (llvm::Error e = buffer->upload(host.data(), host.size()))
-      return std::move(e);
-    return std::move(*buffer);
-  };
+  auto upload = uploadToDevice;
   // Outputs poisoned (0xFF bytes are NaN in every storage type): unwritten elements fail.
   auto poisoned = [](size_t bytes) -> llvm::Expected<cuda::DeviceBuffer> {
     auto buffer = cuda::DeviceBuffer::allocate(bytes);
@@ -971,14 +974,7 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
   RunInputs in = drawInputs(reference, compiled->headDim, metadata->dtype);
   const reference::Problem &p = in.p;
   size_t es = reference::elementSize(in.et);
-  auto upload = [](const std::vector<char> &host) -> llvm::Expected<cuda::DeviceBuffer> {
-    auto buffer = cuda::DeviceBuffer::allocate(host.size());
-    if (!buffer)
-      return buffer.takeError();
-    if (llvm::Error e = buffer->upload(host.data(), host.size()))
-      return std::move(e);
-    return std::move(*buffer);
-  };
+  auto upload = uploadToDevice;
   auto upload32 = [&](const std::vector<int32_t> &host) {
     return upload(std::vector<char>(reinterpret_cast<const char *>(host.data()),
                                     reinterpret_cast<const char *>(host.data() + host.size())));

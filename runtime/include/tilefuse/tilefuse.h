@@ -214,6 +214,28 @@ int tilefuse_host_attention_backward(const tilefuse_host_attention *attention, c
 /* Drops this reference; NULL is ignored. */
 void tilefuse_host_attention_release(tilefuse_host_attention *attention);
 
+/* The backward derived from a kernel's DSL text, for the GPU (three kernels launched in order:
+ * D = rowsum(dO o O), dK and dV per key block, dQ). spec->kernel or source, dtype ("bf16" or
+ * "f16"), head_dim, params, block_m = block_n (0: 64), arch, ptx_features and deterministic
+ * apply. Compiled once per distinct spec per process. */
+typedef struct tilefuse_backward tilefuse_backward;
+
+int tilefuse_backward_get(const tilefuse_spec *spec, tilefuse_backward **out, char *err,
+                          size_t errlen);
+
+/* Enqueues the backward on `stream` (a CUstream; NULL: the legacy default stream): device
+ * pointers shaped as tilefuse_host_attention_backward's arrays (o and lse the forward's,
+ * tilefuse_attention_launch, on the same inputs), the same 26 strides or NULL for contiguous
+ * tensors. Asynchronous; the f32 workspaces are the backward's, used in stream order. */
+int tilefuse_backward_launch(const tilefuse_backward *backward, void *stream, const void *q,
+                             const void *k, const void *v, const void *o, const void *d_o,
+                             const float *lse, void *dq, void *dk, void *dv, int64_t B, int64_t H,
+                             int64_t Hkv, int64_t M, int64_t N, int64_t D,
+                             const int64_t *strides, char *err, size_t errlen);
+
+/* Drops this reference; NULL is ignored. */
+void tilefuse_backward_release(tilefuse_backward *backward);
+
 /* The kernel's properties; strings live as long as the reference. */
 const char *tilefuse_attention_name(const tilefuse_attention *kernel);
 const char *tilefuse_attention_dtype(const tilefuse_attention *kernel); /* "bf16" or "f16" */

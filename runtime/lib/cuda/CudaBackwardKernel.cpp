@@ -189,17 +189,10 @@ CudaBackwardKernel::loadFiles(llvm::StringRef ptxPath, llvm::StringRef jsonPath)
     sidecar = ptxPath;
     llvm::sys::path::replace_extension(sidecar, "json");
   }
-  auto read = [](llvm::StringRef path) -> llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> {
-    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-    if (!buffer)
-      return makeError(ErrorKind::InvalidArgument,
-                       "cannot read " + path + ": " + buffer.getError().message());
-    return std::move(*buffer);
-  };
-  auto json = read(sidecar);
+  auto json = readTextFile(sidecar);
   if (!json)
     return json.takeError();
-  auto ptx = read(ptxPath);
+  auto ptx = readTextFile(ptxPath);
   if (!ptx)
     return ptx.takeError();
   return loadData((*ptx)->getBuffer(), (*json)->getBuffer(), sidecar);
@@ -233,19 +226,9 @@ llvm::Error CudaBackwardKernel::launch(CUstream_st *stream, const BackwardBuffer
                                                    "places of Q, K, V and O)");
   }
 
-  const DriverApi &cu = api();
-  CUcontext current = nullptr;
-  if (llvm::Error error = check(cu.cuCtxGetCurrent(&current), "cuCtxGetCurrent"))
+  if (llvm::Error error = useLoadedContext(impl->context, first.name))
     return error;
-  if (!current) {
-    if (llvm::Error error = check(cu.cuCtxSetCurrent(impl->context), "cuCtxSetCurrent"))
-      return error;
-  } else if (current != impl->context) {
-    return makeError(ErrorKind::InvalidArgument,
-                     "launch of '" + first.name +
-                         "': the CUDA context current on this thread is not the one the kernel "
-                         "was loaded in");
-  }
+  const DriverApi &cu = api();
 
   // The workspaces, in stream order: a regrowth waits for every earlier launch.
   abi::BackwardWorkspace layout = abi::backwardWorkspace(shape.B, shape.H, shape.M,

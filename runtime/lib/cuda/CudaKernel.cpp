@@ -680,20 +680,13 @@ llvm::Expected<std::unique_ptr<CudaKernel>> CudaKernel::loadFiles(llvm::StringRe
     sidecar = ptxPath;
     llvm::sys::path::replace_extension(sidecar, "json");
   }
-  auto read = [](llvm::StringRef path) -> llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> {
-    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-    if (!buffer)
-      return makeError(ErrorKind::InvalidArgument,
-                       "cannot read " + path + ": " + buffer.getError().message());
-    return std::move(*buffer);
-  };
-  auto json = read(sidecar);
+  auto json = readTextFile(sidecar);
   if (!json)
     return json.takeError();
   auto metadata = KernelMetadata::parse((*json)->getBuffer(), sidecar);
   if (!metadata)
     return metadata.takeError();
-  auto ptx = read(ptxPath);
+  auto ptx = readTextFile(ptxPath);
   if (!ptx)
     return ptx.takeError();
   return load((*ptx)->getBuffer(), std::move(*metadata));
@@ -791,19 +784,9 @@ llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buff
   if (llvm::Error error = validateLaunch(metadata, buffers, shape, strides, paged, varlen))
     return error;
 
-  const DriverApi &cu = api();
-  CUcontext current = nullptr;
-  if (llvm::Error error = check(cu.cuCtxGetCurrent(&current), "cuCtxGetCurrent"))
+  if (llvm::Error error = useLoadedContext(impl->context, metadata.name))
     return error;
-  if (!current) {
-    if (llvm::Error error = check(cu.cuCtxSetCurrent(impl->context), "cuCtxSetCurrent"))
-      return error;
-  } else if (current != impl->context) {
-    return makeError(ErrorKind::InvalidArgument,
-                     "launch of '" + metadata.name +
-                         "': the CUDA context current on this thread is not the one the kernel "
-                         "was loaded in");
-  }
+  const DriverApi &cu = api();
 
   // cuLaunchKernel takes the address of each parameter, in the ABI's order (LaunchAbi.h).
   CUdeviceptr pointers[] = {buffers.q, buffers.k, buffers.v, buffers.o, buffers.lse};

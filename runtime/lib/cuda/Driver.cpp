@@ -443,3 +443,28 @@ llvm::Expected<float> Event::elapsedMilliseconds(const Event &start, const Event
     return std::move(error);
   return ms;
 }
+
+llvm::Error tilefuse::runtime::cuda::detail::useLoadedContext(CUcontext context,
+                                                              const std::string &kernel) {
+  const DriverApi &cu = api();
+  CUcontext current = nullptr;
+  if (llvm::Error error = check(cu.cuCtxGetCurrent(&current), "cuCtxGetCurrent"))
+    return error;
+  if (!current)
+    return check(cu.cuCtxSetCurrent(context), "cuCtxSetCurrent");
+  if (current != context)
+    return makeError(ErrorKind::InvalidArgument,
+                     "launch of '" + kernel +
+                         "': the CUDA context current on this thread is not the one the kernel "
+                         "was loaded in");
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+tilefuse::runtime::cuda::detail::readTextFile(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return makeError(ErrorKind::InvalidArgument,
+                     "cannot read " + path + ": " + buffer.getError().message());
+  return std::move(*buffer);
+}

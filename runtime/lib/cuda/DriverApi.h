@@ -17,6 +17,7 @@
 
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -189,6 +190,13 @@ const DriverApi &api();
 
 /// Success, or an ErrorKind::DriverCall error "<what>: CUDA_ERROR_X (description)".
 llvm::Error check(CUresult result, const llvm::Twine &what);
+
+/// Makes `context` (where a module was loaded) current on the calling thread if none is, and
+/// refuses a launch of `kernel` from another context.
+llvm::Error useLoadedContext(CUcontext context, const std::string &kernel);
+
+/// A file's text (a PTX module or a sidecar), or an InvalidArgument error naming it.
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> readTextFile(llvm::StringRef path);
 
 } // namespace tilefuse::runtime::cuda::detail
 
