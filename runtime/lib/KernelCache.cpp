@@ -3,6 +3,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -21,7 +22,7 @@ static constexpr llvm::StringLiteral entryExtension = ".kernel";
 
 struct KernelCache::Slot {
   std::mutex mutex; ///< held while the kernel is looked up on disk or compiled
-  std::shared_ptr<const CompiledKernel> kernel;
+  std::shared_ptr<const std::vector<CompiledKernel>> kernels;
 };
 
 static std::string envValue(const char *name) {
@@ -114,6 +115,13 @@ std::string KernelCache::computeKey(llvm::StringRef source, const PtxCompileOpti
   return sha256Hex(keyText("tilefuse-kernel-key 2", source, options, &options.tiles));
 }
 
+std::string KernelCache::computeBackwardKey(llvm::StringRef source,
+                                           const PtxCompileOptions &options) {
+  std::string text = keyText("tilefuse-backward-key 1", source, options, &options.tiles);
+  text += options.deterministic ? "\ndeterministic=1" : "\ndeterministic=0";
+  return sha256Hex(text);
+}
+
 std::string KernelCache::computeKernelIdentity(llvm::StringRef source,
                                                const PtxCompileOptions &options) {
   return sha256Hex(keyText("tilefuse-kernel-identity 1", source, options, nullptr));
@@ -140,7 +148,19 @@ static std::string checksum(llvm::StringRef payload) {
 }
 
 std::string KernelCache::serializeEntry(llvm::StringRef key, const CompiledKernel &kernel) {
+  return serializeEntry(key, llvm::ArrayRef<CompiledKernel>(kernel));
+}
+
+std::string KernelCache::serializeEntry(llvm::StringRef key,
+                                        llvm::ArrayRef<CompiledKernel> kernels) {
+  const CompiledKernel &kernel = kernels.front();
   std::string metadata = kernel.metadataJson();
+  if (kernels.size() > 1) {
+    std::vector<std::string> each;
+    for (const CompiledKernel &k : kernels)
+      each.push_back(k.metadataJson());
+    metadata = "[" + llvm::join(each, ",") + "]";
+  }
   std::string payload = metadata + kernel.ptx;
   std::string out;
   llvm::raw_string_ostream os(out);
@@ -156,6 +176,18 @@ std::string KernelCache::serializeEntry(llvm::StringRef key, const CompiledKerne
 
 llvm::Expected<CompiledKernel> KernelCache::parseEntry(llvm::StringRef key,
                                                        llvm::StringRef bytes) {
+  auto kernels = parseEntries(key, bytes);
+  if (!kernels)
+    return kernels.takeError();
+  if (kernels->size() != 1)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "the entry holds " + llvm::Twine(kernels->size()) +
+                                       " kernels, not one");
+  return std::move(kernels->front());
+}
+
+llvm::Expected<std::vector<CompiledKernel>>
+KernelCache::parseEntries(llvm::StringRef key, llvm::StringRef bytes) {
   auto fail = [](const llvm::Twine &why) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), why);
   };
@@ -188,8 +220,32 @@ llvm::Expected<CompiledKernel> KernelCache::parseEntry(llvm::StringRef key,
                 llvm::Twine(nMetadata + nPtx) + " (truncated?)");
   if (checksum(rest) != sum)
     return fail("checksum mismatch (corrupted)");
-  return CompiledKernel::fromMetadataJson(rest.take_front(nMetadata),
-                                          rest.drop_front(nMetadata).str());
+  llvm::StringRef metadata = rest.take_front(nMetadata);
+  std::string ptx = rest.drop_front(nMetadata).str();
+  std::vector<CompiledKernel> kernels;
+  if (!metadata.starts_with("[")) {
+    auto kernel = CompiledKernel::fromMetadataJson(metadata, ptx);
+    if (!kernel)
+      return kernel.takeError();
+    kernels.push_back(std::move(*kernel));
+    return kernels;
+  }
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse(metadata);
+  if (!value)
+    return fail("metadata: " + llvm::toString(value.takeError()));
+  const llvm::json::Array *array = value->getAsArray();
+  if (!array || array->empty())
+    return fail("metadata: an empty or malformed array");
+  for (const llvm::json::Value &each : *array) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << each;
+    auto kernel = CompiledKernel::fromMetadataJson(text, ptx);
+    if (!kernel)
+      return kernel.takeError();
+    kernels.push_back(std::move(*kernel));
+  }
+  return kernels;
 }
 
 void KernelCache::noteBadEntry(const std::string &what) {
@@ -204,7 +260,7 @@ void KernelCache::noteWriteFailure(const std::string &what) {
   statistics.lastDiskProblem = what;
 }
 
-std::shared_ptr<const CompiledKernel> KernelCache::readEntry(llvm::StringRef key) {
+std::shared_ptr<const std::vector<CompiledKernel>> KernelCache::readEntry(llvm::StringRef key) {
   std::string path = entryPath(key);
   if (path.empty())
     return nullptr;
@@ -212,18 +268,18 @@ std::shared_ptr<const CompiledKernel> KernelCache::readEntry(llvm::StringRef key
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
     return nullptr; // a miss (or unreadable: then the write below reports it)
-  auto kernel = parseEntry(key, (*buffer)->getBuffer());
-  if (!kernel) {
+  auto kernels = parseEntries(key, (*buffer)->getBuffer());
+  if (!kernels) {
     // Never loaded: delete it, so the entry written after compiling replaces it (a concurrent
     // writer's fresh entry may go too; it is rebuilt on the next miss).
-    noteBadEntry(path + ": " + llvm::toString(kernel.takeError()));
+    noteBadEntry(path + ": " + llvm::toString(kernels.takeError()));
     (void)llvm::sys::fs::remove(path);
     return nullptr;
   }
-  return std::make_shared<const CompiledKernel>(std::move(*kernel));
+  return std::make_shared<const std::vector<CompiledKernel>>(std::move(*kernels));
 }
 
-void KernelCache::writeEntry(llvm::StringRef key, const CompiledKernel &kernel) {
+void KernelCache::writeEntry(llvm::StringRef key, llvm::ArrayRef<CompiledKernel> kernels) {
   std::string path = entryPath(key);
   if (path.empty())
     return;
@@ -235,7 +291,7 @@ void KernelCache::writeEntry(llvm::StringRef key, const CompiledKernel &kernel) 
   // A temporary file beside the entry, renamed over it once complete (LLVM's writeToOutput):
   // readers and other writers never see a partial entry.
   if (llvm::Error e = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
-        os << serializeEntry(key, kernel);
+        os << serializeEntry(key, kernels);
         return llvm::Error::success();
       }))
     return failed(llvm::toString(std::move(e)));
@@ -244,8 +300,39 @@ void KernelCache::writeEntry(llvm::StringRef key, const CompiledKernel &kernel) 
 llvm::Expected<CacheResult> KernelCache::getOrCompile(llvm::StringRef source,
                                                       llvm::StringRef bufferName,
                                                       const PtxCompileOptions &options) {
+  return getOrCompileKernels(
+      computeKey(source, options), bufferName, options,
+      [&](const PtxCompileOptions &o) -> llvm::Expected<std::vector<CompiledKernel>> {
+        auto compiled = compileToPTX(source, bufferName, o);
+        if (!compiled)
+          return compiled.takeError();
+        return std::vector<CompiledKernel>{std::move(*compiled)};
+      });
+}
+
+llvm::Expected<CacheResult> KernelCache::getOrCompileBackward(llvm::StringRef source,
+                                                              llvm::StringRef bufferName,
+                                                              const PtxCompileOptions &options) {
+  return getOrCompileKernels(computeBackwardKey(source, options), bufferName, options,
+                             [&](const PtxCompileOptions &o) {
+                               return compileBackwardToPTX(source, bufferName, o);
+                             });
+}
+
+llvm::Expected<CacheResult> KernelCache::getOrCompileKernels(
+    std::string key, llvm::StringRef bufferName, const PtxCompileOptions &options,
+    llvm::function_ref<llvm::Expected<std::vector<CompiledKernel>>(const PtxCompileOptions &)>
+        compile) {
   CacheResult result;
-  result.key = computeKey(source, options);
+  result.key = std::move(key);
+  // `kernel` shares the ownership of the entry's kernels and points at the first.
+  auto found = [&](std::shared_ptr<const std::vector<CompiledKernel>> kernels,
+                   CacheSource source) {
+    result.kernel = std::shared_ptr<const CompiledKernel>(kernels, &kernels->front());
+    result.kernels = std::move(kernels);
+    result.source = source;
+    return result;
+  };
   std::shared_ptr<Slot> slot;
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -256,42 +343,36 @@ llvm::Expected<CacheResult> KernelCache::getOrCompile(llvm::StringRef source,
   }
   // One lookup or compile per key at a time; the cache-wide mutex is not held meanwhile.
   std::lock_guard<std::mutex> slotLock(slot->mutex);
-  if (slot->kernel) {
+  if (slot->kernels) {
     std::lock_guard<std::mutex> lock(mutex);
     ++statistics.memoryHits;
-    result.kernel = slot->kernel;
-    result.source = CacheSource::Memory;
-    return result;
+    return found(slot->kernels, CacheSource::Memory);
   }
   bool dumpThis = !cfg.dumpIRDirectory.empty() &&
                   (cfg.dumpIRKernel.empty() || cfg.dumpIRKernel == bufferName ||
                    cfg.dumpIRKernel == llvm::sys::path::stem(bufferName));
   if (!cfg.alwaysCompile && !dumpThis)
-    if (auto kernel = readEntry(result.key)) {
+    if (auto kernels = readEntry(result.key)) {
       std::lock_guard<std::mutex> lock(mutex);
       ++statistics.diskHits;
-      slot->kernel = kernel;
-      result.kernel = std::move(kernel);
-      result.source = CacheSource::Disk;
-      return result;
+      slot->kernels = kernels;
+      return found(std::move(kernels), CacheSource::Disk);
     }
 
   PtxCompileOptions compileOptions = options;
   if (dumpThis)
     compileOptions.dumpIRDirectory = dumpDirectory(cfg.dumpIRDirectory, bufferName, result.key);
-  auto compiled = compileToPTX(source, bufferName, compileOptions);
+  auto compiled = compile(compileOptions);
   if (!compiled)
     return compiled.takeError();
-  auto kernel = std::make_shared<const CompiledKernel>(std::move(*compiled));
-  writeEntry(result.key, *kernel);
+  auto kernels = std::make_shared<const std::vector<CompiledKernel>>(std::move(*compiled));
+  writeEntry(result.key, *kernels);
   {
     std::lock_guard<std::mutex> lock(mutex);
     ++statistics.compiles;
-    slot->kernel = kernel;
+    slot->kernels = kernels;
   }
-  result.kernel = std::move(kernel);
-  result.source = CacheSource::Compiled;
-  return result;
+  return found(std::move(kernels), CacheSource::Compiled);
 }
 
 void KernelCache::clearMemory() {

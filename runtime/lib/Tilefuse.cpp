@@ -655,15 +655,14 @@ Status Runtime::getBackward(const KernelSpec &spec, std::shared_ptr<const Backwa
   } else if (Status s = impl->chip(options.chip); !s.ok()) {
     return s;
   }
-  // The forward's key of the same options, marked as the backward's.
-  std::string key = rt::KernelCache::computeKey(source, options) +
-                    (spec.deterministic ? ":backward-deterministic" : ":backward");
+  // The kernel cache's (memory, then disk); one Backward (one loaded module) per key.
+  auto found = impl->cache.getOrCompileBackward(source, bufferName, options);
+  if (!found)
+    return Status(StatusCode::Compile, llvm::toString(found.takeError()));
   std::lock_guard<std::mutex> lock(impl->hostMutex);
-  std::shared_ptr<const Backward> &entry = impl->backwards[key];
+  std::shared_ptr<const Backward> &entry = impl->backwards[found->key];
   if (!entry) {
-    auto phases = rt::compileBackwardToPTX(source, bufferName, options);
-    if (!phases)
-      return Status(StatusCode::Compile, llvm::toString(phases.takeError()));
+    const std::vector<rt::CompiledKernel> *phases = found->kernels.get();
     auto backward = std::make_unique<Backward::Impl>();
     for (const rt::CompiledKernel &phase : *phases) {
       auto metadata = cu::KernelMetadata::parse(phase.metadataJson(), bufferName);
@@ -674,7 +673,7 @@ Status Runtime::getBackward(const KernelSpec &spec, std::shared_ptr<const Backwa
     std::string phaseName = phases->front().name;
     backward->name = phaseName.substr(0, phaseName.find("_backward_"));
     backward->arch = options.chip;
-    backward->phases = std::move(*phases);
+    backward->phases = *phases;
     entry = std::make_shared<const Backward>(std::move(backward));
   }
   out = entry;

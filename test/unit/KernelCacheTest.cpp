@@ -557,3 +557,54 @@ TEST(KernelCache, ProcessesShareOneDirectory) {
   ASSERT_TRUE(bool(fresh));
   EXPECT_EQ(entry->ptx, fresh->ptx);
 }
+
+// A derived backward is one entry of three kernels (one PTX module): compiled, then from
+// memory, then from disk in another cache, each phase's metadata back as written; the
+// deterministic backward and the forward have keys of their own; a damaged entry is rebuilt.
+TEST(KernelCache, BackwardIsOneEntryOfItsThreePhases) {
+  TempDir dir;
+  KernelCache cache(configFor(dir));
+  PtxCompileOptions options;
+  auto compiled = cache.getOrCompileBackward(causal().text, causal().fileName, options);
+  ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
+  EXPECT_EQ(compiled->source, CacheSource::Compiled);
+  ASSERT_EQ(compiled->kernels->size(), 3u);
+  EXPECT_EQ(compiled->kernel.get(), &compiled->kernels->front());
+  EXPECT_EQ(compiled->kernels->at(1).backwardPhase, "key_gradients");
+  EXPECT_NE(compiled->key, KernelCache::computeKey(causal().text, options));
+  auto memory = cache.getOrCompileBackward(causal().text, causal().fileName, options);
+  ASSERT_TRUE(bool(memory));
+  EXPECT_EQ(memory->source, CacheSource::Memory);
+
+  KernelCache another(configFor(dir));
+  auto disk = another.getOrCompileBackward(causal().text, causal().fileName, options);
+  ASSERT_TRUE(bool(disk)) << llvm::toString(disk.takeError());
+  EXPECT_EQ(disk->source, CacheSource::Disk);
+  ASSERT_EQ(disk->kernels->size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(disk->kernels->at(i).metadataJson(), compiled->kernels->at(i).metadataJson());
+    EXPECT_EQ(disk->kernels->at(i).ptx, compiled->kernels->front().ptx);
+  }
+  // One kernel's reader refuses the entry of three.
+  std::string entry = readFile(cache.entryPath(compiled->key));
+  auto one = KernelCache::parseEntry(compiled->key, entry);
+  ASSERT_FALSE(bool(one));
+  EXPECT_NE(llvm::toString(one.takeError()).find("holds 3 kernels"), std::string::npos);
+
+  PtxCompileOptions deterministic;
+  deterministic.deterministic = true;
+  EXPECT_NE(KernelCache::computeBackwardKey(causal().text, deterministic), compiled->key);
+
+  // Damaged on disk: detected, deleted and compiled again.
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(cache.entryPath(compiled->key), ec);
+    ASSERT_FALSE(ec);
+    os << llvm::StringRef(entry).drop_back(10);
+  }
+  KernelCache third(configFor(dir));
+  auto rebuilt = third.getOrCompileBackward(causal().text, causal().fileName, options);
+  ASSERT_TRUE(bool(rebuilt)) << llvm::toString(rebuilt.takeError());
+  EXPECT_EQ(rebuilt->source, CacheSource::Compiled);
+  EXPECT_EQ(third.stats().badEntries, 1u);
+}

@@ -719,6 +719,13 @@ TEST(RuntimeApi, GetsTheGpuBackward) {
         << phase;
   ASSERT_TRUE(runtime.getBackward(spec, again).ok());
   EXPECT_EQ(again, backward);
+  // Another runtime on the same directory: from the disk cache.
+  Runtime other(optionsFor(dir));
+  std::shared_ptr<const Backward> fromDisk;
+  ASSERT_TRUE(other.getBackward(spec, fromDisk).ok());
+  EXPECT_EQ(other.stats().diskHits, 1u);
+  EXPECT_EQ(other.stats().compiles, 0u);
+  EXPECT_EQ(fromDisk->ptx(), backward->ptx());
   spec.deterministic = true;
   ASSERT_TRUE(runtime.getBackward(spec, deterministic).ok());
   EXPECT_NE(deterministic, backward);

@@ -41,6 +41,7 @@
 
 #include "tilefuse/runtime/Compiler.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -49,6 +50,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace tilefuse::runtime {
 
@@ -76,6 +78,9 @@ llvm::StringRef cacheSourceName(CacheSource source);
 
 struct CacheResult {
   std::shared_ptr<const CompiledKernel> kernel;
+  /// Every kernel of the entry: `kernel` alone, or a backward's three phases (kernel is the
+  /// first), which share one PTX module.
+  std::shared_ptr<const std::vector<CompiledKernel>> kernels;
   CacheSource source = CacheSource::Compiled;
   std::string key;
 };
@@ -116,6 +121,19 @@ public:
   /// (errors say what is wrong with it).
   static std::string serializeEntry(llvm::StringRef key, const CompiledKernel &kernel);
   static llvm::Expected<CompiledKernel> parseEntry(llvm::StringRef key, llvm::StringRef bytes);
+  /// The same for several kernels of one PTX module (a backward's phases): the metadata is the
+  /// JSON array of theirs, the PTX stored once.
+  static std::string serializeEntry(llvm::StringRef key, llvm::ArrayRef<CompiledKernel> kernels);
+  static llvm::Expected<std::vector<CompiledKernel>> parseEntries(llvm::StringRef key,
+                                                                  llvm::StringRef bytes);
+
+  /// The derived backward of `source` (compileBackwardToPTX's three phases), cached as the
+  /// forward kernels are: memory, then disk, under a key of its own (the options, including
+  /// `deterministic`, marked as a backward's).
+  llvm::Expected<CacheResult> getOrCompileBackward(llvm::StringRef source,
+                                                   llvm::StringRef bufferName,
+                                                   const PtxCompileOptions &options);
+  static std::string computeBackwardKey(llvm::StringRef source, const PtxCompileOptions &options);
 
   /// Forgets the kernels held in memory (the next lookups go to disk).
   void clearMemory();
@@ -124,8 +142,13 @@ public:
 
 private:
   struct Slot;
-  std::shared_ptr<const CompiledKernel> readEntry(llvm::StringRef key);
-  void writeEntry(llvm::StringRef key, const CompiledKernel &kernel);
+  std::shared_ptr<const std::vector<CompiledKernel>> readEntry(llvm::StringRef key);
+  void writeEntry(llvm::StringRef key, llvm::ArrayRef<CompiledKernel> kernels);
+  /// getOrCompile and getOrCompileBackward: the slot of `key`, then the disk, then `compile`.
+  llvm::Expected<CacheResult> getOrCompileKernels(
+      std::string key, llvm::StringRef bufferName, const PtxCompileOptions &options,
+      llvm::function_ref<llvm::Expected<std::vector<CompiledKernel>>(const PtxCompileOptions &)>
+          compile);
   void noteBadEntry(const std::string &what);
   void noteWriteFailure(const std::string &what);
 

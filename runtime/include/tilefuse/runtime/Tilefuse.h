@@ -327,9 +327,9 @@ public:
 
   /// The GPU backward for `spec` (compileBackwardToPTX): its kernel or source, dtype, head dim,
   /// params, blockM / blockN (equal; 0: 64), arch, PTX features and `deterministic`; config and
-  /// autotuning do not apply yet. Compiled once per distinct spec for the life of this Runtime
-  /// (in memory; the disk cache holds forward kernels only). Works without a GPU (with an
-  /// explicit arch); the driver is needed from the first launch.
+  /// autotuning do not apply yet. Compiled once per key, in memory and in the disk cache like
+  /// the forward kernels (the three phases one entry). Works without a GPU (with an explicit
+  /// arch); the driver is needed from the first launch.
   Status getBackward(const KernelSpec &spec, std::shared_ptr<const Backward> &out);
 
   RuntimeStats stats() const;
