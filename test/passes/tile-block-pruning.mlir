@@ -421,3 +421,38 @@ func.func @query_loop(%col0: index, %nqb: index, %q: tensor<32x16xbf16>, %k: ten
   } {tile.query_loop}
   return %r : tensor<16x16xf32>
 }
+
+// -----
+
+!qkv = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!in = tensor<?x?x?x64xbf16>
+!scores = tensor<?x?x?x?xf32>
+
+// A mask whose window is a constant of its own region (no canonicalizer has hoisted it): the
+// interval code before the loop gets a copy of the constant, not a use of the region's (which
+// would not dominate it: the module would not verify).
+// CHECK-LABEL: func.func @window_constant_in_region
+// CHECK:         arith.constant 100 : index
+// CHECK:         scf.while
+// CHECK:         } {tile.kv_loop}
+func.func @window_constant_in_region(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+  %q = tile.load %Q : !qkv -> !in
+  %k = tile.load %K : !qkv -> !in
+  %v = tile.load %V : !qkv -> !in
+  %s = tile.dot %q, %k transpose_rhs : !in, !in -> !scores
+  %u = tile.mask %s : !scores {
+  ^bb0(%b: index, %h: index, %qi: index, %kvi: index):
+    %window = arith.constant 100 : index
+    %causal = arith.cmpi ule, %kvi, %qi : index
+    %reach = arith.addi %kvi, %window : index
+    %near = arith.cmpi ugt, %reach, %qi : index
+    %keep = arith.andi %causal, %near : i1
+    tile.yield %keep : i1
+  }
+  %p, %lse = tile.softmax %u : !scores -> !scores, tensor<?x?x?xf32>
+  %o = tile.dot %p, %v : !scores, !in -> tensor<?x?x?x64xf32>
+  tile.store %o, %O : tensor<?x?x?x64xf32>, !qkv
+  tile.store %lse, %LSE : tensor<?x?x?xf32>, !lse
+  return
+}
