@@ -9,26 +9,44 @@
 #
 #   scripts/gpu-backward-tests.sh CLI            CLI: the tilefuse binary to run
 #   BACKWARD_KERNELS="causal softcap" ...         a subset (default: every variant)
+#   JOBS=4 ...                                    cases at once (default 8)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 cli=${1:?usage: $0 path/to/tilefuse}
 out=${OUT:-$PWD/build-gpu/out}/backward
 mkdir -p "$out"
+rm -f "$out"/*.args
 passed=0 failed=0
 failures=()
 
+# The cases run JOBS at a time (default 8): the float64 reference of each runs on the host's
+# cores, the kernels share the GPU. Each writes NAME.log; the tally is taken once all are done.
+jobs=${JOBS:-8}
+cases=()
 check() { # check NAME ARGS...: `tilefuse run ARGS --backward`, PASS expected
   local name=$1
   shift
-  if "$cli" run "$@" --backward >"$out/$name.log" 2>&1 && grep -q "result *PASS" "$out/$name.log"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    failures+=("$name")
-    echo "FAIL $name: $*" >&2
-    tail -5 "$out/$name.log" >&2
-  fi
+  cases+=("$name")
+  while (($(jobs -rp | wc -l) >= jobs)); do
+    wait -n
+  done
+  { "$cli" run "$@" --backward >"$out/$name.log" 2>&1 && echo "$*" >"$out/$name.args"; } &
+}
+tally() { # the cases started by check, once finished
+  wait
+  local name
+  for name in "${cases[@]}"; do
+    if [ -f "$out/$name.args" ] && grep -q "result *PASS" "$out/$name.log"; then
+      passed=$((passed + 1))
+    else
+      failed=$((failed + 1))
+      failures+=("$name")
+      echo "FAIL $name" >&2
+      tail -5 "$out/$name.log" >&2
+    fi
+  done
+  cases=()
 }
 
 kernels=${BACKWARD_KERNELS:-"attention causal softcap alibi sliding_window prefix_lm gqa mqa"}
@@ -47,6 +65,8 @@ for d in 64 128; do
       --deterministic
   done
 done
+
+tally
 
 # Deterministic dQ is bitwise the same from run to run: the errors printed to 3 digits are the
 # same, and so is a digest of the gradients the run prints.
