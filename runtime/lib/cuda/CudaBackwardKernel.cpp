@@ -44,10 +44,14 @@ struct CudaBackwardKernel::Impl {
   CUmodule module = nullptr;
   std::vector<CUfunction> functions;
   std::vector<int> registers, localBytes;
-  /// The f32 workspaces (abi::backwardWorkspace), grown on demand.
+  /// The f32 workspaces (abi::backwardWorkspace), grown on demand, used in stream order: a
+  /// launch on another stream than the last one's waits for it on the device (an event this
+  /// object owns), a regrowth for every earlier launch.
   mutable std::mutex workspaceMutex;
   mutable CUdeviceptr workspace = 0;
   mutable size_t workspaceBytes = 0;
+  mutable CUevent lastLaunch = nullptr;
+  mutable CUstream lastStream = nullptr;
 
   ~Impl() {
     const DriverApi &cu = api();
@@ -60,6 +64,8 @@ struct CudaBackwardKernel::Impl {
       (void)cu.cuCtxSynchronize(); // the last launch may still read it
       (void)cu.cuMemFree_v2(workspace);
     }
+    if (lastLaunch)
+      (void)cu.cuEventDestroy_v2(lastLaunch);
     if (module)
       (void)cu.cuModuleUnload(module);
     if (switchContext) {
@@ -234,6 +240,18 @@ llvm::Error CudaBackwardKernel::launch(CUstream_st *stream, const BackwardBuffer
   abi::BackwardWorkspace layout = abi::backwardWorkspace(shape.B, shape.H, shape.M,
                                                          first.headDim, first.deterministic);
   std::lock_guard<std::mutex> lock(impl->workspaceMutex);
+  if (!impl->lastLaunch)
+    if (llvm::Error error = check(cu.cuEventCreate(&impl->lastLaunch, 0x2 /*disable timing*/),
+                                  "cuEventCreate (backward workspace)"))
+      return error;
+  if (impl->lastStream && impl->lastStream != stream)
+    if (llvm::Error error =
+            cu.cuStreamWaitEvent
+                ? check(cu.cuStreamWaitEvent(stream, impl->lastLaunch, 0),
+                        "cuStreamWaitEvent (backward workspace)")
+                : check(cu.cuEventSynchronize(impl->lastLaunch),
+                        "cuEventSynchronize (backward workspace)"))
+      return error;
   if (size_t(layout.bytes) > impl->workspaceBytes) {
     if (impl->workspace) {
       if (llvm::Error error = check(cu.cuCtxSynchronize(), "cuCtxSynchronize (backward "
@@ -293,5 +311,6 @@ llvm::Error CudaBackwardKernel::launch(CUstream_st *stream, const BackwardBuffer
                 llvm::Twine(threads) + ", " + llvm::Twine(sharedBytes) + " shared bytes)"))
       return error;
   }
-  return llvm::Error::success();
+  impl->lastStream = stream;
+  return check(cu.cuEventRecord(impl->lastLaunch, stream), "cuEventRecord (backward workspace)");
 }

@@ -102,6 +102,8 @@ const EntryPoint entryPointTable[] = {
     TILEFUSE_ENTRY_POINT(cuMemsetD8Async, cuMemsetD8Async, 3020),
     TILEFUSE_ENTRY_POINT(cuEventCreate, cuEventCreate, 2000),
     TILEFUSE_ENTRY_POINT(cuEventRecord, cuEventRecord, 2000),
+    // Orders the backward's workspace across streams; without it the launcher waits on the host.
+    TILEFUSE_OPTIONAL_ENTRY_POINT(cuStreamWaitEvent, cuStreamWaitEvent, 3020),
     TILEFUSE_ENTRY_POINT(cuEventSynchronize, cuEventSynchronize, 2000),
     // 2000: the variant every driver since CUDA 2.0 has (CUDA 12.8's _v2 differs only in how
     // it reports events recorded with a disabled timer).

@@ -170,6 +170,8 @@ struct DriverApi {
 
   CUresult (*cuEventCreate)(CUevent *event, unsigned flags);
   CUresult (*cuEventRecord)(CUevent event, CUstream stream);
+  /// Optional (null where the lookup fails): CudaBackwardKernel then waits on the host.
+  CUresult (*cuStreamWaitEvent)(CUstream stream, CUevent event, unsigned flags);
   CUresult (*cuEventSynchronize)(CUevent event);
   CUresult (*cuEventElapsedTime)(float *milliseconds, CUevent start, CUevent end);
   CUresult (*cuEventDestroy_v2)(CUevent event);

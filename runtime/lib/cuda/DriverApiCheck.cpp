@@ -110,6 +110,7 @@ TILEFUSE_SAME_PROTOTYPE(cuStreamSynchronize, cuStreamSynchronize, 2000);
 TILEFUSE_SAME_PROTOTYPE(cuMemsetD8Async, cuMemsetD8Async, 3020);
 TILEFUSE_SAME_PROTOTYPE(cuEventCreate, cuEventCreate, 2000);
 TILEFUSE_SAME_PROTOTYPE(cuEventRecord, cuEventRecord, 2000);
+TILEFUSE_SAME_PROTOTYPE(cuStreamWaitEvent, cuStreamWaitEvent, 3020);
 TILEFUSE_SAME_PROTOTYPE(cuEventSynchronize, cuEventSynchronize, 2000);
 // cuda.h #defines cuEventElapsedTime as the CUDA 12.8 variant (_v2); the member is the 2000
 // variant, which libcuda exports under the plain name.
