@@ -261,6 +261,21 @@ struct Runtime::Impl {
   }
 
   /// The chip of the current GPU, or sm_90a without one.
+  /// The compile options every GPU kernel of `spec` shares: specialization, PTX features and
+  /// the chip (the spec's, else the current GPU's).
+  Status gpuOptions(const KernelSpec &spec, rt::PtxCompileOptions &options) {
+    options.headDim = spec.headDim;
+    options.elementType = spec.dtype;
+    options.params = spec.params;
+    if (!spec.ptxFeatures.empty())
+      options.features = spec.ptxFeatures;
+    if (!spec.arch.empty()) {
+      options.chip = spec.arch;
+      return Status();
+    }
+    return chip(options.chip);
+  }
+
   Status chip(std::string &out) {
     std::call_once(detectOnce, [&] {
       auto driver = cu::Driver::get();
@@ -370,20 +385,12 @@ Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> 
 
   rt::PtxCompileOptions options;
   options.tiles = *tiles;
-  options.headDim = spec.headDim;
-  options.elementType = spec.dtype;
-  options.params = spec.params;
   options.splitKv = spec.splitKv;
   options.pagedKv = spec.pagedKv;
   options.pageSize = spec.pageSize;
   options.varlen = spec.varlen;
-  if (!spec.ptxFeatures.empty())
-    options.features = spec.ptxFeatures;
-  if (!spec.arch.empty()) {
-    options.chip = spec.arch;
-  } else if (Status s = impl->chip(options.chip); !s.ok()) {
+  if (Status s = impl->gpuOptions(spec, options); !s.ok())
     return s;
-  }
 
   // The tuned configuration replaces the default only: an explicit one is the caller's choice.
   std::string configSource = tiles->empty() ? "default" : "explicit";
@@ -640,21 +647,13 @@ Status Runtime::getBackward(const KernelSpec &spec, std::shared_ptr<const Backwa
   if (spec.splitKv || spec.pagedKv || spec.varlen)
     return invalid("the backward runs on contiguous tensors (no split-KV, paged or varlen)");
   rt::PtxCompileOptions options;
-  options.headDim = spec.headDim;
-  options.elementType = spec.dtype;
-  options.params = spec.params;
   options.deterministic = spec.deterministic;
   if (spec.blockM)
     options.tiles.blockM = spec.blockM;
   if (spec.blockN)
     options.tiles.blockN = spec.blockN;
-  if (!spec.ptxFeatures.empty())
-    options.features = spec.ptxFeatures;
-  if (!spec.arch.empty()) {
-    options.chip = spec.arch;
-  } else if (Status s = impl->chip(options.chip); !s.ok()) {
+  if (Status s = impl->gpuOptions(spec, options); !s.ok())
     return s;
-  }
   // The kernel cache's (memory, then disk); one Backward (one loaded module) per key.
   auto found = impl->cache.getOrCompileBackward(source, bufferName, options);
   if (!found)
