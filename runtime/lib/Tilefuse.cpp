@@ -590,18 +590,23 @@ struct Backward::Impl {
   std::vector<rt::CompiledKernel> phases;
   std::vector<cu::KernelMetadata> metadata;
   std::string name, arch;
+  /// Loaded on the first launch (as Kernel's module): launches after it take no lock.
   mutable std::mutex mutex;
-  mutable std::unique_ptr<cu::CudaBackwardKernel> loaded;
+  mutable std::unique_ptr<cu::CudaBackwardKernel> owner;
+  mutable std::atomic<const cu::CudaBackwardKernel *> loaded{nullptr};
 
   llvm::Expected<const cu::CudaBackwardKernel *> load() const {
+    if (const cu::CudaBackwardKernel *k = loaded.load(std::memory_order_acquire))
+      return k;
     std::lock_guard<std::mutex> lock(mutex);
-    if (!loaded) {
+    if (!owner) {
       auto kernel = cu::CudaBackwardKernel::load(phases.front().ptx, metadata);
       if (!kernel)
         return kernel.takeError();
-      loaded = std::move(*kernel);
+      owner = std::move(*kernel);
+      loaded.store(owner.get(), std::memory_order_release);
     }
-    return loaded.get();
+    return owner.get();
   }
 };
 

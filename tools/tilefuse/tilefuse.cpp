@@ -867,7 +867,6 @@ static int runBackwardOnGpu(const std::string &text, const std::string &bufferNa
   size_t nq = p.B * p.H * p.M * p.D, nk = p.B * p.Hkv * p.N * p.D, nl = p.B * p.H * p.M;
   std::vector<char> dO;
   std::vector<double> dOSeen = drawOutputGradient(in, dO);
-  auto upload = uploadToDevice;
   // Outputs poisoned (0xFF bytes are NaN in every storage type): unwritten elements fail.
   auto poisoned = [](size_t bytes) -> llvm::Expected<cuda::DeviceBuffer> {
     auto buffer = cuda::DeviceBuffer::allocate(bytes);
@@ -877,7 +876,8 @@ static int runBackwardOnGpu(const std::string &text, const std::string &bufferNa
       return std::move(e);
     return std::move(*buffer);
   };
-  auto q = upload(in.q), k = upload(in.k), v = upload(in.v), dOd = upload(dO);
+  auto q = uploadToDevice(in.q), k = uploadToDevice(in.k), v = uploadToDevice(in.v),
+       dOd = uploadToDevice(dO);
   auto o = poisoned(nq * es), lse = poisoned(nl * 4), dq = poisoned(nq * es),
        dk = poisoned(nk * es), dv = poisoned(nk * es);
   for (auto *b : {&q, &k, &v, &dOd, &o, &lse, &dq, &dk, &dv})
@@ -974,15 +974,14 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
   RunInputs in = drawInputs(reference, compiled->headDim, metadata->dtype);
   const reference::Problem &p = in.p;
   size_t es = reference::elementSize(in.et);
-  auto upload = uploadToDevice;
   auto upload32 = [&](const std::vector<int32_t> &host) {
-    return upload(std::vector<char>(reinterpret_cast<const char *>(host.data()),
+    return uploadToDevice(std::vector<char>(reinterpret_cast<const char *>(host.data()),
                                     reinterpret_cast<const char *>(host.data() + host.size())));
   };
   // Paged: K and V are the caches; varlen: every tensor is packed.
-  auto q = upload(in.packed ? in.packed->q : in.q),
-       k = upload(in.paged ? in.paged->kCache : in.packed ? in.packed->k : in.k),
-       v = upload(in.paged ? in.paged->vCache : in.packed ? in.packed->v : in.v);
+  auto q = uploadToDevice(in.packed ? in.packed->q : in.q),
+       k = uploadToDevice(in.paged ? in.paged->kCache : in.packed ? in.packed->k : in.k),
+       v = uploadToDevice(in.paged ? in.paged->vCache : in.packed ? in.packed->v : in.v);
   if (!q)
     return fail(q.takeError());
   if (!k)

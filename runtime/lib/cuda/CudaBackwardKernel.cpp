@@ -2,6 +2,7 @@
 #include "tilefuse/runtime/cuda/CudaBackwardKernel.h"
 
 #include "DriverApi.h"
+#include "ModuleLoading.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -40,6 +41,9 @@ BackwardStrides BackwardStrides::fromPublicOrder(const int64_t *strides) {
 
 struct CudaBackwardKernel::Impl {
   std::vector<KernelMetadata> phases;
+  /// The first phase's sidecar as a forward kernel's, to check a launch's tensors with
+  /// validateLaunch (the forward's, and the gradients in their places).
+  KernelMetadata asForward;
   CUcontext context = nullptr;
   CUmodule module = nullptr;
   std::vector<CUfunction> functions;
@@ -54,24 +58,7 @@ struct CudaBackwardKernel::Impl {
   mutable CUstream lastStream = nullptr;
 
   ~Impl() {
-    const DriverApi &cu = api();
-    CUcontext current = nullptr;
-    (void)cu.cuCtxGetCurrent(&current);
-    bool switchContext = current != context;
-    if (switchContext && cu.cuCtxPushCurrent_v2(context) != CUDA_SUCCESS)
-      return;
-    if (workspace) {
-      (void)cu.cuCtxSynchronize(); // the last launch may still read it
-      (void)cu.cuMemFree_v2(workspace);
-    }
-    if (lastLaunch)
-      (void)cu.cuEventDestroy_v2(lastLaunch);
-    if (module)
-      (void)cu.cuModuleUnload(module);
-    if (switchContext) {
-      CUcontext popped = nullptr;
-      (void)cu.cuCtxPopCurrent_v2(&popped);
-    }
+    releaseLoaded(context, module, workspace, lastLaunch);
   }
 };
 
@@ -105,61 +92,23 @@ CudaBackwardKernel::load(llvm::StringRef ptx, std::vector<KernelMetadata> phases
   auto device = driver->currentDevice();
   if (!device)
     return device.takeError();
-  const DriverApi &cu = api();
   auto impl = std::make_unique<Impl>();
   impl->context = *context;
-
-  constexpr size_t logBytes = 1 << 16;
-  std::string errorLog(logBytes, '\0');
-  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void *optionValues[] = {errorLog.data(), reinterpret_cast<void *>(uintptr_t(logBytes - 1))};
-  std::string image = ptx.str();
-  const std::string &first = phases.front().name;
-  if (llvm::Error error = check(cu.cuModuleLoadDataEx(&impl->module, image.c_str(),
-                                                      std::size(options), options, optionValues),
-                                "cuModuleLoadDataEx(" + first + ")")) {
-    impl->module = nullptr;
-    ErrorReport report = takeReport(std::move(error));
-    return makeError(report.kind, report.message + "\nJIT error log:\n" +
-                                      llvm::StringRef(errorLog.c_str()).rtrim());
-  }
+  std::string jitLog;
+  auto module = loadPtxModule(ptx, phases.front().name, jitLog);
+  if (!module)
+    return module.takeError();
+  impl->module = *module;
   for (const KernelMetadata &metadata : phases) {
-    CUfunction function = nullptr;
-    CUresult result = cu.cuModuleGetFunction(&function, impl->module, metadata.name.c_str());
-    if (result == CUDA_ERROR_NOT_FOUND)
-      return makeError(ErrorKind::InvalidArgument,
-                       "the backward's PTX module has no .entry named '" + metadata.name + "'");
-    if (llvm::Error error = check(result, "cuModuleGetFunction(" + metadata.name + ")"))
-      return std::move(error);
-    int registers = 0, localBytes = 0, maxThreads = 0;
-    for (auto [value, attribute] :
-         {std::pair{&registers, CU_FUNC_ATTRIBUTE_NUM_REGS},
-          std::pair{&localBytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES},
-          std::pair{&maxThreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK}})
-      if (llvm::Error error = check(cu.cuFuncGetAttribute(value, attribute, function),
-                                    "cuFuncGetAttribute(" + metadata.name + ")"))
-        return std::move(error);
-    if (metadata.threads > maxThreads)
-      return makeError(ErrorKind::InvalidArgument,
-                       "kernel '" + metadata.name + "' runs at most " + llvm::Twine(maxThreads) +
-                           " threads per block but its sidecar says " +
-                           llvm::Twine(metadata.threads));
-    if (metadata.sharedBytes > device->maxSharedBytesPerBlockOptin)
-      return makeError(ErrorKind::InvalidArgument,
-                       "kernel '" + metadata.name + "' needs " +
-                           llvm::Twine(metadata.sharedBytes) + " bytes of shared memory; " +
-                           device->name + " allows " +
-                           llvm::Twine(device->maxSharedBytesPerBlockOptin) + " per block");
-    if (metadata.sharedBytes > 48 * 1024)
-      if (llvm::Error error = check(
-              cu.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                    static_cast<int>(metadata.sharedBytes)),
-              "cuFuncSetAttribute(" + metadata.name + ", max dynamic shared memory)"))
-        return std::move(error);
-    impl->functions.push_back(function);
-    impl->registers.push_back(registers);
-    impl->localBytes.push_back(localBytes);
+    auto function = loadFunction(impl->module, metadata, *device);
+    if (!function)
+      return function.takeError();
+    impl->functions.push_back(function->function);
+    impl->registers.push_back(function->registers);
+    impl->localBytes.push_back(function->localBytes);
   }
+  impl->asForward = phases.front();
+  impl->asForward.backwardPhase.clear();
   impl->phases = std::move(phases);
   return std::unique_ptr<CudaBackwardKernel>(new CudaBackwardKernel(std::move(impl)));
 }
@@ -210,8 +159,7 @@ llvm::Error CudaBackwardKernel::launch(CUstream_st *stream, const BackwardBuffer
   const KernelMetadata &first = impl->phases.front();
   // The forward's checks, on the forward's tensors and on the gradients in their places (dQ
   // like Q, dK and dV like K and V, dO like O): sizes, declared sizes, pointers, strides.
-  KernelMetadata forward = first;
-  forward.backwardPhase.clear();
+  const KernelMetadata &forward = impl->asForward;
   auto forwardStrides = [&](std::array<int, abi::kTensorCount> tensors) {
     std::array<int64_t, AttentionStrides::count> values{};
     for (int t = 0; t < abi::kTensorCount; ++t)

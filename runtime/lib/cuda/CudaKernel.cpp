@@ -3,6 +3,7 @@
 #include "tilefuse/runtime/cuda/TensorMaps.h"
 
 #include "DriverApi.h"
+#include "ModuleLoading.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
@@ -535,37 +536,7 @@ struct CudaKernel::Impl {
   mutable CUevent lastLaunch = nullptr;
 
   ~Impl() {
-    if (workspace) {
-      const DriverApi &cu = api();
-      CUcontext current = nullptr;
-      (void)cu.cuCtxGetCurrent(&current);
-      bool switchContext = current != context;
-      if (!switchContext || cu.cuCtxPushCurrent_v2(context) == CUDA_SUCCESS) {
-        if (lastLaunch) {
-          (void)cu.cuEventSynchronize(lastLaunch);
-          (void)cu.cuEventDestroy_v2(lastLaunch);
-        }
-        (void)cu.cuMemFree_v2(workspace);
-        if (switchContext) {
-          CUcontext popped = nullptr;
-          (void)cu.cuCtxPopCurrent_v2(&popped);
-        }
-      }
-    }
-    if (!module)
-      return;
-    // cuModuleUnload acts on the current context: make the module's current for the call.
-    const DriverApi &cu = api();
-    CUcontext current = nullptr;
-    (void)cu.cuCtxGetCurrent(&current);
-    bool switchContext = current != context;
-    if (switchContext && cu.cuCtxPushCurrent_v2(context) != CUDA_SUCCESS)
-      return;
-    (void)cu.cuModuleUnload(module);
-    if (switchContext) {
-      CUcontext popped = nullptr;
-      (void)cu.cuCtxPopCurrent_v2(&popped);
-    }
+    releaseLoaded(context, module, workspace, lastLaunch);
   }
 };
 
@@ -575,11 +546,6 @@ const KernelMetadata &CudaKernel::metadata() const { return impl->metadata; }
 llvm::StringRef CudaKernel::jitLog() const { return impl->jitLog; }
 int CudaKernel::registersPerThread() const { return impl->registers; }
 int CudaKernel::localBytesPerThread() const { return impl->localBytes; }
-
-/// The text up to the first NUL of a log buffer the driver filled.
-static std::string takeLog(const std::string &buffer) {
-  return llvm::StringRef(buffer.c_str()).rtrim().str();
-}
 
 llvm::Expected<std::unique_ptr<CudaKernel>> CudaKernel::load(llvm::StringRef ptx,
                                                              KernelMetadata metadata) {
@@ -599,68 +565,16 @@ llvm::Expected<std::unique_ptr<CudaKernel>> CudaKernel::load(llvm::StringRef ptx
   const std::string &name = metadata.name;
   impl->multiprocessors = device->multiprocessorCount; // sizes split-KV launches
 
-  // The driver's JIT (ptxas) reports why PTX does not compile only through these log buffers.
-  constexpr size_t logBytes = 1 << 16;
-  std::string errorLog(logBytes, '\0'), infoLog(logBytes, '\0');
-  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                            CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-                            CU_JIT_LOG_VERBOSE};
-  void *optionValues[] = {errorLog.data(), reinterpret_cast<void *>(uintptr_t(logBytes - 1)),
-                          infoLog.data(), reinterpret_cast<void *>(uintptr_t(logBytes - 1)),
-                          reinterpret_cast<void *>(uintptr_t(1))};
-  std::string image = ptx.str(); // the driver reads PTX as a NUL-terminated string
-  CUresult result = cu.cuModuleLoadDataEx(&impl->module, image.c_str(), std::size(options),
-                                          options, optionValues);
-  impl->jitLog = takeLog(infoLog);
-  if (llvm::Error error = check(result, "cuModuleLoadDataEx(" + name + ")")) {
-    impl->module = nullptr;
-    std::string log = takeLog(errorLog);
-    ErrorReport report = takeReport(std::move(error));
-    return makeError(report.kind, report.message + "\nJIT error log:\n" +
-                                      (log.empty() ? std::string("(empty)") : log));
-  }
-
-  result = cu.cuModuleGetFunction(&impl->function, impl->module, name.c_str());
-  if (result == CUDA_ERROR_NOT_FOUND)
-    return makeError(ErrorKind::InvalidArgument,
-                     "the PTX module has no .entry named '" + name + "' (the sidecar's name)");
-  if (llvm::Error error = check(result, "cuModuleGetFunction(" + name + ")"))
-    return std::move(error);
-
-  int maxThreads = 0, staticShared = 0;
-  struct {
-    int *value;
-    CUfunction_attribute attribute;
-    const char *what;
-  } attributes[] = {
-      {&maxThreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block"},
-      {&staticShared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "static shared memory"},
-      {&impl->registers, CU_FUNC_ATTRIBUTE_NUM_REGS, "registers"},
-      {&impl->localBytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, "local memory"},
-  };
-  for (auto &a : attributes)
-    if (llvm::Error error = check(cu.cuFuncGetAttribute(a.value, a.attribute, impl->function),
-                                  "cuFuncGetAttribute(" + name + ", " + a.what + ")"))
-      return std::move(error);
-  if (metadata.threads > maxThreads)
-    return makeError(ErrorKind::InvalidArgument,
-                     "kernel '" + name + "' runs at most " + llvm::Twine(maxThreads) +
-                         " threads per block (.maxntid, registers) but its sidecar says " +
-                         llvm::Twine(metadata.threads));
-  if (staticShared + metadata.sharedBytes > device->maxSharedBytesPerBlockOptin)
-    return makeError(ErrorKind::InvalidArgument,
-                     "kernel '" + name + "' needs " + llvm::Twine(metadata.sharedBytes) +
-                         " bytes of dynamic and " + llvm::Twine(staticShared) +
-                         " of static shared memory; " + device->name + " allows " +
-                         llvm::Twine(device->maxSharedBytesPerBlockOptin) + " per block");
-  // Above 48 KiB, dynamic shared memory has to be opted in per function.
-  if (metadata.sharedBytes > 48 * 1024)
-    if (llvm::Error error = check(
-            cu.cuFuncSetAttribute(impl->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                  static_cast<int>(metadata.sharedBytes)),
-            "cuFuncSetAttribute(" + name + ", max dynamic shared memory " +
-                llvm::Twine(metadata.sharedBytes) + ")"))
-      return std::move(error);
+  auto module = loadPtxModule(ptx, name, impl->jitLog);
+  if (!module)
+    return module.takeError();
+  impl->module = *module;
+  auto function = loadFunction(impl->module, metadata, *device);
+  if (!function)
+    return function.takeError();
+  impl->function = function->function;
+  impl->registers = function->registers;
+  impl->localBytes = function->localBytes;
 
   // The occupancy sizes split-KV launches; a driver that cannot say leaves the two per SM
   // these kernels are built for (registers and shared memory allow two at D <= 128).
