@@ -241,8 +241,14 @@ LogicalResult WgmmaOp::verify() {
       return emitOpError() << "a shared lhs is read by a 128-byte-swizzle descriptor: its layout "
                               "must be canonical_128b, not "
                            << stringifySharedSwizzle(shared.getLayout().getSwizzle());
-    lhsRows = shared.getRows(), lhsK = shared.getCols(), lhsElt = shared.getElementType();
+    // Transposed, the buffer is K x M: the descriptor reads it MN-major.
+    lhsRows = getTransposeLhs() ? shared.getCols() : shared.getRows();
+    lhsK = getTransposeLhs() ? shared.getRows() : shared.getCols();
+    lhsElt = shared.getElementType();
   } else {
+    if (getTransposeLhs())
+      return emitOpError("a transposed lhs is read from a shared buffer (MN-major through its "
+                         "descriptor), not from registers");
     auto lhs = cast<RankedTensorType>(getLhs().getType());
     auto aLayout = dyn_cast_or_null<OperandALayoutAttr>(lhs.getEncoding());
     if (!aLayout || aLayout.getRowsPerWarp() != 16 ||
@@ -365,19 +371,26 @@ LogicalResult MmaOp::verify() {
 
 LogicalResult LocalStoreOp::verify() {
   auto value = cast<RankedTensorType>(getValue().getType());
-  auto layout = dyn_cast_or_null<MmaAccumulatorLayoutAttr>(value.getEncoding());
-  if (!layout)
-    return emitOpError() << "stores a block in #tgpu.mma_acc (pairs of columns a thread), got "
+  Attribute layout = value.getEncoding();
+  bool wgmmaLayout = isa_and_nonnull<WgmmaAccumulatorLayoutAttr>(layout);
+  if (!wgmmaLayout && !isa_and_nonnull<MmaAccumulatorLayoutAttr>(layout))
+    return emitOpError() << "stores a block in #tgpu.mma_acc or #tgpu.wgmma_acc (pairs of "
+                            "columns a thread), got "
                          << value;
   BufferType buffer = getBuffer().getType();
   if (buffer.getRows() != value.getDimSize(0) || buffer.getCols() != value.getDimSize(1))
     return emitOpError() << "stores a " << value.getDimSize(0) << "x" << value.getDimSize(1)
                          << " block into a " << buffer.getRows() << "x" << buffer.getCols()
                          << " buffer";
-  if (!is16BitFloat(buffer.getElementType()) ||
-      buffer.getLayout().getSwizzle() != SharedSwizzle::ChunkXor)
-    return emitOpError() << "writes a bf16 or f16 chunk_xor buffer (what ldmatrix reads), not "
-                         << buffer;
+  // The tile its readers take: ldmatrix's (tgpu.mma) for an mma accumulator, the wgmma
+  // descriptors' for a warpgroup one.
+  SharedSwizzle swizzle = wgmmaLayout ? SharedSwizzle::Canonical128B : SharedSwizzle::ChunkXor;
+  if (!is16BitFloat(buffer.getElementType()) || buffer.getLayout().getSwizzle() != swizzle)
+    return emitOpError() << "writes a bf16 or f16 " << stringifySharedSwizzle(swizzle)
+                         << " buffer (what "
+                         << (wgmmaLayout ? "wgmma's descriptors read" : "ldmatrix reads")
+                         << " from a " << (wgmmaLayout ? "#tgpu.wgmma_acc" : "#tgpu.mma_acc")
+                         << " block), not " << buffer;
   return success();
 }
 

@@ -148,17 +148,19 @@ static void dumpFile(llvm::StringRef dir, llvm::StringRef name, llvm::StringRef 
   os << text;
 }
 
-/// The backward's configuration: FlashAttention-2's schedule on mma.sync (the warpgroup
-/// form of its transposed products is still to come), Br = Bc = 64 by default, a warp per 16
-/// rows; the caller's Br and Bc over it.
-static llvm::Expected<TileConfig> backwardTileConfig(const TileConfig &requested) {
+/// The backward's configuration: FlashAttention-2's schedule, Br = Bc = 64 by default, a warp
+/// per 16 rows; on sm_90a its five products are warpgroup MMAs (one warpgroup; Q and dO read
+/// from shared memory, P and dS written there and read MN-major), elsewhere mma.sync. The
+/// caller's Br, Bc and mma over it.
+static llvm::Expected<TileConfig> backwardTileConfig(const TileConfig &requested,
+                                                     llvm::StringRef chip) {
   TileConfig config;
   config.blockM = requested.blockM ? requested.blockM : requested.blockN;
   config.blockN = requested.blockN ? requested.blockN : requested.blockM;
   if (!config.blockM)
     config.blockM = config.blockN = 64;
   config.rowsPerWarp = requested.rowsPerWarp.value_or(16);
-  config.mma = MmaKind::Sync;
+  config.mma = requested.mma.value_or(chip == "sm_90a" ? MmaKind::Wgmma : MmaKind::Sync);
   if (*config.blockM != *config.blockN)
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
@@ -296,7 +298,7 @@ compileKernels(StringRef source, StringRef bufferName, const PtxCompileOptions &
     return fail(bufferName + ": the derived backward runs on contiguous tensors (no split-KV, "
                              "paged or varlen form yet)");
   if (backward) {
-    auto tiles = backwardTileConfig(options.tiles);
+    auto tiles = backwardTileConfig(options.tiles, options.chip);
     if (!tiles)
       return badConfig(tiles.takeError());
     PassManager pm(&ctx, ModuleOp::getOperationName());

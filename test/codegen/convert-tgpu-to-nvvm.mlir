@@ -421,3 +421,42 @@ module attributes {tilefuse.threads = {tma = 384 : i64}} {
     return
   }
 }
+
+// -----
+
+!qkv = memref<?x?x?x64xbf16>
+!lse = memref<?x?x?xf32>
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+!tile = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+
+// A backward kernel's products on sm_90a: S = Q K^T with A (Q) by a K-major descriptor
+// (transpose-A 0); S written into a canonical_128b tile, 32-bit st.shared of column pairs; then
+// a product reading that tile transposed, A by an MN-major descriptor (transpose-A 1) beside a
+// B read MN-major (transpose-B 1): both operands by descriptor ("l,l").
+// CHECK-LABEL: gpu.func @kernel
+// CHECK:         wgmma.fence.sync.aligned;
+// CHECK:         "{{.+}}}, $32, $33, p, 1, 1, 0, 0;{{.+}}", "{{(=f,)+}}l,l,n"
+// CHECK-COUNT-3: }, $64, $65, p, 1, 1, 0, 0;
+// CHECK:         wgmma.wait_group.sync.aligned 0;
+// CHECK-COUNT-16: llvm.store {{.+}} {alignment = 4 : i64} : i32, !llvm.ptr<3>
+// CHECK:         wgmma.fence.sync.aligned;
+// CHECK-COUNT-4: }, $64, $65, p, 1, 1, 1, 1;
+// CHECK:         wgmma.wait_group.sync.aligned 0;
+module attributes {tilefuse.threads = {kernel = 128 : i64}} {
+  func.func @kernel(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+    %c0 = arith.constant 0 : index
+    %q = tgpu.alloc {offset = 0 : i64} : !tile
+    %k = tgpu.alloc {offset = 8192 : i64} : !tile
+    %p = tgpu.alloc {offset = 16384 : i64} : !tile
+    %m = memref.dim %Q, %c0 : !qkv
+    scf.forall (%b, %h, %r) in (%m, %m, %m) {
+      %s = tgpu.wgmma %q, %k transpose_rhs : !tile, !tile -> !acc
+      %s1 = tgpu.wgmma_wait %s pending 0 : !acc
+      tgpu.local_store %s1, %p : !acc, !tile
+      %d = tgpu.wgmma %p, %q acc %s1 transpose_lhs : !tile, !tile, !acc -> !acc
+      %d1 = tgpu.wgmma_wait %d pending 0 : !acc
+      tile.block_store %d1, %O[%b, %h, %r] bound %m : !acc, !qkv
+    } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+    return
+  }
+}

@@ -724,10 +724,37 @@ func.func @mma_transposed_lhs_shape(%p: !tgpu.buffer<32x64xbf16, #tgpu.shared<ch
 
 // -----
 
-func.func @local_store_layout(%x: tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>,
+func.func @local_store_layout(%x: tensor<64x64xf32>,
                               %b: !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>) {
-  // expected-error @+1 {{stores a block in #tgpu.mma_acc (pairs of columns a thread)}}
+  // expected-error @+1 {{stores a block in #tgpu.mma_acc or #tgpu.wgmma_acc (pairs of columns a thread)}}
+  tgpu.local_store %x, %b : tensor<64x64xf32>, !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>
+  return
+}
+
+// -----
+
+func.func @local_store_wgmma_swizzle(%x: tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>,
+                                     %b: !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>) {
+  // expected-error @+1 {{writes a bf16 or f16 canonical_128b buffer (what wgmma's descriptors read from a #tgpu.wgmma_acc block)}}
   tgpu.local_store %x, %b : tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>, !tgpu.buffer<64x64xbf16, #tgpu.shared<chunk_xor>>
+  return
+}
+
+// -----
+
+func.func @wgmma_transposed_register_lhs(%a: tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>,
+                                         %v: !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>) {
+  // expected-error @+1 {{a transposed lhs is read from a shared buffer (MN-major through its descriptor), not from registers}}
+  %s, %af = tgpu.wgmma %a, %v transpose_lhs : tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>, !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>> -> tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>, tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+  return
+}
+
+// -----
+
+func.func @wgmma_transposed_lhs_shape(%p: !tgpu.buffer<64x128xbf16, #tgpu.shared<canonical_128b>>,
+                                      %v: !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>) {
+  // expected-error @+1 {{the lhs is 128x64, expected 64x64}}
+  %s = tgpu.wgmma %p, %v transpose_lhs : !tgpu.buffer<64x128xbf16, #tgpu.shared<canonical_128b>>, !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>> -> tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
   return
 }
 
@@ -744,7 +771,7 @@ func.func @local_store_shape(%x: tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows
 
 func.func @local_store_swizzle(%x: tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>,
                                %b: !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>) {
-  // expected-error @+1 {{writes a bf16 or f16 chunk_xor buffer (what ldmatrix reads)}}
+  // expected-error @+1 {{writes a bf16 or f16 chunk_xor buffer (what ldmatrix reads from a #tgpu.mma_acc block)}}
   tgpu.local_store %x, %b : tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>, !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
   return
 }

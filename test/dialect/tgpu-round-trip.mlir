@@ -193,6 +193,24 @@ func.func @transposed_lhs(%ds: !accb, %buffer: !tileb, %q: !tileb, %acc: !accb) 
 
 // -----
 
+// The same on the tensor cores of sm_90a: dS written into a canonical_128b tile, which the wgmma
+// reads MN-major; S = Q K^T with Q read K-major from shared memory.
+!accw = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+!tilew = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+// CHECK-LABEL: func.func @transposed_lhs_wgmma
+// CHECK:         tgpu.local_store %{{.+}}, %[[B:.+]] : tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>, <64x64xbf16, #tgpu.shared<canonical_128b>>
+// CHECK:         tgpu.wgmma %[[B]], %{{.+}} acc %{{.+}} transpose_lhs : !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>, <64x64xbf16, #tgpu.shared<canonical_128b>>, tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>> -> tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+// CHECK:         tgpu.wgmma %{{.+}}, %{{.+}} transpose_rhs : !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>, <64x64xbf16, #tgpu.shared<canonical_128b>> -> tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+func.func @transposed_lhs_wgmma(%ds: !accw, %buffer: !tilew, %q: !tilew, %k: !tilew, %acc: !accw)
+    -> (!accw, !accw) {
+  tgpu.local_store %ds, %buffer : !accw, !tilew
+  %dk = tgpu.wgmma %buffer, %q acc %acc transpose_lhs : !tilew, !tilew, !accw -> !accw
+  %s = tgpu.wgmma %q, %k transpose_rhs : !tilew, !tilew -> !accw
+  return %dk, %s : !accw, !accw
+}
+
+// -----
+
 // A wgmma accumulator packs into the fragments of its warpgroup's four warps.
 // CHECK-LABEL: func.func @pack_wgmma
 // CHECK:         tgpu.pack_operand_a %{{.+}} : tensor<128x64xf32, #tgpu.wgmma_acc<warpgroups = 2>> -> tensor<128x64xf16, #tgpu.operand_a<warps = 8, rows_per_warp = 16>>

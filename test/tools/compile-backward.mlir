@@ -1,10 +1,13 @@
 // The derived backward through `tilefuse compile --backward` (tile-derive-backward,
 // tile-tiling-backward, tile-outline-backward-phases, the GPU lowering): one PTX module with the
-// three phases' kernels, each with the backward launch ABI's 47 parameters (LaunchAbi.h); the
-// key_gradients kernel writes P and dS into shared memory (st.shared), reads them transposed
-// (ldmatrix .trans) and adds dQ into the f32 accumulator atomically, a pair of columns per
-// red.global.add.v2.f32 on sm_90 (PTX 8.1, which the backward asks for), one element per atomic
-// add on sm_80; the sidecar lists the three phases in launch order.
+// three phases' kernels, each with the backward launch ABI's 47 parameters (LaunchAbi.h). On
+// sm_90a (the default) the key_gradients kernel's products are warpgroup MMAs: S = Q K^T reads
+// Q and K K-major by descriptor; P and dS are written into shared memory (st.shared), fenced
+// into the async proxy and published by a barrier, and dV += P^T dO reads them MN-major
+// (transpose-A 1) beside dO MN-major (transpose-B 1); dQ += dS K takes dS from registers; dQ
+// is added into the f32 accumulator a pair of columns per red.global.add.v2.f32 (PTX 8.1,
+// which the backward asks for). With mma=sync: ldmatrix .trans and mma.sync; on sm_80 one
+// element per atomic add. The sidecar lists the three phases in launch order.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: tilefuse compile --kernel causal --backward -o %t/causal.ptx
 // RUN: FileCheck %s --input-file %t/causal.ptx
@@ -15,14 +18,25 @@
 // CHECK:      .entry causal_backward_key_gradients(
 // CHECK:        .param .u64 causal_backward_key_gradients_param_46{{$}}
 // CHECK-NEXT:   )
+// CHECK:        wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{.+}}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 0;
 // CHECK:        st.shared.b32
-// CHECK:        bar.sync 0;
-// CHECK:        ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
-// CHECK:        mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK:        fence.proxy.async.shared::cta;
+// CHECK-NEXT:   bar.sync 0;
+// CHECK:        wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{.+}}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 1, 1;
+// CHECK:        wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{.+}}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1, 1;
 // CHECK:        red.relaxed.gpu.global.add.v2.f32
 // CHECK:      .entry causal_backward_query_gradients(
 // CHECK-NOT:    atom.global
 // CHECK-NOT:  atom.global.add.f32
+// RUN: tilefuse compile --kernel causal --backward --mma sync -o %t/causal-sync.ptx
+// RUN: FileCheck %s --check-prefix=SYNC --input-file %t/causal-sync.ptx
+// SYNC:       .entry causal_backward_key_gradients(
+// SYNC:         st.shared.b32
+// SYNC:         bar.sync 0;
+// SYNC:         ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// SYNC:         mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// SYNC:         red.relaxed.gpu.global.add.v2.f32
+// SYNC-NOT:     wgmma
 // RUN: tilefuse compile --kernel causal --backward --arch sm_80 -o %t/causal80.ptx
 // RUN: FileCheck %s --check-prefix=SM80 --input-file %t/causal80.ptx
 // SM80:       .version 8.0
@@ -41,7 +55,7 @@
 // DET:      .entry softcap_backward_key_gradients(
 // DET-NOT:    atom.global
 // DET:      .entry softcap_backward_query_gradients(
-// DET:        mma.sync.aligned.m16n8k16
+// DET:        wgmma.mma_async.sync.aligned.m64n64k16
 // DETJSON:   "deterministic": true
 
 // What the backward does not take is an error.

@@ -1,9 +1,10 @@
 //===- WgmmaToNVVM.cpp - tgpu.wgmma and tgpu.wgmma_wait to wgmma PTX ------===//
 //
 // tgpu.wgmma: wgmma.fence, one wgmma.mma_async.m64nNk16 per k-step (f32 accumulators, A from
-// registers, B by a 128-byte-swizzle matrix descriptor), wgmma.commit_group. tgpu.wgmma_wait:
-// wgmma.wait_group N. MLIR's nvvm.wgmma.mma_async takes A only by descriptor, so the
-// register-A form is inline PTX here, in this one file (shared/DESIGN.md).
+// registers or by a descriptor, K-major or, transposed, MN-major; B by a 128-byte-swizzle
+// matrix descriptor), wgmma.commit_group. tgpu.wgmma_wait: wgmma.wait_group N. MLIR's
+// nvvm.wgmma.mma_async takes A only by descriptor, so the register-A form is inline PTX here,
+// in this one file (shared/DESIGN.md), and the descriptor-A form beside it.
 //
 // The fence and the wait take every accumulator and A register as read-write operands
 // ("pinning" them): no read or write of those registers moves across them, which is what
@@ -13,6 +14,7 @@
 #include "TGPUToNVVMPatterns.h"
 
 #include "tilefuse/dialect/TileGPUOps.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 using namespace tilefuse;
@@ -55,10 +57,18 @@ Value descriptor(OpBuilder &b, Location loc, Value base, int64_t leadingBytes,
   return arith::OrIOp::create(b, loc, arith::ExtUIOp::create(b, loc, i64, start), fixedV);
 }
 
+/// A k-step's A operand: four registers of fragments, or a descriptor (`transposed`: the
+/// buffer is K x M, read MN-major).
+struct OperandA {
+  ArrayRef<Value> registers;
+  Value descriptor;
+  bool transposed = false;
+};
+
 /// One wgmma.mma_async.m64nNk16: `acc` (N/2 values) in, the new accumulators out; without
 /// `acc` the accumulator input is disabled (scale-d = 0).
 SmallVector<Value> wgmmaAsync(OpBuilder &b, Location loc, ArrayRef<Value> acc, int64_t n,
-                              ArrayRef<Value> a, Value desc, bool transB, Type elt) {
+                              const OperandA &a, Value desc, bool transB, Type elt) {
   int64_t outs = n / 2;
   bool tied = !acc.empty();
   std::string constraints, text;
@@ -71,20 +81,52 @@ SmallVector<Value> wgmmaAsync(OpBuilder &b, Location loc, ArrayRef<Value> acc, i
       constraints += std::to_string(i) + ",";
       operands.push_back(acc[i]);
     }
-  constraints += "r,r,r,r,l,n";
-  operands.append(a.begin(), a.end());
+  int64_t first = tied ? 2 * outs : outs;
+  std::string aText;
+  if (a.descriptor) {
+    constraints += "l,";
+    operands.push_back(a.descriptor);
+    aText = "$" + std::to_string(first);
+  } else {
+    constraints += "r,r,r,r,";
+    operands.append(a.registers.begin(), a.registers.end());
+    aText = llvm::formatv("{${0}, ${1}, ${2}, ${3}}", first, first + 1, first + 2, first + 3);
+  }
+  int64_t bIndex = first + (a.descriptor ? 1 : 4);
+  constraints += "l,n";
   operands.push_back(desc);
   operands.push_back(i32Constant(b, loc, tied ? 1 : 0));
-  int64_t first = tied ? 2 * outs : outs;
   StringRef ty = elt.isBF16() ? "bf16" : "f16";
-  os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << first + 5 << ", 0;\n"
+  os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << bIndex + 1 << ", 0;\n"
      << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << ty << "." << ty << " {";
   for (int64_t i = 0; i < outs; ++i)
     os << (i ? ", " : "") << "$" << i;
-  os << "}, {$" << first << ", $" << first + 1 << ", $" << first + 2 << ", $" << first + 3
-     << "}, $" << first + 4 << ", p, 1, 1, " << (transB ? 1 : 0) << ";\n}";
+  os << "}, " << aText << ", $" << bIndex << ", p, 1, 1, ";
+  // The transpose immediates: the descriptor form names A's as well, the register form only B's.
+  if (a.descriptor)
+    os << (a.transposed ? 1 : 0) << ", ";
+  os << (transB ? 1 : 0) << ";\n}";
   return inlinePtx(b, loc, SmallVector<Type>(outs, b.getF32Type()), operands, text,
                    constraints);
+}
+
+/// The descriptor of k-step `kt` of a canonical_128b tile whose k-steps start at `tileDesc`:
+/// K-major (`kMajor`: a 64-element panel holds 4 k-steps 32 bytes apart, panels `rows * 128`
+/// bytes apart) or MN-major (k-steps of 16 rows of 128 bytes).
+Value kStepDescriptor(OpBuilder &b, Location loc, Value tileDesc, bool kMajor, int64_t rows,
+                      int64_t kt) {
+  int64_t offset = kMajor ? (kt / 4) * rows * 128 + (kt % 4) * 32 : kt * 16 * 128;
+  if (!offset)
+    return tileDesc;
+  return arith::AddIOp::create(
+      b, loc, tileDesc,
+      arith::ConstantOp::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(offset >> 4)));
+}
+
+/// The descriptor of a canonical_128b tile of `rows` rows at `base`, K-major or MN-major.
+Value tileDescriptor(OpBuilder &b, Location loc, Value base, bool kMajor, int64_t rows) {
+  return kMajor ? descriptor(b, loc, base, /*leadingBytes=*/16, /*strideBytes=*/1024)
+                : descriptor(b, loc, base, /*leadingBytes=*/rows * 128, /*strideBytes=*/1024);
 }
 
 SmallVector<Value> elementsOf(OpBuilder &b, Location loc, Value vector) {
@@ -98,9 +140,6 @@ struct WgmmaToPtx : OpConversionPattern<tgpu::WgmmaOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(tgpu::WgmmaOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    if (isa<tgpu::BufferType>(op.getLhs().getType()))
-      return op.emitOpError("an A operand in shared memory has no lowering yet (the kernels "
-                            "hold Q and P in registers)");
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
     auto resultType = cast<RankedTensorType>(op.getResult().getType());
@@ -116,7 +155,10 @@ struct WgmmaToPtx : OpConversionPattern<tgpu::WgmmaOp> {
     SmallVector<Value> acc;
     if (adaptor.getAcc())
       acc = elementsOf(b, loc, adaptor.getAcc());
-    SmallVector<Value> aRegs = elementsOf(b, loc, adaptor.getLhs());
+    auto sharedLhs = dyn_cast<tgpu::BufferType>(op.getLhs().getType());
+    SmallVector<Value> aRegs;
+    if (!sharedLhs)
+      aRegs = elementsOf(b, loc, adaptor.getLhs());
     // Fence: everything that wrote the accumulators and A registers is ordered before the MMAs.
     SmallVector<Value> pinned(acc);
     pinned.append(aRegs);
@@ -126,19 +168,35 @@ struct WgmmaToPtx : OpConversionPattern<tgpu::WgmmaOp> {
 
     // K (Q K^T) is read K-major: the panel and a 32-byte step give a k-step's start. V (P V) is
     // read transposed (MN-major): k-steps of 16 rows, panels `rows * 128` bytes apart.
-    Value tileDesc = transposed ? descriptor(b, loc, base, /*leadingBytes=*/16,
-                                             /*strideBytes=*/1024)
-                                : descriptor(b, loc, base, /*leadingBytes=*/rows * 128,
-                                             /*strideBytes=*/1024);
+    Value tileDesc = tileDescriptor(b, loc, base, /*kMajor=*/transposed, rows);
+    // A shared lhs the same way: Q (Q K^T) K-major, M x K; P or dS (P^T dO) transposed, K x M,
+    // MN-major. Each warpgroup reads its 64 rows of M: 64 panel rows further K-major, the next
+    // 64-element panel MN-major.
+    Value lhsDesc;
+    bool lhsKMajor = !op.getTransposeLhs();
+    int64_t lhsRows = sharedLhs ? sharedLhs.getRows() : 0;
+    if (sharedLhs) {
+      Value lhsBase = rematerializedPerIteration(b, loc, adaptor.getLhs(), op);
+      auto accLayout = cast<tgpu::WgmmaAccumulatorLayoutAttr>(resultType.getEncoding());
+      if (accLayout.getWarpgroups() > 1) {
+        ThreadCoordinates t = threadCoordinates(b, op);
+        Value warpgroup = arith::DivUIOp::create(b, loc, t.warp, indexConstant(b, loc, 4));
+        Value offset = mulIndex(b, loc, warpgroup,
+                                indexConstant(b, loc, lhsKMajor ? 64 * 128 : lhsRows * 128));
+        lhsBase = sharedAddress(b, loc, lhsBase, offset);
+      }
+      lhsDesc = tileDescriptor(b, loc, lhsBase, lhsKMajor, lhsRows);
+    }
     for (int64_t kt = 0; kt < kTiles; ++kt) {
-      int64_t offset = transposed ? (kt / 4) * rows * 128 + (kt % 4) * 32 : kt * 16 * 128;
-      Value desc = tileDesc;
-      if (offset)
-        desc = arith::AddIOp::create(
-            b, loc, tileDesc,
-            arith::ConstantOp::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(offset >> 4)));
-      acc = wgmmaAsync(b, loc, acc, cols, ArrayRef<Value>(aRegs).slice(4 * kt, 4), desc,
-                       /*transB=*/!transposed, elt);
+      Value desc = kStepDescriptor(b, loc, tileDesc, /*kMajor=*/transposed, rows, kt);
+      OperandA a;
+      if (sharedLhs) {
+        a.descriptor = kStepDescriptor(b, loc, lhsDesc, lhsKMajor, lhsRows, kt);
+        a.transposed = !lhsKMajor;
+      } else {
+        a.registers = ArrayRef<Value>(aRegs).slice(4 * kt, 4);
+      }
+      acc = wgmmaAsync(b, loc, acc, cols, a, desc, /*transB=*/!transposed, elt);
     }
     inlinePtx(b, loc, {}, {}, "wgmma.commit_group.sync.aligned;", "");
     // The A registers in flight are the fenced copies the instructions read: the wait keeps

@@ -13,7 +13,8 @@
 //     another dot reads the same block as its rhs (a backward kernel's Q and dO: Q K^T and
 //     dS^T Q); an f32 lhs (P) stays an accumulator, which the dot converts to A fragments in
 //     place (the layouts put the same elements in the same registers, see #tgpu.operand_a),
-//     or, read transposed (P^T dO), tile-to-tgpu writes into a shared tile first;
+//     or, read transposed (P^T dO), tile-to-tgpu writes into a shared tile first (ldmatrix.trans
+//     reads it for mma.sync, wgmma's MN-major descriptor for mma=wgmma);
 //   * a vector operand of tile.block_map (a per-row value: D of the backward) is the rows of
 //     the accumulator its result is;
 //   * the rhs of tile.block_dot (K, V) is a shared tile (#tgpu.shared), swizzled as the chosen
@@ -253,11 +254,6 @@ struct AssignLayouts : public tilefuse::tgpu::impl::TGPUAssignLayoutsBase<Assign
     LayoutClasses classes;
     WalkResult walk = kernel.walk([&](Operation *op) -> WalkResult {
       if (auto dot = dyn_cast<tile::BlockDotOp>(op)) {
-        if (dot.getTransposeLhs() && wgmma) {
-          dot.emitOpError("with transpose_lhs (a backward kernel's product) is laid out for "
-                          "mma=sync only so far");
-          return WalkResult::interrupt();
-        }
         classes.anchor(dot.getResult(), accumulator, op);
         if (Value acc = dot.getAcc())
           classes.anchor(acc, accumulator, op);

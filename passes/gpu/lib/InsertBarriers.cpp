@@ -16,8 +16,8 @@
 //     barrier: a copy into one of them could overwrite data some warp has yet to read.
 //   * the buffers register blocks were written into (tgpu.local_store) since the last barrier:
 //     a matrix op reading one needs a barrier first, since the block's elements come from
-//     other warps, and the write itself waits for a barrier after the buffer's last readers,
-//     as a copy does.
+//     other warps (a wgmma, which reads through the async proxy, a proxy fence before it), and
+//     the write itself waits for a barrier after the buffer's last readers, as a copy does.
 // Both are conservative where control flow joins: a region starts from the state before its
 // op, and after the op (and at the top of a loop body, which the previous iteration reached)
 // every buffer may have readers. Believing a finished group in flight only costs a redundant
@@ -209,10 +209,16 @@ private:
     OpBuilder b(wait->getContext());
     b.setInsertionPointAfter(wait);
     if (fence)
-      NVVM::FenceProxyOp::create(
-          b, wait.getLoc(), NVVM::ProxyKind::async_shared,
-          NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+      fenceForTensorCores(b, wait.getLoc());
     return barrier(b, wait.getLoc(), state);
+  }
+
+  /// fence.proxy.async.shared::cta: this thread's generic-proxy writes of shared memory (its
+  /// cp.async chunks, its st.shared) become visible to the async proxy wgmma reads through.
+  static void fenceForTensorCores(OpBuilder &b, Location loc) {
+    NVVM::FenceProxyOp::create(
+        b, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
   }
 
   /// The reader a wait guards: the next matrix op after it in its block.
@@ -296,8 +302,12 @@ private:
         continue;
       }
 
-      if (isa<MmaOp>(op) && hasUnorderedWrite(state, &op)) {
+      if (isa<MmaOp, WgmmaOp>(op) && hasUnorderedWrite(state, &op)) {
         OpBuilder b(&op);
+        // The tensor cores read a wgmma's operands through the async proxy: each thread's
+        // st.shared must be fenced into it before the barrier publishes them.
+        if (isa<WgmmaOp>(op))
+          fenceForTensorCores(b, op.getLoc());
         barrier(b, op.getLoc(), state);
       }
       if (isa<WgmmaWaitOp, MmaOp>(op)) {

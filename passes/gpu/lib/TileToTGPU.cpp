@@ -17,8 +17,8 @@
 //   * tile.block_dot becomes tgpu.wgmma + tgpu.wgmma_wait (a #tgpu.wgmma_acc result) or
 //     tgpu.mma (#tgpu.mma_acc), an f32 lhs (P) packed into A fragments in place first; an f32
 //     lhs the dot reads transposed (a backward kernel's P^T dO, dS^T Q) is written into a
-//     shared buffer of its own by tgpu.local_store first, which the mma reads transposed
-//     (tgpu-insert-barriers orders the write against the buffer's readers).
+//     shared buffer of its own by tgpu.local_store first, which the mma or wgmma reads
+//     transposed (tgpu-insert-barriers orders the write against the buffer's readers).
 //
 // Everything else (register loads, stores, reductions, element-wise ops, the scalar control
 // flow) is left as it is.
@@ -445,10 +445,15 @@ struct TileToTGPU : public tilefuse::tgpu::impl::TileToTGPUBase<TileToTGPU> {
   /// copies of a loop body that tile-block-pruning made (the full and the partial branch, which
   /// never both run) share their buffers, while the dots of one body (dS^T Q and P^T dO) have one
   /// each and need not wait for each other's readers.
+  /// Its swizzle is the one the product reads: ldmatrix's for mma.sync, the 128-byte
+  /// descriptor's for a warpgroup accumulator.
   Value stagingBuffer(func::FuncOp kernel, tile::BlockDotOp dot, RankedTensorType lhs,
                       Type element) {
+    SharedSwizzle swizzle = isa<WgmmaAccumulatorLayoutAttr>(lhs.getEncoding())
+                                ? SharedSwizzle::Canonical128B
+                                : SharedSwizzle::ChunkXor;
     auto type = BufferType::get(dot.getContext(), lhs.getShape(), element,
-                                SharedLayoutAttr::get(dot.getContext(), SharedSwizzle::ChunkXor));
+                                SharedLayoutAttr::get(dot.getContext(), swizzle));
     Value &buffer = stagingBuffers[{type, transposedRank.lookup(dot)}];
     if (!buffer) {
       OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
@@ -491,10 +496,10 @@ struct TileToTGPU : public tilefuse::tgpu::impl::TileToTGPUBase<TileToTGPU> {
       auto lhsTensor = dyn_cast<RankedTensorType>(lhs.getType());
       if (dot.getTransposeLhs() && lhsTensor) {
         // Other warps read the columns this warp's rows hold: through shared memory.
-        if (!isa<MmaAccumulatorLayoutAttr>(lhsTensor.getEncoding()))
+        if (!isa<MmaAccumulatorLayoutAttr, WgmmaAccumulatorLayoutAttr>(lhsTensor.getEncoding()))
           return dot.emitOpError() << "reads a transposed lhs in " << lhsTensor
-                                   << "; only an mma accumulator is written to shared memory "
-                                      "for it (tgpu.local_store)";
+                                   << "; only an accumulator is written to shared memory for it "
+                                      "(tgpu.local_store)";
         Value buffer = stagingBuffer(kernel, dot, lhsTensor, rhsType.getElementType());
         LocalStoreOp::create(rewriter, loc, lhs, buffer);
         lhs = buffer;
@@ -524,8 +529,9 @@ struct TileToTGPU : public tilefuse::tgpu::impl::TileToTGPUBase<TileToTGPU> {
         // The tensor cores write the accumulators and read a register lhs until the group
         // completes: both are results in flight, and both go through the wait.
         Type inFlight = isa<RankedTensorType>(lhs.getType()) ? lhs.getType() : Type();
-        auto product = WgmmaOp::create(rewriter, loc, resultType, inFlight, lhs, dot.getRhs(),
-                                       dot.getAcc(), dot.getTransposeRhs());
+        auto product =
+            WgmmaOp::create(rewriter, loc, resultType, inFlight, lhs, dot.getRhs(), dot.getAcc(),
+                            dot.getTransposeLhs(), dot.getTransposeRhs());
         SmallVector<Value> guarded = {product.getResult()};
         if (product.getLhsInFlight())
           guarded.push_back(product.getLhsInFlight());

@@ -1,9 +1,9 @@
 // RUN: tilefuse-opt %kernels/causal.mlir --tile-specialize="config=Br=64,Bc=64,mma=sync" \
 // RUN:   --tile-derive-backward=keep-forward=false --tile-tiling-backward \
 // RUN:   --tile-outline-backward-phases --canonicalize -tgpu-assign-layouts | FileCheck %s
-// RUN: not tilefuse-opt %kernels/causal.mlir --tile-specialize="config=Br=64,Bc=64,mma=wgmma" \
+// RUN: tilefuse-opt %kernels/causal.mlir --tile-specialize="config=Br=64,Bc=64,mma=wgmma" \
 // RUN:   --tile-derive-backward=keep-forward=false --tile-tiling-backward \
-// RUN:   --tile-outline-backward-phases --canonicalize -tgpu-assign-layouts 2>&1 \
+// RUN:   --tile-outline-backward-phases --canonicalize -tgpu-assign-layouts \
 // RUN:   | FileCheck %s --check-prefix=WGMMA
 
 // The layouts of the derived backward's kernels (tile-outline-backward-phases' functions):
@@ -33,4 +33,10 @@
 // CHECK-LABEL: func.func @causal_backward_query_gradients
 // CHECK:         tile.block_load %arg10{{.+}} -> tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
 
-// WGMMA: error: 'tile.block_dot' op with transpose_lhs (a backward kernel's product) is laid out for mma=sync only so far
+// With mma=wgmma the same roles: one warpgroup's accumulator, the shared tiles in the
+// descriptors' canonical_128b.
+// WGMMA-LABEL: func.func @causal_backward_key_gradients
+// WGMMA:         tile.block_dot %[[Q:.+]], %[[K:.+]] transpose_rhs : tensor<64x64xbf16, #tgpu.shared<canonical_128b>>, tensor<64x64xbf16, #tgpu.shared<canonical_128b>> -> tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+// WGMMA:         tile.block_load %arg9{{.+}} -> tensor<64xf32, #tgpu.acc_rows<#tgpu.wgmma_acc<warpgroups = 1>>>
+// WGMMA:         tile.block_dot %{{.+}}, %[[Q]] acc %{{.+}} transpose_lhs : tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>, tensor<64x64xbf16, #tgpu.shared<canonical_128b>>
+// WGMMA:         tile.block_atomic_add %{{.+}} : tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>

@@ -346,3 +346,32 @@ func.func @local_store(%ds: !acc, %p: !acc, %staged: !buf, %q: !buf, %acc: !acc)
   %dv = tgpu.mma %staged, %q acc %acc transpose_lhs : !buf, !buf, !acc -> !acc
   return %dk, %dv : !acc, !acc
 }
+
+// -----
+
+!accw = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+!bufw = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+
+// The same for a wgmma, which reads through the async proxy: each thread fences its st.shared
+// into it before the barrier that publishes them. The wait of the first wgmma ends its reads of
+// the buffer, so the next write waits for a barrier only.
+// CHECK-LABEL:   func.func @local_store_wgmma
+// CHECK:           tgpu.local_store
+// CHECK-NEXT:      nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT:      gpu.barrier
+// CHECK-NEXT:      tgpu.wgmma
+// CHECK-NEXT:      tgpu.wgmma_wait
+// CHECK-NEXT:      gpu.barrier
+// CHECK-NEXT:      tgpu.local_store
+// CHECK-NEXT:      nvvm.fence.proxy
+// CHECK-NEXT:      gpu.barrier
+// CHECK-NEXT:      tgpu.wgmma
+func.func @local_store_wgmma(%ds: !accw, %p: !accw, %staged: !bufw, %q: !bufw, %acc: !accw) -> (!accw, !accw) {
+  tgpu.local_store %ds, %staged : !accw, !bufw
+  %dk0 = tgpu.wgmma %staged, %q acc %acc transpose_lhs : !bufw, !bufw, !accw -> !accw
+  %dk = tgpu.wgmma_wait %dk0 pending 0 : !accw
+  tgpu.local_store %p, %staged : !accw, !bufw
+  %dv0 = tgpu.wgmma %staged, %q acc %acc transpose_lhs : !bufw, !bufw, !accw -> !accw
+  %dv = tgpu.wgmma_wait %dv0 pending 0 : !accw
+  return %dk, %dv : !accw, !accw
+}

@@ -6,6 +6,10 @@
 // RUN:   --tile-derive-backward=keep-forward=false --tile-tiling-backward \
 // RUN:   --tile-outline-backward-phases --canonicalize -tgpu-assign-layouts -tile-to-tgpu \
 // RUN:   -tgpu-insert-barriers | FileCheck %s --check-prefix=BARRIERS
+// RUN: tilefuse-opt %kernels/causal.mlir --tile-specialize="config=Br=64,Bc=64,mma=wgmma" \
+// RUN:   --tile-derive-backward=keep-forward=false --tile-tiling-backward \
+// RUN:   --tile-outline-backward-phases --canonicalize -tgpu-assign-layouts -tile-to-tgpu \
+// RUN:   | FileCheck %s --check-prefix=WGMMA
 
 // tile-to-tgpu on a backward kernel: the transposed lhs of dS^T Q and P^T dO (accumulators)
 // are written into shared buffers of their own (tgpu.local_store), which the mma reads
@@ -33,3 +37,13 @@
 // BARRIERS-NEXT:    tgpu.local_store
 // BARRIERS-NEXT:    gpu.barrier
 // BARRIERS-NEXT:    tgpu.mma {{.+}} transpose_lhs
+
+// With mma=wgmma the staging buffers are canonical_128b, which the wgmma reads MN-major
+// (transpose_lhs); Q is read from shared memory by descriptor.
+// WGMMA-LABEL: func.func @causal_backward_key_gradients
+// WGMMA-COUNT-6: tgpu.alloc : !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+// WGMMA:         scf.for
+// WGMMA:           tgpu.wgmma %{{.+}}, %{{.+}} transpose_rhs : !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>, <64x64xbf16, #tgpu.shared<canonical_128b>> -> tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+// WGMMA:           tgpu.local_store %[[DSV:.+]], %[[DS:[^ ]+]] : tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>, <64x64xbf16, #tgpu.shared<canonical_128b>>
+// WGMMA:           tgpu.wgmma %[[DS]], %{{.+}} acc %{{.+}} transpose_lhs : !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+// WGMMA:           tgpu.pack_operand_a %[[DSV]] : tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>> -> tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>

@@ -167,7 +167,9 @@ def TGPU_WgmmaOp : TGPU_Op<"wgmma"> {
   let description = [{
     One commit group of `wgmma.mma_async.m64nNk16` instructions, one per k-step of 16, each
     warpgroup computing its 64 rows. `lhs` (A) is either in registers (`#tgpu.operand_a`
-    with 16 rows per warp) or a shared buffer; `rhs` (B) is a shared buffer in
+    with 16 rows per warp) or a shared buffer in `canonical_128b`, M x K, or K x M with
+    `transpose_lhs` (P or dS of a backward kernel, written by tgpu.local_store: the product is
+    A^T x B, read MN-major through the descriptor); `rhs` (B) is a shared buffer in
     `canonical_128b`, K x N, or N x K with `transpose_rhs` (the K tile of Q K^T). Without
     `acc` the accumulators start at zero.
 
@@ -188,10 +190,12 @@ def TGPU_WgmmaOp : TGPU_Op<"wgmma"> {
     ```
   }];
   let arguments = (ins AnyTypeOf<[TGPU_Block, TGPU_Buffer]>:$lhs, TGPU_Buffer:$rhs,
-                       Optional<TGPU_Block>:$acc, UnitAttr:$transpose_rhs);
+                       Optional<TGPU_Block>:$acc, UnitAttr:$transpose_lhs,
+                       UnitAttr:$transpose_rhs);
   let results = (outs TGPU_Block:$result, Optional<TGPU_Block>:$lhs_in_flight);
   let assemblyFormat = [{
-    $lhs `,` $rhs (`acc` $acc^)? (`transpose_rhs` $transpose_rhs^)? attr-dict `:` type($lhs)
+    $lhs `,` $rhs (`acc` $acc^)? (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? attr-dict `:` type($lhs)
     `,` type($rhs) (`,` type($acc)^)? `->` type($result) (`,` type($lhs_in_flight)^)?
   }];
   let hasVerifier = 1;
@@ -250,10 +254,13 @@ def TGPU_MmaOp : TGPU_Op<"mma"> {
 def TGPU_LocalStoreOp : TGPU_Op<"local_store"> {
   let summary = "writes a register block into a shared buffer, rounded to its element type";
   let description = [{
-    Each thread writes the elements its layout gives it (`#tgpu.mma_acc`: pairs of adjacent
-    columns) into the buffer's swizzled tile, rounded to the buffer's 16-bit type. This is how
-    a block computed in registers becomes an operand that other warps read: P and dS of a
-    backward kernel, which the products P^T dO and dS^T Q read transposed. The write is not
+    Each thread writes the elements its layout gives it (`#tgpu.mma_acc` or
+    `#tgpu.wgmma_acc`: pairs of adjacent columns) into the buffer's swizzled tile, rounded to
+    the buffer's 16-bit type: `chunk_xor` for ldmatrix (tgpu.mma), `canonical_128b` for
+    wgmma's descriptors. This is how a block computed in registers becomes an operand that
+    other warps read: P and dS of a backward kernel, which the products P^T dO and dS^T Q read
+    transposed. A wgmma reads it through the async proxy, so the writes are fenced
+    (fence.proxy.async) before the barrier that publishes them (tgpu-insert-barriers). The write is not
     visible to other threads until a barrier (tgpu-insert-barriers places it), and must wait for
     the buffer's earlier readers (the same pass).
 
