@@ -130,6 +130,8 @@ static void buildBackwardToTGPU(OpPassManager &pm, const GpuPipelineOptions &opt
   pm.addNestedPass<func::FuncOp>(createTilePipeline());
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUAssignLayouts());
   pm.addNestedPass<func::FuncOp>(tgpu::createTileToTGPU());
+  // Its independent products in flight together (warpgroup MMAs, sm_90a).
+  pm.addNestedPass<func::FuncOp>(tgpu::createTGPUIssueWgmmaEarly());
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUInsertBarriers());
 }
 

@@ -234,6 +234,26 @@ def TGPUPingPong : Pass<"tgpu-pingpong", "mlir::func::FuncOp"> {
                            "mlir::gpu::GPUDialect"];
 }
 
+def TGPUIssueWgmmaEarly : Pass<"tgpu-issue-wgmma-early", "mlir::func::FuncOp"> {
+  let summary = "Issues each warpgroup MMA as early as its operands allow and waits for it as "
+                "late as its results allow";
+  let description = [{
+    On tile-to-tgpu's output, where each `tgpu.wgmma` is waited for at once (`pending 0`) and
+    each `tgpu.local_store` sits right before the product that reads it. Within each block
+    (never across a region op, a barrier or a terminator): a `tgpu.local_store` moves up to
+    just after its operands, past nothing that reads or writes a buffer it may alias; a
+    `tgpu.wgmma` moves up, with the `nvgpu.device_async_wait`s right before it, to just after
+    the last op it depends on (an operand's definition, a write of a buffer it reads), the
+    products issued in the order of those points (the kernel's among equals); a
+    `tgpu.wgmma_wait` moves down to just before the first op that uses its results, writes a
+    buffer its wgmmas read, or issues another wgmma (the accumulators in flight cost
+    registers). Each wait's `pending` becomes the wgmma groups issued between the newest one
+    it completes and it. In a backward kernel: dP = dO V^T is issued beside S = Q K^T, and
+    dV += P^T dO as soon as P is staged, in flight while dS is computed. Runs before
+    tgpu-insert-barriers, which places the barriers and proxy fences of the new order.
+  }];
+}
+
 def TGPUInsertBarriers : Pass<"tgpu-insert-barriers", "mlir::func::FuncOp"> {
   let summary = "Completes the cp.async waits (numGroups) and inserts the barriers and proxy "
                 "fences the shared buffers need";
