@@ -148,19 +148,23 @@ static void dumpFile(llvm::StringRef dir, llvm::StringRef name, llvm::StringRef 
   os << text;
 }
 
-/// The backward's configuration: FlashAttention-2's schedule, Br = Bc = 64 by default, a warp
-/// per 16 rows; on sm_90a its five products are warpgroup MMAs (one warpgroup; Q and dO read
-/// from shared memory, P and dS written there and read MN-major), elsewhere mma.sync. The
-/// caller's Br, Bc and mma over it.
+/// The backward's configuration: FlashAttention-2's schedule, a warp per 16 rows; on sm_90a
+/// its five products are warpgroup MMAs (Q and dO read from shared memory, P and dS written
+/// there and read MN-major), elsewhere mma.sync. Br = Bc = 64, or, with warpgroup MMAs at head
+/// dims up to 64, Br = Bc = 128: two warpgroups, half the dQ reductions and Q/dO copies per key
+/// (1.18-1.24x FlashAttention-2 on the H200 where Br = Bc = 64 gave 0.93-1.02x, docs/perf.md);
+/// at D = 128 its tiles would need 256 KiB of shared memory and 256 accumulator registers a
+/// thread. The caller's Br, Bc and mma over it.
 static llvm::Expected<TileConfig> backwardTileConfig(const TileConfig &requested,
-                                                     llvm::StringRef chip) {
+                                                     llvm::StringRef chip, int64_t headDim) {
   TileConfig config;
+  config.rowsPerWarp = requested.rowsPerWarp.value_or(16);
+  config.mma = requested.mma.value_or(chip == "sm_90a" ? MmaKind::Wgmma : MmaKind::Sync);
   config.blockM = requested.blockM ? requested.blockM : requested.blockN;
   config.blockN = requested.blockN ? requested.blockN : requested.blockM;
   if (!config.blockM)
-    config.blockM = config.blockN = 64;
-  config.rowsPerWarp = requested.rowsPerWarp.value_or(16);
-  config.mma = requested.mma.value_or(chip == "sm_90a" ? MmaKind::Wgmma : MmaKind::Sync);
+    config.blockM = config.blockN =
+        config.mma == MmaKind::Wgmma && headDim <= 64 && *config.rowsPerWarp == 16 ? 128 : 64;
   if (*config.blockM != *config.blockN)
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
@@ -298,7 +302,7 @@ compileKernels(StringRef source, StringRef bufferName, const PtxCompileOptions &
     return fail(bufferName + ": the derived backward runs on contiguous tensors (no split-KV, "
                              "paged or varlen form yet)");
   if (backward) {
-    auto tiles = backwardTileConfig(options.tiles, options.chip);
+    auto tiles = backwardTileConfig(options.tiles, options.chip, k.headDim);
     if (!tiles)
       return badConfig(tiles.takeError());
     PassManager pm(&ctx, ModuleOp::getOperationName());

@@ -6,7 +6,8 @@
 // into the async proxy and published by a barrier, and dV += P^T dO reads them MN-major
 // (transpose-A 1) beside dO MN-major (transpose-B 1); dQ += dS K takes dS from registers; dQ
 // is added into the f32 accumulator a pair of columns per red.global.add.v2.f32 (PTX 8.1,
-// which the backward asks for). With mma=sync: ldmatrix .trans and mma.sync; on sm_80 one
+// which the backward asks for). At head dim 64 the blocks are Br = Bc = 128, two warpgroups
+// (S is m64n128 a warpgroup). With mma=sync: ldmatrix .trans and mma.sync; on sm_80 one
 // element per atomic add. The sidecar lists the three phases in launch order.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: tilefuse compile --kernel causal --backward -o %t/causal.ptx
@@ -18,7 +19,7 @@
 // CHECK:      .entry causal_backward_key_gradients(
 // CHECK:        .param .u64 causal_backward_key_gradients_param_46{{$}}
 // CHECK-NEXT:   )
-// CHECK:        wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{.+}}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 0;
+// CHECK:        wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{{.+}}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 0;
 // CHECK:        st.shared.b32
 // CHECK:        fence.proxy.async.shared::cta;
 // CHECK-NEXT:   bar.sync 0;
@@ -44,7 +45,8 @@
 // SM80:         atom.global.add.f32
 // SM80-NOT:     red.relaxed.gpu.global.add.v2.f32
 // JSON:      "backward_phase": "preprocess"
-// JSON:      "block_m": 64
+// JSON:      "block_m": 128
+// JSON:      "threads": 256
 // JSON:      "backward_phase": "key_gradients"
 // JSON:      "backward_phase": "query_gradients"
 
