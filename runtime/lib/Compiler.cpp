@@ -176,6 +176,18 @@ static llvm::Expected<TileConfig> backwardTileConfig(const TileConfig &requested
   return config;
 }
 
+/// Whether the backward adds dQ by the ordered loop over key blocks (the deterministic
+/// schedule: the query_gradients kernel recomputes S and dP and owns its dQ block) rather than
+/// by atomic adds into the f32 accumulator: where asked, and with warpgroup MMAs at head dims
+/// above 64, where it is the faster one. On the H200 at D = 128 (Br = Bc = 64) the atomic
+/// backward ran at 0.96-1.01x FlashAttention-2, bound by the reductions' L2 traffic (67% of
+/// L2 throughput in ncu), the ordered one at 1.23-1.28x (docs/perf.md). At D = 64 the atomic
+/// one, with Br = Bc = 128 and half the reductions, is the faster (1.19-1.24x against
+/// 1.04-1.08x).
+static bool orderedQueryGradients(const TileConfig &tiles, int64_t headDim, bool requested) {
+  return requested || (tiles.mma == MmaKind::Wgmma && headDim > 64);
+}
+
 /// compileToPTX and compileBackwardToPTX: the forward kernel, or the backward's three.
 static llvm::Expected<std::vector<CompiledKernel>>
 compileKernels(StringRef source, StringRef bufferName, const PtxCompileOptions &options,
@@ -315,7 +327,8 @@ compileKernels(StringRef source, StringRef bufferName, const PtxCompileOptions &
                        ? std::string("+ptx81")
                        : options.features;
     gpo.backward = true;
-    gpo.deterministic = options.deterministic;
+    bool ordered = orderedQueryGradients(*tiles, k.headDim, options.deterministic);
+    gpo.deterministic = ordered;
     tilefuse::buildTileToPTXPipeline(pm, gpo);
     instrument(pm, "2-tile-to-ptx");
     if (failed(pm.run(*module)))
@@ -335,7 +348,7 @@ compileKernels(StringRef source, StringRef bufferName, const PtxCompileOptions &
       CompiledKernel p = k;
       p.name = k.name + "_backward_" + launch_abi::backwardPhaseName(phase);
       p.backwardPhase = launch_abi::backwardPhaseName(phase);
-      p.deterministic = options.deterministic;
+      p.deterministic = ordered;
       p.tiles = *tiles;
       p.blockM = *tiles->blockM;
       p.blockN = *tiles->blockN;

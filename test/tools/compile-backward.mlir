@@ -60,6 +60,16 @@
 // DET:        wgmma.mma_async.sync.aligned.m64n64k16
 // DETJSON:   "deterministic": true
 
+// Above head dim 64 on sm_90a the ordered dQ loop is the default (the faster schedule there):
+// deterministic without being asked, no atomic adds.
+// RUN: tilefuse compile --kernel causal --backward --head-dim 128 -o %t/d128.ptx
+// RUN: FileCheck %s --check-prefix=D128 --input-file %t/d128.ptx
+// RUN: FileCheck %s --check-prefix=DETJSON --input-file %t/d128.json
+// D128:      .entry causal_backward_key_gradients(
+// D128-NOT:    red.relaxed.gpu.global.add
+// D128:      .entry causal_backward_query_gradients(
+// D128:        wgmma.mma_async.sync.aligned.m64n64k16
+
 // What the backward does not take is an error.
 // RUN: not tilefuse compile --kernel causal --backward --emit header -o %t/x.h 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=HEADER

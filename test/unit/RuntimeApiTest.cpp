@@ -730,6 +730,13 @@ TEST(RuntimeApi, GetsTheGpuBackward) {
   ASSERT_TRUE(runtime.getBackward(spec, deterministic).ok());
   EXPECT_NE(deterministic, backward);
   EXPECT_TRUE(deterministic->deterministic());
+  // Above head dim 64 on sm_90a the ordered dQ loop is the faster schedule, and the default:
+  // the backward is deterministic without being asked.
+  KernelSpec wide = causalSpec();
+  wide.headDim = 128;
+  std::shared_ptr<const Backward> ordered;
+  ASSERT_TRUE(runtime.getBackward(wide, ordered).ok());
+  EXPECT_TRUE(ordered->deterministic());
 
   KernelSpec split = causalSpec();
   split.splitKv = true;

@@ -71,8 +71,9 @@ The backward (--backward): the grid's configurations, each column timing dQ, dK 
 given Q, K, V, O, dO and LSE. tilefuse: the derived backward of --backward-dir (`tilefuse compile
 --backward`: the three phases preprocess, key_gradients and query_gradients in one PTX module,
 the sidecar a JSON array of their metadata, named attention_backward_* or causal_backward_*),
-after the forward kernel of --ptx-dir wrote O and LSE once; the atomic-dQ backwards, or with
---backward-deterministic the bitwise-reproducible ones (sidecar "deterministic"). The peers:
+after the forward kernel of --ptx-dir wrote O and LSE once; the default backwards (atomic dQ,
+or, above head dim 64 on sm_90a, the ordered dQ loop, which is faster there), or with
+--backward-deterministic only the bitwise-reproducible ones (sidecar "deterministic"). The peers:
 torch.autograd.grad of an SDPA (flash, cuDNN) or FlexAttention forward run once on inputs that
 require grad, the graph retained so every call runs the same backward. FLOPs = 2.5 x the
 forward's (five matrix products against two). tilefuse's dQ, dK and dV are checked against SDPA
@@ -216,7 +217,10 @@ class Tilefuse:
             return
         kernel = next((k for k in ("attention", "causal") if name.startswith(k + "_backward")),
                       None)
-        if kernel is None or deterministic != self.backward_deterministic or not ptx.exists():
+        # --backward-deterministic times the deterministic backwards only; otherwise any:
+        # above head dim 64 on sm_90a the default backward is the ordered (deterministic) one.
+        if kernel is None or (self.backward_deterministic and not deterministic) or \
+                not ptx.exists():
             return
         key = (kernel == "causal", head_dim, dtype)
         if key in self.backward_kernels:
@@ -738,8 +742,8 @@ def main():
     parser.add_argument("--backward-dir", default="build-gpu/kernels-backward", metavar="DIR",
                         help="--backward: the kernels of `tilefuse compile --backward`")
     parser.add_argument("--backward-deterministic", action="store_true",
-                        help="--backward: time the deterministic backwards (--deterministic: "
-                             "bitwise reproducible dQ) instead of the atomic ones")
+                        help="--backward: time only the deterministic backwards "
+                             "(--deterministic: bitwise reproducible dQ)")
     args = parser.parse_args()
     if args.reps < 20:
         parser.error("--reps must be at least 20")
