@@ -97,7 +97,8 @@ TEST(LaunchAbi, PersistentPrograms) {
   static_assert(launch_abi::persistentPrograms(empty, 132, 1) == 1);
 }
 
-// The sidecar's "persistent": read, and refused beside split, paged or varlen.
+// The sidecar's "persistent": read, and refused beside split or paged (a varlen kernel may be
+// persistent).
 TEST(LaunchAbi, SidecarSaysPersistent) {
   namespace cuda = runtime::cuda;
   std::string sidecar = R"({"name": "attention", "block_m": 128, "block_n": 128,
@@ -114,6 +115,11 @@ TEST(LaunchAbi, SidecarSaysPersistent) {
   auto refused = cuda::KernelMetadata::parse(split, "persistent.json");
   ASSERT_FALSE(bool(refused));
   EXPECT_NE(llvm::toString(refused.takeError()).find("a persistent kernel"), std::string::npos);
+  std::string varlen = sidecar;
+  varlen.insert(varlen.find("\"persistent\""), "\"varlen\": true, ");
+  auto packed = cuda::KernelMetadata::parse(varlen, "persistent.json");
+  ASSERT_TRUE(bool(packed)) << llvm::toString(packed.takeError());
+  EXPECT_TRUE(packed->persistent && packed->varlen);
 }
 
 TEST(LaunchAbi, SidecarSaysSplitKV) {

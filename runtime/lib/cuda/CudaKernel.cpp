@@ -206,10 +206,10 @@ llvm::Expected<KernelMetadata> KernelMetadata::parse(llvm::StringRef json,
   // paged cache (LaunchAbi.h).
   if (metadata.kvTma && metadata.pagedKv)
     return fail("a TMA kernel (\"kv_tma\") is not paged (\"paged_kv\")");
-  // The persistent grid covers the plain program grid only (LaunchAbi.h).
-  if (metadata.persistent && (metadata.splitKv || metadata.pagedKv || metadata.varlen))
-    return fail("a persistent kernel (\"persistent\") is neither split (\"split_kv\"), paged "
-                "(\"paged_kv\") nor varlen (\"varlen\")");
+  // The persistent grid covers the program grid, plain or varlen (LaunchAbi.h).
+  if (metadata.persistent && (metadata.splitKv || metadata.pagedKv))
+    return fail("a persistent kernel (\"persistent\") is neither split (\"split_kv\") nor "
+                "paged (\"paged_kv\")");
 
   if (const llvm::json::Value *phase = object->get("backward_phase")) {
     std::optional<llvm::StringRef> v = phase->getAsString();

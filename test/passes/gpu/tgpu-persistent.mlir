@@ -57,10 +57,50 @@ func.func @kernel(%q: !view, %o: !view, %n: index) {
 
 // -----
 
+// -----
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+
+// A varlen grid (sequences, heads, the longest sequence's row blocks) loops the same way: a tile
+// past its sequence's end keeps its bounds (it runs no key block and stores nothing).
+// CHECK-LABEL: func.func @varlen
+// CHECK:         %[[PROGRAMS:.+]] = gpu.grid_dim x
+// CHECK:         scf.forall (%[[P:.+]]) in (%[[PROGRAMS]]) {
+// CHECK:           scf.for %{{.+}} = %[[P]] to %{{.+}} step %[[PROGRAMS]] {
+// CHECK:             memref.load %arg2
+// CHECK:             tile.block_store %{{.+}}, %arg1[%{{.+}}] bound %[[LEN:.+]] :
+// CHECK:           } {tgpu.tile_loop}
+func.func @varlen(%q: !view, %o: !view, %cu: memref<?xi32>) attributes {tile.varlen} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %n = memref.dim %cu, %c0 : memref<?xi32>
+  %S = arith.subi %n, %c1 : index
+  %H = memref.dim %q, %c1 : !view
+  %M = memref.dim %q, %c2 : !view
+  %R = arith.ceildivui %M, %c64 : index
+  scf.forall (%s, %h, %r) in (%S, %H, %R) {
+    %row = arith.muli %r, %c64 : index
+    %start = memref.load %cu[%s] : memref<?xi32>
+    %s1 = arith.addi %s, %c1 : index
+    %end = memref.load %cu[%s1] : memref<?xi32>
+    %len32 = arith.subi %end, %start : i32
+    %len = arith.index_castui %len32 : i32 to index
+    %first = arith.index_castui %start : i32 to index
+    %zero = arith.constant dense<0.0> : !acc
+    tile.block_store %zero, %o[%first, %h, %row] bound %len : !acc, !view
+  } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+  return
+}
+
+// -----
+
 !view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
 
 // A split-KV grid (batch, head, row block, split) is not made persistent.
-// expected-error @below {{persistent: paged, varlen and split-KV kernels are not persistent yet (use persistent=false)}}
+// expected-error @below {{persistent: paged and split-KV kernels are not persistent yet (use persistent=false)}}
 func.func @split(%q: !view) attributes {tile.split_kv} {
   %c1 = arith.constant 1 : index
   scf.forall (%b, %h, %r, %s) in (%c1, %c1, %c1, %c1) {
