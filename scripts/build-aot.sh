@@ -10,10 +10,12 @@
 #   build-gpu/aot/causal_varlen.h `--varlen --emit header --name causal_varlen`: the varlen launcher
 #   build-gpu/aot/causal_paged.h  `--paged-kv --emit header --name causal_paged`: the paged launcher
 #   build-gpu/aot/causal_paged_varlen.h  `--paged-kv --varlen`: the chunked-prefill launcher
+#   build-gpu/aot/causal_backward.h  `--backward --emit header`: the derived backward's three
+#                                 kernels and their launcher causal_backward_launch()
 #   build-gpu/aot/gqa.h           the header of kernels/gqa.mlir, whose launcher refuses head
 #                                 counts other than the 8 and 2 it declares
-#   build-gpu/aot/AotCheck.c      the C program (test/gpu/AotCheck.c) that uses causal.h and
-#                                 gqa.h and loads causal.cubin; compiled on the GPU machine with gcc
+#   build-gpu/aot/AotCheck.c      the C program (test/gpu/AotCheck.c) that uses the headers and
+#                                 loads causal.cubin; compiled on the GPU machine with gcc
 #
 # Needs the development build (build/, scripts/bootstrap.sh; TILEFUSE_BUILD_DIR for another) and the CUDA toolkit's ptxas
 # (CUDA_HOME, CUDA_PATH, PATH or /usr/local/cuda/bin).
@@ -59,6 +61,8 @@ mv "$out/causal.json" "$out/causal.ptx.json"
   -o "$out/causal_paged.h"
 "$tilefuse" compile --kernel causal "${dims[@]}" --arch "$arch" --paged-kv --varlen --emit header \
   --name causal_paged_varlen -o "$out/causal_paged_varlen.h"
+"$tilefuse" compile --kernel causal "${dims[@]}" --arch "$arch" --backward --emit header \
+  -o "$out/causal_backward.h"
 cp test/gpu/AotCheck.c "$out/AotCheck.c"
 
 # The same checks as the aot-header test, so nothing broken travels: the header is plain C99 and
@@ -67,9 +71,11 @@ cuda=${CUDA_HOME:-${CUDA_PATH:-/usr/local/cuda}}
 if [ -f "$cuda/include/cuda.h" ]; then
   cc -std=c99 -Wall -Werror -I"$cuda/include" -x c -c "$out/causal.h" -o /dev/null
   cc -std=c99 -Wall -Werror -I"$cuda/include" -x c -c "$out/gqa.h" -o /dev/null
+  cc -std=c99 -Wall -Werror -I"$cuda/include" -x c -c "$out/causal_backward.h" -o /dev/null
   cc -std=c99 -O2 -Wall -Wextra -Werror -I"$out" -I"$cuda/include" "$out/AotCheck.c" \
     -o /dev/null -L"$cuda/lib64/stubs" -lcuda -lpthread -lm
-  echo "build-aot: causal.h and gqa.h compile as C99; AotCheck.c builds against them"
+  echo "build-aot: causal.h, gqa.h and causal_backward.h compile as C99; AotCheck.c builds" \
+    "against the headers"
 else
   echo "build-aot: no $cuda/include/cuda.h here: the header was not compiled" >&2
 fi

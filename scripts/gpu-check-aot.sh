@@ -3,15 +3,16 @@
 # build-gpu/aot/ on the development machine and build-gpu/ was carried over. Needs gcc, the CUDA
 # driver and cuda.h (CUDA_HOME, CUDA_PATH or /usr/local/cuda); no LLVM and nothing of tilefuse:
 #
-#   1. causal.h, causal_split.h, causal_varlen.h, causal_paged.h, causal_paged_varlen.h and
-#      gqa.h, the headers `tilefuse compile --emit header` wrote,
+#   1. causal.h, causal_split.h, causal_varlen.h, causal_paged.h, causal_paged_varlen.h,
+#      gqa.h and causal_backward.h, the headers `tilefuse compile --emit header` wrote,
 #      compile as plain C99 with gcc -Wall -Werror (and -Wextra -pedantic, cuda.h as a system
 #      header);
 #   2. AotCheck.c (test/gpu/AotCheck.c) compiles with gcc against them and links -lcuda;
 #   3. it runs: the kernel from the header on random inputs (threads racing for the first
 #      launch, grouped heads, M != N, strided tensors) against a float64 attention in C, the
 #      launchers' argument checks (gqa refusing head counts it does not declare, its output
-#      untouched), causal.cubin (`--emit cubin`) loading with cuModuleLoad, and
+#      untouched), the backward's launcher after the forward's (dQ, dK and dV against a float64
+#      backward in C), causal.cubin (`--emit cubin`) loading with cuModuleLoad, and
 #      causal.ptx loading through the driver's JIT (both loads timed; the JIT cold, with
 #      CUDA_CACHE_DISABLE=1).
 #
@@ -39,7 +40,7 @@ say() { echo "$*" | tee -a "$log"; }
 if [ ! -f "$aot/causal.h" ] || [ ! -f "$aot/gqa.h" ] || [ ! -f "$aot/AotCheck.c" ] ||
   [ ! -f "$aot/causal.cubin" ] || [ ! -f "$aot/causal_split.h" ] ||
   [ ! -f "$aot/causal_varlen.h" ] || [ ! -f "$aot/causal_paged.h" ] ||
-  [ ! -f "$aot/causal_paged_varlen.h" ]; then
+  [ ! -f "$aot/causal_paged_varlen.h" ] || [ ! -f "$aot/causal_backward.h" ]; then
   say "gpu-check-aot: $aot/ is incomplete (run scripts/build-aot.sh on the development machine)"
   say "FAIL"
   exit 1
@@ -92,6 +93,8 @@ run "causal_paged.h as C99, -Wextra -pedantic" gcc -std=c99 -Wall -Wextra -pedan
   -isystem "$cuda/include" -x c -c "$aot/causal_paged.h" -o "$work/h6.o"
 run "causal_paged_varlen.h as C99, -Wextra -pedantic" gcc -std=c99 -Wall -Wextra -pedantic \
   -Werror -isystem "$cuda/include" -x c -c "$aot/causal_paged_varlen.h" -o "$work/h7.o"
+run "causal_backward.h as C99, -Wextra -pedantic" gcc -std=c99 -Wall -Wextra -pedantic \
+  -Werror -isystem "$cuda/include" -x c -c "$aot/causal_backward.h" -o "$work/h8.o"
 # -lcuda: the driver's libcuda.so if the linker finds it, else the toolkit's stub (the program
 # still loads the driver's libcuda.so.1 when it runs).
 if ! run "AotCheck.c with gcc" gcc -std=c99 -O2 -Wall -Wextra -Werror -I"$aot" -I"$cuda/include" \

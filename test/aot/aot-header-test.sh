@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The ahead-of-time path without a GPU: `tilefuse compile --emit cubin|header` for the causal
-# kernel, and a header for gqa (whose signature declares its head counts); the headers compile
+# kernel, a header for gqa (whose signature declares its head counts) and the causal kernel's
+# derived backward (--backward: three kernels, a caller's workspace); the headers compile
 # with the C compiler as plain C99 (-Wall -Werror, and -Wextra -pedantic with cuda.h as a system
 # header) and as C++; test/gpu/AotCheck.c builds against them, links against libcuda (the
 # toolkit's stub where there is no driver) and runs: its host-side checks of the launchers'
-# argument validation (gqa's declared head counts included) must pass, and the GPU part says
+# argument validation (gqa's declared head counts and the backward's included) must pass, and
+# the GPU part says
 # "skipped: no GPU" (or, on a GPU machine, runs and prints PASS).
 #
 #   aot-header-test.sh TILEFUSE CC CUDA_INCLUDE_DIR CUDA_LIB_DIR AOTCHECK_C WORK_DIR
@@ -87,10 +89,26 @@ step "--emit header --paged-kv --split-kv --page-size 16" "$tilefuse" compile --
 step "attention_paged_split.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall \
   -Wextra -pedantic -Werror -isystem "$cuda_include" -x c -c attention_paged_split.h \
   -o header8.o
-# The header's workspace layout is a C copy of launch_abi::splitWorkspace: they must agree.
+step "--backward --emit header" "$tilefuse" compile --kernel causal --backward --emit header \
+  -o causal_backward.h
+step "causal_backward.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra \
+  -pedantic -Werror -isystem "$cuda_include" -x c -c causal_backward.h -o header_backward.o
+# Above head dim 64 on sm_90a the backward is deterministic: no dQ accumulator in its workspace.
+step "--backward --emit header --name, head dim 128, f16 (deterministic)" "$tilefuse" compile \
+  --kernel causal --backward --head-dim 128 --dtype f16 --emit header --name causal_d128 \
+  -o causal_d128_backward.h
+step "causal_d128_backward.h has no dQ accumulator" grep -q \
+  '#define CAUSAL_D128_BACKWARD_DETERMINISTIC 1' causal_d128_backward.h
+step "causal_d128_backward.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall \
+  -Wextra -pedantic -Werror -isystem "$cuda_include" -x c -c causal_d128_backward.h \
+  -o header_backward_d128.o
+# The headers' workspace layouts and grids are C copies of launch_abi's splitWorkspace,
+# backwardWorkspace and backwardGrid: they must agree.
 abi_include=$(cd "$(dirname "$check_c")/../../runtime/device/include" && pwd)
 if command -v c++ > /dev/null; then
   cat > layout.cpp <<'CPP'
+#include "causal_backward.h"
+#include "causal_d128_backward.h"
 #include "causal_split.h"
 #include "tilefuse/runtime/device/LaunchAbi.h"
 #include <cstdio>
@@ -111,10 +129,44 @@ int main() {
       bad = 1;
     }
   }
+  // The backward's: its workspace (both dQ schedules) and each kernel's grid.
+  const long long backwardShapes[][5] = {{1, 1, 1, 1, 1}, {2, 8, 2, 300, 129},
+                                         {3, 6, 3, 1000, 77}, {1, 2, 1, 128, 128}};
+  for (const auto &s : backwardShapes) {
+    long long B = s[0], H = s[1], Hkv = s[2], M = s[3], N = s[4];
+    abi::BackwardWorkspace atomic = abi::backwardWorkspace(B, H, M, CAUSAL_BACKWARD_HEAD_DIM,
+                                                           CAUSAL_BACKWARD_DETERMINISTIC);
+    abi::BackwardWorkspace ordered = abi::backwardWorkspace(
+        B, H, M, CAUSAL_D128_BACKWARD_HEAD_DIM, CAUSAL_D128_BACKWARD_DETERMINISTIC);
+    if ((long long)causal_backward_workspace_bytes(B, H, M) != atomic.bytes ||
+        (long long)causal_backward_accumulator_offset_(B, H, M) != atomic.accumulatorOffset ||
+        (long long)causal_d128_backward_workspace_bytes(B, H, M) != ordered.bytes) {
+      std::printf("backward workspace differs at B=%lld H=%lld M=%lld\n", B, H, M);
+      bad = 1;
+    }
+    const long long blockM[] = {CAUSAL_BACKWARD_PREPROCESS_BLOCK_M,
+                                CAUSAL_BACKWARD_KEY_GRADIENTS_BLOCK_M,
+                                CAUSAL_BACKWARD_QUERY_GRADIENTS_BLOCK_M};
+    const long long blockN[] = {CAUSAL_BACKWARD_PREPROCESS_BLOCK_N,
+                                CAUSAL_BACKWARD_KEY_GRADIENTS_BLOCK_N,
+                                CAUSAL_BACKWARD_QUERY_GRADIENTS_BLOCK_N};
+    for (int phase = 0; phase < CAUSAL_BACKWARD_PHASE_COUNT; ++phase) {
+      unsigned grid[3];
+      causal_backward_grid_(phase, B, H, Hkv, M, N, grid);
+      abi::Grid a = abi::backwardGrid(abi::kBackwardPhases[phase], B, H, Hkv, M, N,
+                                      blockM[phase], blockN[phase]);
+      if ((long long)grid[0] != a.rowBlocks || (long long)grid[1] != a.heads ||
+          (long long)grid[2] != a.batch) {
+        std::printf("backward grid of phase %d differs at B=%lld H=%lld Hkv=%lld M=%lld N=%lld\n",
+                    phase, B, H, Hkv, M, N);
+        bad = 1;
+      }
+    }
+  }
   return bad;
 }
 CPP
-  step "the header's split workspace is launch_abi::splitWorkspace" sh -c \
+  step "the headers' workspaces and backward grids are launch_abi's" sh -c \
     "c++ -std=c++17 -Wall -Werror -I. -isystem '$cuda_include' -I'$abi_include' layout.cpp -o layout && ./layout"
 fi
 step "C99 -Wall -Werror" "$cc" -std=c99 -Wall -Werror -I"$cuda_include" -x c -c causal.h \
@@ -124,11 +176,13 @@ step "C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra -pedanti
 if command -v c++ > /dev/null; then
   step "C++ -Wall -Wextra -Werror" c++ -Wall -Wextra -Werror -isystem "$cuda_include" -x c++ \
     -c causal.h -o header3.o
+  step "causal_backward.h: C++ -Wall -Wextra -Werror" c++ -Wall -Wextra -Werror \
+    -isystem "$cuda_include" -x c++ -c causal_backward.h -o header_backward_cxx.o
 fi
 step "gqa.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra -pedantic \
   -Werror -isystem "$cuda_include" -x c -c gqa.h -o header4.o
-step "two headers in one translation unit" sh -c "printf '#include \"causal.h\"\n#include \"causal_f16_d128.h\"\n' > both.c && '$cc' -std=c99 -Wall -Werror -I. -I'$cuda_include' -c both.c -o both.o"
-step "AotCheck.c builds against causal.h, causal_split.h, causal_varlen.h, causal_paged.h, causal_paged_varlen.h and gqa.h" "$cc" -std=c99 -O2 -Wall -Wextra -Werror \
+step "three headers in one translation unit" sh -c "printf '#include \"causal.h\"\n#include \"causal_f16_d128.h\"\n#include \"causal_backward.h\"\n' > both.c && '$cc' -std=c99 -Wall -Werror -I. -I'$cuda_include' -c both.c -o both.o"
+step "AotCheck.c builds against causal.h, causal_backward.h, causal_split.h, causal_varlen.h, causal_paged.h, causal_paged_varlen.h and gqa.h" "$cc" -std=c99 -O2 -Wall -Wextra -Werror \
   -I. -I"$cuda_include" "$check_c" -o aot-check -L"$cuda_lib" -lcuda -lpthread -lm
 if [ "$status" = 0 ]; then
   # Without a driver, the toolkit's stub stands in for libcuda.so.1 (its calls all fail).

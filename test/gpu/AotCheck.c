@@ -27,10 +27,18 @@
  *      table and NULL strides are refused;
  *   9. causal_paged_varlen.h, the causal kernel with --paged-kv --varlen (chunked prefill):
  *      queries packed as in 7, keys in pages as in 8, no key offsets passed;
+ *  10. causal_backward.h, the causal kernel's derived backward (--backward): after causal_launch
+ *      wrote O and LSE, causal_backward_launch with a random dO and a workspace of
+ *      causal_backward_workspace_bytes (poisoned, as it need not be initialized) writes dQ, dK
+ *      and dV, compared with a float64 causal attention backward computed here from the same
+ *      bf16 inputs, O and LSE (relative L2 error <= 2e-2 each): B=1 H=2 M=N=200, and grouped
+ *      heads with M < N (keys no query sees get zero gradients); on the host, its check names
+ *      each broken requirement (the workspace's included) and its workspace size is the launch
+ *      ABI's;
  *   5. the `--emit cubin` file (argv[1]) loads with cuModuleLoad and has the kernel; with
  *      argv[2], the PTX it came from loads through the driver's JIT too. Both loads are timed
  *      (run with CUDA_CACHE_DISABLE=1 for a cold JIT).
- * Each result is compared with a float64 attention computed here on the same bf16 inputs:
+ * Each forward result is compared with a float64 attention computed here on the same bf16 inputs:
  * relative L2 error of O <= 1e-2, of LSE <= 1e-3 (the bounds of tilefuse-gpu-tests); outputs
  * are poisoned with NaN first, so an element never written fails. Prints PASS or FAIL (exit 1);
  * without a GPU it prints "skipped: no GPU (...)" and exits 0.
@@ -42,6 +50,7 @@
  *===----------------------------------------------------------------------===*/
 #define _POSIX_C_SOURCE 200809L
 #include "causal.h"
+#include "causal_backward.h"
 #include "causal_split.h"
 #include "causal_paged.h"
 #include "causal_paged_varlen.h"
@@ -56,6 +65,9 @@
 #include <time.h>
 
 #define D CAUSAL_HEAD_DIM
+#if CAUSAL_BACKWARD_HEAD_DIM != CAUSAL_HEAD_DIM
+#error "causal.h and causal_backward.h are of different head dims (scripts/build-aot.sh makes both)"
+#endif
 
 static int failures = 0;
 
@@ -564,6 +576,231 @@ static void pagedVarlenLaunches(CUstream stream) {
   }
 }
 
+/* Test 10: the backward header. The float64 backward of causal attention (query i sees keys
+ * 0..i) from the same bf16 inputs, the forward's O and LSE and dO, all contiguous:
+ * P = exp(S - LSE), dV = P^T dO, dP = dO V^T, D_i = rowsum(dO o O), dS = P o (dP - D),
+ * dQ = scale dS K, dK = scale dS^T Q; a key/value head's dK and dV sum over its query heads. */
+static void referenceBackward(const Problem *p, const uint16_t *o, const float *lse,
+                              const uint16_t *dO, double *dQ, double *dK, double *dV) {
+  double scale = 1.0 / sqrt((double)D);
+  int64_t b, h, i, j, d;
+  memset(dQ, 0, p->qElems * sizeof(double));
+  memset(dK, 0, p->kElems * sizeof(double));
+  memset(dV, 0, p->kElems * sizeof(double));
+  for (b = 0; b < p->B; ++b)
+    for (h = 0; h < p->H; ++h) {
+      int64_t hk = h / (p->H / p->Hkv);
+      for (i = 0; i < p->M; ++i) {
+        int64_t row = ((b * p->H + h) * p->M + i) * D;
+        int64_t last = i < p->N - 1 ? i : p->N - 1;
+        double rowSum = 0;
+        for (d = 0; d < D; ++d)
+          rowSum += (double)fromBF16(dO[row + d]) * fromBF16(o[row + d]);
+        for (j = 0; j <= last; ++j) {
+          int64_t key = ((b * p->Hkv + hk) * p->N + j) * D;
+          double s = 0, dP = 0, P, dS;
+          for (d = 0; d < D; ++d) {
+            s += (double)fromBF16(p->q[row + d]) * fromBF16(p->k[key + d]);
+            dP += (double)fromBF16(dO[row + d]) * fromBF16(p->v[key + d]);
+          }
+          P = exp(s * scale - lse[(b * p->H + h) * p->M + i]);
+          dS = P * (dP - rowSum);
+          for (d = 0; d < D; ++d) {
+            dQ[row + d] += scale * dS * fromBF16(p->k[key + d]);
+            dK[key + d] += scale * dS * fromBF16(p->q[row + d]);
+            dV[key + d] += P * fromBF16(dO[row + d]);
+          }
+        }
+      }
+    }
+}
+
+/* The relative L2 error of a bf16 gradient against the float64 one; unwritten (NaN) elements
+ * counted into *nans. */
+static double gradientError(const uint16_t *got, const double *want, size_t n, long *nans) {
+  double num = 0, den = 0;
+  size_t i;
+  for (i = 0; i < n; ++i) {
+    double g = fromBF16(got[i]);
+    if (isnan(g)) {
+      ++*nans;
+      continue;
+    }
+    num += (g - want[i]) * (g - want[i]);
+    den += want[i] * want[i];
+  }
+  return sqrt(num / (den > 0 ? den : 1));
+}
+
+static void backwardLaunch(const char *name, int64_t B, int64_t H, int64_t Hkv, int64_t M,
+                           int64_t N, CUstream stream) {
+  Problem p;
+  Outputs out;
+  CUdeviceptr dO, dQ, dK, dV, workspace;
+  uint16_t *hostDO, *o, *gotQ, *gotK, *gotV;
+  float *lse;
+  double *wantQ, *wantK, *wantV;
+  size_t bytes = causal_backward_workspace_bytes(B, H, M), i;
+  CUresult r;
+  layout(&p, B, H, Hkv, M, N, 0);
+  setUp(&p);
+  allocOutputs(&p, &out);
+  r = launch(&p, &out, stream);
+  if (r != CUDA_SUCCESS) {
+    fail(name, errorName(r));
+    tearDown(&p);
+    return;
+  }
+  hostDO = malloc(p.oElems * 2);
+  for (i = 0; i < p.oElems; ++i)
+    hostDO[i] = toBF16(normal());
+  CHECK_CU(cuMemAlloc(&dO, p.oElems * 2));
+  CHECK_CU(cuMemAlloc(&dQ, p.qElems * 2));
+  CHECK_CU(cuMemAlloc(&dK, p.kElems * 2));
+  CHECK_CU(cuMemAlloc(&dV, p.kElems * 2));
+  CHECK_CU(cuMemAlloc(&workspace, bytes));
+  CHECK_CU(cuMemcpyHtoD(dO, hostDO, p.oElems * 2));
+  /* NaN in bf16 and f32: an element never written fails, and the workspace needs no zeroing. */
+  CHECK_CU(cuMemsetD8(dQ, 0xff, p.qElems * 2));
+  CHECK_CU(cuMemsetD8(dK, 0xff, p.kElems * 2));
+  CHECK_CU(cuMemsetD8(dV, 0xff, p.kElems * 2));
+  CHECK_CU(cuMemsetD8(workspace, 0xff, bytes));
+  CHECK_CU(cuStreamSynchronize(stream));
+  r = causal_backward_launch(
+      stream, (const void *)(uintptr_t)p.dq, (const void *)(uintptr_t)p.dk,
+      (const void *)(uintptr_t)p.dv, (const void *)(uintptr_t)out.o, (const void *)(uintptr_t)dO,
+      (const float *)(uintptr_t)out.lse, (void *)(uintptr_t)dQ, (void *)(uintptr_t)dK,
+      (void *)(uintptr_t)dV, B, H, Hkv, M, N, NULL, (void *)(uintptr_t)workspace);
+  if (r != CUDA_SUCCESS) {
+    fail(name, errorName(r));
+  } else {
+    long nans = 0;
+    double qErr, kErr, vErr;
+    int ok;
+    CHECK_CU(cuStreamSynchronize(stream));
+    o = malloc(p.oElems * 2);
+    lse = malloc(p.lseElems * 4);
+    gotQ = malloc(p.qElems * 2);
+    gotK = malloc(p.kElems * 2);
+    gotV = malloc(p.kElems * 2);
+    wantQ = malloc(p.qElems * sizeof(double));
+    wantK = malloc(p.kElems * sizeof(double));
+    wantV = malloc(p.kElems * sizeof(double));
+    CHECK_CU(cuMemcpyDtoH(o, out.o, p.oElems * 2));
+    CHECK_CU(cuMemcpyDtoH(lse, out.lse, p.lseElems * 4));
+    CHECK_CU(cuMemcpyDtoH(gotQ, dQ, p.qElems * 2));
+    CHECK_CU(cuMemcpyDtoH(gotK, dK, p.kElems * 2));
+    CHECK_CU(cuMemcpyDtoH(gotV, dV, p.kElems * 2));
+    referenceBackward(&p, o, lse, hostDO, wantQ, wantK, wantV);
+    qErr = gradientError(gotQ, wantQ, p.qElems, &nans);
+    kErr = gradientError(gotK, wantK, p.kElems, &nans);
+    vErr = gradientError(gotV, wantV, p.kElems, &nans);
+    ok = nans == 0 && qErr <= 2e-2 && kErr <= 2e-2 && vErr <= 2e-2;
+    printf("[%s] %-40s B=%lld H=%lld Hkv=%lld M=%lld N=%lld: dQ %.2e dK %.2e dV %.2e NaN %ld\n",
+           ok ? "ok  " : "FAIL", name, (long long)B, (long long)H, (long long)Hkv, (long long)M,
+           (long long)N, qErr, kErr, vErr, nans);
+    if (!ok)
+      fail(name, "gradient error over the bound (2e-2) or unwritten elements");
+    free(o);
+    free(lse);
+    free(gotQ);
+    free(gotK);
+    free(gotV);
+    free(wantQ);
+    free(wantK);
+    free(wantV);
+  }
+  free(hostDO);
+  cuMemFree(dO);
+  cuMemFree(dQ);
+  cuMemFree(dK);
+  cuMemFree(dV);
+  cuMemFree(workspace);
+  cuMemFree(out.o);
+  cuMemFree(out.lse);
+  tearDown(&p);
+}
+
+/* Test 10 on the host: causal_backward_check on fake (never dereferenced) device addresses,
+ * and the workspace's size. */
+static void backwardHostChecks(void) {
+  const char *a = (const char *)(uintptr_t)0x100000; /* 256-byte aligned */
+  void *w = (void *)(uintptr_t)0x400000;
+  const float *lse = (const float *)(uintptr_t)0x200000;
+  const int64_t B = 2, H = 4, Hkv = 2, M = 200, N = 300;
+  int64_t s[26];
+  struct {
+    const char *name, *expected; /* expected: NULL = accepted, else a part of the reason */
+    int64_t H, Hkv;
+    int stride;    /* >= 0: the public-order stride set to value */
+    int64_t value;
+    int dkOffset;  /* added to d_k */
+    int workspace; /* 0: w, 1: NULL, 2: w + 16 */
+  } cases[] = {
+      {"backward: contiguous", NULL, H, Hkv, -1, 0, 0, 0},
+      {"backward: H % Hkv", "multiple of Hkv", 6, 4, -1, 0, 0, 0},
+      {"backward: odd d_o stride", "even", H, Hkv, 16, D + 1, 0, 0},
+      {"backward: d_v stride not a multiple of 8", "multiples of 8", H, Hkv, 25, D + 4, 0, 0},
+      {"backward: negative dq stride", "negative", H, Hkv, 18, -D, 0, 0},
+      {"backward: d_k misaligned", "16-byte", H, Hkv, -1, 0, 8, 0},
+      {"backward: NULL workspace", "workspace", H, Hkv, -1, 0, 0, 1},
+      {"backward: misaligned workspace", "256-byte", H, Hkv, -1, 0, 0, 2},
+  };
+  size_t i;
+  int j;
+  for (i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    const char *why;
+    const void *workspace = cases[i].workspace == 0   ? w
+                            : cases[i].workspace == 1 ? NULL
+                                                      : (const char *)w + 16;
+    int ok;
+    /* Contiguous, in the public order: q, k, v, o, lse, then dO, dQ, dK, dV. */
+    const int64_t contiguous[26] = {
+        cases[i].H * M * D, M * D, D, Hkv * N * D, N * D, D, Hkv * N * D, N * D, D,
+        cases[i].H * M * D, M * D, D, cases[i].H * M, M, cases[i].H * M * D, M * D, D,
+        cases[i].H * M * D, M * D, D, Hkv * N * D, N * D, D, Hkv * N * D, N * D, D};
+    for (j = 0; j < 26; ++j)
+      s[j] = contiguous[j];
+    if (cases[i].stride >= 0)
+      s[cases[i].stride] = cases[i].value;
+    why = causal_backward_check(a, a, a, a, a, lse, a, a + cases[i].dkOffset, a, B, cases[i].H,
+                                cases[i].Hkv, M, N, s, workspace);
+    ok = cases[i].expected == NULL ? why == NULL
+                                   : why != NULL && strstr(why, cases[i].expected) != NULL;
+    printf("[%s] check: %-40s -> %s\n", ok ? "ok  " : "FAIL", cases[i].name,
+           why ? why : "accepted");
+    if (!ok)
+      fail(cases[i].name, "causal_backward_check's answer");
+  }
+  {
+    /* NULL strides: contiguous; and the launch refuses before any driver call. */
+    const char *why = causal_backward_check(a, a, a, a, a, lse, a, a, a, B, H, Hkv, M, N, NULL, w);
+    CUresult r = causal_backward_launch(NULL, a, a, a, a, a, lse, (void *)(uintptr_t)a,
+                                        (void *)(uintptr_t)a, (void *)(uintptr_t)a, B, H, Hkv, M,
+                                        N, NULL, NULL);
+    int ok = why == NULL && r == CUDA_ERROR_INVALID_VALUE;
+    printf("[%s] backward: contiguous accepted, a NULL workspace refused before the driver (%s)\n",
+           ok ? "ok  " : "FAIL", errorName(r));
+    if (!ok)
+      fail("backward: NULL strides and a NULL workspace", why ? why : errorName(r));
+  }
+  {
+    /* The row sums (B*H*M floats), then, unless deterministic, the dQ accumulator, each
+     * 256-byte aligned (launch_abi::backwardWorkspace); 0 for sizes the launcher refuses. */
+    size_t rows = (size_t)(B * H * M) * 4, want = (rows + 255) / 256 * 256;
+    if (!CAUSAL_BACKWARD_DETERMINISTIC)
+      want += ((size_t)(B * H * M) * D * 4 + 255) / 256 * 256;
+    if (causal_backward_workspace_bytes(B, H, M) != want ||
+        causal_backward_workspace_bytes(0, H, M) != 0 ||
+        causal_backward_workspace_bytes(65535, 65535, (int64_t)1 << 30) != 0)
+      fail("causal_backward_workspace_bytes", "not the launch ABI's layout");
+    else
+      printf("[ok  ] backward: workspace of %zu bytes for B=%lld H=%lld M=%lld%s\n", want,
+             (long long)B, (long long)H, (long long)M,
+             CAUSAL_BACKWARD_DETERMINISTIC ? " (deterministic: no dQ accumulator)" : "");
+  }
+}
+
 static void expectRejected(const char *name, const char *expected, const void *q, const void *k,
                            const void *v, void *o, float *lse, int64_t H, int64_t Hkv,
                            const int64_t *strides) {
@@ -811,6 +1048,7 @@ static void hostChecks(void) {
       fail(cases[i].name, "causal_check's answer");
   }
   declaredSizeChecks();
+  backwardHostChecks();
   /* The split launcher refuses a split count below 1 and a missing workspace before it needs
    * the driver. */
   if (causal_split_launch(NULL, a, a, a, o, lse, 1, 4, 2, 64, 64, NULL, 0x400000, 0) !=
@@ -892,6 +1130,8 @@ int main(int argc, char **argv) {
   varlenLaunches(stream);
   pagedLaunches(stream);
   pagedVarlenLaunches(stream);
+  backwardLaunch("backward", 1, 2, 2, 200, 200, stream);
+  backwardLaunch("backward: grouped heads, M < N", 1, 2, 1, 77, 200, stream);
   validation(stream);
   CHECK_CU(cuStreamDestroy(stream));
   if (argc > 1)

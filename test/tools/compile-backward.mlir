@@ -70,10 +70,13 @@
 // D128:      .entry causal_backward_query_gradients(
 // D128:        wgmma.mma_async.sync.aligned.m64n64k16
 
+// The backward's AOT header (compile-backward-header.mlir, which has ptxas) is written through
+// ptxas like the forward's: without it, the error says where it looked.
+// RUN: not tilefuse compile --kernel causal --backward --emit header --ptxas %t/no-ptxas \
+// RUN:   -o %t/x.h 2>&1 | FileCheck %s --check-prefix=HEADER
+// HEADER: error: no ptxas: {{.*}}no-ptxas, which is not an executable file
+
 // What the backward does not take is an error.
-// RUN: not tilefuse compile --kernel causal --backward --emit header -o %t/x.h 2>&1 \
-// RUN:   | FileCheck %s --check-prefix=HEADER
-// HEADER: error: --backward emits ptx, cubin, reference or tiled; its AOT header
 // RUN: not tilefuse compile --kernel causal --backward --config Br=64,Bc=32 -o %t/x.ptx 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=SHAPE
 // SHAPE: error: invalid kernel configuration: the backward needs Br = Bc

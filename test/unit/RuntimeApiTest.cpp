@@ -619,6 +619,93 @@ TEST(AotHeader, TmaKernelsEncodeTheirTensorMaps) {
   EXPECT_NE(llvm::toString(refused.takeError()).find("block_n 512"), std::string::npos);
 }
 
+/// The backward's header (emitBackwardAotHeader): the three kernels of one module, each with the
+/// launch metadata of its phase baked in, launched in order with the backward ABI's parameters;
+/// the workspace the caller's. Phases out of order or disagreeing are refused.
+TEST(AotHeader, BackwardLaunchesItsThreeKernels) {
+  std::vector<runtime::CompiledKernel> phases;
+  for (launch_abi::BackwardPhase phase : launch_abi::kBackwardPhases) {
+    runtime::CompiledKernel k;
+    k.backwardPhase = launch_abi::backwardPhaseName(phase);
+    k.name = "causal_backward_" + k.backwardPhase;
+    k.dtype = "bf16";
+    k.blockM = 64;
+    k.blockN = 32;
+    k.threads = phase == launch_abi::BackwardPhase::KeyGradients ? 256 : 128;
+    k.headDim = 64;
+    k.sharedBytes = phase == launch_abi::BackwardPhase::KeyGradients ? 100 * 1024 : 0;
+    k.declaredSizes.sizes[0] = {-1, 8, -1, 64}; // Q: H and D
+    phases.push_back(k);
+  }
+  runtime::AotHeaderOptions options;
+  options.chip = "sm_90a";
+  auto header = runtime::emitBackwardAotHeader(phases, std::string("\x7f" "ELF", 4), options);
+  ASSERT_TRUE(bool(header)) << llvm::toString(header.takeError());
+  for (const char *part :
+       {"#ifndef TILEFUSE_AOT_CAUSAL_BACKWARD_H", "#define CAUSAL_BACKWARD_FORWARD \"causal\"",
+        "#define CAUSAL_BACKWARD_DETERMINISTIC 0", "#define CAUSAL_BACKWARD_PHASE_COUNT 3",
+        "#define CAUSAL_BACKWARD_PREPROCESS_ENTRY \"causal_backward_preprocess\"",
+        "#define CAUSAL_BACKWARD_KEY_GRADIENTS_THREADS 256",
+        "#define CAUSAL_BACKWARD_KEY_GRADIENTS_SHARED_BYTES 102400",
+        "#define CAUSAL_BACKWARD_QUERY_GRADIENTS_BLOCK_M 64",
+        "#define CAUSAL_BACKWARD_QUERY_GRADIENTS_THREADS 128",
+        // The grids: key_gradients over key blocks of block_n, the others over row blocks.
+        "{CAUSAL_BACKWARD_PREPROCESS_ENTRY, 0, CAUSAL_BACKWARD_PREPROCESS_BLOCK_M,",
+        "{CAUSAL_BACKWARD_KEY_GRADIENTS_ENTRY, 1, CAUSAL_BACKWARD_KEY_GRADIENTS_BLOCK_N,",
+        "causal_backward_grid_(phase, B, H, Hkv, M, N, grid);",
+        // Only the phase over 48 KiB opts in.
+        "cuFuncSetAttribute(functions[1], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,\n"
+        "                                CAUSAL_BACKWARD_KEY_GRADIENTS_SHARED_BYTES);",
+        "static inline size_t causal_backward_workspace_bytes(int64_t B, int64_t H, int64_t M) {",
+        "static inline CUresult causal_backward_launch(CUstream stream, const void *q,",
+        "int64_t N, const int64_t strides[26],\n", "void *workspace) {", "void *parameters[47];",
+        // The public stride order into the kernels': LSE's after dO's.
+        "s[15] = strides[12]; /* lse_b */", "s[12] = strides[14]; /* do_b */",
+        "pointers[10] = (CUdeviceptr)(uintptr_t)workspace + "
+        "causal_backward_accumulator_offset_(B, H, M);",
+        "(causal_backward_declared_sizes: H = 8, D = 64)",
+        "return \"the q, o, d_o and d_q strides must be even",
+        "if (workspace == NULL || (uintptr_t)workspace % 256 != 0)"})
+    EXPECT_NE(header->find(part), std::string::npos) << part;
+  EXPECT_EQ(header->find("functions[0], CU_FUNC_ATTRIBUTE"), std::string::npos);
+  EXPECT_EQ(header->find('@'), std::string::npos) << "a placeholder was left";
+
+  // Deterministic: no dQ accumulator; --name's prefix.
+  std::vector<runtime::CompiledKernel> ordered = phases;
+  for (runtime::CompiledKernel &k : ordered)
+    k.deterministic = true;
+  options.symbol = "attn";
+  header = runtime::emitBackwardAotHeader(ordered, "x", options);
+  ASSERT_TRUE(bool(header)) << llvm::toString(header.takeError());
+  for (const char *part : {"#define ATTN_BACKWARD_DETERMINISTIC 1", "pointers[10] = 0;",
+                           "return attn_backward_accumulator_offset_(B, H, M); /* no dQ "
+                           "accumulator */",
+                           "#define ATTN_BACKWARD_PREPROCESS_ENTRY \"causal_backward_preprocess\""})
+    EXPECT_NE(header->find(part), std::string::npos) << part;
+
+  auto refusal = [&](std::vector<runtime::CompiledKernel> bad) {
+    auto result = runtime::emitBackwardAotHeader(bad, "x", {});
+    EXPECT_FALSE(bool(result));
+    return result ? std::string() : llvm::toString(result.takeError());
+  };
+  EXPECT_NE(refusal({phases[0], phases[1]}).find("has 3 kernels, not 2"), std::string::npos);
+  EXPECT_NE(refusal({phases[0], phases[2], phases[1]}).find("where 'key_gradients' is launched"),
+            std::string::npos);
+  std::vector<runtime::CompiledKernel> mixed = phases;
+  mixed[2].deterministic = true;
+  EXPECT_NE(refusal(mixed).find("disagree"), std::string::npos);
+  std::vector<runtime::CompiledKernel> renamed = phases;
+  renamed[1].name = "other_backward_key_gradients";
+  EXPECT_NE(refusal(renamed).find("not 'causal_backward_key_gradients'"), std::string::npos);
+  std::vector<runtime::CompiledKernel> forward = phases;
+  forward[0].name = "causal";
+  EXPECT_NE(refusal(forward).find("is not named NAME_backward_preprocess"), std::string::npos);
+  options.symbol = "2bad";
+  auto badName = runtime::emitBackwardAotHeader(phases, "x", options);
+  ASSERT_FALSE(bool(badName));
+  EXPECT_NE(llvm::toString(badName.takeError()).find("--name"), std::string::npos);
+}
+
 /// The host pair (forward and derived backward on the CPU): compiled once per spec, the
 /// deterministic flag a distinct pair; strided arrays give bit for bit what contiguous ones do;
 /// both dQ schemes agree to f32 rounding; shapes the kernel does not declare are refused.

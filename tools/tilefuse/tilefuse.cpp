@@ -84,7 +84,9 @@ static cl::OptionCategory compileCategory(
     "  cubin: the PTX assembled by ptxas for --arch, and the same .json (ptxas: --ptxas, else\n"
     "       TILEFUSE_PTXAS, CUDA_HOME/bin or CUDA_PATH/bin (the first set), PATH, /usr/local/cuda/bin).\n"
     "  header: a C99 header (needs only <cuda.h> and -lcuda) with the cubin as a byte array and\n"
-    "       CUresult NAME_launch(CUstream, q, k, v, o, lse, B, H, Hkv, M, N, strides[14]).\n"
+    "       CUresult NAME_launch(CUstream, q, k, v, o, lse, B, H, Hkv, M, N, strides[14]);\n"
+    "       with --backward, NAME_backward_launch(CUstream, q, k, v, o, d_o, lse, d_q, d_k, d_v,\n"
+    "       B, H, Hkv, M, N, strides[26], workspace) and NAME_backward_workspace_bytes(B, H, M).\n"
     "  reference: the kernel's float64 reference (its written form evaluated naively) as an\n"
     "       object for the baseline CPU, defining _mlir_ciface_NAME_reference; link it with\n"
     "       `cc -shared -o NAME.reference.so OUT -lm` to check the kernel without the compiler;\n"
@@ -159,8 +161,9 @@ static cl::opt<std::string> cEmit("emit",
                                            "reference (the float64 reference, an object file)"),
                                   cl::init("ptx"), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<bool> cBackward("backward",
-                               cl::desc("The derived backward: with --emit reference its float64 "
-                                        "reference, with --emit tiled its tiled form"),
+                               cl::desc("The derived backward: its three kernels (ptx, cubin, or "
+                                        "header: their launcher), with --emit reference its "
+                                        "float64 reference, with --emit tiled its tiled form"),
                                cl::init(false), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<bool> cSplitKv("split-kv",
                               cl::desc("Split-KV (tile-split-kv): each row block's keys shared "
@@ -180,8 +183,8 @@ static cl::opt<bool> cVarlen("varlen",
                              cl::init(false), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<bool> cDeterministic(
     "deterministic",
-    cl::desc("--backward --emit tiled: dQ by the ordered loop over key blocks instead of atomic "
-             "adds"),
+    cl::desc("--backward: dQ by the ordered loop over key blocks (bitwise reproducible; on "
+             "sm_90a above head dim 64 it is the default) instead of atomic adds"),
     cl::init(false), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<std::string> cOutput("o", cl::desc("Output file ('-': standard output, no .json)"),
                                     cl::value_desc("OUT"), cl::init("-"), cl::sub(compileCmd),
@@ -1182,11 +1185,6 @@ static int compileMain() {
                cEmit.getValue());
     return 2;
   }
-  if (cBackward && cEmit == "header") {
-    fmt::print(stderr, "error: --backward emits ptx, cubin, reference or tiled; its AOT header "
-                       "(a launcher of the three phases) is not written yet\n");
-    return 2;
-  }
   if (cBackward && (cSplitKv || cPagedKv || cVarlen)) {
     fmt::print(stderr, "error: --backward runs on contiguous tensors (no --split-kv, "
                        "--paged-kv or --varlen)\n");
@@ -1326,7 +1324,9 @@ static int compileMain() {
     ho.sourceName = bufferName;
     std::string version = ptxasVersion(ptxas);
     ho.assembler = "ptxas" + (version.empty() ? std::string() : ", " + version);
-    auto header = emitAotHeader(*compiled, cubin, ho);
+    // The backward's header launches its three kernels, from the one module's cubin.
+    auto header = cBackward ? emitBackwardAotHeader(*built, cubin, ho)
+                            : emitAotHeader(*compiled, cubin, ho);
     if (!header) {
       fmt::print(stderr, "error: {}\n", llvm::toString(header.takeError()));
       return 1;

@@ -29,11 +29,10 @@ BackwardStrides BackwardStrides::contiguous(const AttentionShape &s) {
 }
 
 BackwardStrides BackwardStrides::fromPublicOrder(const int64_t *strides) {
-  // The public order's tensors, as indices of kBackwardTensors.
-  constexpr int order[] = {0, 1, 2, 3, 5, 4, 6, 7, 8};
+  static_assert(abi::kBackwardPublicStrideCount == count);
   BackwardStrides s;
   int next = 0;
-  for (int t : order)
+  for (int t : abi::kBackwardPublicOrder)
     for (int d = 0; d + 1 < abi::kBackwardTensors[t].rank; ++d)
       s.values[abi::backwardFirstStride(t) + d] = strides[next++];
   return s;

@@ -132,7 +132,9 @@ constexpr Grid programGrid(long long B, long long H, long long Hkv, long long M,
 /// over the program grid's tiles: persistentPrograms(...) CTAs, the tiles (rowBlocks x heads x
 /// batch) or, when fewer, the CTAs the GPU holds at once (its SMs x the kernel's CTAs per SM,
 /// cuOccupancyMaxActiveBlocksPerMultiprocessor). Any count of at least one is correct; this one
-/// runs every program at once.
+/// runs every program at once. A varlen kernel's program grid is its sequences x heads x the
+/// longest sequence's row blocks, as without persistence; split-KV and paged kernels are not
+/// persistent.
 constexpr long long persistentPrograms(const Grid &grid, long long multiprocessors,
                                        long long ctasPerSm) {
   long long tiles = grid.rowBlocks * grid.heads * grid.batch;
@@ -284,6 +286,15 @@ constexpr int backwardFirstStride(int tensor) {
   return index;
 }
 inline constexpr int kBackwardStrideCount = backwardFirstStride(kBackwardTensorCount);
+
+/// The order in which the public launchers take the caller's tensors' strides
+/// (HostAttention::backward, Backward::launch, the C APIs, the AOT header's launcher), as
+/// indices of kBackwardTensors: the forward's five in the forward ABI's order (q, k, v, o, lse:
+/// Kernel::launch's strides), then dO, dQ, dK and dV. The workspaces' are the launcher's.
+inline constexpr int kBackwardPublicOrder[] = {0, 1, 2, 3, 5, 4, 6, 7, 8};
+inline constexpr int kBackwardPublicTensorCount =
+    sizeof(kBackwardPublicOrder) / sizeof(kBackwardPublicOrder[0]);
+inline constexpr int kBackwardPublicStrideCount = backwardFirstStride(kBackwardDeltaTensor);
 inline constexpr int kBackwardFirstSize = kBackwardTensorCount;
 inline constexpr int kBackwardFirstStride = kBackwardFirstSize + kSizeCount;
 inline constexpr int kBackwardParameterCount = kBackwardFirstStride + kBackwardStrideCount;
@@ -327,7 +338,8 @@ constexpr BackwardWorkspace backwardWorkspace(long long B, long long H, long lon
 }
 
 static_assert(kBackwardTensorCount == 11 && kBackwardStrideCount == 31 &&
-                  kBackwardParameterCount == 47,
+                  kBackwardParameterCount == 47 && kBackwardPublicTensorCount == 9 &&
+                  kBackwardPublicStrideCount == 26,
               "the backward launch ABI changed: update its comment and the launchers");
 
 static_assert(kTensorCount == 5 && kSizeCount == 5 && kStrideCount == 14 &&
