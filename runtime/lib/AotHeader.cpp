@@ -353,16 +353,21 @@ static constexpr llvm::StringLiteral currentContext = R"tilefuse_c(  result = cu
   }
 )tilefuse_c";
 
-// The rest of the forward launcher: its parameters and the launch.
-static constexpr llvm::StringLiteral forwardLaunchTail = R"tilefuse_c(  /* The kernel's parameters: the tensors' pointers, the sizes, the strides. */
-@PACK_PARAMETERS@  @NAME@_strides_(s, B, H, Hkv, M, N, strides);
+// A launcher's parameter table, the forward's and the backward's alike: the tensors' pointers
+// (@PACK_PARAMETERS@ fills pointers and sizes), then the sizes and the strides, as the launch ABI
+// orders them; cuLaunchKernel takes the addresses.
+static constexpr llvm::StringLiteral parameterTable = R"tilefuse_c(@PACK_PARAMETERS@  @NAME@_strides_(s, B, H, Hkv, M, N, strides);
   for (i = 0; i < @TENSOR_COUNT@; ++i)
     parameters[i] = &pointers[i];
   for (i = 0; i < @SIZE_COUNT@; ++i)
     parameters[@FIRST_SIZE@ + i] = &sizes[i];
   for (i = 0; i < @STRIDE_COUNT@; ++i)
     parameters[@FIRST_STRIDE@ + i] = &s[i];
-@PAGED_PACK@@VARLEN_PACK@@SPLIT_PACK@@TMA_PACK@  /* The program grid (launch_abi::programGrid). */
+)tilefuse_c";
+
+// The rest of the forward launcher: its parameters and the launch.
+static constexpr llvm::StringLiteral forwardLaunchTail = R"tilefuse_c(  /* The kernel's parameters: the tensors' pointers, the sizes, the strides. */
+@PARAMETER_TABLE@@PAGED_PACK@@VARLEN_PACK@@SPLIT_PACK@@TMA_PACK@  /* The program grid (launch_abi::programGrid). */
   rowBlocks = (unsigned)(((@UPPER@_PACK_GQA ? H / Hkv * M : M) + @UPPER@_BLOCK_M - 1) /
                          @UPPER@_BLOCK_M);
   heads = (unsigned)(@UPPER@_PACK_GQA ? Hkv : H);
@@ -682,14 +687,7 @@ static constexpr llvm::StringLiteral backwardLaunch = R"tilefuse_c(@LAUNCH_SIGNA
     return result;
 @CURRENT_CONTEXT@  /* The kernels' parameters, the same for the three (launch_abi::kBackwardTensors): the
    * tensors' pointers, the workspaces' last, then the sizes and the strides. */
-@PACK_PARAMETERS@  @NAME@_strides_(s, B, H, Hkv, M, N, strides);
-  for (i = 0; i < @TENSOR_COUNT@; ++i)
-    parameters[i] = &pointers[i];
-  for (i = 0; i < @SIZE_COUNT@; ++i)
-    parameters[@FIRST_SIZE@ + i] = &sizes[i];
-  for (i = 0; i < @STRIDE_COUNT@; ++i)
-    parameters[@FIRST_STRIDE@ + i] = &s[i];
-  /* The kernels in launch order on one stream: each reads what those before it wrote. */
+@PARAMETER_TABLE@  /* The kernels in launch order on one stream: each reads what those before it wrote. */
   for (phase = 0; phase < @PHASE_COUNT@; ++phase) {
     unsigned grid[3];
     @NAME@_grid_(phase, B, H, Hkv, M, N, grid);
@@ -1098,6 +1096,7 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
                  std::to_string(i) + "];\n";
   }
   values["TMA_PACK"] = tmaPack;
+  values["PARAMETER_TABLE"] = substitute(parameterTable, values);
   return substitute(forwardTemplate(), values);
 }
 
@@ -1607,6 +1606,7 @@ tilefuse::runtime::emitBackwardAotHeader(llvm::ArrayRef<CompiledKernel> phases,
   for (int i = 0; i < abi::kSizeCount; ++i)
     packing += "  sizes[" + std::to_string(i) + "] = " + abi::sizeName(abi::kSizes[i]) + ";\n";
   values["PACK_PARAMETERS"] = packing;
+  values["PARAMETER_TABLE"] = substitute(parameterTable, values);
 
   // The comment: what the backward is, its kernels, how its launcher is called.
   std::string strideNames;

@@ -32,6 +32,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "tilefuse/dialect/KernelConfig.h"
 #include "tilefuse/dialect/TileGPUOps.h"
+#include "tilefuse/passes/gpu/BufferAllocs.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace tilefuse::tgpu {
@@ -80,38 +81,6 @@ public:
   }
 
 private:
-  /// The allocs whose bytes `buffer` may be: through a ring's stage, and through the loops and
-  /// branches that carry a buffer (both their entry and their yields). Empty: unknown.
-  SmallVector<Value> allocsOf(Value buffer) {
-    llvm::SetVector<Value> found;
-    DenseSet<Value> visited;
-    SmallVector<Value> worklist = {buffer};
-    while (!worklist.empty()) {
-      Value v = worklist.pop_back_val();
-      if (!visited.insert(v).second)
-        continue;
-      if (auto alloc = v.getDefiningOp<AllocOp>()) {
-        found.insert(alloc);
-      } else if (auto stage = v.getDefiningOp<StageOp>()) {
-        worklist.push_back(stage.getRing());
-      } else if (auto arg = dyn_cast<BlockArgument>(v)) {
-        if (auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
-            loop && arg.getArgNumber() >= loop.getNumInductionVars()) {
-          worklist.push_back(loop.getTiedLoopInit(arg)->get());
-          worklist.push_back(loop.getTiedLoopYieldedValue(arg)->get());
-        }
-      } else if (auto loop = v.getDefiningOp<scf::ForOp>()) {
-        worklist.push_back(loop.getTiedLoopRegionIterArg(cast<OpResult>(v)));
-      } else if (auto branch = v.getDefiningOp<scf::IfOp>()) {
-        unsigned i = cast<OpResult>(v).getResultNumber();
-        for (Region *region : {&branch.getThenRegion(), &branch.getElseRegion()})
-          if (!region->empty())
-            worklist.push_back(region->front().getTerminator()->getOperand(i));
-      }
-    }
-    return found.takeVector();
-  }
-
   bool hasUnorderedWrite(const CopyState &state, Operation *reader) {
     for (Value operand : reader->getOperands()) {
       if (!isa<BufferType>(operand.getType()))

@@ -36,7 +36,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "tilefuse/dialect/TileGPUOps.h"
 #include "tilefuse/dialect/TileOps.h"
-#include "llvm/ADT/SetVector.h"
+#include "tilefuse/passes/gpu/BufferAllocs.h"
 
 namespace tilefuse::tgpu {
 #define GEN_PASS_DEF_TGPUISSUEWGMMAEARLY
@@ -48,47 +48,6 @@ using namespace tilefuse;
 using namespace tilefuse::tgpu;
 
 namespace {
-
-/// The allocs whose bytes `buffer` may be (through ring stages and carried buffers); empty
-/// when one cannot be named.
-SmallVector<Value> allocsOf(Value buffer) {
-  llvm::SetVector<Value> found;
-  DenseSet<Value> visited;
-  SmallVector<Value> worklist = {buffer};
-  while (!worklist.empty()) {
-    Value v = worklist.pop_back_val();
-    if (!visited.insert(v).second)
-      continue;
-    if (auto alloc = v.getDefiningOp<AllocOp>()) {
-      found.insert(alloc);
-    } else if (auto stage = v.getDefiningOp<StageOp>()) {
-      worklist.push_back(stage.getRing());
-    } else if (auto arg = dyn_cast<BlockArgument>(v)) {
-      auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
-      if (!loop || arg.getArgNumber() < loop.getNumInductionVars())
-        return {};
-      worklist.push_back(loop.getTiedLoopInit(arg)->get());
-      worklist.push_back(loop.getTiedLoopYieldedValue(arg)->get());
-    } else if (auto loop = v.getDefiningOp<scf::ForOp>()) {
-      worklist.push_back(loop.getTiedLoopRegionIterArg(cast<OpResult>(v)));
-    } else if (auto branch = v.getDefiningOp<scf::IfOp>()) {
-      unsigned i = cast<OpResult>(v).getResultNumber();
-      for (Region *region : {&branch.getThenRegion(), &branch.getElseRegion()})
-        if (!region->empty())
-          worklist.push_back(region->front().getTerminator()->getOperand(i));
-    } else {
-      return {};
-    }
-  }
-  return found.takeVector();
-}
-
-bool mayAlias(Value a, Value b) {
-  SmallVector<Value> x = allocsOf(a), y = allocsOf(b);
-  if (x.empty() || y.empty())
-    return true;
-  return llvm::any_of(x, [&](Value v) { return llvm::is_contained(y, v); });
-}
 
 /// The buffers `op` writes (copies, local stores).
 SmallVector<Value> buffersWritten(Operation *op) {
