@@ -1027,8 +1027,10 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
   }
   values["SPLIT_PACK"] = splitPack;
   values["SPLIT_GRID"] = split ? " * (unsigned)splits" : "";
-  if (kernel.persistent && (split || paged || varlen))
-    return fail("a persistent kernel is neither split, paged nor varlen");
+  // A varlen kernel's persistent grid is its program grid's, sequences x heads x the longest
+  // sequence's row blocks (launch_abi::persistentPrograms), as for a padded batch.
+  if (kernel.persistent && (split || paged))
+    return fail("a persistent kernel is neither split nor paged");
   values["LAUNCH"] = substitute(kernel.persistent ? persistentLaunch : gridLaunch, values);
   std::string persistentLoadText = kernel.persistent ? substitute(persistentLoad, values) : "";
   values["GET_FUNCTIONS"] = "  result = cuModuleGetFunction(&function, module, " + upper +

@@ -59,6 +59,14 @@ step "causal_persistent.h sizes its grid by the GPU" grep -q cuOccupancyMaxActiv
   causal_persistent.h
 step "causal_persistent.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra \
   -pedantic -Werror -isystem "$cuda_include" -x c -c causal_persistent.h -o header_persistent.o
+step "--emit header, persistent varlen (head dim 128)" "$tilefuse" compile --kernel causal \
+  --head-dim 128 --varlen --config persistent=true --emit header \
+  --name causal_varlen_persistent -o causal_varlen_persistent.h
+step "causal_varlen_persistent.h sizes its grid by the GPU" grep -q \
+  cuOccupancyMaxActiveBlocksPerMultiprocessor causal_varlen_persistent.h
+step "causal_varlen_persistent.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall \
+  -Wextra -pedantic -Werror -isystem "$cuda_include" -x c -c causal_varlen_persistent.h \
+  -o header_varlen_persistent.o
 step "--emit header --split-kv" "$tilefuse" compile --kernel causal --split-kv --emit header \
   --name causal_split -o causal_split.h
 step "causal_split.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra \
