@@ -62,9 +62,11 @@ typedef struct tilefuse_spec {
                                tuned. */
   int64_t seq_len;          /* the sequence length it will mostly run at (picks the tuning
                                bucket); 0: 4096 */
-  int deterministic;        /* the backward (tilefuse_host_attention): nonzero accumulates dQ
-                               across key blocks in a fixed order, bitwise the same on every
-                               run, instead of by atomic adds; the forward ignores it */
+  int deterministic;        /* the backward (tilefuse_host_attention, tilefuse_backward_get):
+                               nonzero accumulates dQ across key blocks in a fixed order,
+                               bitwise the same on every run, instead of by atomic adds; zero
+                               lets the GPU backward take the faster (on sm_90a above head dim
+                               64, the ordered one); the forward ignores it */
   int split_kv;             /* nonzero: split-KV (each row block's keys shared out over CTAs
                                and merged; decode); each launch picks the split count */
   int paged_kv;             /* nonzero: K and V are paged caches read through a page table
@@ -216,8 +218,9 @@ void tilefuse_host_attention_release(tilefuse_host_attention *attention);
 
 /* The backward derived from a kernel's DSL text, for the GPU (three kernels launched in order:
  * D = rowsum(dO o O), dK and dV per key block, dQ). spec->kernel or source, dtype ("bf16" or
- * "f16"), head_dim, params, block_m = block_n (0: 64), arch, ptx_features and deterministic
- * apply. Compiled once per distinct spec per process. */
+ * "f16"), head_dim, params, block_m = block_n (0: 64, or 128 with warpgroup MMAs at head dims
+ * up to 64), arch, ptx_features and deterministic apply. Compiled once per distinct spec per
+ * process. */
 typedef struct tilefuse_backward tilefuse_backward;
 
 int tilefuse_backward_get(const tilefuse_spec *spec, tilefuse_backward **out, char *err,

@@ -108,8 +108,10 @@ struct KernelSpec {
   /// The sequence length (the larger of M and N) the kernel will mostly run at: picks the
   /// tuning database's bucket (the next power of two, 512 ... 65536). 0: 4096.
   int64_t seqLen = 0;
-  /// The backward (HostAttention): dQ accumulated across key blocks in a fixed order (bitwise
-  /// the same on every run) instead of by atomic adds. The forward does not depend on it.
+  /// The backward (HostAttention, getBackward): dQ accumulated across key blocks in a fixed
+  /// order (bitwise the same on every run) instead of by atomic adds. Unset, the GPU backward
+  /// takes the faster of the two: on sm_90a above head dim 64 that is the ordered one
+  /// (Backward::deterministic() says which). The forward does not depend on it.
   bool deterministic = false;
   /// Split-KV (tile-split-kv): each row block's keys shared out over S CTAs, merged exactly;
   /// for decode and other grids too small for the GPU. Each launch picks S from the SM count
@@ -326,7 +328,8 @@ public:
   Status getHostAttention(const KernelSpec &spec, std::shared_ptr<const HostAttention> &out);
 
   /// The GPU backward for `spec` (compileBackwardToPTX): its kernel or source, dtype, head dim,
-  /// params, blockM / blockN (equal; 0: 64), arch, PTX features and `deterministic`; config and
+  /// params, blockM / blockN (equal; 0: 64, or 128 with warpgroup MMAs at head dims up to 64),
+  /// arch, PTX features and `deterministic`; config and
   /// autotuning do not apply yet. Compiled once per key, in memory and in the disk cache like
   /// the forward kernels (the three phases one entry). Works without a GPU (with an explicit
   /// arch); the driver is needed from the first launch.
