@@ -33,18 +33,23 @@ check() { # check NAME ARGS...: `tilefuse run ARGS --backward`, PASS expected
   done
   { "$cli" run "$@" --backward >"$out/$name.log" 2>&1 && echo "$*" >"$out/$name.args"; } &
 }
+record() { # record NAME PASSED: one case's outcome (PASSED 1 or 0; a failure shows its log)
+  if (($2)); then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    failures+=("$1")
+    echo "FAIL $1" >&2
+    [ ! -f "$out/$1.log" ] || tail -8 "$out/$1.log" >&2
+  fi
+}
 tally() { # the cases started by check, once finished
   wait
-  local name
+  local name ok
   for name in "${cases[@]}"; do
-    if [ -f "$out/$name.args" ] && grep -q "result *PASS" "$out/$name.log"; then
-      passed=$((passed + 1))
-    else
-      failed=$((failed + 1))
-      failures+=("$name")
-      echo "FAIL $name" >&2
-      tail -5 "$out/$name.log" >&2
-    fi
+    ok=0
+    [ -f "$out/$name.args" ] && grep -q "result *PASS" "$out/$name.log" && ok=1
+    record "$name" "$ok"
   done
   cases=()
 }
@@ -74,28 +79,20 @@ for run in 1 2; do
   "$cli" run --kernel causal --head-dim 64 -M 1000 -N 1000 --backward --deterministic \
     >"$out/deterministic-$run.log" 2>&1
 done
-if grep -q "result *PASS" "$out/deterministic-1.log" &&
+ok=0
+grep -q "result *PASS" "$out/deterministic-1.log" &&
   diff <(grep -E "^(error|digest)" "$out/deterministic-1.log") \
-    <(grep -E "^(error|digest)" "$out/deterministic-2.log") >/dev/null; then
-  passed=$((passed + 1))
-else
-  failed=$((failed + 1))
-  failures+=(deterministic-bitwise)
-fi
+    <(grep -E "^(error|digest)" "$out/deterministic-2.log") >/dev/null && ok=1
+record deterministic-bitwise "$ok"
 
 for tool in memcheck racecheck synccheck; do
   for k in causal softcap gqa; do
     name=$tool-$k
-    if compute-sanitizer --tool "$tool" --error-exitcode 1 --print-limit 20 \
+    ok=0
+    compute-sanitizer --tool "$tool" --error-exitcode 1 --print-limit 20 \
       "$cli" run --kernel "$k" --head-dim 64 -B 1 -H 8 -M 77 -N 130 --backward \
-      >"$out/$name.log" 2>&1 && grep -q "result *PASS" "$out/$name.log"; then
-      passed=$((passed + 1))
-    else
-      failed=$((failed + 1))
-      failures+=("$name")
-      echo "FAIL $name" >&2
-      tail -8 "$out/$name.log" >&2
-    fi
+      >"$out/$name.log" 2>&1 && grep -q "result *PASS" "$out/$name.log" && ok=1
+    record "$name" "$ok"
   done
 done
 

@@ -648,7 +648,7 @@ Status Runtime::getBackward(const KernelSpec &spec, std::shared_ptr<const Backwa
   if (!spec.dtype.empty() && spec.dtype != "bf16" && spec.dtype != "f16")
     return invalid("dtype must be bf16 or f16 (or empty: as written), not '" + spec.dtype + "'");
   if (spec.headDim < 0 || spec.blockM < 0 || spec.blockN < 0)
-    return invalid("head dim and block sizes must be positive (or 0: as written, 64)");
+    return invalid("head dim and block sizes must be positive (or 0: as written, the defaults)");
   if (spec.splitKv || spec.pagedKv || spec.varlen)
     return invalid("the backward runs on contiguous tensors (no split-KV, paged or varlen)");
   rt::PtxCompileOptions options;

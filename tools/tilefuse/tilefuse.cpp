@@ -809,6 +809,25 @@ static int runBackwardOnCpu(const std::string &text, const std::string &bufferNa
   return errors->ok() ? 0 : 1;
 }
 
+/// The current GPU and the chip tilefuse compiles for it (sm_90a on 9.0, sm_80 on 8.x): what
+/// both GPU runs start from.
+struct CurrentGpu {
+  cuda::DeviceInfo device;
+  std::string chip;
+};
+static llvm::Expected<CurrentGpu> currentGpu() {
+  auto driver = cuda::Driver::get();
+  if (!driver)
+    return driver.takeError();
+  auto device = driver->currentDevice();
+  if (!device)
+    return device.takeError();
+  auto chip = chipForComputeCapability(device->computeMajor, device->computeMinor, device->name);
+  if (!chip)
+    return chip.takeError();
+  return CurrentGpu{*device, *chip};
+}
+
 /// The forward on the GPU (its default configuration), then the derived backward's three
 /// kernels (compileBackwardToPTX, CudaBackwardKernel) on its O and LSE; dQ, dK and dV against
 /// the float64 backward of the same inputs, O and LSE.
@@ -818,17 +837,14 @@ static int runBackwardOnGpu(const std::string &text, const std::string &bufferNa
     fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
     return 1;
   };
-  cuda::Driver &driver = *cuda::Driver::get();
-  auto dev = driver.currentDevice();
-  if (!dev)
-    return fail(dev.takeError());
-  auto chip = chipForComputeCapability(dev->computeMajor, dev->computeMinor, dev->name);
-  if (!chip)
-    return fail(chip.takeError());
+  auto gpu = currentGpu();
+  if (!gpu)
+    return fail(gpu.takeError());
+  const cuda::DeviceInfo *dev = &gpu->device;
   PtxCompileOptions opts;
   opts.elementType = dtype;
   opts.headDim = runHeadDim;
-  opts.chip = *chip;
+  opts.chip = gpu->chip;
   auto t0 = std::chrono::steady_clock::now();
   auto forwardPtx = compileToPTX(text, bufferName, opts);
   if (!forwardPtx) {
@@ -926,7 +942,7 @@ static int runBackwardOnGpu(const std::string &text, const std::string &bufferNa
              forwardPtx->name, bufferName, dtype.getValue(), dev->name, opts.chip);
   fmt::print("shape        B={} H={} Hkv={} M={} N={} D={}  backward Br={} Bc={}  dQ {}\n", p.B,
              p.H, p.Hkv, p.M, p.N, p.D, first.blockM, first.blockN,
-             runDeterministic ? "deterministic (ordered key loop)" : "atomic");
+             first.deterministic ? "deterministic (ordered key loop)" : "atomic");
   for (auto [i, phase] : llvm::enumerate(*backwardPtx))
     fmt::print("phase        {:<16} {} threads, {} shared bytes, {} registers, {} spill bytes\n",
                phase.backwardPhase, phase.threads, phase.sharedBytes,
@@ -944,10 +960,10 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
     fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
     return 1;
   };
-  cuda::Driver &driver = *cuda::Driver::get();
-  auto dev = driver.currentDevice();
-  if (!dev)
-    return fail(dev.takeError());
+  auto gpu = currentGpu();
+  if (!gpu)
+    return fail(gpu.takeError());
+  const cuda::DeviceInfo *dev = &gpu->device;
   PtxCompileOptions opts; // block sizes: the tuned defaults for the kernel's head dimension
   opts.elementType = dtype;
   opts.headDim = runHeadDim;
@@ -955,10 +971,7 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
   opts.pagedKv = runPagedKv;
   opts.pageSize = runPagedKv ? runPageSize.getValue() : 0;
   opts.varlen = runVarlen;
-  auto chip = chipForComputeCapability(dev->computeMajor, dev->computeMinor, dev->name);
-  if (!chip)
-    return fail(chip.takeError());
-  opts.chip = *chip;
+  opts.chip = gpu->chip;
   auto t0 = std::chrono::steady_clock::now();
   auto compiled = compileToPTX(text, bufferName, opts);
   if (!compiled) {

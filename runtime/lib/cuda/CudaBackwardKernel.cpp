@@ -82,17 +82,12 @@ CudaBackwardKernel::load(llvm::StringRef ptx, std::vector<KernelMetadata> phases
                        "backward kernel '" + metadata.name + "' is phase '" +
                            metadata.backwardPhase + "' where '" + abi::backwardPhaseName(phase) +
                            "' is launched");
-  auto driver = Driver::get();
-  if (!driver)
-    return driver.takeError();
-  auto context = driver->currentContext();
-  if (!context)
-    return context.takeError();
-  auto device = driver->currentDevice();
-  if (!device)
-    return device.takeError();
+  auto target = currentLoadTarget();
+  if (!target)
+    return target.takeError();
+  const DeviceInfo *device = &target->device;
   auto impl = std::make_unique<Impl>();
-  impl->context = *context;
+  impl->context = target->context;
   std::string jitLog;
   auto module = loadPtxModule(ptx, phases.front().name, jitLog);
   if (!module)

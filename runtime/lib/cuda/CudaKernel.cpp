@@ -549,19 +549,14 @@ int CudaKernel::localBytesPerThread() const { return impl->localBytes; }
 
 llvm::Expected<std::unique_ptr<CudaKernel>> CudaKernel::load(llvm::StringRef ptx,
                                                              KernelMetadata metadata) {
-  auto driver = Driver::get();
-  if (!driver)
-    return driver.takeError();
-  auto context = driver->currentContext();
-  if (!context)
-    return context.takeError();
-  auto device = driver->currentDevice();
-  if (!device)
-    return device.takeError();
+  auto target = currentLoadTarget();
+  if (!target)
+    return target.takeError();
+  const DeviceInfo *device = &target->device;
 
   const DriverApi &cu = api();
   auto impl = std::make_unique<Impl>();
-  impl->context = *context;
+  impl->context = target->context;
   const std::string &name = metadata.name;
   impl->multiprocessors = device->multiprocessorCount; // sizes split-KV launches
 

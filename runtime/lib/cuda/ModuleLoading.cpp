@@ -28,6 +28,19 @@ void tilefuse::runtime::cuda::detail::releaseLoaded(CUcontext context, CUmodule 
   }
 }
 
+llvm::Expected<LoadTarget> tilefuse::runtime::cuda::detail::currentLoadTarget() {
+  auto driver = Driver::get();
+  if (!driver)
+    return driver.takeError();
+  auto context = driver->currentContext();
+  if (!context)
+    return context.takeError();
+  auto device = driver->currentDevice();
+  if (!device)
+    return device.takeError();
+  return LoadTarget{*context, *device};
+}
+
 /// The text up to the first NUL of a log buffer the driver filled.
 static std::string takeLog(const std::string &buffer) {
   return llvm::StringRef(buffer.c_str()).rtrim().str();

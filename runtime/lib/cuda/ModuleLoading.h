@@ -22,6 +22,14 @@ namespace tilefuse::runtime::cuda::detail {
 /// the module go. Nothing is freed when the context cannot be made current.
 void releaseLoaded(CUcontext context, CUmodule module, CUdeviceptr workspace, CUevent lastLaunch);
 
+/// Where a launcher loads: the calling thread's current context (the one its module, workspace
+/// and launches belong to) and its device (limits, SM count).
+struct LoadTarget {
+  CUcontext context = nullptr;
+  DeviceInfo device;
+};
+llvm::Expected<LoadTarget> currentLoadTarget();
+
 /// `ptx` loaded by the driver's JIT into the current context. `what` names it in errors, which
 /// carry the JIT's error log; the JIT's verbose info log goes to `infoLog`.
 llvm::Expected<CUmodule> loadPtxModule(llvm::StringRef ptx, const std::string &what,
