@@ -21,11 +21,13 @@
 //   dS = P o (dP - D)                          the softmax's backward
 //   then back through the score chain, last op first:
 //     score_mod:  dS = dS o f'(its input)      (the derivative tile-score-mod-derivative builds)
-//     scale:      dS = dS * factor
+//     scale:      nothing on dS: every step back is linear in dS, so the factors multiply dQ
+//                 and dK instead (tile.scale of the gradients), once per gradient element
+//                 rather than once per score
 //     mask:       nothing: masked scores have P = 0, so dS is 0 there already; only where a
 //                 score_mod follows the mask (it may turn -inf into a finite score) are the
 //                 masked elements zeroed explicitly
-//   dQ = dot(dS, K),  dK = sum_head_groups(dot(dS^T, Q))
+//   dQ = c dot(dS, K),  dK = c sum_head_groups(dot(dS^T, Q)),  c the product of the scales
 //
 // GQA: dot reads key/value head h / (H / Hkv) for query head h, so the gradients of K and V sum
 // the query heads of each group (tile.sum_head_groups). Everything stays whole-tensor written
@@ -315,6 +317,8 @@ LogicalResult deriveBackward(func::FuncOp fn, ForwardAttention &a) {
 
   // Back through the score chain, last op first.
   bool scoreModFollows = false;
+  double gradientFactor = 1.0; ///< the chain's scales, applied to dQ and dK
+  Location gradientFactorLoc = loc;
   for (const ChainStep &step : llvm::reverse(steps)) {
     Location stepLoc = step.forward->getLoc();
     if (isa<ScoreModOp>(step.forward)) {
@@ -324,7 +328,10 @@ LogicalResult deriveBackward(func::FuncOp fn, ForwardAttention &a) {
                     });
       scoreModFollows = true;
     } else if (isa<ScaleOp>(step.forward)) {
-      dS = ScaleOp::create(b, stepLoc, scoresType, dS, b.getF64FloatAttr(step.factor));
+      // Every step back through the chain is linear in dS, so the factor moves out of it into
+      // the gradients that dS feeds: once per gradient element instead of once per score.
+      gradientFactor *= step.factor;
+      gradientFactorLoc = stepLoc;
     } else if (scoreModFollows) {
       // A masked score is the constant -inf: no gradient reaches the input there, whatever the
       // score_mod after it made of -inf (and its derivative at -inf may be NaN).
@@ -348,6 +355,12 @@ LogicalResult deriveBackward(func::FuncOp fn, ForwardAttention &a) {
                                   /*transpose_rhs=*/false, /*transpose_lhs=*/true);
   Value kHeads = memref::DimOp::create(b, qkLoc, bK, 1);
   Value dK = SumHeadGroupsOp::create(b, qkLoc, f32Tensor(kShape, ctx), dKPerHead, kHeads);
+  if (gradientFactor != 1.0) {
+    dQ = ScaleOp::create(b, gradientFactorLoc, dQ.getType(), dQ,
+                         b.getF64FloatAttr(gradientFactor));
+    dK = ScaleOp::create(b, gradientFactorLoc, dK.getType(), dK,
+                         b.getF64FloatAttr(gradientFactor));
+  }
 
   StoreOp::create(b, qkLoc, dQ, bDQ);
   StoreOp::create(b, qkLoc, dK, bDK);

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/Passes.h"
+#include "tilefuse/passes/Base2Scores.h"
 #include "tilefuse/dialect/TileMath.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
@@ -113,33 +114,6 @@ Value cloneSlice(OpBuilder &b, scf::ForOp loop, Value root, Value newIv) {
   return map.lookupOrDefault(root);
 }
 
-/// Puts scores in base-2 units. When only masks separate them from a multiplication by a
-/// positive constant (the softmax scale), log2(e) joins that constant; masks map -inf to -inf
-/// under any positive scale, so their meaning is unchanged.
-Value toBase2(OpBuilder &b, Location loc, Value s) {
-  Value cur = s;
-  while (auto mask = cur.getDefiningOp<BlockMaskOp>())
-    cur = mask.getInput();
-  if (auto mul = cur.getDefiningOp<arith::MulFOp>()) {
-    DenseElementsAttr factor;
-    if (mul->hasOneUse() && matchPattern(mul.getRhs(), m_Constant(&factor)) &&
-        factor.isSplat() && factor.getSplatValue<APFloat>().convertToDouble() > 0) {
-      double f = factor.getSplatValue<APFloat>().convertToDouble() * kLog2E;
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPoint(mul);
-      auto ty = cast<RankedTensorType>(mul.getType());
-      Value folded = arith::ConstantOp::create(
-          b, loc, ty, DenseElementsAttr::get(ty, APFloat(static_cast<float>(f))));
-      mul.getRhsMutable().assign(folded);
-      return s;
-    }
-  }
-  auto ty = cast<RankedTensorType>(s.getType());
-  Value c = arith::ConstantOp::create(
-      b, loc, ty, DenseElementsAttr::get(ty, APFloat(static_cast<float>(kLog2E))));
-  return arith::MulFOp::create(b, loc, s, c);
-}
-
 Value splat(OpBuilder &b, Location loc, RankedTensorType ty, double v) {
   return arith::ConstantOp::create(b, loc, ty,
                                    DenseElementsAttr::get(ty, APFloat(static_cast<float>(v))));
@@ -161,7 +135,7 @@ void fuse(Sweeps s) {
       ValueRange{negInf, zeroRow, zeroAcc},
       [&](OpBuilder &nb, Location l, Value iv, ValueRange it) {
         Value m = it[0], sum = it[1], acc = it[2];
-        Value t = toBase2(nb, l, cloneSlice(nb, s.max, s.scores, iv));
+        Value t = scoresInBase2(nb, l, cloneSlice(nb, s.max, s.scores, iv));
         Value vBlk = cloneSlice(nb, s.pv, s.valueBlk, iv);
         Value bm = ReduceOp::create(nb, l, rowTy, ReduceKind::Max, t);
         Value mNew = arith::MaximumFOp::create(nb, l, m, bm);

@@ -11,7 +11,10 @@
 //     over query blocks, which recomputes the scores through the forward's chain, P from the
 //     stored logsumexp, dP = dO V^T, dS = P o (dP - D) and its way back through the chain, and
 //     accumulates dV += P^T dO and dK += dS^T Q. Without `deterministic`, dQ += dS K goes to the
-//     f32 accumulator by tile.block_atomic_add;
+//     f32 accumulator by tile.block_atomic_add. A gradient's tile.scale (the softmax scale the
+//     derivation moved out of dS) multiplies the finished block once, at its store or, for the
+//     atomic dQ, where grid 3 converts it; P is recomputed in base 2 (exp2, log2(e) folded into
+//     the softmax scale where only masks follow it);
 //  3. dQ, one program per (batch, head, Br-row block): without `deterministic`, the accumulator
 //     converted to dQ's type; with it, a loop over key blocks that recomputes dS and accumulates
 //     dQ += dS K in key-block order inside the program that owns the rows (no atomics, no
@@ -31,6 +34,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/Passes.h"
+#include "tilefuse/passes/Base2Scores.h"
+#include "tilefuse/dialect/TileMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -53,18 +58,22 @@ using namespace tilefuse::tile;
 
 namespace {
 
-/// A gradient of K or V: store(sum_head_groups(dot(A^T, X))), A scores, X query rows.
+/// A gradient of K or V: store([scale] sum_head_groups(dot(A^T, X))), A scores, X query rows;
+/// `factor` is the scale's (1 without one), applied once to the summed block before its store.
 struct KeyGradient {
   StoreOp store;
   DotOp dot;
+  double factor = 1.0;
 };
 
-/// A gradient of Q: store(dot(A, Y)), A scores, Y key rows; `accumulator` is its f32 workspace
-/// when dQ is accumulated atomically.
+/// A gradient of Q: store([scale] dot(A, Y)), A scores, Y key rows; `accumulator` is its f32
+/// workspace when dQ is accumulated atomically (the sums go in unscaled, and `factor` is applied
+/// where they are converted).
 struct QueryGradient {
   StoreOp store;
   DotOp dot;
   Value accumulator;
+  double factor = 1.0;
 };
 
 /// Where block values of one kind are built, and what was built there. A value is built once per
@@ -110,6 +119,13 @@ private:
   RankedTensorType f32Block(int64_t rows, int64_t cols) {
     return RankedTensorType::get({rows, cols}, b.getF32Type());
   }
+  /// `block` times `factor` (a gradient's scale), or `block` itself for a factor of 1.
+  Value scaled(Value block, double factor) {
+    if (factor == 1.0)
+      return block;
+    return arith::MulFOp::create(b, loc, block,
+                                 cst(cast<RankedTensorType>(block.getType()), factor));
+  }
 
   /// Builds `v`'s block in `scope` (once); `build` runs at the scope's insertion point.
   FailureOr<Value> inScope(Scope &scope, Value v, function_ref<FailureOr<Value>()> build);
@@ -149,20 +165,29 @@ private:
 LogicalResult BackwardTiler::match() {
   for (StoreOp store : fn.getBody().getOps<StoreOp>()) {
     Value value = store.getValue();
+    double factor = 1.0;
+    if (auto scale = value.getDefiningOp<ScaleOp>()) {
+      if (!scale.getFactor())
+        return scale.emitOpError("the tiled backward scales a gradient only by a given "
+                                 "factor (`by`)");
+      factor = scale.getFactor()->convertToDouble();
+      value = scale.getInput();
+    }
     if (auto sum = value.getDefiningOp<SumHeadGroupsOp>()) {
       auto dot = sum.getInput().getDefiningOp<DotOp>();
       if (!dot || !dot.getTransposeLhs() || dot.getTransposeRhs())
         return sum.emitOpError("the tiled backward sums over head groups only a tile.dot "
                                "%scores, %rows transpose_lhs (a gradient of K or V)");
-      keyGradients.push_back({store, dot});
+      keyGradients.push_back({store, dot, factor});
       continue;
     }
     auto dot = value.getDefiningOp<DotOp>();
     if (!dot || dot.getTransposeLhs() || dot.getTransposeRhs())
       return store.emitOpError("the tiled backward stores gradients of K and V "
-                               "(tile.sum_head_groups of tile.dot transpose_lhs) and of Q "
-                               "(tile.dot %scores, %key_rows) only");
-    queryGradients.push_back({store, dot, Value()});
+                               "([tile.scale of] tile.sum_head_groups of tile.dot "
+                               "transpose_lhs) and of Q ([tile.scale of] tile.dot %scores, "
+                               "%key_rows) only");
+    queryGradients.push_back({store, dot, Value(), factor});
   }
   if (keyGradients.empty() && queryGradients.empty())
     return fn.emitOpError("is a backward written form that stores no gradient");
@@ -377,15 +402,21 @@ FailureOr<Value> BackwardTiler::scores(Value v) {
         masked = lastMask;
       }
       andBounds(lastMask);
-      // p = exp(s - lse); a fully masked row (lse = -inf) subtracts +inf instead, so its
-      // probabilities are 0, not NaN.
+      // p = exp(s - lse) = exp2(s log2(e) - lse log2(e)); a fully masked row (lse = -inf)
+      // subtracts +inf instead, so its probabilities are 0, not NaN. log2(e) joins the softmax
+      // scale where only masks follow it (the product feeds nothing but this chain: a mask's
+      // output is read again only where a score_mod follows it, and then the chain to P
+      // starts at that score_mod), and the row term is scaled once per row: the multiply
+      // and the subtraction per score become one fused multiply-add.
       auto rowTy = RankedTensorType::get({br}, b.getF32Type());
       Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, *lse,
                                           cst(rowTy, -INFINITY));
       Value lseSafe = arith::SelectOp::create(b, loc, empty, cst(rowTy, INFINITY), *lse);
-      Value lseBlock = BroadcastOp::create(b, loc, scoreTy, lseSafe);
+      Value lseBase2 = arith::MulFOp::create(b, loc, lseSafe, cst(rowTy, tile::kLog2E));
+      Value lseBlock = BroadcastOp::create(b, loc, scoreTy, lseBase2);
+      Value base2 = scoresInBase2(b, loc, masked);
       return Value(
-          math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, masked, lseBlock)));
+          math::Exp2Op::create(b, loc, arith::SubFOp::create(b, loc, base2, lseBlock)));
     }
     if (auto map = dyn_cast_or_null<MapOp>(def)) {
       SmallVector<Value> inputs;
@@ -518,7 +549,7 @@ LogicalResult BackwardTiler::emitKeyGradients() {
 
   b.setInsertionPointAfter(headLoop);
   for (auto [g, sum] : llvm::zip(keyGradients, headLoop.getResults()))
-    BlockStoreOp::create(b, loc, sum, g.store.getView(),
+    BlockStoreOp::create(b, loc, scaled(sum, g.factor), g.store.getView(),
                          ValueRange{at.batch, at.kvHead, at.col0}, N);
   return success();
 }
@@ -540,7 +571,7 @@ LogicalResult BackwardTiler::emitQueryGradients() {
       auto ty = cast<MemRefType>(g.accumulator.getType());
       Value sum = BlockLoadOp::create(b, loc, f32Block(br, ty.getDimSize(3)), g.accumulator,
                                       ValueRange{at.batch, at.head, at.row0}, M);
-      BlockStoreOp::create(b, loc, sum, g.store.getView(),
+      BlockStoreOp::create(b, loc, scaled(sum, g.factor), g.store.getView(),
                            ValueRange{at.batch, at.head, at.row0}, M);
     }
     return success();
@@ -581,7 +612,7 @@ LogicalResult BackwardTiler::emitQueryGradients() {
 
   b.setInsertionPointAfter(keyLoop);
   for (auto [g, sum] : llvm::zip(queryGradients, keyLoop.getResults()))
-    BlockStoreOp::create(b, loc, sum, g.store.getView(),
+    BlockStoreOp::create(b, loc, scaled(sum, g.factor), g.store.getView(),
                          ValueRange{at.batch, at.head, at.row0}, M);
   return success();
 }

@@ -4,8 +4,9 @@
 // tile-derive-backward: beside each forward kernel @k(Q, K, V, O, LSE), the backward written
 // form @k_backward(Q, K, V, O, dO, LSE, dQ, dK, dV): the scores recomputed through the same
 // chain (score_mod as score_mod_grad), P from the logsumexp, D = rowsum(dO o O), dV = P^T dO,
-// dP = dO V^T, dS = P o (dP - D), back through the chain, dQ = dS K, dK = dS^T Q, with dK and
-// dV summed over the query heads of each group.
+// dP = dO V^T, dS = P o (dP - D), back through the chain, dQ = c dS K, dK = c dS^T Q (c the
+// chain's scales, moved out of dS: every step back is linear in it), with dK and dV summed over
+// the query heads of each group.
 
 !qkv = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
 !lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
@@ -46,11 +47,13 @@
 // CHECK-NEXT:      %[[PC:.+]] = arith.mulf %[[p]], %[[C]] : f32
 // CHECK-NEXT:      tile.yield %[[PC]] : f32
 // CHECK:         %[[DSR:.+]] = tile.map %[[DS]], %[[DF]]
-// CHECK:         %[[G:.+]] = tile.scale %[[DSR]] by 1.250000e-01
-// CHECK:         %[[dQ:.+]] = tile.dot %[[G]], %[[k]] : tensor<?x?x?x?xf32>, tensor<?x?x?x64xbf16> -> tensor<?x?x?x64xf32>
-// CHECK:         %[[DKH:.+]] = tile.dot %[[G]], %[[q]] transpose_lhs
+// CHECK-NOT:     tile.scale
+// CHECK:         %[[DQU:.+]] = tile.dot %[[DSR]], %[[k]] : tensor<?x?x?x?xf32>, tensor<?x?x?x64xbf16> -> tensor<?x?x?x64xf32>
+// CHECK:         %[[DKH:.+]] = tile.dot %[[DSR]], %[[q]] transpose_lhs
 // CHECK:         %[[HK:.+]] = memref.dim %[[K]], %{{.+}}
-// CHECK:         %[[dK:.+]] = tile.sum_head_groups %[[DKH]], %[[HK]]
+// CHECK:         %[[DKU:.+]] = tile.sum_head_groups %[[DKH]], %[[HK]]
+// CHECK:         %[[dQ:.+]] = tile.scale %[[DQU]] by 1.250000e-01 : tensor<?x?x?x64xf32>
+// CHECK:         %[[dK:.+]] = tile.scale %[[DKU]] by 1.250000e-01 : tensor<?x?x?x64xf32>
 // CHECK:         tile.store %[[dQ]], %[[DQ]]
 // CHECK:         tile.store %[[dK]], %[[DK]]
 // CHECK:         tile.store %[[dV]], %[[DV]]
@@ -94,9 +97,10 @@ func.func @softcap(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
 // CHECK:         tile.sum_head_groups %{{.+}}, %{{.+}} : tensor<?x8x?x32xf32> -> tensor<?x2x?x32xf32>
 // CHECK:         %[[DS:.+]] = tile.map
 // CHECK-NOT:     tile.map
-// CHECK:         %[[G:.+]] = tile.scale %[[DS]] by 5.000000e-01
-// CHECK:         tile.dot %[[G]], %{{.+}} : tensor<?x8x?x?xf32>, tensor<?x2x?x32xf16> -> tensor<?x8x?x32xf32>
-// CHECK:         tile.sum_head_groups %{{.+}}, %{{.+}} : tensor<?x8x?x32xf32> -> tensor<?x2x?x32xf32>
+// CHECK:         %[[DQ:.+]] = tile.dot %[[DS]], %{{.+}} : tensor<?x8x?x?xf32>, tensor<?x2x?x32xf16> -> tensor<?x8x?x32xf32>
+// CHECK:         %[[DK:.+]] = tile.sum_head_groups %{{.+}}, %{{.+}} : tensor<?x8x?x32xf32> -> tensor<?x2x?x32xf32>
+// CHECK:         tile.scale %[[DQ]] by 5.000000e-01 : tensor<?x8x?x32xf32>
+// CHECK:         tile.scale %[[DK]] by 5.000000e-01 : tensor<?x2x?x32xf32>
 func.func @gqa_causal(%Q: !qv, %K: !kv, %V: !kv, %O: !qv, %LSE: !lse) {
   %q = tile.load %Q : !qv -> !qin
   %k = tile.load %K : !kv -> !kvin

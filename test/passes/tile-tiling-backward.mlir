@@ -58,29 +58,37 @@
 // CHECK:                 arith.cmpi ult, %[[KV]], %[[N]]
 // CHECK:               %[[EMPTY:.+]] = arith.cmpf oeq, %[[L]]
 // CHECK:               %[[LS:.+]] = arith.select %[[EMPTY]], %{{.+}}, %[[L]] : tensor<32xi1>, tensor<32xf32>
-// CHECK:               %[[LB:.+]] = tile.broadcast %[[LS]]
-// CHECK:               %[[SHIFT:.+]] = arith.subf %[[BOUNDED]], %[[LB]]
-// CHECK:               %[[P:.+]] = math.exp %[[SHIFT]] : tensor<32x16xf32>
+// CHECK:               %[[LOG2E:.+]] = arith.constant dense<1.44269502> : tensor<32xf32>
+// CHECK:               %[[LS2:.+]] = arith.mulf %[[LS]], %[[LOG2E]] : tensor<32xf32>
+// CHECK:               %[[LB:.+]] = tile.broadcast %[[LS2]]
+// CHECK:               %[[LOG2EB:.+]] = arith.constant dense<1.44269502> : tensor<32x16xf32>
+// CHECK:               %[[S2:.+]] = arith.mulf %[[BOUNDED]], %[[LOG2EB]] : tensor<32x16xf32>
+// CHECK:               %[[SHIFT:.+]] = arith.subf %[[S2]], %[[LB]]
+// CHECK:               %[[P:.+]] = math.exp2 %[[SHIFT]] : tensor<32x16xf32>
 // CHECK:               %[[DOB2:.+]] = tile.block_load %[[DO]][%[[B2]], %[[HQ]], %[[R2]]] bound %[[M]]
 // CHECK:               %[[DP:.+]] = tile.block_dot %[[DOB2]], %[[VB]] transpose_rhs
 // CHECK:               %[[DB:.+]] = tile.block_load %[[WS]][%[[B2]], %[[HQ]], %[[R2]]] bound %[[M]] : memref<?x?x?xf32> -> tensor<32xf32>
 // CHECK:               %[[DS:.+]] = tile.block_map %[[P]], %[[DP]], %[[DB]] : tensor<32x16xf32>, tensor<32x16xf32>, tensor<32xf32> -> tensor<32x16xf32>
 // CHECK:               %[[DSF:.+]] = tile.block_map %[[DS]], %[[DF]]
 // CHECK:               %[[DSM:.+]] = tile.block_map %[[DSF]], %[[MASK]]
-// CHECK:               %[[GS:.+]] = arith.mulf %[[DSM]], %{{.+}} : tensor<32x16xf32>
-// CHECK:               %[[NDK:.+]] = tile.block_dot %[[GS]], %[[QB]] acc %[[DKA]] transpose_lhs : tensor<32x16xf32>, tensor<32x16xbf16>, tensor<16x16xf32> -> tensor<16x16xf32>
+// CHECK-NOT:           arith.mulf
+// CHECK:               %[[NDK:.+]] = tile.block_dot %[[DSM]], %[[QB]] acc %[[DKA]] transpose_lhs : tensor<32x16xf32>, tensor<32x16xbf16>, tensor<16x16xf32> -> tensor<16x16xf32>
 // CHECK:               %[[NDV:.+]] = tile.block_dot %[[P]], %[[DOB2]] acc %[[DVA]] transpose_lhs
-// CHECK:               %[[PART:.+]] = tile.block_dot %[[GS]], %[[KB]] : tensor<32x16xf32>, tensor<16x16xbf16> -> tensor<32x16xf32>
+// CHECK:               %[[PART:.+]] = tile.block_dot %[[DSM]], %[[KB]] : tensor<32x16xf32>, tensor<16x16xbf16> -> tensor<32x16xf32>
 // CHECK:               tile.block_atomic_add %[[PART]], %[[ACC]][%[[B2]], %[[HQ]], %[[R2]]] bound %[[M]]
 // CHECK:               scf.yield %[[NDK]], %[[NDV]]
 // CHECK:             } {tile.query_loop}
-// CHECK:           tile.block_store %[[SUMS]]#0, %[[DK]][%[[B2]], %[[G]], %[[C]]] bound %[[N]]
+// CHECK:           %[[QUARTER:.+]] = arith.constant dense<2.500000e-01> : tensor<16x16xf32>
+// CHECK:           %[[DKS:.+]] = arith.mulf %[[SUMS]]#0, %[[QUARTER]]
+// CHECK:           tile.block_store %[[DKS]], %[[DK]][%[[B2]], %[[G]], %[[C]]] bound %[[N]]
+// CHECK-NOT:       arith.mulf
 // CHECK:           tile.block_store %[[SUMS]]#1, %[[DV]][%[[B2]], %[[G]], %[[C]]] bound %[[N]]
 // CHECK:         } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>], tile.backward_phase = "key_gradients"}
 // CHECK:         scf.forall (%[[B3:.+]], %[[H3:.+]], %[[I3:.+]]) in
 // CHECK:           %[[R3:.+]] = arith.muli %[[I3]], %c32
 // CHECK:           %[[SUM:.+]] = tile.block_load %[[ACC]][%[[B3]], %[[H3]], %[[R3]]] bound %[[M]] : memref<?x?x?x16xf32> -> tensor<32x16xf32>
-// CHECK:           tile.block_store %[[SUM]], %[[DQ]][%[[B3]], %[[H3]], %[[R3]]] bound %[[M]]
+// CHECK:           %[[DQSC:.+]] = arith.mulf %[[SUM]], %{{.+}} : tensor<32x16xf32>
+// CHECK:           tile.block_store %[[DQSC]], %[[DQ]][%[[B3]], %[[H3]], %[[R3]]] bound %[[M]]
 // CHECK:         } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>], tile.backward_phase = "query_gradients"}
 // CHECK-NOT:     tile.load
 // CHECK-NOT:     tile.dot
@@ -103,7 +111,8 @@
 // DET:               %[[NDQ:.+]] = tile.block_dot %{{.+}}, %[[KB]] acc %[[DQA]] : tensor<32x16xf32>, tensor<16x16xbf16>, tensor<32x16xf32> -> tensor<32x16xf32>
 // DET:               scf.yield %[[NDQ]]
 // DET:             } {tile.kv_loop}
-// DET:             tile.block_store %[[DQS]], %{{.+}}[%[[B]], %[[H]], %[[R]]]
+// DET:             %[[DQSC:.+]] = arith.mulf %[[DQS]], %{{.+}} : tensor<32x16xf32>
+// DET:             tile.block_store %[[DQSC]], %{{.+}}[%[[B]], %[[H]], %[[R]]]
 // DET:           } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>], tile.backward_phase = "query_gradients"}
 func.func @capped_backward(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %dO: !qkv, %LSE: !lse,
                            %dQ: !qkv, %dK: !qkv, %dV: !qkv) {
@@ -162,11 +171,12 @@ func.func @capped_backward(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %dO: !qkv, %L
     %r = arith.select %masked, %zero, %x : f32
     tile.yield %r : f32
   }
-  %g = tile.scale %dsm by 0.25 : !scores
-  %dqs = tile.dot %g, %k : !scores, !in -> !grad
-  %dkh = tile.dot %g, %q transpose_lhs : !scores, !in -> !grad
+  %dqu = tile.dot %dsm, %k : !scores, !in -> !grad
+  %dkh = tile.dot %dsm, %q transpose_lhs : !scores, !in -> !grad
   %hk = memref.dim %K, %c1 : !qkv
-  %dks = tile.sum_head_groups %dkh, %hk : !grad -> !grad
+  %dku = tile.sum_head_groups %dkh, %hk : !grad -> !grad
+  %dqs = tile.scale %dqu by 0.25 : !grad
+  %dks = tile.scale %dku by 0.25 : !grad
   tile.store %dqs, %dQ : !grad, !qkv
   tile.store %dks, %dK : !grad, !qkv
   tile.store %dvs, %dV : !grad, !qkv
@@ -177,7 +187,9 @@ func.func @capped_backward(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %dO: !qkv, %L
 
 // GQA (8 query heads over 2 key/value heads, declared): each key_gradients program loops over
 // the 4 query heads of its group, so dK and dV are summed in its accumulators; a mask last in
-// the chain takes the sequence bounds into its own region. An implicit scale is 1/sqrt(D).
+// the chain takes the sequence bounds into its own region. An implicit scale is 1/sqrt(D), and
+// log2(e) joins it (only the mask lies between it and P). Here dS is scaled elementwise before
+// the products (an older written form the schedule still takes).
 !qv = memref<?x8x?x32xf16, strided<[?, ?, ?, 1], offset: ?>>
 !kv = memref<?x2x?x32xf16, strided<[?, ?, ?, 1], offset: ?>>
 !lse = memref<?x8x?xf32, strided<[?, ?, 1], offset: ?>>
@@ -193,7 +205,8 @@ func.func @capped_backward(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %dO: !qkv, %L
 // CHECK:           %[[LO:.+]] = arith.muli %[[KVH]], %[[GROUP]]
 // CHECK:           %[[HI:.+]] = arith.addi %[[LO]], %[[GROUP]]
 // CHECK:           scf.for %{{.+}} = %[[LO]] to %[[HI]]
-// CHECK:             arith.constant dense<0.176776{{[0-9]+}}> : tensor<32x16xf32>
+// CHECK:             %[[BASE2:.+]] = arith.constant dense<0.255034{{[0-9]+}}> : tensor<32x16xf32>
+// CHECK:             arith.mulf %{{.+}}, %[[BASE2]] : tensor<32x16xf32>
 // CHECK:             tile.block_mask
 // CHECK-NEXT:        ^bb0(%{{.+}}: index, %{{.+}}: index, %[[QI:.+]]: index, %[[KV:.+]]: index):
 // CHECK-NEXT:          %[[KEEP:.+]] = arith.cmpi ule, %[[KV]], %[[QI]]
@@ -203,6 +216,8 @@ func.func @capped_backward(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %dO: !qkv, %L
 // CHECK-NEXT:          %[[K2:.+]] = arith.andi %[[K1]], %[[KVIN]]
 // CHECK-NEXT:          tile.yield %[[K2]] : i1
 // CHECK-NOT:         tile.block_mask
+// CHECK:             math.exp2
+// CHECK:             arith.constant dense<0.176776{{[0-9]+}}> : tensor<32x16xf32>
 // CHECK:             tile.block_dot {{.+}} transpose_lhs : tensor<32x16xf32>, tensor<32x32xf16>, tensor<16x32xf32> -> tensor<16x32xf32>
 // CHECK:           } {tile.query_loop}
 // CHECK:         tile.block_store %{{.+}}, %arg7[{{.+}}] bound %{{.+}} : tensor<16x32xf32>, memref<?x2x?x32xf16
@@ -270,8 +285,31 @@ func.func @stores_a_map(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %dO: !qkv, %LSE:
     %y = arith.addf %x, %x : f32
     tile.yield %y : f32
   }
-  // expected-error @+1 {{'tile.store' op the tiled backward stores gradients of K and V (tile.sum_head_groups of tile.dot transpose_lhs) and of Q (tile.dot %scores, %key_rows) only}}
+  // expected-error @+1 {{'tile.store' op the tiled backward stores gradients of K and V ([tile.scale of] tile.sum_head_groups of tile.dot transpose_lhs) and of Q ([tile.scale of] tile.dot %scores, %key_rows) only}}
   tile.store %twice, %dQ : !in, !qkv
+  return
+}
+
+// -----
+
+// A gradient's scale must state its factor: the default 1/sqrt(D) belongs to the scores.
+!qkv = memref<?x?x?x16xf32, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!in = tensor<?x?x?x16xf32>
+!rows = tensor<?x?x?xf32>
+!scores = tensor<?x?x?x?xf32>
+!grad = tensor<?x?x?x16xf32>
+func.func @gradient_scale_without_factor(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %dO: !qkv,
+                                         %LSE: !lse, %dQ: !qkv, %dK: !qkv, %dV: !qkv) {
+  %q = tile.load %Q : !qkv -> !in
+  %k = tile.load %K : !qkv -> !in
+  %lse = tile.load %LSE : !lse -> !rows
+  %s = tile.dot %q, %k transpose_rhs : !in, !in -> !scores
+  %p = tile.softmax_from_lse %s, %lse : !scores, !rows -> !scores
+  %dqu = tile.dot %p, %k : !scores, !in -> !grad
+  // expected-error @+1 {{'tile.scale' op the tiled backward scales a gradient only by a given factor (`by`)}}
+  %dqs = tile.scale %dqu : !grad
+  tile.store %dqs, %dQ : !grad, !qkv
   return
 }
 
