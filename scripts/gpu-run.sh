@@ -104,6 +104,34 @@ run_step() { # run_step LOG_NAME COMMAND...: tees the output into $out/LOG_NAME.
   echo
 } | tee "$out/machine.log"
 
+# run_sharded LOG_NAME COMMAND...: a GoogleTest COMMAND (the binary, or compute-sanitizer
+# running it) as GPU_TEST_SHARDS processes at once (default 8; GoogleTest's own
+# GTEST_TOTAL_SHARDS/GTEST_SHARD_INDEX split the cases), so the float64 references of different
+# cases are computed on different cores while the one GPU runs their kernels: the default set
+# took more than 250 s in one process. The shards' outputs are appended to $out/LOG_NAME.log in
+# shard order, with the summed counts last; the step fails if any shard does.
+run_sharded() {
+  local name=$1 shards=${GPU_TEST_SHARDS:-8} i rc=0 start=$SECONDS pids=()
+  shift
+  echo "=== $name: $* ($shards shards)" | tee "$out/$name.log"
+  for ((i = 0; i < shards; i++)); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$@" >"$out/$name.shard$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for ((i = 0; i < shards; i++)); do
+    wait "${pids[$i]}" || rc=1
+    cat "$out/$name.shard$i.log" | tee -a "$out/$name.log"
+    rm -f "$out/$name.shard$i.log"
+  done
+  local passed failed
+  passed=$(grep -ohE '^\[  PASSED  \] [0-9]+' "$out/$name.log" | awk '{s += $NF} END {print s + 0}')
+  failed=$(grep -ohE '^\[  FAILED  \] [0-9]+ tests?,' "$out/$name.log" |
+    awk '{s += $(NF - 1)} END {print s + 0}')
+  echo "=== $name: $passed passed, $failed failed in $shards shards" | tee -a "$out/$name.log"
+  echo "=== $name: exit $rc after $((SECONDS - start)) s" | tee -a "$out/$name.log"
+  ((rc == 0)) || status=1
+}
+
 # The self-contained build (scripts/build-gpu-full.sh), unpacked once per machine into
 # build-gpu-unpacked/ (190 MB: outside build-gpu/, which travels). False when it is missing.
 full=$PWD/build-gpu-unpacked
@@ -123,10 +151,10 @@ cli=$full/prefix/bin/tilefuse
 # and racecheck on their small cases; logs gpu-tests-NAME, memcheck-NAME, racecheck-NAME.
 kernel_set_tests() {
   local name=$1 dir=$2 tool
-  run_step "gpu-tests-$name" env TILEFUSE_PTX_DIR="$dir" "$tests" \
+  run_sharded "gpu-tests-$name" env TILEFUSE_PTX_DIR="$dir" "$tests" \
     --gtest_brief=1 --gtest_filter='GpuAttention*'
   for tool in memcheck racecheck; do
-    run_step "$tool-$name" env TILEFUSE_PTX_DIR="$dir" TILEFUSE_GPU_SMALL=1 \
+    run_sharded "$tool-$name" env TILEFUSE_PTX_DIR="$dir" TILEFUSE_GPU_SMALL=1 \
       compute-sanitizer --tool "$tool" --error-exitcode 1 --print-limit 20 "$tests" \
       --gtest_brief=1 --gtest_filter='GpuAttention*'
   done
@@ -135,14 +163,14 @@ kernel_set_tests() {
 for step in "${steps[@]}"; do
   case "$step" in
     tests)
-      run_step gpu-tests "$tests"
+      run_sharded gpu-tests "$tests"
       run_step capi-test env LD_LIBRARY_PATH=build-gpu build-gpu/tilefuse-capi-test
       ;;
     tests-head-dims)
       # Every variant at head dims 96, 192 and 256 (build-gpu/kernels-head-dims): the key blocks
       # the region cost picks; synccheck too, for the warp-specialized ones.
       kernel_set_tests head-dims build-gpu/kernels-head-dims
-      run_step synccheck-head-dims env TILEFUSE_PTX_DIR=build-gpu/kernels-head-dims \
+      run_sharded synccheck-head-dims env TILEFUSE_PTX_DIR=build-gpu/kernels-head-dims \
         TILEFUSE_GPU_SMALL=1 compute-sanitizer --tool synccheck --error-exitcode 1 \
         --print-limit 20 "$tests" --gtest_brief=1 --gtest_filter='GpuAttention*'
       ;;
@@ -158,7 +186,7 @@ for step in "${steps[@]}"; do
       # The varlen kernels on ragged packed sequences; synccheck too, for the warp-specialized
       # ones' mbarrier rings.
       kernel_set_tests varlen build-gpu/kernels-varlen
-      run_step synccheck-varlen env TILEFUSE_PTX_DIR=build-gpu/kernels-varlen \
+      run_sharded synccheck-varlen env TILEFUSE_PTX_DIR=build-gpu/kernels-varlen \
         TILEFUSE_GPU_SMALL=1 compute-sanitizer --tool synccheck --error-exitcode 1 \
         --print-limit 20 "$tests" --gtest_brief=1 --gtest_filter='GpuAttention*'
       ;;
@@ -170,7 +198,7 @@ for step in "${steps[@]}"; do
       # Warp-specialized kernels (mbarrier rings between a TMA producer and the consumers):
       # synccheck too, for the named and mbarrier synchronization.
       kernel_set_tests ws build-gpu/variants/ws
-      run_step synccheck-ws env TILEFUSE_PTX_DIR=build-gpu/variants/ws TILEFUSE_GPU_SMALL=1 \
+      run_sharded synccheck-ws env TILEFUSE_PTX_DIR=build-gpu/variants/ws TILEFUSE_GPU_SMALL=1 \
         compute-sanitizer --tool synccheck --error-exitcode 1 --print-limit 20 "$tests" \
         --gtest_brief=1 --gtest_filter='GpuAttention*'
       ;;
@@ -211,9 +239,9 @@ for step in "${steps[@]}"; do
       # Only the kernel tests: the CudaDriver tests make failing driver calls on purpose, which
       # memcheck would count as errors.
       export TILEFUSE_GPU_SMALL=1
-      run_step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 --print-limit 20 \
+      run_sharded memcheck compute-sanitizer --tool memcheck --error-exitcode 1 --print-limit 20 \
         "$tests" --gtest_brief=1 --gtest_filter='GpuAttention*'
-      run_step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 --print-limit 20 \
+      run_sharded racecheck compute-sanitizer --tool racecheck --error-exitcode 1 --print-limit 20 \
         "$tests" --gtest_brief=1 --gtest_filter='GpuAttention*'
       unset TILEFUSE_GPU_SMALL
       ;;
