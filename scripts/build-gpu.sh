@@ -98,6 +98,11 @@ for d in 64 128; do
 done
 # Every variant at head dims 96, 192 and 256 (scripts/gpu-run.sh tests-head-dims).
 KERNEL_SET=head-dims scripts/compile-kernels.sh "$out/kernels-head-dims" || exit 1
+# The same variants at head dim 256 with Q in shared memory, read by the wgmma descriptor (the
+# one-warpgroup kernel without Q fragments, where the default spills; scripts/gpu-run.sh
+# tests-d256-qs, and bench.py --variant qs=build-gpu/kernels-d256-qs).
+HEAD_DIMS=256 KERNEL_SET=head-dims scripts/compile-kernels.sh "$out/kernels-d256-qs" \
+  --config mma=wgmma,q=shared || exit 1
 # The split-KV kernels (tile-split-kv), apart: their sidecars say "split_kv" and the GPU tests run
 # them at several split counts (scripts/gpu-run.sh tests-split).
 KERNEL_SET=split scripts/compile-kernels.sh "$out/kernels-split" --split-kv || exit 1

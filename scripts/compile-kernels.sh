@@ -16,6 +16,7 @@
 #   KERNEL_SET=paged-varlen scripts/compile-kernels.sh DIR        the varlen set over paged caches
 #   KERNEL_SET=varlen-split scripts/compile-kernels.sh DIR        the varlen set, split-KV
 #   KERNEL_SET=head-dims scripts/compile-kernels.sh DIR           every variant at 96, 192, 256
+#                                                                 (HEAD_DIMS="256": those only)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 (($#)) || { echo "usage: $0 DIR [tilefuse compile options...]" >&2; exit 2; }
@@ -53,7 +54,7 @@ if [ "${KERNEL_SET:-full}" = head-dims ]; then
   # Every bundled variant and the test-only ones at head dims 96, 192 and 256, as compiled by
   # default: warp-specialized and rotated at 96 and 192, with the key block the score and mask
   # regions' register cost leaves (ScoreRegionCost.h), one warpgroup at 256.
-  for d in 96 192 256; do
+  for d in ${HEAD_DIMS:-96 192 256}; do
     for kernel in $("$tilefuse" list | awk '{print $1}'); do
       compile "${kernel}_d$d" --kernel "$kernel" --head-dim "$d" "$@"
     done

@@ -200,9 +200,12 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
     return fail("pack_gqa=true needs q=registers (packed rows are not copied to shared memory)");
   // The consumers are warpgroups issuing wgmma; the producer's TMA panels are wgmma's 128-byte
   // swizzle (LaunchAbi.h), and its pack of G heads' rows would need a gathering load.
+  // The producer's tensor maps are K's and V's (LaunchAbi.h): Q has none to be copied by.
   if (warpSpecialize == true && (mma == MmaKind::Sync || packGqa == true ||
+                                 qOperand == QOperand::Shared ||
                                  (!chip.empty() && chip != "sm_90a")))
-    return fail("warp_specialize=true needs mma=wgmma (chip sm_90a) and pack_gqa=false");
+    return fail("warp_specialize=true needs mma=wgmma (chip sm_90a), pack_gqa=false and "
+                "q=registers");
   // The rotation reorders the consumers' mbarrier waits and wgmma groups, which only the
   // warp-specialized kernel has (a one-warpgroup kernel's cp.async ring is read in place).
   if (softmaxOverlap == true && !warpSpecialize.value_or(false))
@@ -217,10 +220,12 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   if (mma == MmaKind::Wgmma) {
     // the GPU lowering's constraints for warpgroup MMAs (its message), checked here so the tuner
     // never compiles a configuration the pass would refuse.
+    // Q in shared memory is read by descriptor (K-major, the 128-byte swizzle), as the
+    // backward reads Q and dO: the one-warpgroup kernel at head dim 256 then holds no Q
+    // fragments (docs/perf.md, "Q in shared memory at d256").
     if ((!chip.empty() && chip != "sm_90a") || (blockM && *blockM % 64) ||
-        (rowsPerWarp && *rowsPerWarp != 16) || qOperand == QOperand::Shared)
-      return fail("mma=wgmma needs chip=sm_90a, rows-per-warp=16, q-operand=registers and "
-                  "block-m a multiple of 64");
+        (rowsPerWarp && *rowsPerWarp != 16))
+      return fail("mma=wgmma needs chip=sm_90a, rows-per-warp=16 and block-m a multiple of 64");
   }
   return llvm::Error::success();
 }
@@ -356,13 +361,16 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   alone.ctasPerSm = requested.ctasPerSm;
   if (llvm::Error error = alone.verify())
     return std::move(error);
-  // wgmma's constraints (warpgroups of 16-row warps, Q in registers) rule it out as the default
-  // when a set field contradicts them; an explicit mma=wgmma is checked as is.
+  // wgmma's constraints (warpgroups of 16-row warps) rule it out as the default when a set field
+  // contradicts them; an explicit mma=wgmma is checked as is. q=shared alone keeps meaning the
+  // mma.sync kernel that reads Q by ldmatrix (what it meant before wgmma could read a shared
+  // A): with wgmma it is asked for as mma=wgmma,q=shared.
   bool syncOnly = requested.mma == MmaKind::Sync || requested.rowsPerWarp == 32 ||
-                  requested.qOperand == QOperand::Shared ||
+                  (requested.qOperand == QOperand::Shared && requested.mma != MmaKind::Wgmma) ||
                   (requested.blockM && *requested.blockM % 64);
   // The warp-specialized default only where nothing asked for rules it out.
-  bool noWarpRoles = syncOnly || requested.packGqa == true || requested.warpSpecialize == false;
+  bool noWarpRoles = syncOnly || requested.packGqa == true || requested.warpSpecialize == false ||
+                     requested.qOperand == QOperand::Shared;
   llvm::StringRef baseChip = syncOnly ? llvm::StringRef("sm_80") : chip;
   KeyLayout baseKeys = noWarpRoles ? KeyLayout::Gathered : keys;
   TileConfig base = defaultTileConfig(headDim, baseChip, baseKeys, regionRegisters);

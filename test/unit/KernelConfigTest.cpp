@@ -96,7 +96,10 @@ TEST(KernelConfig, BadTextIsALocatedError) {
       {"mma=mfma", "1:47: #tile.config: mma must be sync or wgmma, not 'mfma'"},
       // Parsed, but the fields do not fit together (TileConfig::verify).
       {"Br=24", "1:47: #tile.config: block-m must be a multiple of 16"},
-      {"Br=64,mma=wgmma,q=shared", "1:47: #tile.config: mma=wgmma needs chip=sm_90a"},
+      {"Br=64,mma=wgmma,rows_per_warp=32", "1:47: #tile.config: mma=wgmma needs chip=sm_90a"},
+      {"Br=128,mma=wgmma,q=shared,warp_specialize=true",
+       "1:47: #tile.config: warp_specialize=true needs mma=wgmma (chip sm_90a), pack_gqa=false "
+       "and q=registers"},
   };
   for (const Case &testCase : cases) {
     ConfigContext c;

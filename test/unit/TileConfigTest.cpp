@@ -102,9 +102,12 @@ TEST(TileConfig, VerifyChecksRangesAndCombinations) {
   EXPECT_NE(problem("rows_per_warp=8").find("rows-per-warp must be 16 or 32"), std::string::npos);
   EXPECT_NE(problem("Br=48,rows_per_warp=32").find("multiple of rows-per-warp"),
             std::string::npos);
-  for (const char *bad : {"mma=wgmma,rows_per_warp=32", "mma=wgmma,Br=32",
-                          "mma=wgmma,q=shared"})
+  for (const char *bad : {"mma=wgmma,rows_per_warp=32", "mma=wgmma,Br=32"})
     EXPECT_NE(problem(bad).find("mma=wgmma needs chip=sm_90a"), std::string::npos) << bad;
+  // wgmma reads a shared Q by descriptor; the warp-specialized producer has no Q tensor map.
+  EXPECT_EQ(problem("Br=64,mma=wgmma,q=shared", "sm_90a"), "");
+  EXPECT_NE(problem("mma=wgmma,q=shared,warp_specialize=true").find("and q=registers"),
+            std::string::npos);
   EXPECT_NE(problem("mma=wgmma", "sm_80").find("mma=wgmma needs"), std::string::npos);
   EXPECT_EQ(problem("stages=4"), "");
   for (const char *bad : {"stages=1", "stages=5"})
@@ -160,6 +163,29 @@ TEST(TileConfig, WarpSpecializeAddsAProducerWarpgroup) {
   EXPECT_EQ(d128->threads(), 384);
   ASSERT_FALSE(bool(onAmpere));
   EXPECT_NE(llvm::toString(onAmpere.takeError()).find("sm_90a"), std::string::npos);
+}
+
+/// Q in shared memory: alone it keeps meaning the mma.sync kernel (ldmatrix of Q); with
+/// mma=wgmma it is the one-warpgroup wgmma kernel reading Q by descriptor, never the
+/// warp-specialized one (whose producer has no Q tensor map), even at a head dimension whose
+/// default is warp-specialized.
+TEST(TileConfig, SharedQueryWithWarpgroupMmas) {
+  auto alone = resolveTileConfig(parsed("q=shared"), 256, "sm_90a");
+  ASSERT_TRUE(bool(alone)) << llvm::toString(alone.takeError());
+  EXPECT_EQ(alone->mma, MmaKind::Sync);
+  for (int64_t d : {128, 256}) {
+    auto wgmma = resolveTileConfig(parsed("mma=wgmma,q=shared"), d, "sm_90a");
+    ASSERT_TRUE(bool(wgmma)) << d << ": " << llvm::toString(wgmma.takeError());
+    EXPECT_EQ(wgmma->mma, MmaKind::Wgmma) << d;
+    EXPECT_EQ(wgmma->qOperand, QOperand::Shared) << d;
+    EXPECT_EQ(wgmma->warpSpecialize.value_or(false), false) << d;
+    EXPECT_EQ(wgmma->threads(), 128) << d;
+    EXPECT_EQ(parsed(wgmma->print()), *wgmma) << d;
+  }
+  auto roles = resolveTileConfig(parsed("mma=wgmma,q=shared,warp_specialize=true"), 128,
+                                 "sm_90a");
+  ASSERT_FALSE(bool(roles));
+  EXPECT_NE(llvm::toString(roles.takeError()).find("q=registers"), std::string::npos);
 }
 
 /// Ping-pong and persistent programs are warp-specialized kernels' options: they round-trip, and
