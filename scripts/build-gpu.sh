@@ -98,6 +98,18 @@ for d in 64 128; do
 done
 # Every variant at head dims 96, 192 and 256 (scripts/gpu-run.sh tests-head-dims).
 KERNEL_SET=head-dims scripts/compile-kernels.sh "$out/kernels-head-dims" || exit 1
+# The kernel set again with each grid's row blocks last first (row_order=descending:
+# scripts/gpu-run.sh tests-desc, and bench.py --variant desc=build-gpu/kernels-desc), and the
+# varlen bench's kernels the same way (--variant varlen-desc=build-gpu/kernels-varlen-bench-desc).
+scripts/compile-kernels.sh "$out/kernels-desc" --config row_order=descending || exit 1
+rm -rf "$out/kernels-varlen-bench-desc" && mkdir -p "$out/kernels-varlen-bench-desc"
+for d in 64 128; do
+  for kernel in attention causal; do
+    build/tools/tilefuse compile --kernel "$kernel" --head-dim "$d" --varlen \
+      --config row_order=descending --emit ptx \
+      -o "$out/kernels-varlen-bench-desc/${kernel}_d$d.ptx" || exit 1
+  done
+done
 # The same variants at head dim 256 with Q in shared memory, read by the wgmma descriptor (the
 # one-warpgroup kernel without Q fragments, where the default spills; scripts/gpu-run.sh
 # tests-d256-qs, and bench.py --variant qs=build-gpu/kernels-d256-qs).

@@ -32,7 +32,7 @@ bool TileConfig::isComplete() const {
 bool TileConfig::empty() const {
   return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue && !stages &&
          !packGqa && !ctasPerSm && !warpSpecialize && !softmaxOverlap && !pingpong &&
-         !persistent;
+         !persistent && !descendingRows;
 }
 
 bool TileConfig::operator==(const TileConfig &other) const {
@@ -40,14 +40,15 @@ bool TileConfig::operator==(const TileConfig &other) const {
          mma == other.mma && qOperand == other.qOperand && copyIssue == other.copyIssue &&
          stages == other.stages && packGqa == other.packGqa && ctasPerSm == other.ctasPerSm &&
          warpSpecialize == other.warpSpecialize && softmaxOverlap == other.softmaxOverlap &&
-         pingpong == other.pingpong && persistent == other.persistent;
+         pingpong == other.pingpong && persistent == other.persistent &&
+         descendingRows == other.descendingRows;
 }
 
 llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
   return llvm::hash_combine(config.blockM, config.blockN, config.rowsPerWarp, config.mma,
                             config.qOperand, config.copyIssue, config.stages, config.packGqa,
                             config.ctasPerSm, config.warpSpecialize, config.softmaxOverlap,
-                            config.pingpong, config.persistent);
+                            config.pingpong, config.persistent, config.descendingRows);
 }
 
 std::string TileConfig::print() const {
@@ -76,6 +77,8 @@ std::string TileConfig::print() const {
     items.push_back(*pingpong ? "pingpong=true" : "pingpong=false");
   if (persistent)
     items.push_back(*persistent ? "persistent=true" : "persistent=false");
+  if (descendingRows)
+    items.push_back(*descendingRows ? "row_order=descending" : "row_order=ascending");
   if (ctasPerSm)
     items.push_back("ctas_per_sm=" + std::to_string(*ctasPerSm));
   return llvm::join(items, ",");
@@ -127,9 +130,11 @@ llvm::Error TileConfig::set(llvm::StringRef key, llvm::StringRef value) {
     return choice(pingpong, false, "false", true, "true");
   if (key == "persistent")
     return choice(persistent, false, "false", true, "true");
+  if (key == "row_order" || key == "row-order")
+    return choice(descendingRows, false, "ascending", true, "descending");
   return fail("unknown setting '" + key +
               "' (Br, Bc, rows_per_warp, mma, q, copy_issue, stages, pack_gqa, ctas_per_sm, "
-              "warp_specialize, softmax_overlap, pingpong, persistent)");
+              "warp_specialize, softmax_overlap, pingpong, persistent, row_order)");
 }
 
 llvm::Expected<TileConfig> TileConfig::parse(llvm::StringRef text) {
@@ -174,6 +179,8 @@ TileConfig TileConfig::overriddenBy(const TileConfig &other) const {
     out.pingpong = other.pingpong;
   if (other.persistent)
     out.persistent = other.persistent;
+  if (other.descendingRows)
+    out.descendingRows = other.descendingRows;
   return out;
 }
 
@@ -217,6 +224,10 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   // The tile loop runs the producer's and the consumers' mbarrier rings on across tiles.
   if (persistent == true && !warpSpecialize.value_or(false))
     return fail("persistent=true needs warp_specialize=true");
+  // The tile loop orders its tiles itself (longest first, tgpu-persistent).
+  if (persistent == true && descendingRows == true)
+    return fail("row_order=descending needs persistent=false (the persistent tile loop has an "
+                "order of its own)");
   if (mma == MmaKind::Wgmma) {
     // the GPU lowering's constraints for warpgroup MMAs (its message), checked here so the tuner
     // never compiles a configuration the pass would refuse.

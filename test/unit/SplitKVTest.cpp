@@ -10,6 +10,8 @@
 // The same cases with GQA packing (pack_gqa: a program's rows are the packed rows of the query
 // heads sharing a key/value head), split and unsplit, and a test-only variant whose score and
 // mask depend on the query head (gqa_head_window), so a packed block spans heads that differ.
+// And a few with the row blocks last first (row_order=descending), whose programs take row
+// block R - 1 - x.
 //
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
@@ -29,6 +31,7 @@ struct SplitCase {
   std::string dtype = "bf16";
   bool pack = false;  ///< GQA packing
   bool split = true;  ///< tile-split-kv (else the splits of every shape are 1)
+  bool descending = false; ///< row_order=descending (tile-order-row-blocks)
 };
 
 std::unique_ptr<CpuKernel> compileSplit(const SplitCase &c, int64_t br, int64_t bc,
@@ -44,6 +47,7 @@ std::unique_ptr<CpuKernel> compileSplit(const SplitCase &c, int64_t br, int64_t 
   opts.elementType = c.dtype;
   opts.splitKv = c.split;
   opts.packGqa = c.pack;
+  opts.descendingRows = c.descending;
   auto k = CpuKernel::compile(*text, *fileName, opts);
   if (!k) {
     ADD_FAILURE() << llvm::toString(k.takeError());
@@ -81,6 +85,7 @@ TEST_P(SplitKV, MatchesFloat64Reference) {
     int64_t splits = c.split ? s.splits : 1;
     test::RunResult r = test::runAgainstReference(*kernel, *reference, p, seed++, splits);
     SCOPED_TRACE(testing::Message() << c.kernel << " " << c.dtype << (c.pack ? " packed" : "")
+                                    << (c.descending ? " descending" : "")
                                     << " M=" << s.M << " N=" << s.N << " splits=" << splits);
     EXPECT_TRUE(r.allWritten) << "poison left in the output: some element was not written";
     EXPECT_TRUE(r.lseInfMatches) << "fully masked rows must have logsumexp -inf, others finite";
@@ -110,6 +115,15 @@ std::vector<SplitCase> splitCases() {
   for (const char *k : {"gqa", "mqa", "causal"})
     cases.push_back({k, false, "bf16", /*pack=*/true, /*split=*/false});
   cases.push_back({"gqa_head_window", true, "bf16", /*pack=*/true, /*split=*/false});
+  // The row blocks last first (row_order=descending), split and not, packed and not: the
+  // masks whose key ranges follow the row block.
+  for (const char *k : {"causal", "prefix_lm", "sliding_window"})
+    for (bool split : {true, false})
+      cases.push_back({k, false, "bf16", /*pack=*/false, split, /*descending=*/true});
+  cases.push_back({"chunked_local", true, "bf16", /*pack=*/false, /*split=*/false,
+                   /*descending=*/true});
+  cases.push_back({"gqa_head_window", true, "bf16", /*pack=*/true, /*split=*/true,
+                   /*descending=*/true});
   return cases;
 }
 
@@ -117,7 +131,8 @@ INSTANTIATE_TEST_SUITE_P(AllVariants, SplitKV, testing::ValuesIn(splitCases()),
                          [](const testing::TestParamInfo<SplitCase> &info) {
                            return info.param.kernel + "_" + info.param.dtype +
                                   (info.param.pack ? "_packed" : "") +
-                                  (info.param.split ? "" : "_unsplit");
+                                  (info.param.split ? "" : "_unsplit") +
+                                  (info.param.descending ? "_descending" : "");
                          });
 
 /// In f32 the split and the unsplit kernel differ only by the merge's rounding.

@@ -52,6 +52,10 @@ void tilefuse::buildTileFrontEndPipeline(OpPassManager &pm, const FrontEndOption
   // After pruning: the split shares out the key blocks pruning left.
   if (options.splitKv)
     pm.addNestedPass<func::FuncOp>(createTileSplitKV());
+  // The grid's row-block order (row_order in the module's tile.config).
+  TileOrderRowBlocksOptions order;
+  order.force = options.descendingRows;
+  pm.addNestedPass<func::FuncOp>(createTileOrderRowBlocks(order));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

@@ -153,6 +153,7 @@ CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   feo.pagedKv = options.pagedKv;
   feo.pageSize = options.pageSize;
   feo.varlen = options.varlen;
+  feo.descendingRows = options.descendingRows;
   impl->pageSize = options.pageSize;
   impl->blockM = options.blockM;
   impl->packGqa = options.packGqa;

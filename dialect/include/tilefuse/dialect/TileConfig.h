@@ -16,7 +16,8 @@
 // and, where set, warp_specialize=true|false (the producer/consumer kernel; unset: the head
 // dimension's default), softmax_overlap=true|false (a warp-specialized kernel's rotated key loop),
 // pingpong=true|false (its consumer warpgroups taking turns), persistent=true|false (its CTAs
-// looping over tiles) and ctas_per_sm=N (the register budget: not part of a complete
+// looping over tiles), row_order=ascending|descending (the order of a grid's row blocks) and
+// ctas_per_sm=N (the register budget: not part of a complete
 // configuration, whose kernels get no budget beyond the hardware's).
 //
 // A field may be unset ("the tuned default": defaultTileConfig for the head dimension and chip);
@@ -92,6 +93,13 @@ struct TileConfig {
   /// CTA's mbarriers, setmaxnreg and producer run on across tiles and the next tile's loads
   /// overlap this one's epilogue. Unset (and outside isComplete): off.
   std::optional<bool> persistent;
+  /// The row blocks of the forward's grid in descending order (tile-order-row-blocks): the
+  /// program with block index x takes row block R - 1 - x, so the GPU, which starts CTAs in
+  /// index order, starts each head's last row blocks first. Under a causal mask those have the
+  /// most key blocks, and the short ones then fill the tail of the launch. Refused with
+  /// persistent=true, whose tile loop has an order of its own. Unset (and outside isComplete):
+  /// ascending.
+  std::optional<bool> descendingRows;
 
   /// Every field set (ctasPerSm aside) (what compileToPTX compiles, what the tuner enumerates and stores).
   bool isComplete() const;

@@ -184,6 +184,25 @@ def TileSplitKV : Pass<"tile-split-kv", "mlir::func::FuncOp"> {
                            "mlir::math::MathDialect", "mlir::memref::MemRefDialect"];
 }
 
+def TileOrderRowBlocks : Pass<"tile-order-row-blocks", "mlir::func::FuncOp"> {
+  let summary = "Runs the forward grid's row blocks in descending order (row_order=descending)";
+  let description = [{
+    Where the module's tile.config says row_order=descending (or `force`), every forward grid
+    (`scf.forall` mapped to #tile.grid<batch, head, row_block[, split]>, no tile.backward_phase)
+    takes row block R - 1 - x in the program whose row-block index is x: each use of the
+    induction variable reads the reversed index instead. The GPU starts CTAs in index order, so
+    each head's last row blocks (under a causal mask the ones with the most key blocks) start
+    first and the short ones fill the launch's tail. A row block past a varlen sequence's end
+    stays empty whatever its program. Runs after tile-block-pruning and tile-split-kv (their
+    ranges are the row block's, so they follow it).
+  }];
+  let options = [
+    Option<"force", "force", "bool", "false",
+           "Reverse even when the module's tile.config does not ask for it (lit tests)">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
 def TileTilingBackward : Pass<"tile-tiling-backward", "mlir::func::FuncOp"> {
   let summary = "Tiles a backward written form into FlashAttention-2's backward schedule";
   let description = [{

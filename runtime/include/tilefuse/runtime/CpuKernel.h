@@ -47,6 +47,8 @@ struct CpuCompileOptions {
   /// addressed through CpuKernel::run's Varlen; with pagedKv only the queries pack (the keys
   /// are the paged caches). With splitKv and packGqa too.
   bool varlen = false;
+  /// The grid's row blocks last first (TileConfig row_order=descending, tile-order-row-blocks).
+  bool descendingRows = false;
 };
 
 /// Key/value blocks that ran, by class (only with CpuCompileOptions::instrument).

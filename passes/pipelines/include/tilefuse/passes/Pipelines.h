@@ -29,6 +29,11 @@ struct FrontEndOptions : public mlir::PassPipelineOptions<FrontEndOptions> {
                         llvm::cl::desc("Pack the query heads of a key/value head into one "
                                        "program's rows (tile-tiling's pack-gqa)"),
                         llvm::cl::init(false)};
+  Option<bool> descendingRows{*this, "row-order-descending",
+                              llvm::cl::desc("Run the grid's row blocks last first "
+                                             "(tile-order-row-blocks; without it the module's "
+                                             "tile.config decides)"),
+                              llvm::cl::init(false)};
   Option<bool> instrument{*this, "instrument",
                           llvm::cl::desc("Count visited blocks (tile.block_event)"),
                           llvm::cl::init(false)};
