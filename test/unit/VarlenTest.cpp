@@ -112,6 +112,23 @@ TEST_P(VarlenCases, SplitAndPackedMatchFloat64ReferencePerSequence) {
     }
 }
 
+// Ragged key lengths from 1 to 16k (decode and short prefill over long caches, as an inference
+// batch mixes them): few query rows, so the float64 reference stays quick. Contiguous and
+// paged (64-row pages), unsplit and split, with the default-sized blocks.
+TEST_P(VarlenCases, LongRaggedKeysMatchFloat64ReferencePerSequence) {
+  std::vector<int64_t> queryLengths = {2, 1, 0, 5, 1}, keyLengths = {16384, 1, 9000, 4097, 777};
+  test::Paging paging{/*pageSize=*/64, keyLengths};
+  for (bool paged : {false, true})
+    for (bool split : {false, true}) {
+      CpuCompileOptions opts;
+      opts.blockM = 64;
+      opts.blockN = 128;
+      opts.splitKv = split;
+      expectMatchesReference(GetParam(), opts, {queryLengths, keyLengths},
+                             paged ? &paging : nullptr, split ? 16 : 1, 11);
+    }
+}
+
 std::vector<VarlenCase> varlenCases() {
   std::vector<VarlenCase> cases;
   for (const char *k : {"attention", "causal", "sliding_window", "alibi", "softcap", "prefix_lm",
