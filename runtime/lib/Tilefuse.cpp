@@ -653,6 +653,11 @@ Status Runtime::getBackward(const KernelSpec &spec, std::shared_ptr<const Backwa
     return invalid("the backward runs on contiguous tensors (no split-KV, paged or varlen)");
   rt::PtxCompileOptions options;
   options.deterministic = spec.deterministic;
+  // Its configuration takes Br, Bc, rows_per_warp and mma (the compiler names any other field).
+  auto tiles = rt::TileConfig::parse(spec.config);
+  if (!tiles)
+    return invalid("config: " + llvm::toString(tiles.takeError()));
+  options.tiles = *tiles;
   if (spec.blockM)
     options.tiles.blockM = spec.blockM;
   if (spec.blockN)

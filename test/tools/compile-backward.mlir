@@ -80,6 +80,14 @@
 // RUN: not tilefuse compile --kernel causal --backward --config Br=64,Bc=32 -o %t/x.ptx 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=SHAPE
 // SHAPE: error: invalid kernel configuration: the backward needs Br = Bc
+// The forward's settings are named, not silently dropped (they would only key another cache
+// entry for the same kernels); --tuned holds forward configurations.
+// RUN: not tilefuse compile --kernel causal --backward --config stages=3,row_order=descending \
+// RUN:   -o %t/x.ptx 2>&1 | FileCheck %s --check-prefix=FORWARDONLY
+// FORWARDONLY: error: invalid kernel configuration: the backward's configuration takes Br, Bc, rows_per_warp and mma only; stages=3,row_order=descending configures the forward kernel
+// RUN: not tilefuse compile --kernel causal --backward --tuned -o %t/x.ptx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=TUNED
+// TUNED: error: --tuned applies the tuning database's forward configurations; the backward is not tuned
 // RUN: not tilefuse compile --kernel causal --backward --varlen -o %t/x.ptx 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=VARLEN
 // VARLEN: error: --backward runs on contiguous tensors

@@ -832,6 +832,21 @@ TEST(RuntimeApi, GetsTheGpuBackward) {
   blocks.blockM = 64;
   blocks.blockN = 32;
   EXPECT_EQ(runtime.getBackward(blocks, again).code(), StatusCode::Compile);
+  // The configuration: mma is the backward's; a forward-only field is named, not dropped.
+  KernelSpec sync = causalSpec();
+  sync.config = "mma=sync";
+  std::shared_ptr<const Backward> withSync;
+  ASSERT_TRUE(runtime.getBackward(sync, withSync).ok());
+  EXPECT_NE(withSync, backward);
+  EXPECT_EQ(withSync->ptx().find("wgmma"), std::string::npos);
+  KernelSpec forwardOnly = causalSpec();
+  forwardOnly.config = "stages=3";
+  s = runtime.getBackward(forwardOnly, again);
+  EXPECT_EQ(s.code(), StatusCode::Compile);
+  EXPECT_NE(s.message().find("stages=3 configures the forward kernel"), std::string::npos)
+      << s.message();
+  forwardOnly.config = "Br=x";
+  EXPECT_EQ(runtime.getBackward(forwardOnly, again).code(), StatusCode::InvalidArgument);
   if (!cudaAvailable()) {
     auto *fake = reinterpret_cast<void *>(uintptr_t(0x10000));
     s = backward->launch(nullptr, fake, fake, fake, fake, fake, static_cast<float *>(fake), fake,

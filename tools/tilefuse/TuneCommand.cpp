@@ -401,6 +401,8 @@ int tools::tuneMain() {
   return status;
 }
 
+bool tools::tunedConfigRequested() { return cTuned; }
+
 int tools::applyTunedConfig(llvm::StringRef text, llvm::StringRef bufferName,
                             PtxCompileOptions &options) {
   if (!cTuned)

@@ -24,6 +24,8 @@ void addTunedOptionsTo(llvm::cl::SubCommand &compile);
 /// the GPU (the current one, or --tuned-gpu) and --seq's bucket, under the tiles already set
 /// (explicit settings win). 0, or an exit code after printing the error (no entry: says how to
 /// make one).
+/// Whether `compile --tuned` was given.
+bool tunedConfigRequested();
 int applyTunedConfig(llvm::StringRef text, llvm::StringRef bufferName,
                      runtime::PtxCompileOptions &options);
 

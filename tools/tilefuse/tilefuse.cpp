@@ -1212,6 +1212,12 @@ static int compileMain() {
     fmt::print(stderr, "error: --deterministic is an option of --backward\n");
     return 2;
   }
+  if (cBackward && tools::tunedConfigRequested()) {
+    fmt::print(stderr, "error: --tuned applies the tuning database's forward configurations; "
+                       "the backward is not tuned (give --config Br=..,Bc=.. or leave the "
+                       "defaults)\n");
+    return 2;
+  }
   if (cEmit == "tiled") {
     // The tiled form of the derived backward (levels 2-4), as MLIR text.
     CpuBackwardOptions bo;
