@@ -122,11 +122,16 @@ KERNEL_SET=split scripts/compile-kernels.sh "$out/kernels-split" --split-kv || e
 # attention and causal at head dims 64 and 128, atomic dQ; each K_backward_dD.ptx holds the three
 # phases (preprocess, key_gradients, query_gradients), its sidecar K_backward_dD.json a JSON
 # array of their metadata. The bench's forward kernels (O and LSE) stay those of kernels/.
-mkdir -p "$out/kernels-backward"
-rm -f "$out/kernels-backward"/*
+# The same with the dQ grid's row blocks last first (row_order=descending; for bench.py
+# --backward --backward-dir build-gpu/kernels-backward-desc).
+mkdir -p "$out/kernels-backward" "$out/kernels-backward-desc"
+rm -f "$out/kernels-backward"/* "$out/kernels-backward-desc"/*
 for d in 64 128; do
   for kernel in attention causal; do
     build/tools/tilefuse compile --kernel "$kernel" --backward --head-dim "$d" --emit ptx \
       -o "$out/kernels-backward/${kernel}_backward_d$d.ptx" || exit 1
+    build/tools/tilefuse compile --kernel "$kernel" --backward --head-dim "$d" --emit ptx \
+      --config row_order=descending \
+      -o "$out/kernels-backward-desc/${kernel}_backward_d$d.ptx" || exit 1
   done
 done

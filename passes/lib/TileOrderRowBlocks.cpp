@@ -13,9 +13,11 @@
 // split-KV's arrival counters and the stores all agree on the row block. Which row blocks a
 // head's programs run, and that they stay adjacent (K and V stay in L2), is unchanged; only
 // their order within the head reverses. A split grid (rank 4) reverses its row-block dimension
-// the same way. Backward grids (tile.backward_phase) are left alone: there the key blocks of
-// dK/dV already run longest first. Persistent kernels refuse the option (TileConfig::verify):
-// their tile loop orders tiles itself.
+// the same way. So does the backward's query_gradients grid, whose row block r runs r + 1 key
+// blocks under a causal mask in the ordered dQ loop; its key_gradients grid is left alone (key
+// block j runs the query blocks from j on: ascending is already longest first), and so is the
+// preprocessing (every program the same work). Persistent kernels refuse the option
+// (TileConfig::verify): their tile loop orders tiles itself.
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/Passes.h"
@@ -48,7 +50,8 @@ struct TileOrderRowBlocksPass
     if (!force && !config->descendingRows.value_or(false))
       return;
     fn.walk([&](scf::ForallOp grid) {
-      if (grid->hasAttr(kBackwardPhaseAttr))
+      if (auto phase = grid->getAttrOfType<StringAttr>(kBackwardPhaseAttr);
+          phase && phase.getValue() != "query_gradients")
         return;
       bool split = grid.getRank() == 4;
       if ((grid.getRank() != 3 && !split) ||

@@ -157,18 +157,21 @@ static void dumpFile(llvm::StringRef dir, llvm::StringRef name, llvm::StringRef 
 /// thread. The caller's Br, Bc and mma over it.
 static llvm::Expected<TileConfig> backwardTileConfig(const TileConfig &requested,
                                                      llvm::StringRef chip, int64_t headDim) {
-  // The backward's schedule reads four of the fields; the others configure the forward's
-  // kernel (its Q operand, rings, warp roles, grid order, register budget). Taken silently they
-  // would compile the same kernels under another cache key, so they are named instead.
+  // The backward's schedule reads five of the fields; the others configure the forward's
+  // kernel (its Q operand, rings, warp roles, register budget). Taken silently they would
+  // compile the same kernels under another cache key, so they are named instead.
   TileConfig forwardOnly = requested;
   forwardOnly.blockM = forwardOnly.blockN = forwardOnly.rowsPerWarp = std::nullopt;
   forwardOnly.mma = std::nullopt;
+  forwardOnly.descendingRows = std::nullopt;
   if (!forwardOnly.empty())
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
-        "the backward's configuration takes Br, Bc, rows_per_warp and mma only; " +
+        "the backward's configuration takes Br, Bc, rows_per_warp, mma and row_order only; " +
             forwardOnly.print() + " configures the forward kernel");
   TileConfig config;
+  // The dQ grid's row blocks last first (tile-order-row-blocks).
+  config.descendingRows = requested.descendingRows;
   config.rowsPerWarp = requested.rowsPerWarp.value_or(16);
   config.mma = requested.mma.value_or(chip == "sm_90a" ? MmaKind::Wgmma : MmaKind::Sync);
   config.blockM = requested.blockM ? requested.blockM : requested.blockN;

@@ -653,7 +653,8 @@ Status Runtime::getBackward(const KernelSpec &spec, std::shared_ptr<const Backwa
     return invalid("the backward runs on contiguous tensors (no split-KV, paged or varlen)");
   rt::PtxCompileOptions options;
   options.deterministic = spec.deterministic;
-  // Its configuration takes Br, Bc, rows_per_warp and mma (the compiler names any other field).
+  // Its configuration takes Br, Bc, rows_per_warp, mma and row_order (the compiler names any
+  // other field).
   auto tiles = rt::TileConfig::parse(spec.config);
   if (!tiles)
     return invalid("config: " + llvm::toString(tiles.takeError()));

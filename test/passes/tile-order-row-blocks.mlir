@@ -1,8 +1,9 @@
 // RUN: tilefuse-opt %s -split-input-file --tile-order-row-blocks | FileCheck %s
 
 // tile-order-row-blocks: with row_order=descending in the module's tile.config, the program of
-// row-block index x in a forward grid takes row block R - 1 - x; every use of the induction
-// variable reads the reversed index. Without it, and in backward grids, nothing changes.
+// row-block index x in a forward grid (and in the backward's dQ grid) takes row block R - 1 - x;
+// every use of the induction variable reads the reversed index. Without it, and in the
+// backward's other grids, nothing changes.
 
 // CHECK-LABEL: func.func @grid
 // CHECK:         %[[R:.+]] = arith.ceildivui
@@ -56,7 +57,8 @@ module attributes {tile.config = #tile.config<"row_order=descending">} {
 
 // -----
 
-// Ascending (unset, or row_order=ascending) and backward grids keep their order.
+// Ascending (unset, or row_order=ascending) grids and the backward's dK/dV grid keep their
+// order.
 // CHECK-LABEL: func.func @ascending
 // CHECK-NOT:     arith.subi
 // CHECK:         return
@@ -87,6 +89,28 @@ module attributes {tile.config = #tile.config<"row_order=descending">} {
       %q = tile.block_load %Q[%i, %j, %r0] bound %c320 : memref<2x3x320x64xbf16> -> tensor<64x64xbf16>
       tile.block_store %q, %O[%i, %j, %r0] bound %c320 : tensor<64x64xbf16>, memref<2x3x320x64xbf16>
     } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>], tile.backward_phase = "key_gradients"}
+    return
+  }
+}
+
+// -----
+
+// The backward: its dQ grid (query_gradients, the ordered loop's row block r runs r + 1 key
+// blocks under a causal mask) is reversed; its dK/dV grid (key block j runs the query blocks
+// from j on, longest first already, @backward_grid above) is not.
+// CHECK-LABEL: func.func @query_gradients_grid
+// CHECK:         scf.forall (%{{.+}}, %{{.+}}, %[[X:.+]]) in (2, 3, 5)
+// CHECK:           %[[ROW:.+]] = arith.subi %c4, %[[X]]
+// CHECK:           arith.muli %[[ROW]], %c64
+module attributes {tile.config = #tile.config<"row_order=descending">} {
+  func.func @query_gradients_grid(%Q: memref<2x3x320x64xbf16>, %O: memref<2x3x320x64xbf16>) {
+    %c64 = arith.constant 64 : index
+    %c320 = arith.constant 320 : index
+    scf.forall (%i, %j, %x) in (2, 3, 5) {
+      %r0 = arith.muli %x, %c64 : index
+      %q = tile.block_load %Q[%i, %j, %r0] bound %c320 : memref<2x3x320x64xbf16> -> tensor<64x64xbf16>
+      tile.block_store %q, %O[%i, %j, %r0] bound %c320 : tensor<64x64xbf16>, memref<2x3x320x64xbf16>
+    } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>], tile.backward_phase = "query_gradients"}
     return
   }
 }

@@ -82,9 +82,9 @@
 // SHAPE: error: invalid kernel configuration: the backward needs Br = Bc
 // The forward's settings are named, not silently dropped (they would only key another cache
 // entry for the same kernels); --tuned holds forward configurations.
-// RUN: not tilefuse compile --kernel causal --backward --config stages=3,row_order=descending \
+// RUN: not tilefuse compile --kernel causal --backward --config stages=3,q=shared \
 // RUN:   -o %t/x.ptx 2>&1 | FileCheck %s --check-prefix=FORWARDONLY
-// FORWARDONLY: error: invalid kernel configuration: the backward's configuration takes Br, Bc, rows_per_warp and mma only; stages=3,row_order=descending configures the forward kernel
+// FORWARDONLY: error: invalid kernel configuration: the backward's configuration takes Br, Bc, rows_per_warp, mma and row_order only; q=shared,stages=3 configures the forward kernel
 // RUN: not tilefuse compile --kernel causal --backward --tuned -o %t/x.ptx 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=TUNED
 // TUNED: error: --tuned applies the tuning database's forward configurations; the backward is not tuned

@@ -66,8 +66,10 @@ Variant variantNamed(const std::string &name) {
 
 std::unique_ptr<CpuBackwardKernel> compileTiled(const Variant &v, const std::string &dtype,
                                                 bool deterministic, int64_t br = 16,
-                                                int64_t bc = 32, bool instrument = false) {
+                                                int64_t bc = 32, bool instrument = false,
+                                                bool descendingRows = false) {
   CpuBackwardOptions options;
+  options.descendingRows = descendingRows;
   options.elementType = dtype;
   options.headDim = kHeadDim;
   options.params = v.params;
@@ -334,6 +336,29 @@ TEST(TiledBackwardShapes, DeterministicIsBitwiseReproducible) {
     EXPECT_EQ(run.dq, first.dq);
     EXPECT_EQ(run.dk, first.dk);
     EXPECT_EQ(run.dv, first.dv);
+  }
+}
+
+/// The dQ grid's row blocks last first (row_order=descending): each row block's dQ is still one
+/// program's ordered loop, so the gradients are the ascending grid's, bit for bit (the forward
+/// of the pair is reversed too, and its O and LSE are one program's each as well).
+TEST(TiledBackwardShapes, DescendingRowBlocksGiveTheSameGradients) {
+  for (const char *name : {"causal", "prefix_lm", "chunked_local"}) {
+    Variant variant = variantNamed(name);
+    auto ascending = compileTiled(variant, "f32", /*deterministic=*/true);
+    auto descending = compileTiled(variant, "f32", /*deterministic=*/true, 16, 32,
+                                   /*instrument=*/false, /*descendingRows=*/true);
+    ASSERT_TRUE(ascending && descending);
+    reference::Problem p = problemFor(variant, 77, 61);
+    applyDeclaredHeads(variant, p);
+    BackwardRun a = runTiled(*ascending, p, 9);
+    BackwardRun d = runTiled(*descending, p, 9);
+    SCOPED_TRACE(name);
+    EXPECT_EQ(a.o, d.o);
+    EXPECT_EQ(a.lse, d.lse);
+    EXPECT_EQ(a.dq, d.dq);
+    EXPECT_EQ(a.dk, d.dk);
+    EXPECT_EQ(a.dv, d.dv);
   }
 }
 

@@ -83,6 +83,7 @@ void tilefuse::buildTileBackwardToCpuPipeline(OpPassManager &pm,
   frontEnd.blockM = options.blockM;
   frontEnd.blockN = options.blockN;
   frontEnd.instrument = options.instrument;
+  frontEnd.descendingRows = options.descendingRows;
   buildTileToCpuPipeline(pm, frontEnd);
 }
 
@@ -128,6 +129,8 @@ static void buildBackwardToTGPU(OpPassManager &pm, const GpuPipelineOptions &opt
   // tile.workspace marks.
   pm.addPass(createTileOutlineBackwardPhases());
   pm.addNestedPass<func::FuncOp>(createTileBlockPruning());
+  // The dQ grid's row-block order (row_order in the module's tile.config).
+  pm.addNestedPass<func::FuncOp>(createTileOrderRowBlocks());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // Q and dO of the next query block copied while this one computes.

@@ -219,8 +219,8 @@ void tilefuse_host_attention_release(tilefuse_host_attention *attention);
 /* The backward derived from a kernel's DSL text, for the GPU (three kernels launched in order:
  * D = rowsum(dO o O), dK and dV per key block, dQ). spec->kernel or source, dtype ("bf16" or
  * "f16"), head_dim, params, block_m = block_n (0: 64, or 128 with warpgroup MMAs at head dims
- * up to 64), arch, ptx_features, deterministic and, of config, Br, Bc, rows_per_warp and mma
- * apply (another config setting is a compile error naming it). Compiled once per distinct spec
+ * up to 64), arch, ptx_features, deterministic and, of config, Br, Bc, rows_per_warp, mma
+ * and row_order apply (another config setting is a compile error naming it). Compiled once per distinct spec
  * per process. */
 typedef struct tilefuse_backward tilefuse_backward;
 

@@ -120,6 +120,7 @@ CpuBackwardKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   pipeline.blockN = options.blockN;
   pipeline.deterministic = options.deterministic;
   pipeline.instrument = options.instrument;
+  pipeline.descendingRows = options.descendingRows;
   buildTileBackwardToCpuPipeline(pm, pipeline);
   if (failed(pm.run(*module)))
     return makeError("compiling the backward of " + bufferName + " failed:\n" + diagnostics);

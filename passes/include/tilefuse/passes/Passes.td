@@ -188,9 +188,10 @@ def TileOrderRowBlocks : Pass<"tile-order-row-blocks", "mlir::func::FuncOp"> {
   let summary = "Runs the forward grid's row blocks in descending order (row_order=descending)";
   let description = [{
     Where the module's tile.config says row_order=descending (or `force`), every forward grid
-    (`scf.forall` mapped to #tile.grid<batch, head, row_block[, split]>, no tile.backward_phase)
-    takes row block R - 1 - x in the program whose row-block index is x: each use of the
-    induction variable reads the reversed index instead. The GPU starts CTAs in index order, so
+    (`scf.forall` mapped to #tile.grid<batch, head, row_block[, split]>) and the backward's
+    query_gradients grid take row block R - 1 - x in the program whose row-block index is x:
+    each use of the induction variable reads the reversed index instead. The backward's
+    key_gradients grid (causal: longest first already) and preprocessing keep their order. The GPU starts CTAs in index order, so
     each head's last row blocks (under a causal mask the ones with the most key blocks) start
     first and the short ones fill the launch's tail. A row block past a varlen sequence's end
     stays empty whatever its program. Runs after tile-block-pruning and tile-split-kv (their

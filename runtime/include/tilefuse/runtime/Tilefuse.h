@@ -329,8 +329,8 @@ public:
 
   /// The GPU backward for `spec` (compileBackwardToPTX): its kernel or source, dtype, head dim,
   /// params, blockM / blockN (equal; 0: 64, or 128 with warpgroup MMAs at head dims up to 64),
-  /// arch, PTX features, `deterministic`, and of `config` the settings Br, Bc, rows_per_warp
-  /// and mma (any other setting configures the forward kernel and is a Compile error naming
+  /// arch, PTX features, `deterministic`, and of `config` the settings Br, Bc, rows_per_warp,
+  /// mma and row_order (the dQ grid's order; any other setting configures the forward kernel and is a Compile error naming
   /// it); autotuning does not apply yet. Compiled once per key, in memory and in the disk cache like
   /// the forward kernels (the three phases one entry). Works without a GPU (with an explicit
   /// arch); the driver is needed from the first launch.

@@ -109,6 +109,10 @@ struct BackwardPipelineOptions : public mlir::PassPipelineOptions<BackwardPipeli
   Option<bool> instrument{*this, "instrument",
                           llvm::cl::desc("Count visited blocks (tile.block_event)"),
                           llvm::cl::init(false)};
+  Option<bool> descendingRows{*this, "row-order-descending",
+                              llvm::cl::desc("The forward's and the dQ grid's row blocks last "
+                                             "first (tile-order-row-blocks)"),
+                              llvm::cl::init(false)};
 };
 
 void buildTileFrontEndPipeline(mlir::OpPassManager &pm, const FrontEndOptions &options);
