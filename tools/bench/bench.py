@@ -79,6 +79,9 @@ require grad, the graph retained so every call runs the same backward. FLOPs = 2
 forward's (five matrix products against two). tilefuse's dQ, dK and dV are checked against SDPA
 flash's (else cuDNN's), max |dX - dX_sdpa| / max |dX_sdpa| each; past BACKWARD_TOLERANCE the row
 says WRONG. The columns tf/flash and tf/cudnn are tilefuse's speed over theirs.
+--backward-variant NAME=DIR (repeatable) adds a column tf:NAME timing the backwards of DIR, in
+the same interleaved rounds, its gradients checked the same way (e.g. another configuration's
+or the previous compiler's kernels, against the default set of --backward-dir).
 
   build/tools/tilefuse compile --kernel causal --backward --head-dim 128 \
       -o build-gpu/kernels-backward/causal_backward_d128.ptx   # scripts/build-gpu.sh does all
@@ -741,6 +744,9 @@ def main():
                              "--backward-dir after the forward kernels of --ptx-dir)")
     parser.add_argument("--backward-dir", default="build-gpu/kernels-backward", metavar="DIR",
                         help="--backward: the kernels of `tilefuse compile --backward`")
+    parser.add_argument("--backward-variant", action="append", default=[], metavar="NAME=DIR",
+                        help="--backward: also time the backwards of DIR as column tf:NAME "
+                             "(repeatable)")
     parser.add_argument("--backward-deterministic", action="store_true",
                         help="--backward: time only the deterministic backwards "
                              "(--deterministic: bitwise reproducible dQ)")
@@ -749,6 +755,14 @@ def main():
         parser.error("--reps must be at least 20")
     if args.backward_deterministic and not args.backward:
         parser.error("--backward-deterministic is an option of --backward")
+    if args.backward_variant and not args.backward:
+        parser.error("--backward-variant is an option of --backward")
+    backward_variants = {}  # column -> DIR
+    for item in args.backward_variant:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            parser.error(f"--backward-variant takes NAME=DIR, not {item!r}")
+        backward_variants["tf:" + name] = path
     if args.backward and (args.decode or args.varlen):
         parser.error("--backward times the grid's rows, not --decode or --varlen ones")
     if args.backward and (args.variant or args.tuned_dir):
@@ -844,6 +858,20 @@ def main():
                               "flex": flex_backward}
         if "tilefuse" in impls:
             backward_preparers["tilefuse"] = tilefuse.prepare_backward
+        # Each --backward-variant: the forward kernels of --ptx-dir (O and LSE), its own
+        # backwards.
+        for column, path in backward_variants.items():
+            variant = Tilefuse(args.lib, args.ptx_dir, backward_dir=path,
+                               backward_deterministic=args.backward_deterministic)
+            backward_preparers[column] = variant.prepare_backward
+            if variant.error:
+                print(f"{column}: n/a ({variant.error})", file=sys.stderr)
+            if variant.backward_error:
+                print(f"{column}: backward n/a ({variant.backward_error})", file=sys.stderr)
+            for (causal, d, dtype), (_, kpath, _) in sorted(variant.backward_kernels.items()):
+                print(f"{column}: {kpath.name}: {'causal' if causal else 'attention'} backward "
+                      f"D={d} {dtype}", file=sys.stderr)
+        impls += list(backward_variants)
         results = run_backward(args, torch, device, flush, impls, backward_preparers)
         write_report(args, torch, impls, tilefuse if "tilefuse" in impls else None, {},
                      results)
@@ -1208,9 +1236,11 @@ def run_backward(args, torch, device, flush, impls, preparers):
                 result["ratio_to_baseline"] = {
                     i: t / base for i, t in result["tflops"].items()} if base else {}
                 err_text = "n/a"
-                if "tilefuse" in outputs:
+                mine_columns = [i for i in outputs if i == "tilefuse" or i.startswith("tf:")]
+                if mine_columns:
                     err_text = check_backward(torch, result, outputs, impls, lambda peer: (
-                        preparers[peer](torch, q, k, v, d_o, causal, scale)), reasons)
+                        preparers[peer](torch, q, k, v, d_o, causal, scale)), reasons,
+                        mine_columns)
                 cells = [f"{result['tflops'][i]:6.1f}" if i in result["tflops"] else "n/a"
                          for i in impls]
                 ratios = [f"{result['tilefuse_ratio'][peer]:4.2f}x"
@@ -1224,10 +1254,11 @@ def run_backward(args, torch, device, flush, impls, preparers):
     return results
 
 
-def check_backward(torch, result, outputs, impls, prepare_peer, reasons):
-    """tilefuse's dQ, dK and dV (outputs["tilefuse"]) against the first of BACKWARD_PEERS' that
-    ran, else against one run here untimed (a peer left out of --impls); into `result`. Returns
-    the row's error cell."""
+def check_backward(torch, result, outputs, impls, prepare_peer, reasons, columns):
+    """The dQ, dK and dV of tilefuse's `columns` (tilefuse, tf:NAME) against the first of
+    BACKWARD_PEERS' that ran, else against one run here untimed (a peer left out of --impls);
+    into `result` (tilefuse's as tilefuse_grad_*, every column's in grad_max_rel_err). Returns
+    the row's error cell: tilefuse's, else the first column's."""
     peer = next((p for p in BACKWARD_PEERS if p in outputs), None)
     untimed = [p for p in BACKWARD_PEERS if p not in impls]
     while peer is None and untimed:
@@ -1238,21 +1269,28 @@ def check_backward(torch, result, outputs, impls, prepare_peer, reasons):
             peer = candidate
     if peer is None:
         return "no SDPA"
-    errors = {}
-    with torch.no_grad():
-        for name, got, ref in zip(("dq", "dk", "dv"), outputs["tilefuse"], outputs[peer]):
-            got, ref = got.float(), ref.float()
-            errors[name] = math.nan if torch.isnan(got).any().item() else (
-                (got - ref).abs().max() / ref.abs().max()).item()
-    wrong = not all(e <= BACKWARD_TOLERANCE for e in errors.values())  # NaN included
     result["grad_reference"] = peer
-    result["tilefuse_grad_max_rel_err"] = errors
-    result["tilefuse_grad_wrong"] = wrong
-    text = "/".join("NaN" if math.isnan(e) else f"{e:.1e}" for e in errors.values())
-    if wrong:
-        print(f"  tilefuse: WRONG: dQ/dK/dV max |dX - dX_{peer}| / max |dX_{peer}| = {text} > "
-              f"{BACKWARD_TOLERANCE:.0e}", file=sys.stderr)
-    return text + (" WRONG" if wrong else "")
+    result["grad_max_rel_err"], result["grad_wrong"] = {}, {}
+    cells = {}
+    for column in columns:
+        errors = {}
+        with torch.no_grad():
+            for name, got, ref in zip(("dq", "dk", "dv"), outputs[column], outputs[peer]):
+                got, ref = got.float(), ref.float()
+                errors[name] = math.nan if torch.isnan(got).any().item() else (
+                    (got - ref).abs().max() / ref.abs().max()).item()
+        wrong = not all(e <= BACKWARD_TOLERANCE for e in errors.values())  # NaN included
+        result["grad_max_rel_err"][column] = errors
+        result["grad_wrong"][column] = wrong
+        if column == "tilefuse":
+            result["tilefuse_grad_max_rel_err"] = errors
+            result["tilefuse_grad_wrong"] = wrong
+        text = "/".join("NaN" if math.isnan(e) else f"{e:.1e}" for e in errors.values())
+        if wrong:
+            print(f"  {column}: WRONG: dQ/dK/dV max |dX - dX_{peer}| / max |dX_{peer}| = "
+                  f"{text} > {BACKWARD_TOLERANCE:.0e}", file=sys.stderr)
+        cells[column] = text + (" WRONG" if wrong else "")
+    return cells.get("tilefuse", cells[columns[0]])
 
 
 if __name__ == "__main__":
