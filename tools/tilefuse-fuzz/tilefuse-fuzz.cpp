@@ -10,7 +10,7 @@
 //   parse + verify -> tilefuse::checkWrittenForm -> [tile-specialize with random options]
 //   -> tile-to-cpu -> LLVM IR (the CPU backend's lowering; no JIT)
 //   -> tile-derive-backward + tile-to-cpu-backward -> LLVM IR (the derived backward, tiled)
-//   -> tile-to-ptx -> PTX (NVPTX in process)
+//   -> tile-to-ptx -> PTX (NVPTX in process), the derived backward's too
 // Any stage may reject an input; none may crash. A crash (signal or fatal error) is caught with
 // llvm::CrashRecoveryContext, the input is written to the reproducer directory and reported,
 // and the run fails. Rejections with no located diagnostic (file:line:col) are reported too.
@@ -503,13 +503,36 @@ public:
     if (!ptx)
       return result;
 
+    std::string chip = optionRng() % 2 ? "sm_90a" : "sm_80";
+    // The derived backward down to PTX as `tilefuse compile --backward` takes it (Br = Bc,
+    // warpgroup MMAs on sm_90a, atomic or ordered dQ). Like the CPU backward, its rejections
+    // do not decide the outcome; it runs on its own copy before the forward's lowering
+    // consumes the module.
+    {
+      OwningOpRef<ModuleOp> backward = module->clone();
+      PassManager pm(&ctx, ModuleOp::getOperationName());
+      tilefuse::GpuPipelineOptions options;
+      tilefuse::TileConfig tiles;
+      tiles.blockM = tiles.blockN = blockM < 64 ? 64 : blockM;
+      tiles.rowsPerWarp = 16;
+      tiles.mma = chip == "sm_90a" ? tilefuse::MmaKind::Wgmma : tilefuse::MmaKind::Sync;
+      options.config = tiles.print();
+      options.chip = chip;
+      options.backward = true;
+      options.deterministic = optionRng() % 2 == 0;
+      tilefuse::buildTileToPTXPipeline(pm, options);
+      (void)pm.run(*backward);
+      result.firstError.clear();
+      result.located = false;
+    }
+
     PassManager pm(&ctx, ModuleOp::getOperationName());
     tilefuse::GpuPipelineOptions options;
     tilefuse::TileConfig tiles;
     tiles.blockM = blockM;
     tiles.blockN = blockN;
     options.config = tiles.print();
-    options.chip = optionRng() % 2 ? "sm_90a" : "sm_80";
+    options.chip = chip;
     tilefuse::buildTileToPTXPipeline(pm, options);
     if (failed(pm.run(*module)))
       return reject("tile-to-ptx");
