@@ -430,8 +430,9 @@ TEST(RuntimeApiGpu, BackwardAgainstTheCpuBackend) {
           TF_ASSERT_OK(outs[4].download(all.data() + nq * 2 + nk * 2, nk * 2));
           runs.push_back(std::move(all));
         }
-        if (deterministic)
+        if (deterministic) {
           EXPECT_EQ(runs[0], runs[1]) << "deterministic dQ, dK, dV differ between two runs";
+        }
         std::vector<char> o(nq * 2);
         std::vector<float> lse(nl);
         TF_ASSERT_OK(outs[0].download(o.data(), o.size()));
