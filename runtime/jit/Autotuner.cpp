@@ -426,6 +426,19 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
     c.estimate = estimateResources(defaultTiles, headDim);
     space.push_back(c);
   }
+  // The default with its grid's row blocks last first (row_order=descending): the same kernel
+  // in another launch order, which only the timing can tell apart (a causal mask's longest
+  // programs first). One candidate, not an axis: it would double the space.
+  if (!defaultTiles.persistent.value_or(false) && !defaultTiles.descendingRows) {
+    Candidate c;
+    c.config = defaultTiles;
+    c.config.descendingRows = true;
+    c.estimate = estimateResources(c.config, headDim);
+    if (llvm::Error error = c.config.verify(base.chip))
+      llvm::consumeError(std::move(error));
+    else
+      space.push_back(c);
+  }
   std::vector<Slot> slots(space.size());
   for (auto [slot, candidate] : llvm::zip(slots, space)) {
     slot.report.config = candidate.config;
@@ -459,7 +472,8 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
       return int(c.blockM != d.blockM) + int(c.blockN != d.blockN) +
              int(c.rowsPerWarp != d.rowsPerWarp) + int(c.mma != d.mma) +
              int(c.qOperand != d.qOperand) + int(c.copyIssue != d.copyIssue) +
-             int(c.stages != d.stages) + int(c.ctasPerSm != d.ctasPerSm);
+             int(c.stages != d.stages) + int(c.ctasPerSm != d.ctasPerSm) +
+             int(c.descendingRows != d.descendingRows);
     };
     std::vector<Slot *> order;
     for (Slot &slot : slots)
