@@ -4,7 +4,8 @@
 # test-only ones (test/variants), compiled in process for this GPU and run after the forward on
 # random inputs, dQ, dK and dV checked against the float64 backward (`tilefuse run --backward`):
 # head dims 64 and 128, M = N, M < N and M > N at lengths no block size divides, atomic and
-# deterministic dQ; a deterministic run twice, bitwise the same; then memcheck, racecheck and
+# deterministic dQ; the grids' row blocks last first (--row-order descending) on the masks whose
+# work follows the row; a deterministic run twice, bitwise the same; then memcheck, racecheck and
 # synccheck on small cases. Logs into $OUT/backward/; prints `N passed, N failed` last.
 #
 #   scripts/gpu-backward-tests.sh CLI            CLI: the tilefuse binary to run
@@ -68,6 +69,12 @@ for d in 64 128; do
     check "$v-d$d" --file "test/variants/$v.mlir" --head-dim "$d" -M 300 -N 211
     check "$v-d$d-det" --file "test/variants/$v.mlir" --head-dim "$d" -M 211 -N 300 \
       --deterministic
+  done
+  # row_order=descending: the forward's grid and the backward's dQ grid reversed.
+  for k in causal prefix_lm sliding_window; do
+    check "$k-d$d-desc" --kernel "$k" --head-dim "$d" -M 1000 -N 777 --row-order descending
+    check "$k-d$d-desc-det" --kernel "$k" --head-dim "$d" -M 333 -N 1000 --deterministic \
+      --row-order descending
   done
 done
 

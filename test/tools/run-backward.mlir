@@ -18,6 +18,15 @@
 // USER: dQ deterministic (ordered key loop)
 // USER: result       PASS
 //
+// The grids' row blocks last first (--row-order descending): the forward's and the dQ grid's.
+// RUN: tilefuse run --backward --deterministic --device cpu --kernel prefix_lm --B 1 --H 2 \
+// RUN:   --M 77 --N 61 --block-m 16 --block-n 16 --row-order descending \
+// RUN:   | FileCheck %s --check-prefix=DESC
+// DESC: result       PASS
+// RUN: not tilefuse run --backward --device cpu --row-order sideways 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=ORDER
+// ORDER: error: --row-order must be ascending or descending, not 'sideways'
+//
 // gqa declares 8 query and 2 key/value heads: dK and dV sum over each group of 4.
 // RUN: tilefuse run --backward --device cpu --kernel gqa --dtype f16 --M 40 --N 70 \
 // RUN:   | FileCheck %s --check-prefix=GQA

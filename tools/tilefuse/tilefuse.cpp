@@ -275,6 +275,12 @@ static cl::opt<bool> runDeterministic(
     cl::desc("--backward: dQ by the ordered loop over key blocks (bitwise reproducible) instead "
              "of atomic adds"),
     cl::init(false), cl::sub(runCmd), cl::cat(runCategory));
+static cl::opt<std::string> runRowOrder(
+    "row-order",
+    cl::desc("The grid's row-block order (TileConfig row_order, tile-order-row-blocks): "
+             "ascending, or descending (the forward's row blocks and the backward's dQ grid last "
+             "first); on the GPU and the CPU backend alike"),
+    cl::init("ascending"), cl::sub(runCmd), cl::cat(runCategory));
 
 static double relError(const std::vector<double> &got, const std::vector<double> &want) {
   double num = 0, den = 0;
@@ -334,6 +340,11 @@ static int runMain() {
 
   if (runDeterministic && !runBackward) {
     fmt::print(stderr, "error: --deterministic is an option of --backward\n");
+    return 2;
+  }
+  if (runRowOrder != "ascending" && runRowOrder != "descending") {
+    fmt::print(stderr, "error: --row-order must be ascending or descending, not '{}'\n",
+               runRowOrder.getValue());
     return 2;
   }
   if (runKvSplits != 0 && !runSplitKv) {
@@ -566,6 +577,7 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
   opts.blockM = blockM;
   opts.blockN = blockN;
   opts.instrument = true;
+  opts.descendingRows = runRowOrder == "descending";
   // The split kernel packed as the GPU compiles it (splitKvTileConfig's pack_gqa).
   opts.splitKv = runSplitKv;
   opts.packGqa = runSplitKv && splitKvTileConfig(0, "").packGqa.value_or(false);
@@ -746,6 +758,7 @@ static int runBackwardOnCpu(const std::string &text, const std::string &bufferNa
   opts.blockN = blockN;
   opts.deterministic = runDeterministic;
   opts.instrument = true;
+  opts.descendingRows = runRowOrder == "descending";
   auto t0 = std::chrono::steady_clock::now();
   auto kernel = CpuBackwardKernel::compile(text, bufferName, opts);
   if (!kernel) {
@@ -845,6 +858,8 @@ static int runBackwardOnGpu(const std::string &text, const std::string &bufferNa
   opts.elementType = dtype;
   opts.headDim = runHeadDim;
   opts.chip = gpu->chip;
+  if (runRowOrder == "descending")
+    opts.tiles.descendingRows = true; // the forward's grid, and the backward's dQ grid
   auto t0 = std::chrono::steady_clock::now();
   auto forwardPtx = compileToPTX(text, bufferName, opts);
   if (!forwardPtx) {
@@ -967,6 +982,8 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
   PtxCompileOptions opts; // block sizes: the tuned defaults for the kernel's head dimension
   opts.elementType = dtype;
   opts.headDim = runHeadDim;
+  if (runRowOrder == "descending")
+    opts.tiles.descendingRows = true;
   opts.splitKv = runSplitKv;
   opts.pagedKv = runPagedKv;
   opts.pageSize = runPagedKv ? runPageSize.getValue() : 0;
