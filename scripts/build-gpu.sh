@@ -102,6 +102,10 @@ KERNEL_SET=head-dims scripts/compile-kernels.sh "$out/kernels-head-dims" || exit
 # scripts/gpu-run.sh tests-desc, and bench.py --variant desc=build-gpu/kernels-desc), and the
 # varlen bench's kernels the same way (--variant varlen-desc=build-gpu/kernels-varlen-bench-desc).
 scripts/compile-kernels.sh "$out/kernels-desc" --config row_order=descending || exit 1
+# The varlen set reversed, for the masks whose work follows the row (gpu-run.sh tests-desc).
+KERNELS="causal prefix_lm sliding_window" VARIANTS=test/variants/chunked_local.mlir \
+  KERNEL_SET=varlen scripts/compile-kernels.sh "$out/kernels-varlen-desc" \
+  --config row_order=descending || exit 1
 rm -rf "$out/kernels-varlen-bench-desc" && mkdir -p "$out/kernels-varlen-bench-desc"
 for d in 64 128; do
   for kernel in attention causal; do

@@ -12,7 +12,8 @@
 #   scripts/compile-kernels.sh DIR [tilefuse compile options...]
 #   KERNEL_SET=split scripts/compile-kernels.sh DIR --split-kv    the split-KV set
 #   KERNEL_SET=paged scripts/compile-kernels.sh DIR               the paged-KV set
-#   KERNEL_SET=varlen scripts/compile-kernels.sh DIR              the varlen set
+#   KERNEL_SET=varlen scripts/compile-kernels.sh DIR              the varlen set (KERNELS="a b"
+#                                                                 and VARIANTS="c": those only)
 #   KERNEL_SET=paged-varlen scripts/compile-kernels.sh DIR        the varlen set over paged caches
 #   KERNEL_SET=varlen-split scripts/compile-kernels.sh DIR        the varlen set, split-KV
 #   KERNEL_SET=head-dims scripts/compile-kernels.sh DIR           every variant at 96, 192, 256
@@ -92,11 +93,11 @@ if [ "${KERNEL_SET:-full}" = varlen ]; then
   # The varlen set (KERNEL_SET=varlen): every bundled variant and the test-only ones on packed
   # batches of variable-length sequences (tile-varlen), as written and at head dim 128 (on
   # sm_90a warp-specialized, TMA over the packed rows); and on sm_80.
-  for kernel in $("$tilefuse" list | awk '{print $1}'); do
+  for kernel in ${KERNELS:-$("$tilefuse" list | awk '{print $1}')}; do
     compile "$kernel" --kernel "$kernel" --varlen "$@"
     compile "${kernel}_d128" --kernel "$kernel" --head-dim 128 --varlen "$@"
   done
-  for variant in test/variants/*.mlir; do
+  for variant in ${VARIANTS:-test/variants/*.mlir}; do
     compile "$(basename "$variant" .mlir)" "$variant" --varlen "$@"
     compile "$(basename "$variant" .mlir)_d128" "$variant" --head-dim 128 --varlen "$@"
   done
