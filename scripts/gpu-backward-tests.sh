@@ -70,6 +70,8 @@ for d in 64 128; do
     check "$v-d$d-det" --file "test/variants/$v.mlir" --head-dim "$d" -M 211 -N 300 \
       --deterministic
   done
+  # The mma.sync backward on sm_90a (run --config, as compile --backward --config takes it).
+  check "causal-d$d-sync" --kernel causal --head-dim "$d" -M 300 -N 211 --config mma=sync
   # row_order=descending: the forward's grid and the backward's dQ grid reversed.
   for k in causal prefix_lm sliding_window; do
     check "$k-d$d-desc" --kernel "$k" --head-dim "$d" -M 1000 -N 777 --row-order descending

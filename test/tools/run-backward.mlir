@@ -26,6 +26,14 @@
 // RUN: not tilefuse run --backward --device cpu --row-order sideways 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=ORDER
 // ORDER: error: --row-order must be ascending or descending, not 'sideways'
+// --config configures the GPU kernel (checked like compile's); the CPU backend says what it runs.
+// RUN: tilefuse run --backward --device cpu --kernel causal --B 1 --H 2 --M 37 --N 53 \
+// RUN:   --config mma=wgmma,q=shared | FileCheck %s --check-prefix=CONFIG
+// CONFIG: config       --config mma=wgmma,q=shared configures the GPU kernel; the CPU reference backend runs the tiled schedule at --block-m, --block-n and --row-order
+// CONFIG: result       PASS
+// RUN: not tilefuse run --device cpu --config colour=red 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADCONFIG
+// BADCONFIG: error: --config: unknown setting 'colour'
 //
 // gqa declares 8 query and 2 key/value heads: dK and dV sum over each group of 4.
 // RUN: tilefuse run --backward --device cpu --kernel gqa --dtype f16 --M 40 --N 70 \

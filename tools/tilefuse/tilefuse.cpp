@@ -275,12 +275,34 @@ static cl::opt<bool> runDeterministic(
     cl::desc("--backward: dQ by the ordered loop over key blocks (bitwise reproducible) instead "
              "of atomic adds"),
     cl::init(false), cl::sub(runCmd), cl::cat(runCategory));
+static cl::opt<std::string> runConfig(
+    "config",
+    cl::desc("The GPU kernel's tile configuration, KEY=VALUE settings as `compile --config` takes "
+             "them (Br, Bc, mma, q, stages, warp_specialize, ...); with --backward the backward "
+             "takes its Br, Bc, rows_per_warp, mma and row_order. --block-m, --block-n and "
+             "--row-order given explicitly win. The CPU reference backend takes only the block "
+             "sizes and row order, from those options"),
+    cl::init(""), cl::sub(runCmd), cl::cat(runCategory));
 static cl::opt<std::string> runRowOrder(
     "row-order",
     cl::desc("The grid's row-block order (TileConfig row_order, tile-order-row-blocks): "
              "ascending, or descending (the forward's row blocks and the backward's dQ grid last "
              "first); on the GPU and the CPU backend alike"),
     cl::init("ascending"), cl::sub(runCmd), cl::cat(runCategory));
+
+/// `run`'s GPU configuration: --config, then the explicit --block-m / --block-n / --row-order.
+static llvm::Expected<TileConfig> runTileConfig() {
+  auto tiles = TileConfig::parse(runConfig);
+  if (!tiles)
+    return tiles.takeError();
+  if (blockM.getNumOccurrences())
+    tiles->blockM = blockM;
+  if (blockN.getNumOccurrences())
+    tiles->blockN = blockN;
+  if (runRowOrder.getNumOccurrences())
+    tiles->descendingRows = runRowOrder == "descending";
+  return tiles;
+}
 
 static double relError(const std::vector<double> &got, const std::vector<double> &want) {
   double num = 0, den = 0;
@@ -347,6 +369,10 @@ static int runMain() {
                runRowOrder.getValue());
     return 2;
   }
+  if (auto tiles = runTileConfig(); !tiles) {
+    fmt::print(stderr, "error: --config: {}\n", llvm::toString(tiles.takeError()));
+    return 2;
+  }
   if (runKvSplits != 0 && !runSplitKv) {
     fmt::print(stderr, "error: --kv-splits is an option of --split-kv\n");
     return 2;
@@ -395,6 +421,10 @@ static int runMain() {
       fmt::print("device       no GPU ({}): the CPU reference backend runs it\n", why);
     }
   }
+  if (!onGpu && !runConfig.empty())
+    fmt::print("config       --config {} configures the GPU kernel; the CPU reference backend "
+               "runs the tiled schedule at --block-m, --block-n and --row-order\n",
+               runConfig.getValue());
   if (runBackward)
     return onGpu ? runBackwardOnGpu(text, bufferName, **reference)
                  : runBackwardOnCpu(text, bufferName, **reference);
@@ -858,8 +888,11 @@ static int runBackwardOnGpu(const std::string &text, const std::string &bufferNa
   opts.elementType = dtype;
   opts.headDim = runHeadDim;
   opts.chip = gpu->chip;
-  if (runRowOrder == "descending")
-    opts.tiles.descendingRows = true; // the forward's grid, and the backward's dQ grid
+  // The forward (O and LSE) takes --config as given and --row-order; --block-m / --block-n are
+  // the backward's (Br = Bc), which takes its own fields of the whole configuration.
+  TileConfig tiles = cantFail(runTileConfig());
+  opts.tiles = cantFail(TileConfig::parse(runConfig));
+  opts.tiles.descendingRows = tiles.descendingRows;
   auto t0 = std::chrono::steady_clock::now();
   auto forwardPtx = compileToPTX(text, bufferName, opts);
   if (!forwardPtx) {
@@ -867,10 +900,12 @@ static int runBackwardOnGpu(const std::string &text, const std::string &bufferNa
     return 1;
   }
   PtxCompileOptions backwardOpts = opts;
-  if (blockM.getNumOccurrences())
-    backwardOpts.tiles.blockM = blockM;
-  if (blockN.getNumOccurrences())
-    backwardOpts.tiles.blockN = blockN;
+  backwardOpts.tiles = TileConfig();
+  backwardOpts.tiles.blockM = tiles.blockM;
+  backwardOpts.tiles.blockN = tiles.blockN;
+  backwardOpts.tiles.rowsPerWarp = tiles.rowsPerWarp;
+  backwardOpts.tiles.mma = tiles.mma;
+  backwardOpts.tiles.descendingRows = tiles.descendingRows;
   backwardOpts.deterministic = runDeterministic;
   auto backwardPtx = compileBackwardToPTX(text, bufferName, backwardOpts);
   if (!backwardPtx) {
@@ -979,11 +1014,10 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
   if (!gpu)
     return fail(gpu.takeError());
   const cuda::DeviceInfo *dev = &gpu->device;
-  PtxCompileOptions opts; // block sizes: the tuned defaults for the kernel's head dimension
+  PtxCompileOptions opts; // unset fields: the tuned defaults for the kernel's head dimension
   opts.elementType = dtype;
   opts.headDim = runHeadDim;
-  if (runRowOrder == "descending")
-    opts.tiles.descendingRows = true;
+  opts.tiles = cantFail(runTileConfig());
   opts.splitKv = runSplitKv;
   opts.pagedKv = runPagedKv;
   opts.pageSize = runPagedKv ? runPageSize.getValue() : 0;
