@@ -26,10 +26,12 @@
 // RUN: not tilefuse run --backward --device cpu --row-order sideways 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=ORDER
 // ORDER: error: --row-order must be ascending or descending, not 'sideways'
-// --config configures the GPU kernel (checked like compile's); the CPU backend says what it runs.
+// --config configures the GPU kernel (checked like compile's); the CPU backend takes its block
+// sizes and row order, and says so; --block-m given explicitly wins.
 // RUN: tilefuse run --backward --device cpu --kernel causal --B 1 --H 2 --M 37 --N 53 \
-// RUN:   --config mma=wgmma,q=shared | FileCheck %s --check-prefix=CONFIG
-// CONFIG: config       --config mma=wgmma,q=shared configures the GPU kernel; the CPU reference backend runs the tiled schedule at --block-m, --block-n and --row-order
+// RUN:   --config Br=32,Bc=16,mma=wgmma,q=shared --block-m 16 | FileCheck %s --check-prefix=CONFIG
+// CONFIG: config       --config Br=32,Bc=16,mma=wgmma,q=shared: the CPU reference backend takes its Br, Bc and row_order; the other settings configure GPU code
+// CONFIG: shape        B=1 H=2 Hkv=2 M=37 N=53 D=64  Br=16 Bc=16
 // CONFIG: result       PASS
 // RUN: not tilefuse run --device cpu --config colour=red 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BADCONFIG

@@ -280,8 +280,8 @@ static cl::opt<std::string> runConfig(
     cl::desc("The GPU kernel's tile configuration, KEY=VALUE settings as `compile --config` takes "
              "them (Br, Bc, mma, q, stages, warp_specialize, ...); with --backward the backward "
              "takes its Br, Bc, rows_per_warp, mma and row_order. --block-m, --block-n and "
-             "--row-order given explicitly win. The CPU reference backend takes only the block "
-             "sizes and row order, from those options"),
+             "--row-order given explicitly win. The CPU reference backend takes its Br, Bc and "
+             "row_order"),
     cl::init(""), cl::sub(runCmd), cl::cat(runCategory));
 static cl::opt<std::string> runRowOrder(
     "row-order",
@@ -422,8 +422,8 @@ static int runMain() {
     }
   }
   if (!onGpu && !runConfig.empty())
-    fmt::print("config       --config {} configures the GPU kernel; the CPU reference backend "
-               "runs the tiled schedule at --block-m, --block-n and --row-order\n",
+    fmt::print("config       --config {}: the CPU reference backend takes its Br, Bc and "
+               "row_order; the other settings configure GPU code\n",
                runConfig.getValue());
   if (runBackward)
     return onGpu ? runBackwardOnGpu(text, bufferName, **reference)
@@ -604,10 +604,13 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
   CpuCompileOptions opts;
   opts.elementType = dtype;
   opts.headDim = runHeadDim;
-  opts.blockM = blockM;
-  opts.blockN = blockN;
+  // Of the configuration the CPU backend takes the block sizes and the row order.
+  TileConfig tiles = cantFail(runTileConfig());
+  const int64_t br = tiles.blockM.value_or(blockM), bc = tiles.blockN.value_or(blockN);
+  opts.blockM = br;
+  opts.blockN = bc;
   opts.instrument = true;
-  opts.descendingRows = runRowOrder == "descending";
+  opts.descendingRows = tiles.descendingRows.value_or(false);
   // The split kernel packed as the GPU compiles it (splitKvTileConfig's pack_gqa).
   opts.splitKv = runSplitKv;
   opts.packGqa = runSplitKv && splitKvTileConfig(0, "").packGqa.value_or(false);
@@ -674,13 +677,13 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
   if (in.packed)
     in.unpack(oPacked, lsePacked, ob, lseb);
 
-  launch_abi::Grid grid = launch_abi::programGrid(p.B, p.H, p.Hkv, p.M, blockM, opts.packGqa);
+  launch_abi::Grid grid = launch_abi::programGrid(p.B, p.H, p.Hkv, p.M, br, opts.packGqa);
   int64_t programs = grid.batch * grid.heads * grid.rowBlocks;
-  int64_t allBlocks = programs * ((p.N + blockN - 1) / blockN);
+  int64_t allBlocks = programs * ((p.N + bc - 1) / bc);
   fmt::print("kernel       {} ({}), {} on the CPU reference backend\n", name, bufferName,
              dtype.getValue());
   fmt::print("shape        B={} H={} Hkv={} M={} N={} D={}  Br={} Bc={}\n", p.B, p.H, p.Hkv, p.M,
-             p.N, p.D, blockM.getValue(), blockN.getValue());
+             p.N, p.D, br, bc);
   if (runSplitKv)
     fmt::print("split-KV     {} key splits per row block{}\n", splits,
                opts.packGqa ? ", GQA-packed" : "");
@@ -784,11 +787,14 @@ static int runBackwardOnCpu(const std::string &text, const std::string &bufferNa
   CpuBackwardOptions opts;
   opts.elementType = dtype;
   opts.headDim = runHeadDim;
-  opts.blockM = blockM;
-  opts.blockN = blockN;
+  // Of the configuration the CPU backend takes the block sizes and the row order.
+  TileConfig tiles = cantFail(runTileConfig());
+  const int64_t br = tiles.blockM.value_or(blockM), bc = tiles.blockN.value_or(blockN);
+  opts.blockM = br;
+  opts.blockN = bc;
   opts.deterministic = runDeterministic;
   opts.instrument = true;
-  opts.descendingRows = runRowOrder == "descending";
+  opts.descendingRows = tiles.descendingRows.value_or(false);
   auto t0 = std::chrono::steady_clock::now();
   auto kernel = CpuBackwardKernel::compile(text, bufferName, opts);
   if (!kernel) {
@@ -835,13 +841,13 @@ static int runBackwardOnCpu(const std::string &text, const std::string &bufferNa
     return 1;
   }
 
-  int64_t rowBlocks = (p.M + blockM - 1) / blockM, colBlocks = (p.N + blockN - 1) / blockN;
+  int64_t rowBlocks = (p.M + br - 1) / br, colBlocks = (p.N + bc - 1) / bc;
   int64_t allBlocks = p.B * p.H * rowBlocks * colBlocks * (runDeterministic ? 2 : 1);
   fmt::print("kernel       {} ({}), {}, forward and derived backward on the CPU reference "
              "backend\n",
              (*kernel)->name().str(), bufferName, dtype.getValue());
   fmt::print("shape        B={} H={} Hkv={} M={} N={} D={}  Br={} Bc={}  dQ {}\n", p.B, p.H,
-             p.Hkv, p.M, p.N, p.D, blockM.getValue(), blockN.getValue(),
+             p.Hkv, p.M, p.N, p.D, br, bc,
              runDeterministic ? "deterministic (ordered key loop)" : "atomic");
   fmt::print("compile      {:.1f} ms   forward {:.1f} ms   backward {:.1f} ms\n", compileMs,
              forwardMs, backwardMs);
