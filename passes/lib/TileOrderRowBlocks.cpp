@@ -26,6 +26,7 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "tilefuse/dialect/KernelConfig.h"
+#include "tilefuse/runtime/device/LaunchAbi.h"
 
 namespace tilefuse {
 #define GEN_PASS_DEF_TILEORDERROWBLOCKS
@@ -51,7 +52,8 @@ struct TileOrderRowBlocksPass
       return;
     fn.walk([&](scf::ForallOp grid) {
       if (auto phase = grid->getAttrOfType<StringAttr>(kBackwardPhaseAttr);
-          phase && phase.getValue() != "query_gradients")
+          phase && phase.getValue() != launch_abi::backwardPhaseName(
+                                           launch_abi::BackwardPhase::QueryGradients))
         return;
       bool split = grid.getRank() == 4;
       if ((grid.getRank() != 3 && !split) ||

@@ -44,6 +44,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "tilefuse/dialect/KernelConfig.h"
+#include "tilefuse/runtime/device/LaunchAbi.h"
 
 #include <cmath>
 
@@ -452,7 +453,8 @@ LogicalResult BackwardTiler::emitPreprocessing() {
   bool zeroAccumulators = !deterministic && !queryGradients.empty();
   if (rowWorkspaces.empty() && !zeroAccumulators)
     return success();
-  auto forall = grid({batches, heads, rowBlocks}, "preprocess");
+  auto forall = grid({batches, heads, rowBlocks},
+                     launch_abi::backwardPhaseName(launch_abi::BackwardPhase::Preprocess));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(forall.getBody());
   at.batch = forall.getInductionVar(0);
@@ -483,7 +485,8 @@ LogicalResult BackwardTiler::emitKeyGradients() {
   bool atomicQuery = !deterministic && !queryGradients.empty();
   if (keyGradients.empty() && !atomicQuery)
     return success();
-  auto forall = grid({batches, kvHeads, colBlocks}, "key_gradients");
+  auto forall = grid({batches, kvHeads, colBlocks},
+                     launch_abi::backwardPhaseName(launch_abi::BackwardPhase::KeyGradients));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(forall.getBody());
   at.batch = forall.getInductionVar(0);
@@ -559,7 +562,8 @@ LogicalResult BackwardTiler::emitKeyGradients() {
 LogicalResult BackwardTiler::emitQueryGradients() {
   if (queryGradients.empty())
     return success();
-  auto forall = grid({batches, heads, rowBlocks}, "query_gradients");
+  auto forall = grid({batches, heads, rowBlocks},
+                     launch_abi::backwardPhaseName(launch_abi::BackwardPhase::QueryGradients));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(forall.getBody());
   at.batch = forall.getInductionVar(0);
