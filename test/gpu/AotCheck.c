@@ -76,6 +76,19 @@ static void fail(const char *what, const char *detail) {
   printf("FAILED: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
 }
 
+/* One case of a table run through a header's _check function: its answer `why` (NULL: accepted)
+ * against the expected one (NULL: accepted; else a message `why` equals, or with `contains`
+ * holds), printed and, when it differs, counted as a failure of `checker`. */
+static void expectAnswer(const char *name, const char *why, const char *expected, int contains,
+                         const char *checker) {
+  int ok = expected == NULL ? why == NULL
+                            : why != NULL && (contains ? strstr(why, expected) != NULL
+                                                       : strcmp(why, expected) == 0);
+  printf("[%s] check: %-40s -> %s\n", ok ? "ok  " : "FAIL", name, why ? why : "accepted");
+  if (!ok)
+    fail(name, checker);
+}
+
 static const char *errorName(CUresult r) {
   const char *name = NULL;
   if (cuGetErrorName(r, &name) != CUDA_SUCCESS || name == NULL)
@@ -753,7 +766,6 @@ static void backwardHostChecks(void) {
     const void *workspace = cases[i].workspace == 0   ? w
                             : cases[i].workspace == 1 ? NULL
                                                       : (const char *)w + 16;
-    int ok;
     /* Contiguous, in the public order: q, k, v, o, lse, then dO, dQ, dK, dV. */
     const int64_t contiguous[26] = {
         cases[i].H * M * D, M * D, D, Hkv * N * D, N * D, D, Hkv * N * D, N * D, D,
@@ -765,12 +777,7 @@ static void backwardHostChecks(void) {
       s[cases[i].stride] = cases[i].value;
     why = causal_backward_check(a, a, a, a, a, lse, a, a + cases[i].dkOffset, a, B, cases[i].H,
                                 cases[i].Hkv, M, N, s, workspace);
-    ok = cases[i].expected == NULL ? why == NULL
-                                   : why != NULL && strstr(why, cases[i].expected) != NULL;
-    printf("[%s] check: %-40s -> %s\n", ok ? "ok  " : "FAIL", cases[i].name,
-           why ? why : "accepted");
-    if (!ok)
-      fail(cases[i].name, "causal_backward_check's answer");
+    expectAnswer(cases[i].name, why, cases[i].expected, 1, "causal_backward_check's answer");
   }
   {
     /* NULL strides: contiguous; and the launch refuses before any driver call. */
@@ -955,12 +962,7 @@ static void declaredSizeChecks(void) {
   for (i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     const char *why = gqa_check(a, a, a, o, lse, cases[i].B, cases[i].H, cases[i].Hkv,
                                 cases[i].M, cases[i].N, NULL);
-    int ok = cases[i].expected == NULL ? why == NULL
-                                       : why != NULL && strcmp(why, cases[i].expected) == 0;
-    printf("[%s] check: %-32s -> %s\n", ok ? "ok  " : "FAIL", cases[i].name,
-           why ? why : "accepted");
-    if (!ok)
-      fail(cases[i].name, "gqa_check's answer");
+    expectAnswer(cases[i].name, why, cases[i].expected, 0, "gqa_check's answer");
   }
   {
     /* Refused before any driver call: without a driver (the toolkit's stub) the first call
@@ -1032,7 +1034,6 @@ static void hostChecks(void) {
   bshd[12] = H * M;
   for (i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     const char *why;
-    int ok;
     for (j = 0; j < 14; ++j)
       s[j] = bshd[j];
     if (cases[i].strides == 2)
@@ -1040,12 +1041,7 @@ static void hostChecks(void) {
     why = causal_check(a, a + cases[i].pointerOffset, a, o, lse, cases[i].B, cases[i].H,
                        cases[i].Hkv, cases[i].M, cases[i].N,
                        cases[i].strides == 0 ? NULL : cases[i].strides == 1 ? bshd : s);
-    ok = cases[i].expected == NULL ? why == NULL
-                                   : why != NULL && strstr(why, cases[i].expected) != NULL;
-    printf("[%s] check: %-32s -> %s\n", ok ? "ok  " : "FAIL", cases[i].name,
-           why ? why : "accepted");
-    if (!ok)
-      fail(cases[i].name, "causal_check's answer");
+    expectAnswer(cases[i].name, why, cases[i].expected, 1, "causal_check's answer");
   }
   declaredSizeChecks();
   backwardHostChecks();

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "TuneCommand.h"
+#include "CurrentGpu.h"
 
 #include "tilefuse/kernels/Registry.h"
 #include "tilefuse/runtime/KernelCache.h"
@@ -165,16 +166,6 @@ static int readSource(std::string &text, std::string &bufferName) {
   return 0;
 }
 
-/// The chip of the current GPU (sm_90a on 9.0, sm_80 on 8.x).
-static llvm::Expected<std::string> currentChip() {
-  auto driver = cuda::Driver::get();
-  if (!driver)
-    return driver.takeError();
-  auto device = driver->currentDevice();
-  if (!device)
-    return device.takeError();
-  return chipForComputeCapability(device->computeMajor, device->computeMinor, device->name);
-}
 
 /// A progress bar on a terminal; plain lines (each quarter) otherwise.
 class ProgressPrinter {
@@ -297,10 +288,10 @@ int tools::tuneMain() {
   if (!tArch.empty()) {
     options.chip = tArch;
   } else {
-    auto chip = currentChip();
-    if (!chip)
-      return error(llvm::toString(chip.takeError()));
-    options.chip = *chip;
+    auto current = currentGpu();
+    if (!current)
+      return error(llvm::toString(current.takeError()));
+    options.chip = current->chip;
   }
   std::string cacheDir = tCacheDir.empty() ? CacheConfig::defaultDirectory() : tCacheDir;
   TuningDatabase database(cacheDir);

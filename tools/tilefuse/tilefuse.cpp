@@ -23,6 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "TuneCommand.h"
+#include "CurrentGpu.h"
 
 #include "tilefuse/kernels/Registry.h"
 #include "tilefuse/runtime/AotHeader.h"
@@ -858,25 +859,6 @@ static int runBackwardOnCpu(const std::string &text, const std::string &bufferNa
   return errors->ok() ? 0 : 1;
 }
 
-/// The current GPU and the chip tilefuse compiles for it (sm_90a on 9.0, sm_80 on 8.x): what
-/// both GPU runs start from.
-struct CurrentGpu {
-  cuda::DeviceInfo device;
-  std::string chip;
-};
-static llvm::Expected<CurrentGpu> currentGpu() {
-  auto driver = cuda::Driver::get();
-  if (!driver)
-    return driver.takeError();
-  auto device = driver->currentDevice();
-  if (!device)
-    return device.takeError();
-  auto chip = chipForComputeCapability(device->computeMajor, device->computeMinor, device->name);
-  if (!chip)
-    return chip.takeError();
-  return CurrentGpu{*device, *chip};
-}
-
 /// The forward on the GPU (its default configuration), then the derived backward's three
 /// kernels (compileBackwardToPTX, CudaBackwardKernel) on its O and LSE; dQ, dK and dV against
 /// the float64 backward of the same inputs, O and LSE.
@@ -886,7 +868,7 @@ static int runBackwardOnGpu(const std::string &text, const std::string &bufferNa
     fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
     return 1;
   };
-  auto gpu = currentGpu();
+  auto gpu = tools::currentGpu();
   if (!gpu)
     return fail(gpu.takeError());
   const cuda::DeviceInfo *dev = &gpu->device;
@@ -1016,7 +998,7 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
     fmt::print(stderr, "error: {}\n", llvm::toString(std::move(e)));
     return 1;
   };
-  auto gpu = currentGpu();
+  auto gpu = tools::currentGpu();
   if (!gpu)
     return fail(gpu.takeError());
   const cuda::DeviceInfo *dev = &gpu->device;
