@@ -324,13 +324,28 @@ static llvm::Error checkRange(size_t offset, size_t count, size_t size, const ch
   return llvm::Error::success();
 }
 
+/// The synchronous copy and memset calls run on the legacy default stream and may return before
+/// the device holds the bytes (cuMemcpyHtoD from pageable memory returns once the bytes are
+/// staged; cuMemsetD8 is asynchronous to the host). Work on a non-blocking Stream does not wait
+/// for that stream, so a kernel launched on one right after could read the old bytes, or see its
+/// own output overwritten by a poisoning memset still in flight. Waiting here makes the calls
+/// what DeviceBuffer documents: done when they return.
+static llvm::Error waitForLegacyStream(const char *after) {
+  // The entry points are resolved with CU_GET_PROC_ADDRESS_LEGACY_STREAM: the null stream is
+  // the legacy default stream.
+  return check(entryPoints.cuStreamSynchronize(nullptr),
+               llvm::Twine("cuStreamSynchronize(legacy stream) after ") + after);
+}
+
 llvm::Error DeviceBuffer::upload(const void *host, size_t count, size_t offset) {
   if (llvm::Error error = checkRange(offset, count, bytes, "upload"))
     return error;
   if (count == 0)
     return llvm::Error::success();
-  return check(entryPoints.cuMemcpyHtoD_v2(base + offset, host, count),
-               "cuMemcpyHtoD(" + llvm::Twine(count) + " bytes)");
+  if (llvm::Error error = check(entryPoints.cuMemcpyHtoD_v2(base + offset, host, count),
+                                "cuMemcpyHtoD(" + llvm::Twine(count) + " bytes)"))
+    return error;
+  return waitForLegacyStream("cuMemcpyHtoD");
 }
 
 llvm::Error DeviceBuffer::download(void *host, size_t count, size_t offset) const {
@@ -352,8 +367,10 @@ llvm::Error DeviceBuffer::fillAsync(uint8_t value, const Stream &stream) {
 llvm::Error DeviceBuffer::fill(uint8_t value) {
   if (bytes == 0)
     return llvm::Error::success();
-  return check(entryPoints.cuMemsetD8_v2(base, value, bytes),
-               "cuMemsetD8(" + llvm::Twine(bytes) + " bytes)");
+  if (llvm::Error error = check(entryPoints.cuMemsetD8_v2(base, value, bytes),
+                                "cuMemsetD8(" + llvm::Twine(bytes) + " bytes)"))
+    return error;
+  return waitForLegacyStream("cuMemsetD8");
 }
 
 //===----------------------------------------------------------------------===//
