@@ -290,8 +290,18 @@ static int64_t largestFittingKeyBlock(int64_t tuned, int64_t smallest,
   return 0;
 }
 
+/// defaultTileConfig's row order: longest programs first where row blocks differ in work, on
+/// sm_90a for keys in tensors (measured on padded batches only: docs/perf.md, 2026-12-01,
+/// fifteenth session). Unset otherwise: the ascending grid.
+static std::optional<bool> defaultRowOrder(llvm::StringRef chip, KeyLayout keys,
+                                           bool rowBlocksUnequal) {
+  if (chip == "sm_90a" && keys == KeyLayout::Tensors && rowBlocksUnequal)
+    return true;
+  return std::nullopt;
+}
+
 TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, KeyLayout keys,
-                                       int64_t regionRegisters) {
+                                       int64_t regionRegisters, bool rowBlocksUnequal) {
   TileConfig c;
   c.qOperand = QOperand::Registers;
   c.copyIssue = CopyIssue::Eager;
@@ -306,6 +316,7 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
     c.blockN = headDim <= 64 ? 128 : 64;
     c.rowsPerWarp = 16;
     c.mma = MmaKind::Wgmma;
+    c.descendingRows = defaultRowOrder(chip, keys, rowBlocksUnequal);
     if (warpSpecializedByDefault(headDim, chip, keys)) {
       // Two consumer warpgroups (FlashAttention-3's Br = 128) and the largest key block whose
       // rotated loop fits the registers, measured on the H200 (docs/perf.md, 2026-12-01, tenth
@@ -362,7 +373,8 @@ TileConfig tilefuse::splitKvTileConfig(int64_t headDim, llvm::StringRef chip) {
 
 llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &requested,
                                                        int64_t headDim, llvm::StringRef chip,
-                                                       KeyLayout keys, int64_t regionRegisters) {
+                                                       KeyLayout keys, int64_t regionRegisters,
+                                                       bool rowBlocksUnequal) {
   // The fields one by one first, so a bad value is named as such, not as a bad combination.
   TileConfig alone;
   alone.blockM = requested.blockM;
@@ -385,6 +397,10 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   llvm::StringRef baseChip = syncOnly ? llvm::StringRef("sm_80") : chip;
   KeyLayout baseKeys = noWarpRoles ? KeyLayout::Gathered : keys;
   TileConfig base = defaultTileConfig(headDim, baseChip, baseKeys, regionRegisters);
+  // The row order from the kernel's own keys (baseKeys may stand in for "no warp roles"); a
+  // persistent kernel's tile loop orders its tiles itself (TileConfig::verify refuses both).
+  base.descendingRows =
+      defaultRowOrder(baseChip, keys, rowBlocksUnequal && requested.persistent != true);
   // Warp-specialized: two consumer warpgroups (FlashAttention-3's Br = 128) unless Br is set.
   if (requested.warpSpecialize == true && !syncOnly)
     base.blockM = 128;

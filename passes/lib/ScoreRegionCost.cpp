@@ -15,18 +15,27 @@ namespace {
 /// (kv_idx); both, or the score itself, per element.
 enum Varies : unsigned { Uniform = 0, ByRow = 1, ByColumn = 2, ByElement = 3 };
 
-/// Counts the per-element ops of `body`, whose block arguments vary as `arguments` says.
-int64_t countPerElementOps(Block &body, llvm::ArrayRef<unsigned> arguments) {
+/// Calls `visit(op, how)` for each op of `body` in order, with how the op's results vary, given
+/// how the block arguments vary (`arguments`).
+void walkVariation(Block &body, llvm::ArrayRef<unsigned> arguments,
+                   llvm::function_ref<void(Operation *, unsigned)> visit) {
   llvm::DenseMap<Value, unsigned> varies;
   for (auto [argument, how] : llvm::zip(body.getArguments(), arguments))
     varies[argument] = how;
-  int64_t count = 0;
   body.walk([&](Operation *op) {
     unsigned how = Uniform;
     for (Value operand : op->getOperands())
       how |= varies.lookup(operand); // values from above the region: uniform
     for (Value result : op->getResults())
       varies[result] = how;
+    visit(op, how);
+  });
+}
+
+/// Counts the per-element ops of `body`, whose block arguments vary as `arguments` says.
+int64_t countPerElementOps(Block &body, llvm::ArrayRef<unsigned> arguments) {
+  int64_t count = 0;
+  walkVariation(body, arguments, [&](Operation *op, unsigned how) {
     if (how != ByElement || op->hasTrait<OpTrait::IsTerminator>())
       return;
     if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::CmpIOp, arith::CmpFOp>(op))
@@ -55,4 +64,17 @@ int64_t tilefuse::perElementRegionOps(Operation *kernel) {
 
 int64_t tilefuse::scoreRegionRegisters(Operation *kernel) {
   return perElementRegionOps(kernel) * registersPerElementOp;
+}
+
+bool tilefuse::maskComparesRowsWithColumns(Operation *kernel) {
+  bool compares = false;
+  kernel->walk([&](MaskOp mask) {
+    walkVariation(mask.getBody().front(), {Uniform, Uniform, ByRow, ByColumn},
+                  [&](Operation *op, unsigned how) {
+                    // The yield's operand: the kept predicate.
+                    if (op->hasTrait<OpTrait::IsTerminator>() && how == ByElement)
+                      compares = true;
+                  });
+  });
+  return compares;
 }

@@ -392,9 +392,12 @@ compileKernels(StringRef source, StringRef bufferName, const PtxCompileOptions &
                    : options.varlen && !options.splitKv ? KeyLayout::PackedRows
                                                         : KeyLayout::Tensors;
   // The score and mask regions' registers (the written form, as specialized) shrink the default
-  // key block where the register model says the kernel would spill.
+  // key block where the register model says the kernel would spill; a mask comparing rows with
+  // columns sets the default row order. Not for split-KV kernels: decode has one row block, and
+  // reversed split grids have run on the CPU backend only.
+  bool rowBlocksUnequal = !options.splitKv && tilefuse::maskComparesRowsWithColumns(kernel);
   auto resolved = resolveTileConfig(requested, k.headDim, options.chip, keys,
-                                    tilefuse::scoreRegionRegisters(kernel));
+                                    tilefuse::scoreRegionRegisters(kernel), rowBlocksUnequal);
   if (!resolved)
     return badConfig(resolved.takeError());
   const TileConfig &tiles = *resolved;

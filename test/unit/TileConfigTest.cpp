@@ -343,6 +343,87 @@ TEST(ScoreRegionCost, BundledKernelsAndTestVariants) {
   EXPECT_EQ(ops(test::readTestVariant("softcap_head_bias"), "softcap_head_bias"), 4);
 }
 
+/// Which kernels' masks compare rows with columns (the default row order's fact): every bundled
+/// kernel is listed, so a new one states it here.
+TEST(ScoreRegionCost, MasksComparingRowsWithColumns) {
+  mlir::DialectRegistry registry;
+  registerCompilerDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  auto compares = [&](const std::string &text, const std::string &name) {
+    auto module = mlir::parseSourceString<mlir::ModuleOp>(text, &context);
+    if (!module) {
+      ADD_FAILURE() << name << " does not parse";
+      return false;
+    }
+    return maskComparesRowsWithColumns(*module);
+  };
+  std::map<std::string, bool> bundled = {
+      {"attention", false}, {"causal", true}, {"sliding_window", true}, {"prefix_lm", true},
+      {"gqa", false},       {"mqa", false},   {"alibi", true},          {"softcap", false}};
+  for (const kernels::KernelSource &kernel : kernels::all()) {
+    auto expected = bundled.find(kernel.name);
+    ASSERT_NE(expected, bundled.end()) << kernel.name << ": say whether its mask compares here";
+    EXPECT_EQ(compares(kernel.text, kernel.name), expected->second) << kernel.name;
+  }
+  EXPECT_TRUE(compares(test::readTestVariant("chunked_local"), "chunked_local"));
+  EXPECT_TRUE(compares(test::readTestVariant("gqa_head_window"), "gqa_head_window"));
+  EXPECT_FALSE(compares(test::readTestVariant("softcap_head_bias"), "softcap_head_bias"));
+  // A mask of one index alone keeps whole rows or whole columns: every row block the same work.
+  const char *byRowOnly = R"(
+func.func @rows(%s: tensor<?x?x?x?xf32>) -> tensor<?x?x?x?xf32> {
+  %u = tile.mask %s : tensor<?x?x?x?xf32> {
+  ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+    %c7 = arith.constant 7 : index
+    %keep = arith.cmpi ult, %qi, %c7 : index
+    tile.yield %keep : i1
+  }
+  return %u : tensor<?x?x?x?xf32>
+})";
+  EXPECT_FALSE(compares(byRowOnly, "rows"));
+}
+
+/// Kernels whose row blocks differ in work run them last first by default on sm_90a (padded
+/// batches, the measured case); packed and gathered keys, mma.sync, persistent kernels and an
+/// explicit row order keep theirs.
+TEST(TileConfig, UnequalRowBlocksRunLastFirstByDefault) {
+  for (int64_t d : {64, 128, 256}) {
+    SCOPED_TRACE("d" + std::to_string(d));
+    EXPECT_EQ(defaultTileConfig(d, "sm_90a", KeyLayout::Tensors, 0, true).descendingRows, true);
+    EXPECT_EQ(defaultTileConfig(d, "sm_90a", KeyLayout::Tensors, 0, false).descendingRows,
+              std::nullopt);
+    EXPECT_EQ(defaultTileConfig(d, "sm_90a", KeyLayout::PackedRows, 0, true).descendingRows,
+              std::nullopt);
+    EXPECT_EQ(defaultTileConfig(d, "sm_90a", KeyLayout::Gathered, 0, true).descendingRows,
+              std::nullopt);
+    EXPECT_EQ(defaultTileConfig(d, "sm_80", KeyLayout::Tensors, 0, true).descendingRows,
+              std::nullopt);
+  }
+  auto resolved = [](llvm::StringRef text, bool unequal, KeyLayout keys = KeyLayout::Tensors) {
+    auto c = resolveTileConfig(parsed(text), 128, "sm_90a", keys, 0, unequal);
+    if (!c) {
+      ADD_FAILURE() << text.str() << ": " << llvm::toString(c.takeError());
+      return TileConfig();
+    }
+    return *c;
+  };
+  EXPECT_EQ(resolved("", true).descendingRows, true);
+  EXPECT_EQ(resolved("", false).descendingRows, std::nullopt);
+  EXPECT_EQ(resolved("", true, KeyLayout::PackedRows).descendingRows, std::nullopt);
+  // Without warp roles (which resolveTileConfig asks of the defaults as gathered keys) the
+  // kernel's keys are still tensors.
+  EXPECT_EQ(resolved("warp_specialize=false", true).descendingRows, true);
+  EXPECT_EQ(resolved("pack_gqa=true", true).descendingRows, true);
+  EXPECT_EQ(resolved("mma=sync", true).descendingRows, std::nullopt);
+  EXPECT_EQ(resolved("persistent=true", true).descendingRows, std::nullopt);
+  EXPECT_EQ(resolved("row_order=ascending", true).descendingRows, false);
+  EXPECT_EQ(resolved("row_order=descending", false).descendingRows, true);
+  // The rest of the configuration is the one without the fact.
+  TileConfig reversed = resolved("", true), plain = resolved("", false);
+  reversed.descendingRows = std::nullopt;
+  EXPECT_EQ(reversed, plain);
+}
+
 TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
   auto resolved = [](llvm::StringRef text, int64_t d, llvm::StringRef chip) {
     auto c = resolveTileConfig(parsed(text), d, chip);

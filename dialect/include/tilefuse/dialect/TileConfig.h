@@ -98,7 +98,8 @@ struct TileConfig {
   /// index order, starts each head's last row blocks first. Under a causal mask those have the
   /// most key blocks, and the short ones then fill the tail of the launch. Refused with
   /// persistent=true, whose tile loop has an order of its own. Unset (and outside isComplete):
-  /// ascending.
+  /// the kernel's default, descending where its mask compares rows with columns on sm_90a for
+  /// padded batches (defaultTileConfig's rowBlocksUnequal), else ascending.
   std::optional<bool> descendingRows;
 
   /// Every field set (ctasPerSm aside) (what compileToPTX compiles, what the tuner enumerates and stores).
@@ -154,8 +155,17 @@ enum class KeyLayout { Tensors, PackedRows, Gathered };
 /// runs unrotated with the tuned key block; the one-warpgroup kernel (keys in tensors) takes the
 /// largest key block that fits. A packed batch's one-warpgroup kernel at head dims up to 64
 /// without region registers holds 3 CTAs an SM (ctas_per_sm = 3).
+///
+/// `rowBlocksUnequal`: the kernel's mask compares rows with columns (maskComparesRowsWithColumns
+/// in tilefuse/passes/ScoreRegionCost.h), so after block pruning its row blocks visit different
+/// numbers of key blocks (causal: r + 1). On sm_90a, for keys in tensors, such kernels run their
+/// row blocks last first (row_order=descending): the longest programs start first instead of
+/// running alone at the end of the launch, +5.5-5.7% at d128 N = 16k causal on the H200, within
+/// -1.5..+1.2% elsewhere (docs/perf.md, 2026-12-01, fifteenth session). Packed batches keep the
+/// ascending order (measured -0.9..+2.3%).
 TileConfig defaultTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a",
-                             KeyLayout keys = KeyLayout::Tensors, int64_t regionRegisters = 0);
+                             KeyLayout keys = KeyLayout::Tensors, int64_t regionRegisters = 0,
+                             bool rowBlocksUnequal = false);
 
 /// What a split-KV (decode) kernel sets over defaultTileConfig: GQA packing (a key/value head's
 /// keys read once for all its query heads), no warp specialization, and on sm_90a at head dims
@@ -170,10 +180,13 @@ TileConfig splitKvTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a");
 /// pack_gqa=true, warp_specialize=false, gathered keys). A warp-specialized kernel's rotation,
 /// unless requested, is on where the key block chosen fits the registers with the score and mask
 /// regions' `regionRegisters` (as in defaultTileConfig); an explicit Bc is never changed.
+/// The default row order (defaultTileConfig's `rowBlocksUnequal`) is not taken where the request
+/// rules it out (persistent=true: the tile loop orders the tiles itself).
 llvm::Expected<TileConfig> resolveTileConfig(const TileConfig &requested, int64_t headDim,
                                              llvm::StringRef chip,
                                              KeyLayout keys = KeyLayout::Tensors,
-                                             int64_t regionRegisters = 0);
+                                             int64_t regionRegisters = 0,
+                                             bool rowBlocksUnequal = false);
 
 } // namespace tilefuse
 

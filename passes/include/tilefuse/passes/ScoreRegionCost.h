@@ -32,6 +32,13 @@ int64_t perElementRegionOps(mlir::Operation *kernel);
 /// defaultTileConfig and resolveTileConfig. 0 for a kernel without score or mask arithmetic.
 int64_t scoreRegionRegisters(mlir::Operation *kernel);
 
+/// Whether a tile.mask region under `kernel` keeps or drops elements by comparing q_idx with
+/// kv_idx: its kept value depends on both (causal, prefix-LM, windows, chunks). Such masks give
+/// row blocks different numbers of visited key blocks after block pruning (causal: row block r
+/// visits r + 1), which is what the default row order (defaultTileConfig's rowBlocksUnequal)
+/// is chosen for. A mask of q_idx alone, kv_idx alone or neither does not.
+bool maskComparesRowsWithColumns(mlir::Operation *kernel);
+
 } // namespace tilefuse
 
 #endif
