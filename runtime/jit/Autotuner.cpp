@@ -420,40 +420,7 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
     axes.packGqa = {true};
   std::vector<Candidate> space = enumerateSpace(headDim, base.chip, limits, axes);
   TileConfig defaultTiles = defaultKernel->tiles;
-  // The enumerated candidates leave the row order unset: they compile with the kernel's
-  // default order, which may be descending (defaultTileConfig's rowBlocksUnequal). One of them
-  // can then be the default's kernel under another spelling; it is timed once, as the default.
-  auto defaultOrder = [&](TileConfig c) {
-    if (!c.descendingRows)
-      c.descendingRows = defaultTiles.descendingRows;
-    return c;
-  };
-  llvm::erase_if(space, [&](const Candidate &c) {
-    return c.config != defaultTiles && defaultOrder(c.config) == defaultTiles;
-  });
-  if (llvm::none_of(space, [&](const Candidate &c) { return c.config == defaultTiles; })) {
-    Candidate c;
-    c.config = defaultTiles;
-    c.estimate = estimateResources(defaultTiles, headDim);
-    space.push_back(c);
-  }
-  // The default with its grid's row blocks in the other order (row_order=descending, or
-  // ascending where the default reversed them): the same kernel in another launch order, which
-  // only the timing can tell apart (a causal mask's longest programs first). One candidate, not
-  // an axis: it would double the space.
-  // Ascending is spelled out (row_order=ascending) where the default reversed the rows: an unset
-  // row order compiles as the kernel's default, which the enumerated candidates take.
-  TileConfig reversed = defaultTiles;
-  reversed.descendingRows = !defaultTiles.descendingRows.value_or(false);
-  if (!defaultTiles.persistent.value_or(false)) {
-    Candidate c;
-    c.config = reversed;
-    c.estimate = estimateResources(c.config, headDim);
-    if (llvm::Error error = c.config.verify(base.chip))
-      llvm::consumeError(std::move(error));
-    else
-      space.push_back(c);
-  }
+  addDefaultCandidates(space, defaultTiles, headDim, base.chip);
   std::vector<Slot> slots(space.size());
   for (auto [slot, candidate] : llvm::zip(slots, space)) {
     slot.report.config = candidate.config;
@@ -488,7 +455,7 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
              int(c.rowsPerWarp != d.rowsPerWarp) + int(c.mma != d.mma) +
              int(c.qOperand != d.qOperand) + int(c.copyIssue != d.copyIssue) +
              int(c.stages != d.stages) + int(c.ctasPerSm != d.ctasPerSm) +
-             int(defaultOrder(c).descendingRows != d.descendingRows);
+             int(inDefaultRowOrder(c, d).descendingRows != d.descendingRows);
     };
     std::vector<Slot *> order;
     for (Slot &slot : slots)

@@ -185,3 +185,32 @@ std::vector<int64_t> jit::keySplitCandidates(int64_t programs, int64_t slots, in
   return keySplitCandidates(cuda::CudaKernel::chooseKeySplits(programs, slots, keyBlocks),
                             keyBlocks);
 }
+
+TileConfig jit::inDefaultRowOrder(TileConfig config, const TileConfig &defaults) {
+  if (!config.descendingRows)
+    config.descendingRows = defaults.descendingRows;
+  return config;
+}
+
+void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &defaults,
+                               int64_t headDim, llvm::StringRef chip) {
+  llvm::erase_if(space, [&](const Candidate &c) {
+    return c.config != defaults && inDefaultRowOrder(c.config, defaults) == defaults;
+  });
+  if (llvm::none_of(space, [&](const Candidate &c) { return c.config == defaults; })) {
+    Candidate c;
+    c.config = defaults;
+    c.estimate = estimateResources(defaults, headDim);
+    space.push_back(c);
+  }
+  if (defaults.persistent.value_or(false))
+    return; // its tile loop orders the tiles (TileConfig::verify refuses a row order)
+  Candidate reversed;
+  reversed.config = defaults;
+  reversed.config.descendingRows = !defaults.descendingRows.value_or(false);
+  reversed.estimate = estimateResources(reversed.config, headDim);
+  if (llvm::Error error = reversed.config.verify(chip))
+    llvm::consumeError(std::move(error));
+  else
+    space.push_back(reversed);
+}

@@ -220,3 +220,45 @@ TEST(TuningSpace, SharedMemoryModelMatchesCompiledKernels) {
     }
   }
 }
+
+/// The default and the default in the other row order join the space once each: where the
+/// default runs its row blocks last first (a causal-like mask), the enumerated candidate that
+/// compiles to the same kernel (its row order unset) is dropped, and the other order is spelled
+/// row_order=ascending; a persistent default gets no second order.
+TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
+  for (bool unequalRows : {false, true}) {
+    SCOPED_TRACE(unequalRows ? "mask comparing rows with columns" : "no such mask");
+    std::vector<Candidate> space = enumerateSpace(
+        128, "sm_90a", ChipLimits::forChip("sm_90a"), TuningAxes::forChip("sm_90a"));
+    size_t enumerated = space.size();
+    auto resolved = resolveTileConfig(TileConfig(), 128, "sm_90a", KeyLayout::Tensors, 0,
+                                      unequalRows);
+    ASSERT_TRUE(bool(resolved)) << llvm::toString(resolved.takeError());
+    TileConfig defaults = *resolved;
+    defaults.warpSpecialize = defaults.warpSpecialize.value_or(false);
+    addDefaultCandidates(space, defaults, 128, "sm_90a");
+    auto count = [&](const TileConfig &config) {
+      return llvm::count_if(space, [&](const Candidate &c) { return c.config == config; });
+    };
+    TileConfig reversed = defaults;
+    reversed.descendingRows = !defaults.descendingRows.value_or(false);
+    EXPECT_EQ(count(defaults), 1);
+    EXPECT_EQ(count(reversed), 1);
+    EXPECT_EQ(reversed.descendingRows, !unequalRows);
+    // The default's kernel once: under its own spelling only.
+    EXPECT_EQ(llvm::count_if(space,
+                             [&](const Candidate &c) {
+                               return inDefaultRowOrder(c.config, defaults) == defaults;
+                             }),
+              1);
+    // The enumerated default (ascending, unset) was in the space: one dropped and two added
+    // where the default reverses the rows; where it does not, it is the default, one added.
+    EXPECT_EQ(space.size(), enumerated + 1);
+  }
+  TileConfig persistent = defaultTileConfig(128, "sm_90a");
+  persistent.persistent = true;
+  std::vector<Candidate> space;
+  addDefaultCandidates(space, persistent, 128, "sm_90a");
+  ASSERT_EQ(space.size(), 1u);
+  EXPECT_EQ(space.front().config, persistent);
+}

@@ -116,6 +116,20 @@ std::vector<Candidate> enumerateSpace(int64_t headDim, llvm::StringRef chip,
                                       const ChipLimits &limits, const TuningAxes &axes,
                                       int64_t elementBytes = 2);
 
+/// `config` with an unset row order read as the kernel's default one (`defaults`', which may be
+/// descending: defaultTileConfig's rowBlocksUnequal): the enumerated candidates leave it unset
+/// and compile with the default's.
+TileConfig inDefaultRowOrder(TileConfig config, const TileConfig &defaults);
+
+/// Adds to an enumerated `space` the default configuration `defaults` (the kernel compiled
+/// without a request; an enumerated candidate that compiles to the same kernel is dropped, so
+/// it is timed once, as the default) and, unless it is persistent, the default with its grid's
+/// row blocks in the other order: the same kernel in another launch order, which only the timing
+/// tells apart. Ascending is spelled out there (row_order=ascending) where the default is
+/// descending. One candidate, not an axis: an axis would double the space.
+void addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &defaults,
+                          int64_t headDim, llvm::StringRef chip);
+
 /// The split counts the tuner times for a split-KV configuration on one grid besides the
 /// launcher's choice `policySplits` (CudaKernel::chooseKeySplits, which the tuner times as
 /// kvSplits = 0): no split (1), half and twice the policy's choice, and the policy's choice
