@@ -32,9 +32,6 @@
 #              HMMA, LDL/STL (spills), barriers, instructions; the listings under $OUT/sass/
 #   tests-head-dims  every bundled and test-only variant at head dims 96, 192 and 256
 #              (build-gpu/kernels-head-dims), then memcheck, racecheck and synccheck on small cases
-#   tests-desc the kernel set with the row blocks last first (row_order=descending:
-#              build-gpu/kernels-desc, and the varlen set's causal-like variants,
-#              build-gpu/kernels-varlen-desc), then memcheck and racecheck on small cases
 #   tests-d256-qs  every variant at head dim 256 with Q in shared memory (mma=wgmma,q=shared:
 #              build-gpu/kernels-d256-qs), then memcheck, racecheck and synccheck on small cases
 #   tests-split  the split-KV kernels (build-gpu/kernels-split) at several split counts, and
@@ -178,12 +175,6 @@ for step in "${steps[@]}"; do
       run_sharded synccheck-head-dims env TILEFUSE_PTX_DIR=build-gpu/kernels-head-dims \
         TILEFUSE_GPU_SMALL=1 compute-sanitizer --tool synccheck --error-exitcode 1 \
         --print-limit 20 "$tests" --gtest_brief=1 --gtest_filter='GpuAttention*'
-      ;;
-    tests-desc)
-      # The row blocks last first: every program's loads, pruned range and stores follow the
-      # reversed row block.
-      kernel_set_tests desc build-gpu/kernels-desc
-      kernel_set_tests varlen-desc build-gpu/kernels-varlen-desc
       ;;
     tests-d256-qs)
       # Q read from shared memory by the wgmma descriptor: the cp.async copy of Q, its fence
