@@ -2,7 +2,8 @@
 
 // The written form of a softcapped, causal kernel becomes @<name>_reference: f64 views with
 // dynamic sizes and strides plus the row range, one loop over query rows, and inside it one loop
-// per op over the row: Q.K^T (GQA head h / (H / Hkv)), the scale 1/sqrt(D) of the contraction
+// per op over the row (loops arranged for the CPU, sums in the definition's order): Q.K^T (GQA
+// head h / (H / Hkv)), the scale 1/sqrt(D) of the contraction
 // length, the score region in f64, the mask, a two-pass softmax, P.V and the stores.
 
 !qkv = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
@@ -19,7 +20,12 @@
 // The parameter outside the region is evaluated once, in f64.
 // CHECK:         %[[CAP:.+]] = arith.constant 3.000000e+01 : f64
 // CHECK:         scf.for %[[ROW:.+]] = %[[BEGIN]] to %[[END]]
-// Q.K^T: a full dot product per key.
+// Q.K^T: a full dot product per key, four keys at a time (four independent sums, each in the
+// order of the definition), then the keys left over one at a time.
+// CHECK:           %[[FOUR:.+]] = arith.constant 4 : index
+// CHECK:           scf.for {{.*}} step %[[FOUR]]
+// CHECK:             scf.for {{.*}} iter_args({{.*}}) -> (f64, f64, f64, f64)
+// CHECK-COUNT-4:       arith.mulf {{.*}} : f64
 // CHECK:           scf.for
 // CHECK:             scf.for {{.*}} iter_args({{.*}}) -> (f64)
 // CHECK:               arith.mulf {{.*}} : f64
@@ -38,7 +44,16 @@
 // CHECK:           math.exp
 // CHECK:           arith.divf
 // CHECK:           math.log
-// P.V, then the stores of O and of the logsumexp.
+// P.V by rows of V: O's row zeroed, then row k of V times P[k] added to all of it, k in order.
+// CHECK:           scf.for
+// CHECK:             memref.store {{.*}} : memref<?xf64>
+// CHECK:           scf.for
+// CHECK:             scf.for
+// CHECK:               memref.load {{.*}} : memref<?xf64>
+// CHECK:               arith.mulf
+// CHECK:               arith.addf
+// CHECK:               memref.store {{.*}} : memref<?xf64>
+// Then the stores of O and of the logsumexp.
 // CHECK:           memref.store {{.*}} : memref<?x?x?x?xf64, strided<[?, ?, ?, ?], offset: ?>>
 // CHECK:           memref.store {{.*}}, %[[LSE]]
 // CHECK-NOT:     func.func @softcap_causal(

@@ -180,6 +180,70 @@ private:
     return dim;
   }
 
+  using LoadAt = function_ref<Value(OpBuilder &, Value)>;
+  using LoadAt2 = function_ref<Value(OpBuilder &, Value, Value)>;
+
+  /// out[j] = sum over k of x(k) · y(j, k), four j at a time (four independent sums, each in k
+  /// order), then the remaining j one at a time.
+  void dotByColumnQuads(OpBuilder &b, Location loc, Value length, Value contraction, Value out,
+                        LoadAt x, LoadAt2 y) {
+    Value zero = cpu::f64Constant(b, loc, 0.0);
+    Value four = idx(b, 4);
+    Value quads = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, length, four),
+                                        four);
+    scf::ForOp::create(
+        b, loc, idx(b, 0), quads, four, ValueRange{},
+        [&](OpBuilder &nb, Location, Value j0, ValueRange) {
+          SmallVector<Value> columns;
+          for (int64_t c = 0; c < 4; ++c)
+            columns.push_back(arith::AddIOp::create(nb, loc, j0, idx(nb, c)));
+          auto sums = scf::ForOp::create(
+              nb, loc, idx(nb, 0), contraction, idx(nb, 1),
+              ValueRange{zero, zero, zero, zero},
+              [&](OpBuilder &kb, Location, Value k, ValueRange acc) {
+                Value xk = x(kb, k);
+                SmallVector<Value> next;
+                for (int64_t c = 0; c < 4; ++c)
+                  next.push_back(arith::AddFOp::create(
+                      kb, loc, acc[c], arith::MulFOp::create(kb, loc, xk, y(kb, columns[c], k))));
+                scf::YieldOp::create(kb, loc, next);
+              });
+          for (int64_t c = 0; c < 4; ++c)
+            memref::StoreOp::create(nb, loc, sums.getResult(c), out, columns[c]);
+          scf::YieldOp::create(nb, loc);
+        });
+    scf::ForOp::create(b, loc, quads, length, idx(b, 1), ValueRange{},
+                       [&](OpBuilder &nb, Location, Value j, ValueRange) {
+                         Value sum = cpu::reduceOver(
+                             nb, loc, contraction, zero,
+                             [&](OpBuilder &kb, Value acc, Value k) -> Value {
+                               return arith::AddFOp::create(
+                                   kb, loc, acc,
+                                   arith::MulFOp::create(kb, loc, x(kb, k), y(kb, j, k)));
+                             });
+                         memref::StoreOp::create(nb, loc, sum, out, j);
+                         scf::YieldOp::create(nb, loc);
+                       });
+  }
+
+  /// out[j] = sum over k of x(k) · y(j, k), by rows: out = 0, then for each k in order,
+  /// out[j] += x(k) · y(j, k) for every j.
+  void dotByRows(OpBuilder &b, Location loc, Value length, Value contraction, Value out,
+                 LoadAt x, LoadAt2 y) {
+    Value zero = cpu::f64Constant(b, loc, 0.0);
+    forEach(b, loc, length,
+            [&](OpBuilder &nb, Value j) { memref::StoreOp::create(nb, loc, zero, out, j); });
+    forEach(b, loc, contraction, [&](OpBuilder &kb, Value k) {
+      Value xk = x(kb, k);
+      forEach(kb, loc, length, [&](OpBuilder &jb, Value j) {
+        Value acc = memref::LoadOp::create(jb, loc, out, j);
+        Value sum =
+            arith::AddFOp::create(jb, loc, acc, arith::MulFOp::create(jb, loc, xk, y(jb, j, k)));
+        memref::StoreOp::create(jb, loc, sum, out, j);
+      });
+    });
+  }
+
   /// for j in [0, length): body(j).
   void forEach(OpBuilder &b, Location loc, Value length,
                function_ref<void(OpBuilder &, Value)> body) {
@@ -231,22 +295,23 @@ private:
       // GQA: query head h reads key/value head h / (H / Hkv).
       Value group = arith::DivUIOp::create(b, loc, heads, kvHeads);
       Value hkv = arith::DivUIOp::create(b, loc, hIdx, group);
-      forEach(b, loc, length, [&](OpBuilder &nb, Value j) {
-        Value sum = cpu::reduceOver(nb, loc, contraction, cpu::f64Constant(nb, loc, 0.0),
-                           [&](OpBuilder &kb, Value acc, Value k) -> Value {
-                             Value x = lhs->kind == RowValue::View
-                                           ? memref::LoadOp::create(
-                                                 kb, loc, lhs->value,
-                                                 ValueRange{bIdx, hIdx, qIdx, k})
-                                           : memref::LoadOp::create(kb, loc, lhs->value, k);
-                             Value y = memref::LoadOp::create(
-                                 kb, loc, rhs,
-                                 tr ? ValueRange{bIdx, hkv, j, k} : ValueRange{bIdx, hkv, k, j});
-                             Value prod = arith::MulFOp::create(kb, loc, x, y);
-                             return arith::AddFOp::create(kb, loc, acc, prod);
-                           });
-        memref::StoreOp::create(nb, loc, sum, out, j);
-      });
+      auto lhsAt = [&](OpBuilder &kb, Value k) -> Value {
+        return lhs->kind == RowValue::View
+                   ? memref::LoadOp::create(kb, loc, lhs->value, ValueRange{bIdx, hIdx, qIdx, k})
+                   : memref::LoadOp::create(kb, loc, lhs->value, k);
+      };
+      auto rhsAt = [&](OpBuilder &kb, Value j, Value k) -> Value {
+        return memref::LoadOp::create(
+            kb, loc, rhs, tr ? ValueRange{bIdx, hkv, j, k} : ValueRange{bIdx, hkv, k, j});
+      };
+      // Each out[j] is 0 + x[0]·y[0, j] + x[1]·y[1, j] + ... in this order, one rounding per
+      // step: the definition. The loops are only arranged for the CPU (the references take most
+      // of a GPU test run): scores (transpose_rhs, rows of K contiguous) four columns at a time,
+      // four independent sums; P·V (rows of V contiguous) row k of V at a time into all of out.
+      if (tr)
+        dotByColumnQuads(b, loc, length, contraction, out, lhsAt, rhsAt);
+      else
+        dotByRows(b, loc, length, contraction, out, lhsAt, rhsAt);
       values[dot.getResult()] = {RowValue::Row, out, length, contraction};
       return success();
     }
