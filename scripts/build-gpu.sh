@@ -104,11 +104,22 @@ KERNEL_SET=head-dims scripts/compile-kernels.sh "$out/kernels-head-dims" || exit
 # one with `scripts/build-gpu-variants.sh desc --config row_order=descending`.
 rm -rf "$out/kernels-desc" "$out/kernels-varlen-desc" "$out/kernels-varlen-bench-desc" \
   "$out/kernels-backward-desc" "$out/kernels-backward-base"
-# The same variants at head dim 256 with Q in shared memory, read by the wgmma descriptor (the
-# one-warpgroup kernel without Q fragments, where the default spills; scripts/gpu-run.sh
-# tests-d256-qs, and bench.py --variant qs=build-gpu/kernels-d256-qs).
+# Every variant at head dim 256 warp-specialized with Q in shared memory (mma=wgmma,q=shared,
+# warp_specialize=true: the consumers copy Q, the producer loads K and V by TMA; the rotated
+# loop at Bc = 64, where no variant spills): scripts/gpu-run.sh tests-d256-qs, and bench.py
+# --variant wsqs=build-gpu/kernels-d256-qs. The one-warpgroup kernel with Q in shared memory
+# (mma=wgmma,q=shared alone) was measured slower than the default (docs/perf.md, fifteenth
+# session) and is no longer built.
 HEAD_DIMS=256 KERNEL_SET=head-dims scripts/compile-kernels.sh "$out/kernels-d256-qs" \
-  --config mma=wgmma,q=shared || exit 1
+  --config mma=wgmma,q=shared,warp_specialize=true,Bc=64,softmax_overlap=true || exit 1
+# The same kernel at Bc = 80 (FlashAttention-3's d256 tile) for attention and causal, where it
+# does not spill: bench.py --variant wsqs80=build-gpu/kernels-d256-qs80.
+rm -rf "$out/kernels-d256-qs80" && mkdir -p "$out/kernels-d256-qs80"
+for kernel in attention causal; do
+  build/tools/tilefuse compile --kernel "$kernel" --head-dim 256 \
+    --config mma=wgmma,q=shared,warp_specialize=true,Bc=80,softmax_overlap=true --emit ptx \
+    -o "$out/kernels-d256-qs80/${kernel}_d256.ptx" || exit 1
+done
 # The split-KV kernels (tile-split-kv), apart: their sidecars say "split_kv" and the GPU tests run
 # them at several split counts (scripts/gpu-run.sh tests-split).
 KERNEL_SET=split scripts/compile-kernels.sh "$out/kernels-split" --split-kv || exit 1

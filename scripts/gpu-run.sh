@@ -32,8 +32,9 @@
 #              HMMA, LDL/STL (spills), barriers, instructions; the listings under $OUT/sass/
 #   tests-head-dims  every bundled and test-only variant at head dims 96, 192 and 256
 #              (build-gpu/kernels-head-dims), then memcheck, racecheck and synccheck on small cases
-#   tests-d256-qs  every variant at head dim 256 with Q in shared memory (mma=wgmma,q=shared:
-#              build-gpu/kernels-d256-qs), then memcheck, racecheck and synccheck on small cases
+#   tests-d256-qs  every variant at head dim 256 warp-specialized with Q in shared memory
+#              (mma=wgmma,q=shared,warp_specialize=true: build-gpu/kernels-d256-qs), then
+#              memcheck, racecheck and synccheck on small cases
 #   tests-split  the split-KV kernels (build-gpu/kernels-split) at several split counts, and
 #              memcheck + racecheck on their small cases
 #   tests-paged  the paged-KV kernels (build-gpu/kernels-paged), unsplit and split, on ragged
@@ -177,8 +178,8 @@ for step in "${steps[@]}"; do
         --print-limit 20 "$tests" --gtest_brief=1 --gtest_filter='GpuAttention*'
       ;;
     tests-d256-qs)
-      # Q read from shared memory by the wgmma descriptor: the cp.async copy of Q, its fence
-      # into the async proxy and barrier, checked by synccheck too.
+      # Q read from shared memory by the wgmma descriptor: the consumers' cp.async copy of Q,
+      # its fence into the async proxy and their named barrier, checked by synccheck too.
       kernel_set_tests d256-qs build-gpu/kernels-d256-qs
       run_sharded synccheck-d256-qs env TILEFUSE_PTX_DIR=build-gpu/kernels-d256-qs \
         TILEFUSE_GPU_SMALL=1 compute-sanitizer --tool synccheck --error-exitcode 1 \

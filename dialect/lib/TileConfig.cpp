@@ -206,13 +206,14 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   if (packGqa == true && qOperand == QOperand::Shared)
     return fail("pack_gqa=true needs q=registers (packed rows are not copied to shared memory)");
   // The consumers are warpgroups issuing wgmma; the producer's TMA panels are wgmma's 128-byte
-  // swizzle (LaunchAbi.h), and its pack of G heads' rows would need a gathering load.
-  // The producer's tensor maps are K's and V's (LaunchAbi.h): Q has none to be copied by.
-  if (warpSpecialize == true && (mma == MmaKind::Sync || packGqa == true ||
-                                 qOperand == QOperand::Shared ||
-                                 (!chip.empty() && chip != "sm_90a")))
-    return fail("warp_specialize=true needs mma=wgmma (chip sm_90a), pack_gqa=false and "
-                "q=registers");
+  // swizzle (LaunchAbi.h), and its pack of G heads' rows would need a gathering load. With
+  // q=shared the consumers copy Q themselves (cp.async, as the one-warpgroup kernel does): the
+  // producer's tensor maps are K's and V's only (LaunchAbi.h).
+  if (warpSpecialize == true &&
+      (mma == MmaKind::Sync || packGqa == true || (!chip.empty() && chip != "sm_90a")))
+    return fail("warp_specialize=true needs mma=wgmma (chip sm_90a) and pack_gqa=false");
+  if (warpSpecialize == true && qOperand == QOperand::Shared && mma != MmaKind::Wgmma)
+    return fail("warp_specialize=true with q=shared needs mma=wgmma (Q read by descriptor)");
   // The rotation reorders the consumers' mbarrier waits and wgmma groups, which only the
   // warp-specialized kernel has (a one-warpgroup kernel's cp.async ring is read in place).
   if (softmaxOverlap == true && !warpSpecialize.value_or(false))

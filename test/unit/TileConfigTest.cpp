@@ -104,9 +104,10 @@ TEST(TileConfig, VerifyChecksRangesAndCombinations) {
             std::string::npos);
   for (const char *bad : {"mma=wgmma,rows_per_warp=32", "mma=wgmma,Br=32"})
     EXPECT_NE(problem(bad).find("mma=wgmma needs chip=sm_90a"), std::string::npos) << bad;
-  // wgmma reads a shared Q by descriptor; the warp-specialized producer has no Q tensor map.
+  // wgmma reads a shared Q by descriptor, warp-specialized too (its consumers copy Q).
   EXPECT_EQ(problem("Br=64,mma=wgmma,q=shared", "sm_90a"), "");
-  EXPECT_NE(problem("mma=wgmma,q=shared,warp_specialize=true").find("and q=registers"),
+  EXPECT_EQ(problem("Br=128,mma=wgmma,q=shared,warp_specialize=true", "sm_90a"), "");
+  EXPECT_NE(problem("mma=wgmma,pack_gqa=true,warp_specialize=true").find("pack_gqa=false"),
             std::string::npos);
   EXPECT_NE(problem("mma=wgmma", "sm_80").find("mma=wgmma needs"), std::string::npos);
   EXPECT_EQ(problem("stages=4"), "");
@@ -166,9 +167,9 @@ TEST(TileConfig, WarpSpecializeAddsAProducerWarpgroup) {
 }
 
 /// Q in shared memory: alone it keeps meaning the mma.sync kernel (ldmatrix of Q); with
-/// mma=wgmma it is the one-warpgroup wgmma kernel reading Q by descriptor, never the
-/// warp-specialized one (whose producer has no Q tensor map), even at a head dimension whose
-/// default is warp-specialized.
+/// mma=wgmma it is the one-warpgroup wgmma kernel reading Q by descriptor, not the
+/// warp-specialized one, even at a head dimension whose default is warp-specialized; that one
+/// is asked for with warp_specialize=true (its consumers copy Q, the producer K and V).
 TEST(TileConfig, SharedQueryWithWarpgroupMmas) {
   auto alone = resolveTileConfig(parsed("q=shared"), 256, "sm_90a");
   ASSERT_TRUE(bool(alone)) << llvm::toString(alone.takeError());
@@ -182,10 +183,18 @@ TEST(TileConfig, SharedQueryWithWarpgroupMmas) {
     EXPECT_EQ(wgmma->threads(), 128) << d;
     EXPECT_EQ(parsed(wgmma->print()), *wgmma) << d;
   }
-  auto roles = resolveTileConfig(parsed("mma=wgmma,q=shared,warp_specialize=true"), 128,
-                                 "sm_90a");
-  ASSERT_FALSE(bool(roles));
-  EXPECT_NE(llvm::toString(roles.takeError()).find("q=registers"), std::string::npos);
+  for (int64_t d : {128, 256}) {
+    auto roles = resolveTileConfig(parsed("mma=wgmma,q=shared,warp_specialize=true"), d,
+                                   "sm_90a");
+    ASSERT_TRUE(bool(roles)) << d << ": " << llvm::toString(roles.takeError());
+    EXPECT_EQ(roles->qOperand, QOperand::Shared) << d;
+    EXPECT_EQ(roles->warpSpecialize, true) << d;
+    EXPECT_EQ(roles->blockM, 128) << d; // two consumer warpgroups
+    EXPECT_EQ(roles->threads(), 384) << d;
+  }
+  auto sync = resolveTileConfig(parsed("mma=sync,q=shared,warp_specialize=true"), 128, "sm_90a");
+  ASSERT_FALSE(bool(sync));
+  EXPECT_NE(llvm::toString(sync.takeError()).find("mma=wgmma"), std::string::npos);
 }
 
 /// Ping-pong and persistent programs are warp-specialized kernels' options: they round-trip, and

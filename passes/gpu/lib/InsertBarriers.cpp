@@ -33,6 +33,7 @@
 #include "tilefuse/dialect/KernelConfig.h"
 #include "tilefuse/dialect/TileGPUOps.h"
 #include "tilefuse/passes/gpu/BufferAllocs.h"
+#include "tilefuse/passes/gpu/NamedBarriers.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace tilefuse::tgpu {
@@ -130,6 +131,11 @@ private:
 
   Operation *barrier(OpBuilder &b, Location loc, CopyState &state) {
     state.clearReaders();
+    if (partitionThreads)
+      return NamedBarrierOp::create(b, loc, BarrierKindAttr::get(b.getContext(), BarrierKind::Sync),
+                                    b.getI32IntegerAttr(kConsumersBarrier),
+                                    b.getI32IntegerAttr(partitionThreads), WarpgroupBarrierAttr(),
+                                    IntegerAttr(), IntegerAttr());
     return gpu::BarrierOp::create(b, loc);
   }
 
@@ -323,17 +329,40 @@ private:
         state.everyBufferRead();
         continue;
       }
-      if (isa<WarpSpecializeOp>(op)) {
-        // Partitions order their buffers with mbarriers (tgpu-warp-specialize: TMA completes on
-        // a stage's full barrier, a consumer releases it on its empty one); a CTA-wide barrier
-        // inside one would wait for threads of the others forever.
-        WalkResult cpAsync = op.walk([](Operation *inner) {
-          return isa<AsyncCopyOp, nvgpu::DeviceAsyncWaitOp>(inner) ? WalkResult::interrupt()
-                                                                   : WalkResult::advance();
-        });
-        if (cpAsync.wasInterrupted())
-          return op.emitOpError("tgpu-insert-barriers: cp.async inside warp-specialized "
-                                "partitions; their copies are TMA loads on mbarriers");
+      if (auto roles = dyn_cast<WarpSpecializeOp>(op)) {
+        // Partitions order the rings with mbarriers (tgpu-warp-specialize: TMA completes on a
+        // stage's full barrier, a consumer releases it on its empty one); a CTA-wide barrier
+        // inside one would wait for threads of the others forever. The consumers' own copies
+        // (Q with q=shared) are ordered among the consumers alone: the same walk over their
+        // partition, with the consumers' named barrier for the CTA's.
+        auto copiesIn = [](Region &region) {
+          return region
+              .walk([](Operation *inner) {
+                return isa<AsyncCopyOp, nvgpu::DeviceAsyncWaitOp>(inner)
+                           ? WalkResult::interrupt()
+                           : WalkResult::advance();
+              })
+              .wasInterrupted();
+        };
+        for (unsigned i = 1; i < roles->getNumRegions(); ++i)
+          if (copiesIn(roles->getRegion(i)))
+            return op.emitOpError("tgpu-insert-barriers: cp.async in a warp-specialized "
+                                  "partition other than the consumers'; the producer's copies "
+                                  "are TMA loads on mbarriers");
+        if (copiesIn(roles->getRegion(0))) {
+          if (partitionThreads)
+            return op.emitOpError("tgpu-insert-barriers: nested warp-specialized partitions");
+          BarrierInserter consumers(*this);
+          consumers.partitionThreads = int32_t(roles.partitionWarpgroups(0) * 128);
+          // What the CTA did before the partitions is ordered by the barrier after the
+          // mbarriers' init (tgpu-warp-specialize puts it right before them); without it, any
+          // buffer may have readers yet.
+          CopyState inConsumers;
+          if (!isa_and_nonnull<gpu::BarrierOp>(roles->getPrevNode()))
+            inConsumers.everyBufferRead();
+          if (failed(consumers.walkBlock(roles->getRegion(0).front(), inConsumers)))
+            return failure();
+        }
         state.everyBufferRead();
         continue;
       }
@@ -451,6 +480,9 @@ private:
 
   bool issueAtBarrier;
   bool hasWgmma = false;
+  /// Inside the consumers' partition: their thread count, barriers are the named barrier
+  /// kConsumersBarrier over them; 0 at the CTA's level (gpu.barrier).
+  int32_t partitionThreads = 0;
 };
 
 struct InsertBarriers

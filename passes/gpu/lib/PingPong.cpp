@@ -23,6 +23,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "tilefuse/dialect/KernelConfig.h"
 #include "tilefuse/dialect/TileGPUOps.h"
+#include "tilefuse/passes/gpu/NamedBarriers.h"
 
 namespace tilefuse::tgpu {
 #define GEN_PASS_DEF_TGPUPINGPONG
@@ -35,8 +36,8 @@ using namespace tilefuse::tgpu;
 
 namespace {
 
-/// The scheduler barriers: ids kFirstBarrier .. kFirstBarrier + N - 1 (0 is the CTA's).
-constexpr int32_t kFirstBarrier = 1;
+/// The scheduler barriers: ids kFirstBarrier .. kFirstBarrier + N - 1 (NamedBarriers.h).
+constexpr int32_t kFirstBarrier = kPingPongFirstBarrier;
 constexpr int64_t kWarpgroupThreads = 128;
 
 struct TGPUPingPong : public tilefuse::tgpu::impl::TGPUPingPongBase<TGPUPingPong> {

@@ -27,7 +27,9 @@
 //
 // Expects the IR of tile-to-tgpu without tile-pipeline: every cp.async fills a canonical_128b
 // buffer from a kernel argument (K or V) at rows bounded by that argument's extent, and each
-// copy's group is waited for once, right before the wgmma that reads it.
+// copy's group is waited for once, right before the wgmma that reads it. A copy of Q (q=shared:
+// the consumers' wgmma read Q by descriptor) is the consumers' own: it stays as it is, in their
+// partition (the launch ABI has no tensor map of Q).
 //
 // A varlen kernel (tile.varlen: a packed batch) reads K and V as one packed tensor: its copies'
 // batch index is the sequence's first row `start` and their bound the sequence's length `len`.
@@ -200,6 +202,11 @@ struct TGPUWarpSpecialize
         return copy.emitOpError("fills a buffer that is not canonical_128b: TMA writes wgmma's "
                                 "128-byte swizzle (warp specialization needs mma=wgmma)");
       auto view = dyn_cast<BlockArgument>(copy.getView());
+      // Q in shared memory (q=shared): the consumers copy it themselves, once per tile, as the
+      // kernel did; the launch ABI has no tensor map of Q. Its copy, group and wait stay in the
+      // consumer partition, and tgpu-insert-barriers orders it among the consumers.
+      if (view && view.getOwner() == &kernel.getBody().front() && view.getArgNumber() == 0)
+        return WalkResult::advance();
       if (!view || view.getOwner() != &kernel.getBody().front() || view.getArgNumber() < 1 ||
           view.getArgNumber() > 2)
         return copy.emitOpError("copies from a view that is not the kernel's K or V argument: "

@@ -375,3 +375,67 @@ func.func @local_store_wgmma(%ds: !accw, %p: !accw, %staged: !bufw, %q: !bufw, %
   %dv = tgpu.wgmma_wait %dv0 pending 0 : !accw
   return %dk, %dv : !accw, !accw
 }
+
+// -----
+
+!view = memref<?x?x?x64xbf16>
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+
+// A warp-specialized kernel's consumers copy Q themselves (q=shared): their wait is ordered
+// among them, a proxy fence and the consumers' named barrier (id 8, over their 128 threads),
+// never the CTA's barrier, which the producer would not reach. After the CTA's barrier that
+// precedes the partitions the copy needs none before it; in the next tile of a loop it does.
+// CHECK-LABEL: func.func @consumer_copies
+// CHECK:         gpu.barrier
+// CHECK-NEXT:    tgpu.warp_specialize
+// CHECK-NEXT:      tgpu.async_copy
+// CHECK-NEXT:      nvgpu.device_async_create_group
+// CHECK-NEXT:      nvgpu.device_async_wait %{{.+}} {numGroups = 0 : i32}
+// CHECK-NEXT:      nvvm.fence.proxy
+// CHECK-NEXT:      tgpu.named_barrier sync id 8 threads 128
+// CHECK-NEXT:      tgpu.wgmma
+// CHECK:           scf.for
+// CHECK-NEXT:        tgpu.named_barrier sync id 8 threads 128
+// CHECK-NEXT:        tgpu.async_copy
+// CHECK:         partition warps 4 registers 24
+// CHECK-NOT:       tgpu.named_barrier
+func.func @consumer_copies(%q: !view, %k: !buf, %qbuf: !buf, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  gpu.barrier
+  tgpu.warp_specialize partition warps 4 registers 240 {
+    %t = tgpu.async_copy %q[%c0, %c0, %c0] bound %n into %qbuf : !view, !buf
+    %g = nvgpu.device_async_create_group %t
+    nvgpu.device_async_wait %g
+    %s = tgpu.wgmma %qbuf, %k transpose_rhs : !buf, !buf -> !acc
+    %sw = tgpu.wgmma_wait %s pending 0 : !acc
+    scf.for %i = %c0 to %n step %c1 {
+      %t2 = tgpu.async_copy %q[%c0, %c0, %i] bound %n into %qbuf : !view, !buf
+      %g2 = nvgpu.device_async_create_group %t2
+      nvgpu.device_async_wait %g2
+      %s2 = tgpu.wgmma %qbuf, %k transpose_rhs : !buf, !buf -> !acc
+      %sw2 = tgpu.wgmma_wait %s2 pending 0 : !acc
+    }
+  } partition warps 4 registers 24 {
+  }
+  return
+}
+
+// -----
+
+!view = memref<?x?x?x64xbf16>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+
+// The producer's copies are TMA loads on mbarriers; a cp.async there has nothing to order it.
+func.func @producer_copies(%q: !view, %qbuf: !buf, %n: index) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{cp.async in a warp-specialized partition other than the consumers'}}
+  tgpu.warp_specialize partition warps 4 registers 240 {
+  } partition warps 4 registers 24 {
+    %t = tgpu.async_copy %q[%c0, %c0, %c0] bound %n into %qbuf : !view, !buf
+    %g = nvgpu.device_async_create_group %t
+    nvgpu.device_async_wait %g
+  }
+  return
+}

@@ -41,7 +41,9 @@ namespace tilefuse {
 
 /// The matrix instruction: mma.sync (any sm_80+) or warpgroup MMAs (sm_90a).
 enum class MmaKind { Sync, Wgmma };
-/// Where the Q block lives: registers (loaded once) or shared memory (ldmatrix per k-step).
+/// Where the Q block lives: registers (loaded once) or shared memory (copied by cp.async; read by
+/// ldmatrix per k-step with mma.sync, by descriptor with wgmma, also in the warp-specialized
+/// kernel, whose consumers copy Q themselves).
 enum class QOperand { Registers, Shared };
 /// When key/value copies into a buffer with pending readers start: eager (barrier, then copy) or
 /// at the next barrier (one barrier fewer per block).

@@ -1,0 +1,25 @@
+//===- NamedBarriers.h - the hardware barrier ids the GPU passes use -*- C++ -*-===//
+//
+// Barrier 0 is the CTA's (gpu.barrier). A warp-specialized kernel's partitions cannot meet
+// there (the producer never arrives), so the passes that order warps within a partition use
+// named barriers (tgpu.named_barrier), each id given out here once.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TILEFUSE_PASSES_GPU_NAMEDBARRIERS_H
+#define TILEFUSE_PASSES_GPU_NAMEDBARRIERS_H
+
+#include <cstdint>
+
+namespace tilefuse::tgpu {
+
+/// tgpu-pingpong's round-robin between the consumer warpgroups: warpgroup w syncs on
+/// kPingPongFirstBarrier + w (at most 3 consumer warpgroups: ids 1 to 3).
+inline constexpr int32_t kPingPongFirstBarrier = 1;
+
+/// tgpu-insert-barriers' barrier over all consumer threads, around the copies the consumers
+/// issue themselves (q=shared's Q).
+inline constexpr int32_t kConsumersBarrier = 8;
+
+} // namespace tilefuse::tgpu
+
+#endif
