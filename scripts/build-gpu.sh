@@ -120,6 +120,23 @@ for kernel in attention causal; do
     --config mma=wgmma,q=shared,warp_specialize=true,Bc=80,softmax_overlap=true --emit ptx \
     -o "$out/kernels-d256-qs80/${kernel}_d256.ptx" || exit 1
 done
+# Q in shared memory at d128 and d192 too (bench.py columns, attention and causal): wsqs-same
+# keeps the defaults' tiles (Bc = 128, 80), so only where Q lives changes; wsqs-wide takes the
+# larger key blocks the freed registers allow without spills (Bc = 160 at d128, 112 at d192,
+# the most shared memory holds there).
+for set in same wide; do
+  rm -rf "$out/kernels-qs-$set" && mkdir -p "$out/kernels-qs-$set"
+  for d in 128 192; do
+    case "$set-$d" in
+      same-128) bc=128 ;; same-192) bc=80 ;; wide-128) bc=160 ;; wide-192) bc=112 ;;
+    esac
+    for kernel in attention causal; do
+      build/tools/tilefuse compile --kernel "$kernel" --head-dim "$d" --emit ptx \
+        --config mma=wgmma,q=shared,warp_specialize=true,Bc=$bc,softmax_overlap=true \
+        -o "$out/kernels-qs-$set/${kernel}_d$d.ptx" || exit 1
+    done
+  done
+done
 # The split-KV kernels (tile-split-kv), apart: their sidecars say "split_kv" and the GPU tests run
 # them at several split counts (scripts/gpu-run.sh tests-split).
 KERNEL_SET=split scripts/compile-kernels.sh "$out/kernels-split" --split-kv || exit 1
