@@ -120,6 +120,11 @@ for kernel in attention causal; do
     --config mma=wgmma,q=shared,warp_specialize=true,Bc=80,softmax_overlap=true --emit ptx \
     -o "$out/kernels-d256-qs80/${kernel}_d256.ptx" || exit 1
 done
+# d64 warp-specialized with three consumer warpgroups (Br = 192, Bc = 128, Q in shared memory,
+# rotated: FlashAttention-3's d64 tile; with Q in registers it spills), every variant:
+# scripts/gpu-run.sh tests-d64-ws, and bench.py --variant ws192=build-gpu/kernels-d64-ws192.
+HEAD_DIMS=64 KERNEL_SET=head-dims scripts/compile-kernels.sh "$out/kernels-d64-ws192" \
+  --config Br=192,Bc=128,mma=wgmma,q=shared,warp_specialize=true,softmax_overlap=true || exit 1
 # Q in shared memory at d128 and d192 too (bench.py columns, attention and causal): wsqs-same
 # keeps the defaults' tiles (Bc = 128, 80), so only where Q lives changes; wsqs-wide takes the
 # larger key blocks the freed registers allow without spills (Bc = 160 at d128, 112 at d192,

@@ -35,6 +35,9 @@
 #   tests-d256-qs  every variant at head dim 256 warp-specialized with Q in shared memory
 #              (mma=wgmma,q=shared,warp_specialize=true: build-gpu/kernels-d256-qs), then
 #              memcheck, racecheck and synccheck on small cases
+#   tests-d64-ws  every variant at head dim 64 warp-specialized with three consumer warpgroups
+#              (Br = 192, Q in shared memory: build-gpu/kernels-d64-ws192), then memcheck,
+#              racecheck and synccheck on small cases
 #   tests-split  the split-KV kernels (build-gpu/kernels-split) at several split counts, and
 #              memcheck + racecheck on their small cases
 #   tests-paged  the paged-KV kernels (build-gpu/kernels-paged), unsplit and split, on ragged
@@ -182,6 +185,14 @@ for step in "${steps[@]}"; do
       # its fence into the async proxy and their named barrier, checked by synccheck too.
       kernel_set_tests d256-qs build-gpu/kernels-d256-qs
       run_sharded synccheck-d256-qs env TILEFUSE_PTX_DIR=build-gpu/kernels-d256-qs \
+        TILEFUSE_GPU_SMALL=1 compute-sanitizer --tool synccheck --error-exitcode 1 \
+        --print-limit 20 "$tests" --gtest_brief=1 --gtest_filter='GpuAttention*'
+      ;;
+    tests-d64-ws)
+      # Three consumer warpgroups and their named barrier over 384 threads, the consumers' own
+      # copy of Q: synccheck too.
+      kernel_set_tests d64-ws build-gpu/kernels-d64-ws192
+      run_sharded synccheck-d64-ws env TILEFUSE_PTX_DIR=build-gpu/kernels-d64-ws192 \
         TILEFUSE_GPU_SMALL=1 compute-sanitizer --tool synccheck --error-exitcode 1 \
         --print-limit 20 "$tests" --gtest_brief=1 --gtest_filter='GpuAttention*'
       ;;
