@@ -166,7 +166,6 @@ static int readSource(std::string &text, std::string &bufferName) {
   return 0;
 }
 
-
 /// A progress bar on a terminal; plain lines (each quarter) otherwise.
 class ProgressPrinter {
 public:

@@ -288,7 +288,9 @@ static cl::opt<std::string> runRowOrder(
     "row-order",
     cl::desc("The grid's row-block order (TileConfig row_order, tile-order-row-blocks): "
              "ascending, or descending (the forward's row blocks and the backward's dQ grid last "
-             "first); on the GPU and the CPU backend alike"),
+             "first); on the GPU and the CPU backend alike. Not given: the kernel's default "
+             "(on sm_90a, descending for a padded forward whose mask compares q_idx with "
+             "kv_idx; ascending elsewhere and on the CPU backend)"),
     cl::init("ascending"), cl::sub(runCmd), cl::cat(runCategory));
 
 /// `run`'s GPU configuration: --config, then the explicit --block-m / --block-n / --row-order.
