@@ -104,43 +104,23 @@ KERNEL_SET=head-dims scripts/compile-kernels.sh "$out/kernels-head-dims" || exit
 # one with `scripts/build-gpu-variants.sh desc --config row_order=descending`.
 rm -rf "$out/kernels-desc" "$out/kernels-varlen-desc" "$out/kernels-varlen-bench-desc" \
   "$out/kernels-backward-desc" "$out/kernels-backward-base"
-# Every variant at head dim 256 warp-specialized with Q in shared memory (mma=wgmma,q=shared,
-# warp_specialize=true: the consumers copy Q, the producer loads K and V by TMA; the rotated
-# loop at Bc = 64, where no variant spills): scripts/gpu-run.sh tests-d256-qs, and bench.py
-# --variant wsqs=build-gpu/kernels-d256-qs. The one-warpgroup kernel with Q in shared memory
-# (mma=wgmma,q=shared alone) was measured slower than the default (docs/perf.md, fifteenth
-# session) and is no longer built.
-HEAD_DIMS=256 KERNEL_SET=head-dims scripts/compile-kernels.sh "$out/kernels-d256-qs" \
-  --config mma=wgmma,q=shared,warp_specialize=true,Bc=64,softmax_overlap=true || exit 1
-# The same kernel at Bc = 80 (FlashAttention-3's d256 tile) for attention and causal, where it
-# does not spill: bench.py --variant wsqs80=build-gpu/kernels-d256-qs80.
-rm -rf "$out/kernels-d256-qs80" && mkdir -p "$out/kernels-d256-qs80"
-for kernel in attention causal; do
-  build/tools/tilefuse compile --kernel "$kernel" --head-dim 256 \
-    --config mma=wgmma,q=shared,warp_specialize=true,Bc=80,softmax_overlap=true --emit ptx \
-    -o "$out/kernels-d256-qs80/${kernel}_d256.ptx" || exit 1
-done
+# Head dims 192 and 256 are warp-specialized with Q in shared memory by default now (measured in
+# the sixteenth session: docs/perf.md), so kernels-head-dims holds them and tests-head-dims
+# checks them; the d256-qs and qs-same sets that measured them are no longer built.
+rm -rf "$out/kernels-d256-qs" "$out/kernels-d256-qs80" "$out/kernels-qs-same"
 # d64 warp-specialized with three consumer warpgroups (Br = 192, Bc = 128, Q in shared memory,
 # rotated: FlashAttention-3's d64 tile; with Q in registers it spills), every variant:
 # scripts/gpu-run.sh tests-d64-ws, and bench.py --variant ws192=build-gpu/kernels-d64-ws192.
 HEAD_DIMS=64 KERNEL_SET=head-dims scripts/compile-kernels.sh "$out/kernels-d64-ws192" \
   --config Br=192,Bc=128,mma=wgmma,q=shared,warp_specialize=true,softmax_overlap=true || exit 1
-# Q in shared memory at d128 and d192 too (bench.py columns, attention and causal): wsqs-same
-# keeps the defaults' tiles (Bc = 128, 80), so only where Q lives changes; wsqs-wide takes the
-# larger key blocks the freed registers allow without spills (Bc = 160 at d128, 112 at d192,
-# the most shared memory holds there).
-for set in same wide; do
-  rm -rf "$out/kernels-qs-$set" && mkdir -p "$out/kernels-qs-$set"
-  for d in 128 192; do
-    case "$set-$d" in
-      same-128) bc=128 ;; same-192) bc=80 ;; wide-128) bc=160 ;; wide-192) bc=112 ;;
-    esac
-    for kernel in attention causal; do
-      build/tools/tilefuse compile --kernel "$kernel" --head-dim "$d" --emit ptx \
-        --config mma=wgmma,q=shared,warp_specialize=true,Bc=$bc,softmax_overlap=true \
-        -o "$out/kernels-qs-$set/${kernel}_d$d.ptx" || exit 1
-    done
-  done
+# d128 with Q in shared memory and the wider key block the freed registers allow (Bc = 160;
+# the d128 default keeps Q in registers at Bc = 128): bench.py --variant
+# wsqs-wide=build-gpu/kernels-qs-wide, attention and causal.
+rm -rf "$out/kernels-qs-wide" && mkdir -p "$out/kernels-qs-wide"
+for kernel in attention causal; do
+  build/tools/tilefuse compile --kernel "$kernel" --head-dim 128 --emit ptx \
+    --config mma=wgmma,q=shared,warp_specialize=true,Bc=160,softmax_overlap=true \
+    -o "$out/kernels-qs-wide/${kernel}_d128.ptx" || exit 1
 done
 # The split-KV kernels (tile-split-kv), apart: their sidecars say "split_kv" and the GPU tests run
 # them at several split counts (scripts/gpu-run.sh tests-split).

@@ -32,9 +32,6 @@
 #              HMMA, LDL/STL (spills), barriers, instructions; the listings under $OUT/sass/
 #   tests-head-dims  every bundled and test-only variant at head dims 96, 192 and 256
 #              (build-gpu/kernels-head-dims), then memcheck, racecheck and synccheck on small cases
-#   tests-d256-qs  every variant at head dim 256 warp-specialized with Q in shared memory
-#              (mma=wgmma,q=shared,warp_specialize=true: build-gpu/kernels-d256-qs), then
-#              memcheck, racecheck and synccheck on small cases
 #   tests-d64-ws  every variant at head dim 64 warp-specialized with three consumer warpgroups
 #              (Br = 192, Q in shared memory: build-gpu/kernels-d64-ws192), then memcheck,
 #              racecheck and synccheck on small cases
@@ -177,14 +174,6 @@ for step in "${steps[@]}"; do
       # the region cost picks; synccheck too, for the warp-specialized ones.
       kernel_set_tests head-dims build-gpu/kernels-head-dims
       run_sharded synccheck-head-dims env TILEFUSE_PTX_DIR=build-gpu/kernels-head-dims \
-        TILEFUSE_GPU_SMALL=1 compute-sanitizer --tool synccheck --error-exitcode 1 \
-        --print-limit 20 "$tests" --gtest_brief=1 --gtest_filter='GpuAttention*'
-      ;;
-    tests-d256-qs)
-      # Q read from shared memory by the wgmma descriptor: the consumers' cp.async copy of Q,
-      # its fence into the async proxy and their named barrier, checked by synccheck too.
-      kernel_set_tests d256-qs build-gpu/kernels-d256-qs
-      run_sharded synccheck-d256-qs env TILEFUSE_PTX_DIR=build-gpu/kernels-d256-qs \
         TILEFUSE_GPU_SMALL=1 compute-sanitizer --tool synccheck --error-exitcode 1 \
         --print-limit 20 "$tests" --gtest_brief=1 --gtest_filter='GpuAttention*'
       ;;

@@ -248,27 +248,55 @@ int64_t TileConfig::threads() const {
 
 /// Warp specialization as the default: measured on the H200 at head dims 96, 128 and 192 (1.03x to
 /// 1.43x the one-warpgroup kernel, docs/perf.md, 2026-12-01, ninth session); at 64 it is 7-14%
-/// slower (the softmax's issue bound, not the loads), and at 256 Bc = 128 does not fit.
+/// slower (the softmax's issue bound, not the loads). At 256 it needs Q in shared memory
+/// (warpSpecializedQuery), measured for padded batches only.
 static bool warpSpecializedByDefault(int64_t headDim, llvm::StringRef chip, KeyLayout keys) {
-  return chip == "sm_90a" && keys != KeyLayout::Gathered && headDim >= 96 && headDim <= 192;
+  return chip == "sm_90a" && keys != KeyLayout::Gathered && headDim >= 96 &&
+         (headDim <= 192 || (headDim <= 256 && keys == KeyLayout::Tensors));
+}
+
+/// Where the warp-specialized default keeps Q: in shared memory from head dim 192 for padded
+/// batches (the consumers copy it, wgmma reads it by descriptor), which frees D / 4 registers
+/// a consumer thread for a wider key block: on the H200 d192 at Bc = 112 is +4-9% over Q in
+/// registers at Bc = 80, d256 at Bc = 80 +31-80% over the one-warpgroup kernel (docs/perf.md,
+/// 2026-12-01, sixteenth session). At d128 the same step measured within -3..+3%, so Q stays in
+/// registers there; packed batches were not measured with it.
+static QOperand warpSpecializedQuery(int64_t headDim, KeyLayout keys) {
+  return headDim >= 192 && keys == KeyLayout::Tensors ? QOperand::Shared : QOperand::Registers;
+}
+
+/// The warp-specialized kernel's tuned key block for Q in `q` (docs/perf.md, tenth and sixteenth
+/// sessions): Q in registers d96 160 (+5-6% over 128 from 4k), d128 128 (144: within 3%, slower
+/// at 1k), d192 80 (rotated: +5-10% over Bc = 128 unrotated from 4k); Q in shared memory d192
+/// 112, d256 80 (+4-9% over 64); d64 128 and d256 with Q in registers 64, the one-warpgroup
+/// kernel's (not defaults).
+static int64_t warpSpecializedKeyBlock(int64_t headDim, QOperand q) {
+  bool shared = q == QOperand::Shared;
+  return headDim <= 64 ? 128 : headDim <= 96 ? 160 : headDim <= 128 ? 128
+       : headDim <= 192 ? (shared ? 112 : 80) : (shared ? 80 : 64);
 }
 
 /// The registers a consumer thread of the warp-specialized kernel holds in its rotated key loop
 /// (softmax_overlap). A thread of two consumer warpgroups (64 rows each) holds O (D / 2
-/// registers), Q (D / 4), the scores (Bc / 2) and two packed P blocks (Bc / 4 each): 3·D / 4 + Bc,
-/// plus what the score and mask regions take (scoreRegionRegisters: 9 per op they run per score
-/// element). ptxas -v (2026-12-01), plain kernels: no spills at 224 (d128 Bc 128, d192 Bc 80) and
-/// 232 (d96 Bc 160); 48 bytes spilled at d192 Bc 96 (240), 256 and more spill and serialize the
-/// wgmma groups. With regions (docs/perf.md, "region cost"): alibi and gqa_head_window (4 ops,
-/// 36) spill at 236 (d96 Bc 128), gqa_head_window also at 244 (d128 Bc 112, d192 Bc 64), neither
-/// at 228 (d128 Bc 96, d192 Bc 48) or 220 (d96 Bc 112); softcap (3 ops, 27) spills at 235 (d192
-/// Bc 64), not at 219 (Bc 48). The count is conservative in places (alibi: none at d128 Bc 112).
-static int64_t rotatedLoopRegisters(int64_t headDim, int64_t blockN, int64_t regionRegisters) {
-  return 3 * headDim / 4 + blockN + regionRegisters;
+/// registers), Q (D / 4, none with Q in shared memory), the scores (Bc / 2) and two packed P
+/// blocks (Bc / 4 each): D / 2 (+ D / 4) + Bc, plus what the score and mask regions take
+/// (scoreRegionRegisters: 9 per op they run per score element). ptxas -v (2026-12-01), plain
+/// kernels: no spills at 224 (d128 Bc 128, d192 Bc 80) and 232 (d96 Bc 160); 48 bytes spilled
+/// at d192 Bc 96 (240), 256 and more spill and serialize the wgmma groups. With regions
+/// (docs/perf.md, "region cost"): alibi and gqa_head_window (4 ops, 36) spill at 236 (d96 Bc
+/// 128), gqa_head_window also at 244 (d128 Bc 112, d192 Bc 64), neither at 228 (d128 Bc 96, d192
+/// Bc 48) or 220 (d96 Bc 112); softcap (3 ops, 27) spills at 235 (d192 Bc 64), not at 219 (Bc
+/// 48). Q in shared memory (fifteenth session): d256 no spills at Bc 64 with any region (228),
+/// nor at Bc 80 plain (208); d192 none at Bc 96 (232) and 112 (208). The count is conservative in
+/// places (alibi: none at d128 Bc 112).
+static int64_t rotatedLoopRegisters(int64_t headDim, int64_t blockN, int64_t regionRegisters,
+                                    QOperand q) {
+  return headDim / 2 + (q == QOperand::Registers ? headDim / 4 : 0) + blockN + regionRegisters;
 }
 
-static bool softmaxOverlapByDefault(int64_t headDim, int64_t blockN, int64_t regionRegisters) {
-  return rotatedLoopRegisters(headDim, blockN, regionRegisters) <= 232;
+static bool softmaxOverlapByDefault(int64_t headDim, int64_t blockN, int64_t regionRegisters,
+                                    QOperand q) {
+  return rotatedLoopRegisters(headDim, blockN, regionRegisters, q) <= 232;
 }
 
 /// The one-warpgroup kernel (Br = 64, no rotation, up to 255 registers a thread): O (D / 2), Q
@@ -291,6 +319,15 @@ static int64_t largestFittingKeyBlock(int64_t tuned, int64_t smallest,
   return 0;
 }
 
+/// The one-warpgroup kernel's key block with the regions' registers: the largest from `tuned`
+/// down that fits, else `tuned`.
+static int64_t oneWarpgroupKeyBlock(int64_t headDim, int64_t tuned, int64_t regionRegisters) {
+  int64_t fitting = largestFittingKeyBlock(tuned, 16, [&](int64_t blockN) {
+    return oneWarpgroupFits(headDim, blockN, regionRegisters);
+  });
+  return fitting ? fitting : tuned;
+}
+
 /// defaultTileConfig's row order: longest programs first where row blocks differ in work, on
 /// sm_90a for keys in tensors (measured on padded batches only: docs/perf.md, 2026-12-01,
 /// fifteenth session). Unset otherwise: the ascending grid.
@@ -299,6 +336,25 @@ static std::optional<bool> defaultRowOrder(llvm::StringRef chip, KeyLayout keys,
   if (chip == "sm_90a" && keys == KeyLayout::Tensors && rowBlocksUnequal)
     return true;
   return std::nullopt;
+}
+
+/// The warp-specialized kernel's tiles with Q in `q`: two consumer warpgroups (FlashAttention-3's
+/// Br = 128) and the largest key block whose rotated loop fits the registers. Score and mask
+/// regions that take registers keep the rotation with a smaller key block, down to half the
+/// tuned one; below that (not measured on the H200) the per-block overhead is taken to outweigh
+/// the overlap, and the loop runs unrotated with the tuned key block, which does not spill (one
+/// score block in flight).
+static void warpSpecializedTiles(TileConfig &c, int64_t headDim, QOperand q,
+                                 int64_t regionRegisters) {
+  int64_t tuned = warpSpecializedKeyBlock(headDim, q);
+  int64_t rotated = largestFittingKeyBlock(tuned, tuned / 2, [&](int64_t blockN) {
+    return softmaxOverlapByDefault(headDim, blockN, regionRegisters, q);
+  });
+  c.blockM = 128;
+  c.qOperand = q;
+  c.warpSpecialize = true;
+  c.blockN = rotated ? rotated : tuned;
+  c.softmaxOverlap = rotated != 0;
 }
 
 TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, KeyLayout keys,
@@ -319,28 +375,10 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
     c.mma = MmaKind::Wgmma;
     c.descendingRows = defaultRowOrder(chip, keys, rowBlocksUnequal);
     if (warpSpecializedByDefault(headDim, chip, keys)) {
-      // Two consumer warpgroups (FlashAttention-3's Br = 128) and the largest key block whose
-      // rotated loop fits the registers, measured on the H200 (docs/perf.md, 2026-12-01, tenth
-      // session): d96 Bc = 160 (+5-6% over 128 from 4k), d128 128 (144: within 3%, slower at 1k),
-      // d192 80 (rotated: +5-10% over Bc = 128 unrotated from 4k, 1.02x cuDNN at 16k).
-      c.blockM = 128;
-      int64_t tuned = headDim <= 96 ? 160 : headDim <= 128 ? 128 : 80;
-      c.warpSpecialize = true;
-      // Score and mask regions that take registers keep the rotation with a smaller key block,
-      // down to half the tuned one; below that (not measured on the H200) the per-block overhead
-      // is taken to outweigh the overlap, and the loop runs unrotated with the tuned key block,
-      // which does not spill (one score block in flight).
-      int64_t rotated = largestFittingKeyBlock(tuned, tuned / 2, [&](int64_t blockN) {
-        return softmaxOverlapByDefault(headDim, blockN, regionRegisters);
-      });
-      c.blockN = rotated ? rotated : tuned;
-      c.softmaxOverlap = rotated != 0;
+      warpSpecializedTiles(c, headDim, warpSpecializedQuery(headDim, keys), regionRegisters);
     } else if (regionRegisters > 0 && keys != KeyLayout::Gathered) {
       // Gathered (paged) keys keep their key block: its page-size constraints are their own.
-      if (int64_t fitting = largestFittingKeyBlock(*c.blockN, 16, [&](int64_t blockN) {
-            return oneWarpgroupFits(headDim, blockN, regionRegisters);
-          }))
-        c.blockN = fitting;
+      c.blockN = oneWarpgroupKeyBlock(headDim, *c.blockN, regionRegisters);
     } else if (keys == KeyLayout::PackedRows && headDim <= 64 && regionRegisters == 0) {
       // A packed batch's grid holds many programs with no rows (each sequence is as long as the
       // longest in the grid): a third CTA an SM hides them, 1.12-1.37x on the H200 (docs/perf.md,
@@ -392,27 +430,42 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   bool syncOnly = requested.mma == MmaKind::Sync || requested.rowsPerWarp == 32 ||
                   (requested.qOperand == QOperand::Shared && requested.mma != MmaKind::Wgmma) ||
                   (requested.blockM && *requested.blockM % 64);
-  // The warp-specialized default only where nothing asked for rules it out.
+  // The warp-specialized default only where nothing asked for rules it out. A Q operand other
+  // than that default's is the one-warpgroup kernel's (Q in shared memory at d128, in registers
+  // at d256, where the warp-specialized loop would spill), unless warp_specialize=true is asked
+  // too.
+  QOperand defaultQuery = warpSpecializedQuery(headDim, keys);
+  bool otherQuery = requested.qOperand && *requested.qOperand != defaultQuery &&
+                    requested.warpSpecialize != true;
   bool noWarpRoles = syncOnly || requested.packGqa == true || requested.warpSpecialize == false ||
-                     requested.qOperand == QOperand::Shared;
+                     otherQuery;
   llvm::StringRef baseChip = syncOnly ? llvm::StringRef("sm_80") : chip;
   KeyLayout baseKeys = noWarpRoles ? KeyLayout::Gathered : keys;
   TileConfig base = defaultTileConfig(headDim, baseChip, baseKeys, regionRegisters);
+  // Gathered stands in for "no warp roles" above; a one-warpgroup kernel of keys in tensors
+  // still fits its key block to the regions' registers, as defaultTileConfig's does (d256 with
+  // warp_specialize=false or Q in registers).
+  if (noWarpRoles && !syncOnly && baseChip == "sm_90a" && keys != KeyLayout::Gathered &&
+      regionRegisters > 0)
+    base.blockN = oneWarpgroupKeyBlock(headDim, *base.blockN, regionRegisters);
   // The row order from the kernel's own keys (baseKeys may stand in for "no warp roles"); a
   // persistent kernel's tile loop orders its tiles itself (TileConfig::verify refuses both).
   base.descendingRows =
       defaultRowOrder(baseChip, keys, rowBlocksUnequal && requested.persistent != true);
-  // Warp-specialized: two consumer warpgroups (FlashAttention-3's Br = 128) unless Br is set.
+  // Warp-specialized on request: its tiles for the Q operand asked for (two consumer
+  // warpgroups unless Br is set).
   if (requested.warpSpecialize == true && !syncOnly)
-    base.blockM = 128;
+    warpSpecializedTiles(base, headDim, requested.qOperand.value_or(defaultQuery),
+                         regionRegisters);
   TileConfig tiles = base.overriddenBy(requested);
   // Rotated where it fits the key block actually chosen (an explicit Bc may not), unless asked.
   if (tiles.warpSpecialize.value_or(false) && !requested.softmaxOverlap)
-    tiles.softmaxOverlap = softmaxOverlapByDefault(headDim, *tiles.blockN, regionRegisters);
+    tiles.softmaxOverlap =
+        softmaxOverlapByDefault(headDim, *tiles.blockN, regionRegisters, *tiles.qOperand);
   // Unrotated on request, the regions' registers meet no second score block in flight: the
   // tuned key block, which the default shrank only to keep the rotation.
   if (requested.softmaxOverlap == false && !requested.blockN && base.softmaxOverlap == true)
-    tiles.blockN = defaultTileConfig(headDim, baseChip, baseKeys).blockN;
+    tiles.blockN = warpSpecializedKeyBlock(headDim, *tiles.qOperand);
   if (!requested.rowsPerWarp && *tiles.blockM % *tiles.rowsPerWarp)
     tiles.rowsPerWarp = 16; // an explicit Br the default rows-per-warp does not divide
   // The chip is left to convert-tgpu-to-nvvm, whose message names it.

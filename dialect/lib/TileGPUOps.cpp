@@ -88,6 +88,9 @@ LogicalResult AsyncCopyOp::verify() {
                          << buffer.getSharedTile().rowBytes() << " bytes is not whole chunks";
   if (getPageTable() && view.getRank() != 4)
     return emitOpError("a paged copy reads a rank-4 cache at (batch, head, row)");
+  if (std::optional<int64_t> threads = getThreads(); threads && *threads % 32)
+    return emitOpError() << "is shared by whole warps: threads = " << *threads
+                         << " is not a multiple of 32";
   return success();
 }
 

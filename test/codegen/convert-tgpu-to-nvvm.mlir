@@ -288,6 +288,58 @@ module attributes {tilefuse.threads = {roles = 384 : i64}} {
 
 !qkv = memref<?x?x?x64xbf16>
 !lse = memref<?x?x?xf32>
+!tile = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+
+// The consumers' own copy (q=shared under warp specialization): `threads = 128` deals its 512
+// chunks to the consumer warpgroup's 128 threads, four each, though the CTA has 256 (the
+// producer's warps never reach it). Dealt over 256 threads, chunks 128..511 of every round
+// past the first would be nobody's.
+// CHECK-LABEL: gpu.func @consumer_copy
+// CHECK-SAME:      known_block_size = array<i32: 256, 1, 1>
+// CHECK:           arith.remui %{{.+}}, %c8 : index
+// CHECK-COUNT-4:   nvvm.cp.async.shared.global
+// CHECK-NOT:       nvvm.cp.async.shared.global
+// CHECK:           nvvm.cp.async.commit.group
+module attributes {tilefuse.threads = {consumer_copy = 256 : i64}} {
+  func.func @consumer_copy(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+    %c0 = arith.constant 0 : index
+    %buf = tgpu.alloc {offset = 0 : i64} : !tile
+    %m = memref.dim %Q, %c0 : !qkv
+    scf.forall (%b, %h, %r) in (%m, %m, %m) {
+      tgpu.warp_specialize partition warps 4 registers 240 {
+        %t = tgpu.async_copy %Q[%b, %h, %r] bound %m into %buf {threads = 128 : i64} : !qkv, !tile
+        %g = nvgpu.device_async_create_group %t
+        nvgpu.device_async_wait %g {numGroups = 0 : i32}
+      } partition warps 4 registers 24 {
+      }
+    } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+    return
+  }
+}
+
+// -----
+
+!qkv = memref<?x?x?x64xbf16>
+!lse = memref<?x?x?xf32>
+!tile = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+
+// A copy shared by more threads than the kernel has.
+module attributes {tilefuse.threads = {too_many = 128 : i64}} {
+  func.func @too_many(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+    %c0 = arith.constant 0 : index
+    %buf = tgpu.alloc {offset = 0 : i64} : !tile
+    %m = memref.dim %Q, %c0 : !qkv
+    // expected-error @below {{is shared by 256 threads; the kernel has 128}}
+    // expected-error @below {{failed to legalize operation 'tgpu.async_copy'}}
+    %t = tgpu.async_copy %Q[%c0, %c0, %c0] bound %m into %buf {threads = 256 : i64} : !qkv, !tile
+    return
+  }
+}
+
+// -----
+
+!qkv = memref<?x?x?x64xbf16>
+!lse = memref<?x?x?xf32>
 
 // A buffer must have been placed.
 module attributes {tilefuse.threads = {unplaced = 128 : i64}} {

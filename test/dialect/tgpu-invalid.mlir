@@ -165,6 +165,16 @@ func.func @copy_columns(%k: memref<?x?x?x64xbf16>, %i: index, %n: index) {
 
 // -----
 
+func.func @copy_warps(%k: memref<?x?x?x64xbf16>, %i: index, %n: index) {
+  %buf = tgpu.alloc : !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+  // expected-error @+1 {{'tgpu.async_copy' op is shared by whole warps: threads = 100 is not a multiple of 32}}
+  %t = tgpu.async_copy %k[%i, %i, %i] bound %n into %buf {threads = 100 : i64}
+      : memref<?x?x?x64xbf16>, !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+  return
+}
+
+// -----
+
 func.func @copy_chunks(%k: memref<?x?x?x6xf32>, %i: index, %n: index) {
   %buf = tgpu.alloc : !tgpu.buffer<64x6xf32, #tgpu.shared<none>>
   // expected-error @+1 {{'tgpu.async_copy' op cp.async moves 16-byte chunks; a row of 24 bytes is not whole chunks}}

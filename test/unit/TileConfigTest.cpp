@@ -167,15 +167,27 @@ TEST(TileConfig, WarpSpecializeAddsAProducerWarpgroup) {
 }
 
 /// Q in shared memory: alone it keeps meaning the mma.sync kernel (ldmatrix of Q); with
-/// mma=wgmma it is the one-warpgroup wgmma kernel reading Q by descriptor, not the
-/// warp-specialized one, even at a head dimension whose default is warp-specialized; that one
-/// is asked for with warp_specialize=true (its consumers copy Q, the producer K and V).
+/// mma=wgmma it is the one-warpgroup wgmma kernel reading Q by descriptor where the
+/// warp-specialized default keeps Q in registers (d128), and that default itself where it keeps
+/// Q in shared memory (d256, padded); the one-warpgroup kernel is then asked for with
+/// warp_specialize=false, and the warp-specialized one at d128 with warp_specialize=true (its
+/// consumers copy Q, the producer K and V). Q in registers at d256 is the one-warpgroup kernel.
 TEST(TileConfig, SharedQueryWithWarpgroupMmas) {
   auto alone = resolveTileConfig(parsed("q=shared"), 256, "sm_90a");
   ASSERT_TRUE(bool(alone)) << llvm::toString(alone.takeError());
   EXPECT_EQ(alone->mma, MmaKind::Sync);
-  for (int64_t d : {128, 256}) {
-    auto wgmma = resolveTileConfig(parsed("mma=wgmma,q=shared"), d, "sm_90a");
+  auto d256 = resolveTileConfig(parsed("mma=wgmma,q=shared"), 256, "sm_90a");
+  ASSERT_TRUE(bool(d256)) << llvm::toString(d256.takeError());
+  EXPECT_EQ(*d256, defaultTileConfig(256, "sm_90a"));
+  EXPECT_EQ(d256->warpSpecialize, true);
+  auto registers = resolveTileConfig(parsed("q=registers"), 256, "sm_90a");
+  ASSERT_TRUE(bool(registers)) << llvm::toString(registers.takeError());
+  EXPECT_EQ(registers->warpSpecialize.value_or(false), false);
+  EXPECT_EQ(registers->threads(), 128);
+  EXPECT_EQ(registers->blockN, 64);
+  for (auto [d, text] : {std::pair<int64_t, const char *>{128, "mma=wgmma,q=shared"},
+                         {256, "mma=wgmma,q=shared,warp_specialize=false"}}) {
+    auto wgmma = resolveTileConfig(parsed(text), d, "sm_90a");
     ASSERT_TRUE(bool(wgmma)) << d << ": " << llvm::toString(wgmma.takeError());
     EXPECT_EQ(wgmma->mma, MmaKind::Wgmma) << d;
     EXPECT_EQ(wgmma->qOperand, QOperand::Shared) << d;
@@ -229,9 +241,15 @@ TEST(TileConfig, SoftmaxOverlapNeedsWarpSpecialization) {
   EXPECT_NE(d128->print().find("softmax_overlap=true"), std::string::npos);
   auto d192 = resolveTileConfig(parsed(""), 192, "sm_90a");
   ASSERT_TRUE(bool(d192)) << llvm::toString(d192.takeError());
-  EXPECT_EQ(d192->blockN, 80);
+  EXPECT_EQ(d192->blockN, 112);
+  EXPECT_EQ(d192->qOperand, QOperand::Shared);
   EXPECT_EQ(d192->softmaxOverlap, true);
-  auto d192wide = resolveTileConfig(parsed("Bc=128"), 192, "sm_90a");
+  auto d192registers = resolveTileConfig(parsed("q=registers,warp_specialize=true"), 192, "sm_90a");
+  ASSERT_TRUE(bool(d192registers)) << llvm::toString(d192registers.takeError());
+  EXPECT_EQ(d192registers->blockN, 80);
+  EXPECT_EQ(d192registers->softmaxOverlap, true);
+  auto d192wide = resolveTileConfig(parsed("q=registers,warp_specialize=true,Bc=128"), 192,
+                                    "sm_90a");
   ASSERT_TRUE(bool(d192wide)) << llvm::toString(d192wide.takeError());
   EXPECT_EQ(d192wide->softmaxOverlap, false);
   auto d96 = resolveTileConfig(parsed(""), 96, "sm_90a");
@@ -258,19 +276,22 @@ TEST(TileConfig, SoftmaxOverlapNeedsWarpSpecialization) {
 }
 
 /// The score and mask regions' registers (regionRegisters) move only the defaults: the rotated
-/// key block shrinks to the largest that fits (3·D / 4 + Bc + regions <= 232), down to half the
-/// tuned one, else the loop runs unrotated with the tuned block; 0 changes nothing.
+/// key block shrinks to the largest that fits (3·D / 4 + Bc + regions <= 232, D / 2 + Bc +
+/// regions with Q in shared memory: d192 and d256), down to half the tuned one, else the loop
+/// runs unrotated with the tuned block; 0 changes nothing.
 TEST(TileConfig, RegionRegistersShrinkTheRotatedKeyBlock) {
   struct Expected {
     int64_t headDim, regionRegisters, blockN;
     bool rotated;
   };
   for (const Expected &e : std::initializer_list<Expected>{
-           {96, 0, 160, true},   {128, 0, 128, true},  {192, 0, 80, true},
-           {96, 27, 128, true},  {128, 27, 96, true},  {192, 27, 48, true}, // softcap
-           {96, 36, 112, true},  {128, 36, 96, true},  {192, 36, 48, true}, // alibi
-           {128, 9, 112, true},  {192, 8, 80, true},   {192, 9, 64, true},
-           {128, 72, 64, true},  {128, 73, 128, false}, {192, 100, 80, false}}) {
+           {96, 0, 160, true},   {128, 0, 128, true},  {192, 0, 112, true},
+           {96, 27, 128, true},  {128, 27, 96, true},  {192, 27, 96, true}, // softcap
+           {96, 36, 112, true},  {128, 36, 96, true},  {192, 36, 96, true}, // alibi
+           {128, 9, 112, true},  {192, 8, 112, true},  {192, 25, 96, true},
+           {128, 72, 64, true},  {128, 73, 128, false}, {192, 100, 112, false},
+           {256, 0, 80, true},   {256, 24, 80, true},   {256, 25, 64, true},
+           {256, 36, 64, true},  {256, 56, 48, true},   {256, 57, 80, false}}) {
     SCOPED_TRACE("d" + std::to_string(e.headDim) + " regions " +
                  std::to_string(e.regionRegisters));
     TileConfig byDefault = defaultTileConfig(e.headDim, "sm_90a", KeyLayout::Tensors,
@@ -304,12 +325,12 @@ TEST(TileConfig, RegionRegistersShrinkTheRotatedKeyBlock) {
   EXPECT_EQ(on.blockN, 96);
   EXPECT_EQ(on.softmaxOverlap, true);
   // The one-warpgroup kernel: 3·D / 4 + 3·Bc / 4 + regions <= 252, only for a region cost.
-  EXPECT_EQ(resolved("", 256, 0).blockN, 64);
-  EXPECT_EQ(resolved("", 256, 27).blockN, 32);
-  EXPECT_EQ(resolved("", 256, 36).blockN, 32);
+  EXPECT_EQ(resolved("warp_specialize=false", 256, 0).blockN, 64);
+  EXPECT_EQ(resolved("warp_specialize=false", 256, 27).blockN, 32);
+  EXPECT_EQ(resolved("q=registers", 256, 36).blockN, 32);
   EXPECT_EQ(resolved("", 64, 36).blockN, 128);
   EXPECT_EQ(resolved("", 64, 0).blockN, 128);
-  EXPECT_EQ(resolved("Bc=64", 256, 36).blockN, 64);
+  EXPECT_EQ(resolved("Bc=64,warp_specialize=false", 256, 36).blockN, 64);
   // Gathered (paged) keys and mma.sync keep their key blocks.
   EXPECT_EQ(resolved("", 256, 36, KeyLayout::Gathered).blockN, 64);
   EXPECT_EQ(resolved("", 128, 36, KeyLayout::Gathered).blockN, 64);

@@ -1,7 +1,8 @@
 //===- AsyncCopyToNVVM.cpp - cp.async copies, their groups and waits ------===//
 //
-// tgpu.async_copy: the CTA's threads copy the block's rows in 16-byte chunks with
-// cp.async.cg (global -> shared, bypassing L1), chunk i of the block by thread i % threads,
+// tgpu.async_copy: the CTA's threads (or the op's `threads` first ones) copy the block's rows
+// in 16-byte chunks with cp.async.cg (global -> shared, bypassing L1), chunk i of the block by
+// thread i % threads,
 // each to its swizzled place in the buffer; rows at or past the bound copy 0 bytes (the
 // hardware zero-fills them). A paged copy (`pages %table`) maps each row through
 // tile::pagedRow, one table read per row a thread copies. nvgpu.device_async_create_group is cp.async.commit_group and
@@ -36,7 +37,12 @@ struct AsyncCopyToCpAsync : OpConversionPattern<tgpu::AsyncCopyOp> {
     std::optional<ArrayRef<int32_t>> block = kernel.getKnownBlockSize();
     if (!block)
       return op.emitOpError("the kernel's thread count is unknown");
-    int64_t threads = (*block)[0];
+    // The copying threads: the IR's `threads` (the consumers' own copy under warp
+    // specialization, whose producer warps never reach it), else the CTA's.
+    int64_t threads = op.getThreads().value_or((*block)[0]);
+    if (threads > (*block)[0])
+      return op.emitOpError() << "is shared by " << threads << " threads; the kernel has "
+                              << (*block)[0];
     auto viewType = cast<MemRefType>(op.getView().getType());
     KernelView view = KernelView::unpack(b, loc, adaptor.getView(), viewType);
     SmallVector<Value> lead(adaptor.getIndices());

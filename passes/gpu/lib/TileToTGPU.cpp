@@ -278,7 +278,8 @@ struct TileToTGPU : public tilefuse::tgpu::impl::TileToTGPUBase<TileToTGPU> {
         buffer = StageOp::create(b, loc, buffer, stage);
       }
       Value copy = AsyncCopyOp::create(b, loc, load.getView(), load.getIndices(),
-                                       load.getBound(), buffer, load.getPageTable());
+                                       load.getBound(), buffer, load.getPageTable(),
+                                       /*threads=*/IntegerAttr());
       Value group = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType, copy);
       fills[load.getResult()] = {buffer, group};
       groupOf[load.getResult()] = group;

@@ -28,8 +28,9 @@
 // Expects the IR of tile-to-tgpu without tile-pipeline: every cp.async fills a canonical_128b
 // buffer from a kernel argument (K or V) at rows bounded by that argument's extent, and each
 // copy's group is waited for once, right before the wgmma that reads it. A copy of Q (q=shared:
-// the consumers' wgmma read Q by descriptor) is the consumers' own: it stays as it is, in their
-// partition (the launch ABI has no tensor map of Q).
+// the consumers' wgmma read Q by descriptor) is the consumers' own: it stays in their
+// partition (the launch ABI has no tensor map of Q), shared by their threads alone (its
+// `threads`).
 //
 // A varlen kernel (tile.varlen: a packed batch) reads K and V as one packed tensor: its copies'
 // batch index is the sequence's first row `start` and their bound the sequence's length `len`.
@@ -132,6 +133,8 @@ struct TGPUWarpSpecialize
   bool packed = false;
   SmallVector<Channel> channels;
   DenseMap<Operation *, unsigned> channelOf; // AsyncCopyOp -> channel
+  /// The copies the consumers keep (Q with q=shared).
+  SmallVector<AsyncCopyOp> consumerCopies;
   /// The fill counter before each copy, in the consumer (the original IR).
   DenseMap<Operation *, Value> counterAt;
   /// Loops and branches that hold copies: they carry the counters.
@@ -159,6 +162,11 @@ struct TGPUWarpSpecialize
     int64_t consumerThreads = 0;
     if (failed(checkConsumers(kernel, consumerThreads)))
       return failure();
+    // The producer's warps never reach the consumers' own copies: the consumers share them
+    // among themselves (cp.async's lowering would deal chunks to every thread of the CTA).
+    for (AsyncCopyOp copy : consumerCopies)
+      copy.setThreadsAttr(IntegerAttr::get(IntegerType::get(kernel.getContext(), 64),
+                                           consumerThreads));
     createChannelValues(kernel);
 
     // The counters, in the consumer (the original IR), then the producer from it.
@@ -205,8 +213,10 @@ struct TGPUWarpSpecialize
       // Q in shared memory (q=shared): the consumers copy it themselves, once per tile, as the
       // kernel did; the launch ABI has no tensor map of Q. Its copy, group and wait stay in the
       // consumer partition, and tgpu-insert-barriers orders it among the consumers.
-      if (view && view.getOwner() == &kernel.getBody().front() && view.getArgNumber() == 0)
+      if (view && view.getOwner() == &kernel.getBody().front() && view.getArgNumber() == 0) {
+        consumerCopies.push_back(copy);
         return WalkResult::advance();
+      }
       if (!view || view.getOwner() != &kernel.getBody().front() || view.getArgNumber() < 1 ||
           view.getArgNumber() > 2)
         return copy.emitOpError("copies from a view that is not the kernel's K or V argument: "

@@ -189,14 +189,15 @@ func.func @output(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
 !buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
 
 // Q in shared memory (q=shared): the consumers copy it themselves, its copy, group and wait stay
-// in their partition as they were, and the wgmma reads its buffer; only K becomes a ring, and
+// in their partition, the copy shared by their 128 threads alone (the producer's never reach
+// it), and the wgmma reads its buffer; only K becomes a ring, and
 // the producer issues nothing for Q.
 // CHECK-LABEL: func.func @shared_query
 // CHECK-DAG:     %[[QBUF:.+]] = tgpu.alloc : !tgpu.buffer<64x64xbf16
 // CHECK-DAG:     %[[KMAP:.+]] = tgpu.tensor_map %arg1
 // CHECK-NOT:     tgpu.tensor_map %arg0
 // CHECK:         tgpu.warp_specialize
-// CHECK:           %[[TQ:.+]] = tgpu.async_copy %arg0{{.+}} into %[[QBUF]]
+// CHECK:           %[[TQ:.+]] = tgpu.async_copy %arg0{{.+}} into %[[QBUF]] {threads = 128 : i64}
 // CHECK-NEXT:      %[[GQ:.+]] = nvgpu.device_async_create_group %[[TQ]]
 // CHECK-NEXT:      nvgpu.device_async_wait %[[GQ]]
 // CHECK:           scf.for

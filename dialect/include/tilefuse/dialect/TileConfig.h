@@ -145,9 +145,11 @@ llvm::hash_code hash_value(const TileConfig &config);
 enum class KeyLayout { Tensors, PackedRows, Gathered };
 
 /// The tuned default for a head dimension and target chip (complete): warpgroup MMAs (wgmma) on
-/// sm_90a, mma.sync elsewhere; on sm_90a at head dims 96 to 192, for keys in tensors, the
-/// warp-specialized kernel with its key loop rotated (Br = 128; Bc = 160, 128, 80 at d96, d128,
-/// d192). The autotuner's baseline.
+/// sm_90a, mma.sync elsewhere; on sm_90a at head dims 96 to 192 for keys in tensors (padded or
+/// packed), and at 256 for padded batches, the warp-specialized kernel with its key loop rotated
+/// (Br = 128; Bc = 160 and 128 at d96 and d128 with Q in registers; Q in shared memory from d192
+/// for padded batches, Bc = 112 at d192 and 80 at d256; packed d192: Q in registers, Bc = 80).
+/// The autotuner's baseline.
 ///
 /// `regionRegisters` is what the kernel's score and mask regions take per consumer thread beyond
 /// a plain kernel's registers (scoreRegionRegisters in tilefuse/passes/ScoreRegionCost.h; 0, the

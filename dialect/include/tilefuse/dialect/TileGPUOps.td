@@ -88,6 +88,10 @@ def TGPU_AsyncCopyOp : TGPU_Op<"async_copy", [AttrSizedOperandSegments]> {
     the view is a paged cache and the indices are logical (batch, head, row), as in
     tile.block_load.
 
+    With `threads` the copy is shared by the threads [0, threads) alone (whole warps): a
+    copy inside the first partition of a tgpu.warp_specialize (the consumers' own copy of Q),
+    whose other warps never reach it. Without it every thread of the CTA takes part.
+
     ```mlir
     %t = tgpu.async_copy %k[%b, %h, %n0] bound %n into %buf
         : memref<?x?x?x128xbf16>, !tgpu.buffer<64x128xbf16, #tgpu.shared<chunk_xor>>
@@ -98,7 +102,8 @@ def TGPU_AsyncCopyOp : TGPU_Op<"async_copy", [AttrSizedOperandSegments]> {
   let arguments = (ins Arg<TGPU_View, "source view", [MemRead]>:$view, Variadic<Index>:$indices,
                        Index:$bound, Arg<TGPU_Buffer, "destination", [MemWrite]>:$buffer,
                        Arg<Optional<MemRefRankOf<[I32], [2]>>, "page table",
-                           [MemRead]>:$page_table);
+                           [MemRead]>:$page_table,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$threads);
   let results = (outs NVGPU_DeviceAsyncToken:$token);
   let assemblyFormat = [{
     $view `[` $indices `]` `bound` $bound (`pages` $page_table^)? `into` $buffer attr-dict `:`
