@@ -48,7 +48,10 @@ ResourceEstimate jit::estimateResources(const TileConfig &config, int64_t headDi
 
 TuningAxes TuningAxes::forChip(llvm::StringRef chip) {
   TuningAxes axes;
-  axes.blockM = {64, 128, 256};
+  // 192: three consumer warpgroups (FlashAttention-3's d64 tile), with Q in shared memory the
+  // d64 kernel that measured 1.09x / 1.02x cuDNN at 16k and 0.80x / 0.63x at 1k (docs/perf.md,
+  // sixteenth session), so a choice by sequence length, which the tuner's key has.
+  axes.blockM = {64, 128, 192, 256};
   axes.blockN = {32, 64, 128, 256};
   axes.rowsPerWarp = {16, 32};
   axes.mma = {MmaKind::Sync};

@@ -177,6 +177,27 @@ TEST(TuningSpace, SoftmaxOverlapAxis) {
   EXPECT_FALSE(off->pruned) << off->reason;
 }
 
+// FlashAttention-3's d64 tile, three consumer warpgroups over 192 rows with Q in shared memory
+// (faster than the d64 default from 4k on the H200, slower at 1k), is in the space and fits;
+// with Q in registers the model prunes it, as ptxas spills it.
+TEST(TuningSpace, ThreeConsumerWarpgroupsAtD64) {
+  std::vector<Candidate> space = enumerateSpace(64, "sm_90a", ChipLimits::forChip("sm_90a"),
+                                                TuningAxes::forChip("sm_90a"));
+  auto find = [&](llvm::StringRef text) {
+    return llvm::find_if(space, [&](const Candidate &c) { return c.config.print() == text; });
+  };
+  std::string tile = "Br=192,Bc=128,rows_per_warp=16,mma=wgmma,q=";
+  std::string rest = ",copy_issue=eager,stages=2,pack_gqa=false,warp_specialize=true,"
+                     "softmax_overlap=true";
+  auto shared = find(tile + "shared" + rest);
+  ASSERT_NE(shared, space.end());
+  EXPECT_FALSE(shared->pruned) << shared->reason;
+  EXPECT_EQ(shared->estimate.threads, 512);
+  auto registers = find(tile + "registers" + rest);
+  ASSERT_NE(registers, space.end());
+  EXPECT_TRUE(registers->pruned);
+}
+
 // The rotated loop stays an axis of the kernels that can be warp-specialized, padded or varlen
 // (the tuner once cleared it for every kernel, outside the condition meant to hold it); paged
 // and split kernels lose both.
