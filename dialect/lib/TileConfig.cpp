@@ -277,26 +277,32 @@ static int64_t warpSpecializedKeyBlock(int64_t headDim, QOperand q) {
 }
 
 /// The registers a consumer thread of the warp-specialized kernel holds in its rotated key loop
-/// (softmax_overlap). A thread of two consumer warpgroups (64 rows each) holds O (D / 2
-/// registers), Q (D / 4, none with Q in shared memory), the scores (Bc / 2) and two packed P
-/// blocks (Bc / 4 each): D / 2 (+ D / 4) + Bc, plus what the score and mask regions take
-/// (scoreRegionRegisters: 9 per op they run per score element). ptxas -v (2026-12-01), plain
-/// kernels: no spills at 224 (d128 Bc 128, d192 Bc 80) and 232 (d96 Bc 160); 48 bytes spilled
-/// at d192 Bc 96 (240), 256 and more spill and serialize the wgmma groups. With regions
-/// (docs/perf.md, "region cost"): alibi and gqa_head_window (4 ops, 36) spill at 236 (d96 Bc
-/// 128), gqa_head_window also at 244 (d128 Bc 112, d192 Bc 64), neither at 228 (d128 Bc 96, d192
-/// Bc 48) or 220 (d96 Bc 112); softcap (3 ops, 27) spills at 235 (d192 Bc 64), not at 219 (Bc
-/// 48). Q in shared memory (fifteenth session): d256 no spills at Bc 64 with any region (228),
-/// nor at Bc 80 plain (208); d192 none at Bc 96 (232) and 112 (208). The count is conservative in
-/// places (alibi: none at d128 Bc 112).
-static int64_t rotatedLoopRegisters(int64_t headDim, int64_t blockN, int64_t regionRegisters,
-                                    QOperand q) {
-  return headDim / 2 + (q == QOperand::Registers ? headDim / 4 : 0) + blockN + regionRegisters;
+/// (softmax_overlap), against the budget it fits without spilling. A thread of two consumer
+/// warpgroups (64 rows each) holds O (D / 2 registers), Q (D / 4), the scores (Bc / 2) and two
+/// packed P blocks (Bc / 4 each): 3·D / 4 + Bc, plus what the score and mask regions take
+/// (scoreRegionRegisters: 9 per op they run per score element), within 232. ptxas -v
+/// (2026-12-01), plain kernels: no spills at 224 (d128 Bc 128, d192 Bc 80) and 232 (d96 Bc 160);
+/// 48 bytes spilled at d192 Bc 96 (240), 256 and more spill and serialize the wgmma groups. With
+/// regions (docs/perf.md, "region cost"): alibi and gqa_head_window (4 ops, 36) spill at 236 (d96
+/// Bc 128), gqa_head_window also at 244 (d128 Bc 112, d192 Bc 64), neither at 228 (d128 Bc 96,
+/// d192 Bc 48) or 220 (d96 Bc 112); softcap (3 ops, 27) spills at 235 (d192 Bc 64), not at 219
+/// (Bc 48). The count is conservative in places (alibi: none at d128 Bc 112).
+///
+/// With Q in shared memory there is no Q, and the key block weighs more than one register per
+/// column: D / 2 + 5·Bc / 4 + regions within 248 is what ptxas -v showed (fifteenth and sixteenth
+/// sessions): no spills at d192 Bc 112 (236) and Bc 96 with softcap (243), d256 Bc 80 (228) and
+/// Bc 64 with alibi (244); alibi at d192 Bc 96 (252) spills 8 bytes in the key loop. (By the
+/// count without the weight the last two are both 228.)
+static bool rotatedLoopFits(int64_t headDim, int64_t blockN, int64_t regionRegisters,
+                            QOperand q) {
+  if (q == QOperand::Shared)
+    return headDim / 2 + 5 * blockN / 4 + regionRegisters <= 248;
+  return 3 * headDim / 4 + blockN + regionRegisters <= 232;
 }
 
 static bool softmaxOverlapByDefault(int64_t headDim, int64_t blockN, int64_t regionRegisters,
                                     QOperand q) {
-  return rotatedLoopRegisters(headDim, blockN, regionRegisters, q) <= 232;
+  return rotatedLoopFits(headDim, blockN, regionRegisters, q);
 }
 
 /// The one-warpgroup kernel (Br = 64, no rotation, up to 255 registers a thread): O (D / 2), Q
