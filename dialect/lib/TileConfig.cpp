@@ -247,12 +247,20 @@ int64_t TileConfig::threads() const {
 }
 
 /// Warp specialization as the default: measured on the H200 at head dims 96, 128 and 192 (1.03x to
-/// 1.43x the one-warpgroup kernel, docs/perf.md, 2026-12-01, ninth session); at 64 it is 7-14%
-/// slower (the softmax's issue bound, not the loads). At 256 it needs Q in shared memory
-/// (warpSpecializedQuery), measured for padded batches only.
-static bool warpSpecializedByDefault(int64_t headDim, llvm::StringRef chip, KeyLayout keys) {
-  return chip == "sm_90a" && keys != KeyLayout::Gathered && headDim >= 96 &&
-         (headDim <= 192 || (headDim <= 256 && keys == KeyLayout::Tensors));
+/// 1.43x the one-warpgroup kernel, docs/perf.md, 2026-12-01, ninth session). At 256 it needs Q
+/// in shared memory (warpSpecializedQuery), measured for padded batches only. At 64 two consumer
+/// warpgroups were 7-14% slower (the softmax's issue bound, not the loads); three over Br = 192
+/// with Q in shared memory (FlashAttention-3's d64 tile) are +11% at 4k and +19% at 16k full,
+/// -2% at 1k, on padded batches (sixteenth session). Under a mask whose row blocks differ in work
+/// (`rowBlocksUnequal`: causal) they are +4% / +15% at 4k / 16k but -17% at 1k, where a 192-row
+/// block crosses the diagonal over two to three key blocks; those keep the one-warpgroup kernel.
+static bool warpSpecializedByDefault(int64_t headDim, llvm::StringRef chip, KeyLayout keys,
+                                     bool rowBlocksUnequal) {
+  if (chip != "sm_90a" || keys == KeyLayout::Gathered)
+    return false;
+  if (headDim > 48 && headDim <= 64)
+    return keys == KeyLayout::Tensors && !rowBlocksUnequal;
+  return headDim >= 96 && (headDim <= 192 || (headDim <= 256 && keys == KeyLayout::Tensors));
 }
 
 /// Where the warp-specialized default keeps Q: in shared memory from head dim 192 for padded
@@ -260,9 +268,18 @@ static bool warpSpecializedByDefault(int64_t headDim, llvm::StringRef chip, KeyL
 /// a consumer thread for a wider key block: on the H200 d192 at Bc = 112 is +4-9% over Q in
 /// registers at Bc = 80, d256 at Bc = 80 +31-80% over the one-warpgroup kernel (docs/perf.md,
 /// 2026-12-01, sixteenth session). At d128 the same step measured within -3..+3%, so Q stays in
-/// registers there; packed batches were not measured with it.
+/// registers there; packed batches were not measured with it. At d64 Q in shared memory is what
+/// lets three consumer warpgroups fit (warpSpecializedTiles).
 static QOperand warpSpecializedQuery(int64_t headDim, KeyLayout keys) {
-  return headDim >= 192 && keys == KeyLayout::Tensors ? QOperand::Shared : QOperand::Registers;
+  return (headDim >= 192 || headDim <= 64) && keys == KeyLayout::Tensors ? QOperand::Shared
+                                                                          : QOperand::Registers;
+}
+
+/// The warp-specialized kernel's rows: three consumer warpgroups (Br = 192) at head dims up to 64
+/// with Q in shared memory (with Q in registers they spill 144 bytes and serialize the wgmmas),
+/// else two (Br = 128).
+static int64_t warpSpecializedRows(int64_t headDim, QOperand q) {
+  return headDim <= 64 && q == QOperand::Shared ? 192 : 128;
 }
 
 /// The warp-specialized kernel's tuned key block for Q in `q` (docs/perf.md, tenth and sixteenth
@@ -293,16 +310,23 @@ static int64_t warpSpecializedKeyBlock(int64_t headDim, QOperand q) {
 /// sessions): no spills at d192 Bc 112 (236) and Bc 96 with softcap (243), d256 Bc 80 (228) and
 /// Bc 64 with alibi (244); alibi at d192 Bc 96 (252) spills 8 bytes in the key loop. (By the
 /// count without the weight the last two are both 228.)
-static bool rotatedLoopFits(int64_t headDim, int64_t blockN, int64_t regionRegisters,
-                            QOperand q) {
+///
+/// Three consumer warpgroups (Br = 192) hold 160 registers a thread after setmaxnreg: at d64
+/// with Q in shared memory, D / 2 + Bc + regions within 187 (ptxas -v, sixteenth session: Bc 128
+/// no spills plain or with softcap, 187; alibi and gqa_head_window spill 276-356 bytes, 196;
+/// both none at Bc 112, 180). With Q in registers they do not fit.
+static bool rotatedLoopFits(int64_t headDim, int64_t blockM, int64_t blockN,
+                            int64_t regionRegisters, QOperand q) {
+  if (blockM > 128)
+    return q == QOperand::Shared && headDim / 2 + blockN + regionRegisters <= 187;
   if (q == QOperand::Shared)
     return headDim / 2 + 5 * blockN / 4 + regionRegisters <= 248;
   return 3 * headDim / 4 + blockN + regionRegisters <= 232;
 }
 
-static bool softmaxOverlapByDefault(int64_t headDim, int64_t blockN, int64_t regionRegisters,
-                                    QOperand q) {
-  return rotatedLoopFits(headDim, blockN, regionRegisters, q);
+static bool softmaxOverlapByDefault(int64_t headDim, int64_t blockM, int64_t blockN,
+                                    int64_t regionRegisters, QOperand q) {
+  return rotatedLoopFits(headDim, blockM, blockN, regionRegisters, q);
 }
 
 /// The one-warpgroup kernel (Br = 64, no rotation, up to 255 registers a thread): O (D / 2), Q
@@ -344,8 +368,8 @@ static std::optional<bool> defaultRowOrder(llvm::StringRef chip, KeyLayout keys,
   return std::nullopt;
 }
 
-/// The warp-specialized kernel's tiles with Q in `q`: two consumer warpgroups (FlashAttention-3's
-/// Br = 128) and the largest key block whose rotated loop fits the registers. Score and mask
+/// The warp-specialized kernel's tiles with Q in `q`: two or three consumer warpgroups
+/// (warpSpecializedRows) and the largest key block whose rotated loop fits the registers. Score and mask
 /// regions that take registers keep the rotation with a smaller key block, down to half the
 /// tuned one; below that (not measured on the H200) the per-block overhead is taken to outweigh
 /// the overlap, and the loop runs unrotated with the tuned key block, which does not spill (one
@@ -353,10 +377,11 @@ static std::optional<bool> defaultRowOrder(llvm::StringRef chip, KeyLayout keys,
 static void warpSpecializedTiles(TileConfig &c, int64_t headDim, QOperand q,
                                  int64_t regionRegisters) {
   int64_t tuned = warpSpecializedKeyBlock(headDim, q);
+  int64_t rows = warpSpecializedRows(headDim, q);
   int64_t rotated = largestFittingKeyBlock(tuned, tuned / 2, [&](int64_t blockN) {
-    return softmaxOverlapByDefault(headDim, blockN, regionRegisters, q);
+    return softmaxOverlapByDefault(headDim, rows, blockN, regionRegisters, q);
   });
-  c.blockM = 128;
+  c.blockM = rows;
   c.qOperand = q;
   c.warpSpecialize = true;
   c.blockN = rotated ? rotated : tuned;
@@ -380,7 +405,7 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
     c.rowsPerWarp = 16;
     c.mma = MmaKind::Wgmma;
     c.descendingRows = defaultRowOrder(chip, keys, rowBlocksUnequal);
-    if (warpSpecializedByDefault(headDim, chip, keys)) {
+    if (warpSpecializedByDefault(headDim, chip, keys, rowBlocksUnequal)) {
       warpSpecializedTiles(c, headDim, warpSpecializedQuery(headDim, keys), regionRegisters);
     } else if (regionRegisters > 0 && keys != KeyLayout::Gathered) {
       // Gathered (paged) keys keep their key block: its page-size constraints are their own.
@@ -447,7 +472,8 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
                      otherQuery;
   llvm::StringRef baseChip = syncOnly ? llvm::StringRef("sm_80") : chip;
   KeyLayout baseKeys = noWarpRoles ? KeyLayout::Gathered : keys;
-  TileConfig base = defaultTileConfig(headDim, baseChip, baseKeys, regionRegisters);
+  TileConfig base =
+      defaultTileConfig(headDim, baseChip, baseKeys, regionRegisters, rowBlocksUnequal);
   // Gathered stands in for "no warp roles" above; a one-warpgroup kernel of keys in tensors
   // still fits its key block to the regions' registers, as defaultTileConfig's does (d256 with
   // warp_specialize=false or Q in registers).
@@ -458,8 +484,8 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   // persistent kernel's tile loop orders its tiles itself (TileConfig::verify refuses both).
   base.descendingRows =
       defaultRowOrder(baseChip, keys, rowBlocksUnequal && requested.persistent != true);
-  // Warp-specialized on request: its tiles for the Q operand asked for (two consumer
-  // warpgroups unless Br is set).
+  // Warp-specialized on request: its tiles for the Q operand asked for (warpSpecializedRows'
+  // consumer warpgroups unless Br is set).
   if (requested.warpSpecialize == true && !syncOnly)
     warpSpecializedTiles(base, headDim, requested.qOperand.value_or(defaultQuery),
                          regionRegisters);
@@ -467,7 +493,8 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   // Rotated where it fits the key block actually chosen (an explicit Bc may not), unless asked.
   if (tiles.warpSpecialize.value_or(false) && !requested.softmaxOverlap)
     tiles.softmaxOverlap =
-        softmaxOverlapByDefault(headDim, *tiles.blockN, regionRegisters, *tiles.qOperand);
+        softmaxOverlapByDefault(headDim, *tiles.blockM, *tiles.blockN, regionRegisters,
+                                *tiles.qOperand);
   // Unrotated on request, the regions' registers meet no second score block in flight: the
   // tuned key block, which the default shrank only to keep the rotation.
   if (requested.softmaxOverlap == false && !requested.blockN && base.softmaxOverlap == true)

@@ -17,11 +17,12 @@
 // CHECK:     ld.volatile.global.v2.b32
 // JSON: "split_kv": true
 
-// The unsplit kernel keeps the 24 parameters and no split protocol (at head dim 64: at 128 the
-// default kernel is warp-specialized and takes its two tensor maps after them).
-// RUN: tilefuse compile --kernel attention --head-dim 64 --emit ptx -o %t/whole.ptx
+// The unsplit kernel keeps the 24 parameters and no split protocol (causal at head dim 64, the
+// one-warpgroup kernel: attention there and every kernel at 128 are warp-specialized and take
+// their two tensor maps after them).
+// RUN: tilefuse compile --kernel causal --head-dim 64 --emit ptx -o %t/whole.ptx
 // RUN: FileCheck %s --check-prefix=WHOLE --input-file %t/whole.ptx
-// WHOLE:     .param .u64 attention_param_23{{$}}
+// WHOLE:     .param .u64 causal_param_23{{$}}
 // WHOLE-NEXT: )
 // WHOLE-NOT: atom.global
 // RUN: tilefuse compile --kernel attention --head-dim 128 --emit ptx -o %t/tma.ptx

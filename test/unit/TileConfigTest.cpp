@@ -135,17 +135,32 @@ TEST(TileConfig, RegisterBudgetOnlyWhereAskedFor) {
 }
 
 /// Warp specialization is asked for too: it adds a producer warpgroup's 128 threads, takes two
-/// consumer warpgroups (Br = 128) unless Br is set, and needs warpgroup MMAs on sm_90a.
+/// consumer warpgroups (Br = 128; three at d64 with Q in shared memory) unless Br is set, and
+/// needs warpgroup MMAs on sm_90a. At d64 it is the default for padded batches whose row blocks
+/// are equal work, not under a causal-like mask (rowBlocksUnequal).
 TEST(TileConfig, WarpSpecializeAddsAProducerWarpgroup) {
-  auto plain = resolveTileConfig(parsed(""), 64, "sm_90a");
+  auto plain = resolveTileConfig(parsed(""), 64, "sm_90a", KeyLayout::Tensors, 0,
+                                 /*rowBlocksUnequal=*/true);
   ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
   EXPECT_FALSE(plain->warpSpecialize);
   EXPECT_EQ(plain->print().find("warp_specialize"), std::string::npos);
-  auto ws = resolveTileConfig(parsed("warp_specialize=true"), 64, "sm_90a");
+  auto ws = resolveTileConfig(parsed("warp_specialize=true,q=registers"), 64, "sm_90a");
   ASSERT_TRUE(bool(ws)) << llvm::toString(ws.takeError());
   EXPECT_EQ(ws->blockM, 128);
   EXPECT_EQ(ws->mma, MmaKind::Wgmma);
   EXPECT_EQ(ws->threads(), 256 + 128);
+  auto three = resolveTileConfig(parsed("warp_specialize=true"), 64, "sm_90a",
+                                 KeyLayout::Tensors, 0, /*rowBlocksUnequal=*/true);
+  ASSERT_TRUE(bool(three)) << llvm::toString(three.takeError());
+  EXPECT_EQ(three->blockM, 192);
+  EXPECT_EQ(three->qOperand, QOperand::Shared);
+  EXPECT_EQ(three->threads(), 384 + 128);
+  auto padded = resolveTileConfig(parsed(""), 64, "sm_90a");
+  ASSERT_TRUE(bool(padded)) << llvm::toString(padded.takeError());
+  EXPECT_EQ(padded->blockM, 192);
+  EXPECT_EQ(padded->blockN, 128);
+  EXPECT_EQ(padded->warpSpecialize, true);
+  EXPECT_EQ(padded->softmaxOverlap, true);
   EXPECT_EQ(parsed(ws->print()), *ws);
   EXPECT_NE(hash_value(*ws), hash_value(*plain));
   auto br64 = resolveTileConfig(parsed("warp_specialize=true,Br=64"), 64, "sm_90a");
@@ -224,7 +239,9 @@ TEST(TileConfig, PingPongAndPersistentNeedWarpSpecialization) {
   EXPECT_NE(hash_value(*both), hash_value(*plain));
   for (const char *bad :
        {"persistent=true", "pingpong=true", "warp_specialize=true,Br=64,pingpong=true"}) {
-    auto config = resolveTileConfig(parsed(bad), 64, "sm_90a");
+    // d64 under a causal mask: the one-warpgroup default.
+    auto config = resolveTileConfig(parsed(bad), 64, "sm_90a", KeyLayout::Tensors, 0,
+                                    /*rowBlocksUnequal=*/true);
     ASSERT_FALSE(bool(config)) << bad;
     std::string message = llvm::toString(config.takeError());
     EXPECT_NE(message.find("needs warp_specialize=true"), std::string::npos) << message;
@@ -256,7 +273,8 @@ TEST(TileConfig, SoftmaxOverlapNeedsWarpSpecialization) {
   ASSERT_TRUE(bool(d96)) << llvm::toString(d96.takeError());
   EXPECT_EQ(d96->blockN, 160);
   EXPECT_EQ(d96->softmaxOverlap, true);
-  auto d64 = resolveTileConfig(parsed(""), 64, "sm_90a");
+  auto d64 = resolveTileConfig(parsed(""), 64, "sm_90a", KeyLayout::Tensors, 0,
+                                /*rowBlocksUnequal=*/true);
   ASSERT_TRUE(bool(d64)) << llvm::toString(d64.takeError());
   EXPECT_FALSE(d64->softmaxOverlap);
   auto off = resolveTileConfig(parsed("softmax_overlap=false"), 128, "sm_90a");
@@ -269,8 +287,10 @@ TEST(TileConfig, SoftmaxOverlapNeedsWarpSpecialization) {
     std::string message = problemWith(bad);
     EXPECT_NE(message.find("softmax_overlap"), std::string::npos) << bad << ": " << message;
   }
-  // At d64 the default is not warp-specialized, so the rotation cannot be asked for alone.
-  auto alone = resolveTileConfig(parsed("softmax_overlap=true"), 64, "sm_90a");
+  // At d64 under a causal mask the default is not warp-specialized, so the rotation cannot be
+  // asked for alone.
+  auto alone = resolveTileConfig(parsed("softmax_overlap=true"), 64, "sm_90a",
+                                 KeyLayout::Tensors, 0, /*rowBlocksUnequal=*/true);
   ASSERT_FALSE(bool(alone));
   EXPECT_NE(llvm::toString(alone.takeError()).find("warp_specialize"), std::string::npos);
 }
@@ -328,8 +348,12 @@ TEST(TileConfig, RegionRegistersShrinkTheRotatedKeyBlock) {
   EXPECT_EQ(resolved("warp_specialize=false", 256, 0).blockN, 64);
   EXPECT_EQ(resolved("warp_specialize=false", 256, 27).blockN, 32);
   EXPECT_EQ(resolved("q=registers", 256, 36).blockN, 32);
-  EXPECT_EQ(resolved("", 64, 36).blockN, 128);
+  EXPECT_EQ(resolved("warp_specialize=false", 64, 36).blockN, 128);
   EXPECT_EQ(resolved("", 64, 0).blockN, 128);
+  // Three consumer warpgroups at d64: D / 2 + Bc + regions <= 187.
+  EXPECT_EQ(resolved("", 64, 27).blockN, 128);
+  EXPECT_EQ(resolved("", 64, 36).blockN, 112);
+  EXPECT_EQ(resolved("", 64, 36).blockM, 192);
   EXPECT_EQ(resolved("Bc=64,warp_specialize=false", 256, 36).blockN, 64);
   // Gathered (paged) keys and mma.sync keep their key blocks.
   EXPECT_EQ(resolved("", 256, 36, KeyLayout::Gathered).blockN, 64);
@@ -465,7 +489,19 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
     return c->print();
   };
   EXPECT_EQ(resolved("", 64, "sm_90a"),
-            "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,pack_gqa=false");
+            "Br=192,Bc=128,rows_per_warp=16,mma=wgmma,q=shared,copy_issue=eager,stages=2,"
+            "pack_gqa=false,warp_specialize=true,softmax_overlap=true");
+  auto causal = [](llvm::StringRef text, int64_t d) {
+    auto c = resolveTileConfig(parsed(text), d, "sm_90a", KeyLayout::Tensors, 0, true);
+    return c ? c->print() : llvm::toString(c.takeError());
+  };
+  EXPECT_EQ(causal("", 64),
+            "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
+            "pack_gqa=false,row_order=descending");
+  // A Q operand other than the default's is the one-warpgroup kernel (as q=shared at d128).
+  EXPECT_EQ(resolved("q=registers", 64, "sm_90a"),
+            "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
+            "pack_gqa=false");
   // Head dims 96 to 192 on sm_90a: the warp-specialized kernel; off, the one-warpgroup one.
   EXPECT_EQ(resolved("", 128, "sm_90a"),
             "Br=128,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
@@ -491,7 +527,7 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
   EXPECT_EQ(packed("", 64, 0),
             "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false,ctas_per_sm=3");
-  EXPECT_EQ(packed("", 64, 36), resolved("", 64, "sm_90a"));
+  EXPECT_EQ(packed("", 64, 36), resolved("q=registers", 64, "sm_90a"));
   EXPECT_EQ(packed("ctas_per_sm=2", 64, 0),
             "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false,ctas_per_sm=2");
@@ -506,8 +542,9 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
   // An explicit Br the default rows per warp does not divide takes 16.
   EXPECT_EQ(resolved("Br=48", 64, "sm_90a"),
             "Br=48,Bc=64,rows_per_warp=16,mma=sync,q=registers,copy_issue=eager,stages=2,pack_gqa=false");
-  EXPECT_EQ(resolved("stages=3,pack_gqa=false", 64, "sm_90a"),
-            "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=3,pack_gqa=false");
+  EXPECT_EQ(resolved("stages=3,pack_gqa=false,warp_specialize=false", 64, "sm_90a"),
+            "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=3,"
+            "pack_gqa=false,warp_specialize=false");
   EXPECT_FALSE(bool(resolveTileConfig(parsed("stages=5"), 64, "sm_90a")));
   EXPECT_FALSE(bool(resolveTileConfig(parsed("Br=20"), 64, "sm_90a")))
       << "checked before anything else";

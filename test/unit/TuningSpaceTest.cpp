@@ -225,8 +225,10 @@ TEST(TuningSpace, SharedMemoryModelMatchesCompiledKernels) {
                            "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,stages=3,"
                            "warp_specialize=false",
                            // warp-specialized: rings of keys and of values, two mbarriers a stage
-                           "Br=128,Bc=128,rows_per_warp=16,mma=wgmma,stages=2,warp_specialize=true",
-                           "Br=128,Bc=64,rows_per_warp=16,mma=wgmma,stages=3,warp_specialize=true",
+                           "Br=128,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,stages=2,"
+                           "warp_specialize=true",
+                           "Br=128,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,stages=3,"
+                           "warp_specialize=true",
                            // and Q in shared memory, which its consumers copy
                            "Br=128,Bc=64,rows_per_warp=16,mma=wgmma,q=shared,stages=2,"
                            "warp_specialize=true",
