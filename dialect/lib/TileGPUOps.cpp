@@ -91,6 +91,22 @@ LogicalResult AsyncCopyOp::verify() {
   if (std::optional<int64_t> threads = getThreads(); threads && *threads % 32)
     return emitOpError() << "is shared by whole warps: threads = " << *threads
                          << " is not a multiple of 32";
+  // Inside warp-specialized partitions the CTA's other warps never reach the copy: it is the
+  // first partition's (warps from 0, which `threads` counts from) and dealt to its threads
+  // alone. Without `threads` its lowering would deal chunks to threads that never copy them.
+  if (auto roles = (*this)->getParentOfType<WarpSpecializeOp>()) {
+    unsigned partition = roles.partitionOf(*this);
+    if (partition != 0)
+      return emitOpError() << "is in warp-specialized partition " << partition
+                           << "; cp.async copies belong to the first (the consumers'), whose "
+                              "warps start at 0: a producer loads by TMA";
+    int64_t partitionThreads = int64_t(roles.getPartitionWarps()[0]) * 32;
+    if (getThreads() != partitionThreads)
+      return emitOpError() << "in the first warp-specialized partition must be shared by its "
+                           << partitionThreads << " threads (threads = " << partitionThreads
+                           << "), not "
+                           << (getThreads() ? std::to_string(*getThreads()) : "the CTA's");
+  }
   return success();
 }
 

@@ -175,6 +175,35 @@ func.func @copy_warps(%k: memref<?x?x?x64xbf16>, %i: index, %n: index) {
 
 // -----
 
+// A copy inside warp-specialized partitions is the first partition's, shared by its threads.
+func.func @copy_in_producer(%k: memref<?x?x?x64xbf16>, %i: index, %n: index) {
+  %buf = tgpu.alloc : !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+  tgpu.warp_specialize partition warps 8 registers 240 {
+  } partition warps 4 registers 24 {
+    // expected-error @+1 {{'tgpu.async_copy' op is in warp-specialized partition 1; cp.async copies belong to the first (the consumers'), whose warps start at 0: a producer loads by TMA}}
+    %t = tgpu.async_copy %k[%i, %i, %i] bound %n into %buf {threads = 128 : i64}
+        : memref<?x?x?x64xbf16>, !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+  }
+  return
+}
+
+// -----
+
+func.func @copy_by_the_cta_in_consumers(%k: memref<?x?x?x64xbf16>, %i: index, %n: index) {
+  %buf = tgpu.alloc : !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+  tgpu.warp_specialize partition warps 8 registers 240 {
+    scf.for %j = %i to %n step %i {
+      // expected-error @+1 {{'tgpu.async_copy' op in the first warp-specialized partition must be shared by its 256 threads (threads = 256), not the CTA's}}
+      %t = tgpu.async_copy %k[%i, %i, %j] bound %n into %buf
+          : memref<?x?x?x64xbf16>, !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+    }
+  } partition warps 4 registers 24 {
+  }
+  return
+}
+
+// -----
+
 func.func @copy_chunks(%k: memref<?x?x?x6xf32>, %i: index, %n: index) {
   %buf = tgpu.alloc : !tgpu.buffer<64x6xf32, #tgpu.shared<none>>
   // expected-error @+1 {{'tgpu.async_copy' op cp.async moves 16-byte chunks; a row of 24 bytes is not whole chunks}}

@@ -344,11 +344,7 @@ private:
               })
               .wasInterrupted();
         };
-        for (unsigned i = 1; i < roles->getNumRegions(); ++i)
-          if (copiesIn(roles->getRegion(i)))
-            return op.emitOpError("tgpu-insert-barriers: cp.async in a warp-specialized "
-                                  "partition other than the consumers'; the producer's copies "
-                                  "are TMA loads on mbarriers");
+        // (tgpu.async_copy's verifier keeps cp.async in the first partition, the consumers'.)
         if (copiesIn(roles->getRegion(0))) {
           if (partitionThreads)
             return op.emitOpError("tgpu-insert-barriers: nested warp-specialized partitions");

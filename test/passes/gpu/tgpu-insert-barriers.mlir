@@ -405,13 +405,14 @@ func.func @consumer_copies(%q: !view, %k: !buf, %qbuf: !buf, %n: index) {
   %c1 = arith.constant 1 : index
   gpu.barrier
   tgpu.warp_specialize partition warps 4 registers 240 {
-    %t = tgpu.async_copy %q[%c0, %c0, %c0] bound %n into %qbuf : !view, !buf
+    %t = tgpu.async_copy %q[%c0, %c0, %c0] bound %n into %qbuf {threads = 128 : i64} : !view, !buf
     %g = nvgpu.device_async_create_group %t
     nvgpu.device_async_wait %g
     %s = tgpu.wgmma %qbuf, %k transpose_rhs : !buf, !buf -> !acc
     %sw = tgpu.wgmma_wait %s pending 0 : !acc
     scf.for %i = %c0 to %n step %c1 {
-      %t2 = tgpu.async_copy %q[%c0, %c0, %i] bound %n into %qbuf : !view, !buf
+      %t2 = tgpu.async_copy %q[%c0, %c0, %i] bound %n into %qbuf {threads = 128 : i64}
+          : !view, !buf
       %g2 = nvgpu.device_async_create_group %t2
       nvgpu.device_async_wait %g2
       %s2 = tgpu.wgmma %qbuf, %k transpose_rhs : !buf, !buf -> !acc
@@ -422,20 +423,3 @@ func.func @consumer_copies(%q: !view, %k: !buf, %qbuf: !buf, %n: index) {
   return
 }
 
-// -----
-
-!view = memref<?x?x?x64xbf16>
-!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
-
-// The producer's copies are TMA loads on mbarriers; a cp.async there has nothing to order it.
-func.func @producer_copies(%q: !view, %qbuf: !buf, %n: index) {
-  %c0 = arith.constant 0 : index
-  // expected-error @+1 {{cp.async in a warp-specialized partition other than the consumers'}}
-  tgpu.warp_specialize partition warps 4 registers 240 {
-  } partition warps 4 registers 24 {
-    %t = tgpu.async_copy %q[%c0, %c0, %c0] bound %n into %qbuf : !view, !buf
-    %g = nvgpu.device_async_create_group %t
-    nvgpu.device_async_wait %g
-  }
-  return
-}
