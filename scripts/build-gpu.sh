@@ -122,6 +122,19 @@ for kernel in attention causal; do
     --config mma=wgmma,q=shared,warp_specialize=true,Bc=160,softmax_overlap=true \
     -o "$out/kernels-qs-wide/${kernel}_d128.ptx" || exit 1
 done
+# Persistent tiles (persistent=true) on the defaults at d64 and d128, attention and causal: the
+# tile loop in the row order (a head's row blocks together under a full mask, longest first
+# across heads under a causal one): bench.py --variant persist=build-gpu/kernels-persist.
+rm -rf "$out/kernels-persist" && mkdir -p "$out/kernels-persist"
+for d in 64 128; do
+  for kernel in attention causal; do
+    config=persistent=true
+    # The d64 causal default is not warp-specialized; its persistent form is the 192-row tile.
+    [ "$d-$kernel" = 64-causal ] && config=warp_specialize=true,persistent=true
+    build/tools/tilefuse compile --kernel "$kernel" --head-dim "$d" --config "$config" \
+      --emit ptx -o "$out/kernels-persist/${kernel}_d$d.ptx" || exit 1
+  done
+done
 # The split-KV kernels (tile-split-kv), apart: their sidecars say "split_kv" and the GPU tests run
 # them at several split counts (scripts/gpu-run.sh tests-split).
 KERNEL_SET=split scripts/compile-kernels.sh "$out/kernels-split" --split-kv || exit 1

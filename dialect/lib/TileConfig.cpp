@@ -225,10 +225,6 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   // The tile loop runs the producer's and the consumers' mbarrier rings on across tiles.
   if (persistent == true && !warpSpecialize.value_or(false))
     return fail("persistent=true needs warp_specialize=true");
-  // The tile loop orders its tiles itself (longest first, tgpu-persistent).
-  if (persistent == true && descendingRows == true)
-    return fail("row_order=descending needs persistent=false (the persistent tile loop has an "
-                "order of its own)");
   if (mma == MmaKind::Wgmma) {
     // the GPU lowering's constraints for warpgroup MMAs (its message), checked here so the tuner
     // never compiles a configuration the pass would refuse.
@@ -480,10 +476,9 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   if (noWarpRoles && !syncOnly && baseChip == "sm_90a" && keys != KeyLayout::Gathered &&
       regionRegisters > 0)
     base.blockN = oneWarpgroupKeyBlock(headDim, *base.blockN, regionRegisters);
-  // The row order from the kernel's own keys (baseKeys may stand in for "no warp roles"); a
-  // persistent kernel's tile loop orders its tiles itself (TileConfig::verify refuses both).
-  base.descendingRows =
-      defaultRowOrder(baseChip, keys, rowBlocksUnequal && requested.persistent != true);
+  // The row order from the kernel's own keys (baseKeys may stand in for "no warp roles"); in a
+  // persistent kernel it orders the tile loop (tgpu-persistent).
+  base.descendingRows = defaultRowOrder(baseChip, keys, rowBlocksUnequal);
   // Warp-specialized on request: its tiles for the Q operand asked for (warpSpecializedRows'
   // consumer warpgroups unless Br is set).
   if (requested.warpSpecialize == true && !syncOnly)

@@ -16,8 +16,9 @@
 // the same way. So does the backward's query_gradients grid, whose row block r runs r + 1 key
 // blocks under a causal mask in the ordered dQ loop; its key_gradients grid is left alone (key
 // block j runs the query blocks from j on: ascending is already longest first), and so is the
-// preprocessing (every program the same work). Persistent kernels refuse the option
-// (TileConfig::verify): their tile loop orders tiles itself.
+// preprocessing (every program the same work). In a persistent kernel tgpu-persistent then
+// runs its tile loop's row blocks in ascending index order across heads, so with the reversal
+// here the longest tiles come first.
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/Passes.h"

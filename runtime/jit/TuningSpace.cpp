@@ -206,8 +206,6 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
     c.estimate = estimateResources(defaults, headDim);
     space.push_back(c);
   }
-  if (defaults.persistent.value_or(false))
-    return; // its tile loop orders the tiles (TileConfig::verify refuses a row order)
   Candidate reversed;
   reversed.config = defaults;
   reversed.config.descendingRows = !defaults.descendingRows.value_or(false);

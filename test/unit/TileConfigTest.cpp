@@ -438,8 +438,8 @@ func.func @rows(%s: tensor<?x?x?x?xf32>) -> tensor<?x?x?x?xf32> {
 }
 
 /// Kernels whose row blocks differ in work run them last first by default on sm_90a (padded
-/// batches, the measured case); packed and gathered keys, mma.sync, persistent kernels and an
-/// explicit row order keep theirs.
+/// batches, the measured case), persistent kernels' tile loops too; packed and gathered keys,
+/// mma.sync and an explicit row order keep theirs.
 TEST(TileConfig, UnequalRowBlocksRunLastFirstByDefault) {
   for (int64_t d : {64, 128, 256}) {
     SCOPED_TRACE("d" + std::to_string(d));
@@ -469,7 +469,10 @@ TEST(TileConfig, UnequalRowBlocksRunLastFirstByDefault) {
   EXPECT_EQ(resolved("warp_specialize=false", true).descendingRows, true);
   EXPECT_EQ(resolved("pack_gqa=true", true).descendingRows, true);
   EXPECT_EQ(resolved("mma=sync", true).descendingRows, std::nullopt);
-  EXPECT_EQ(resolved("persistent=true", true).descendingRows, std::nullopt);
+  // A persistent kernel's tile loop takes the row order: longest first across heads.
+  EXPECT_EQ(resolved("persistent=true", true).descendingRows, true);
+  EXPECT_EQ(resolved("persistent=true", false).descendingRows, std::nullopt);
+  EXPECT_EQ(resolved("persistent=true,row_order=ascending", true).descendingRows, false);
   EXPECT_EQ(resolved("row_order=ascending", true).descendingRows, false);
   EXPECT_EQ(resolved("row_order=descending", false).descendingRows, true);
   // The rest of the configuration is the one without the fact.

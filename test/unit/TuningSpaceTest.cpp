@@ -250,7 +250,7 @@ TEST(TuningSpace, SharedMemoryModelMatchesCompiledKernels) {
 /// The default and the default in the other row order join the space once each: where the
 /// default runs its row blocks last first (a causal-like mask), the enumerated candidate that
 /// compiles to the same kernel (its row order unset) is dropped, and the other order is spelled
-/// row_order=ascending; a persistent default gets no second order.
+/// row_order=ascending; a persistent default's other order is its tile loop's other order.
 TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
   for (bool unequalRows : {false, true}) {
     SCOPED_TRACE(unequalRows ? "mask comparing rows with columns" : "no such mask");
@@ -285,6 +285,8 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
   persistent.persistent = true;
   std::vector<Candidate> space;
   addDefaultCandidates(space, persistent, 128, "sm_90a");
-  ASSERT_EQ(space.size(), 1u);
+  ASSERT_EQ(space.size(), 2u);
   EXPECT_EQ(space.front().config, persistent);
+  EXPECT_EQ(space.back().config.descendingRows, true);
+  EXPECT_EQ(space.back().config.persistent, true);
 }

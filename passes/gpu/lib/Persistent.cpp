@@ -10,22 +10,29 @@
 //   %programs = gpu.grid_dim x
 //   scf.forall (%p) in (%programs) {                       mapping [#tile.grid<program>]
 //     scf.for %t = %p to B·H·R step %programs {           tgpu.tile_loop
-//       r = R - 1 - t / (B·H), bh = t mod (B·H), b = bh / H, h = bh mod H
+//       (b, h, r) = the t-th tile of the order below
 //       body
 //     }
 //   }
 //
-// The order is longest first: under a causal mask the last row block has the most key blocks,
-// so every (batch, head)'s last row block comes before any second-to-last one, and each program
-// takes every programs-th tile of that list (a static longest-processing-time schedule: the
-// programs' totals differ by about one tile's work). A head's row blocks kept together instead
-// (what the one-tile-per-CTA grid's order does, and what keeps K and V in L2 best) measured
-// 0.67x at d128 16k causal: with a stride of programs = 132 over 128 row blocks, program 0 got
-// the 16 longest blocks of its heads and program 64 the 16 shortest; heads in groups just large
-// enough to fill the programs, longest first within a group, drifted the same way (0.82x). This
-// order balances, at the price of reading every head's K and V at once (DRAM at 64% of peak
-// against 38% at d128 1k; docs/perf.md, 2026-12-01, tenth session): a static schedule cannot
-// have both, a dynamic one (an atomic tile counter) can.
+// The order is the kernel's row order (TileConfig row_order, in the IR's tile.config):
+//
+// - Unset or ascending, where every row block is the same work (no causal-like mask), a head's
+//   row blocks stay together: bh = t / R, r = t mod R, b = bh / H, h = bh mod H. The tiles
+//   running at once share their heads' K and V in L2, as the one-tile-per-CTA grid's do.
+//   Longest first across all heads measured 0.89x at d128 1k full, heads together +4% (tenth
+//   session), where every head's K and V read at once took DRAM from 38% to 64% of its peak.
+// - Descending (the default of causal-like masks, whose row block r has about r + 1 key blocks):
+//   longest first, every (batch, head)'s last row block before any second-to-last one:
+//   r = t / (B·H), bh = t mod (B·H). tile-order-row-blocks has already turned the body's row
+//   block into R - 1 - r, so ascending r here runs the longest tiles first. Each program takes
+//   every programs-th tile of that list (a static longest-processing-time schedule: the
+//   programs' totals differ by about one tile's work). A head's row blocks kept together
+//   instead measured 0.67x at d128 16k causal: with a stride of programs = 132 over 128 row
+//   blocks, program 0 got the 16 longest blocks of its heads and program 64 the 16 shortest.
+//
+// A static schedule cannot have both balance and L2 reuse under a causal mask; a dynamic one (an
+// atomic tile counter) can.
 //
 // Run before tgpu-warp-specialize, the tile loop is a loop holding the copies like the key loop:
 // the producer clones it and the fill counters run through it, so a CTA's rings, barriers and
@@ -80,10 +87,10 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
                        "row block)");
       return signalPassFailure();
     }
-    loopOverTiles(grids.front());
+    loopOverTiles(grids.front(), config->descendingRows.value_or(false));
   }
 
-  void loopOverTiles(scf::ForallOp grid) {
+  void loopOverTiles(scf::ForallOp grid, bool longestFirst) {
     MLIRContext *ctx = grid.getContext();
     Location loc = grid.getLoc();
     OpBuilder b(grid);
@@ -105,12 +112,15 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
 
     b.setInsertionPointToStart(tileLoop.getBody());
     Value t = tileLoop.getInductionVar();
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
     Value batchHeads = arith::MulIOp::create(b, loc, batches, heads);
-    Value fromLast = arith::DivUIOp::create(b, loc, t, batchHeads);
-    Value row = arith::SubIOp::create(
-        b, loc, arith::SubIOp::create(b, loc, rowBlocks, one), fromLast);
-    Value head = arith::RemUIOp::create(b, loc, t, batchHeads);
+    Value row, head;
+    if (longestFirst) {
+      row = arith::DivUIOp::create(b, loc, t, batchHeads);
+      head = arith::RemUIOp::create(b, loc, t, batchHeads);
+    } else {
+      head = arith::DivUIOp::create(b, loc, t, rowBlocks);
+      row = arith::RemUIOp::create(b, loc, t, rowBlocks);
+    }
     Value batch = arith::DivUIOp::create(b, loc, head, heads);
     Value headInBatch = arith::RemUIOp::create(b, loc, head, heads);
 

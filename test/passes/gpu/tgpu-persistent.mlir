@@ -3,8 +3,10 @@
 // RUN: tilefuse-opt %s -split-input-file -tgpu-persistent 2>&1 | FileCheck %s --check-prefix=OFF
 
 // tgpu-persistent: the program grid (batch, head, row block) becomes a one-dimensional grid of
-// as many programs as the launcher starts, each looping over the tiles, longest first: every
-// (batch, head)'s last row block before any second-to-last one.
+// as many programs as the launcher starts, each looping over the tiles in the kernel's row
+// order: ascending (unset) keeps a head's row blocks together; descending (where
+// tile-order-row-blocks has already reversed the body's row block) takes row block index t /
+// (B·H), so every (batch, head)'s last row block runs before any second-to-last one.
 
 !view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
 !acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
@@ -24,12 +26,9 @@
 // CHECK-NEXT:      %[[BH:.+]] = arith.muli %[[B]], %[[H]]
 // CHECK-NEXT:      %[[TILES:.+]] = arith.muli %[[BH]], %[[R]]
 // CHECK-NEXT:      scf.for %[[T:.+]] = %[[P]] to %[[TILES]] step %[[PROGRAMS]] {
-// CHECK-NEXT:        %[[ONE:.+]] = arith.constant 1 : index
-// CHECK-NEXT:        %[[BH2:.+]] = arith.muli %[[B]], %[[H]]
-// CHECK-NEXT:        %[[FROMLAST:.+]] = arith.divui %[[T]], %[[BH2]]
-// CHECK-NEXT:        %[[LAST:.+]] = arith.subi %[[R]], %[[ONE]]
-// CHECK-NEXT:        %[[ROW:.+]] = arith.subi %[[LAST]], %[[FROMLAST]]
-// CHECK-NEXT:        %[[HEAD:.+]] = arith.remui %[[T]], %[[BH2]]
+// CHECK-NEXT:        arith.muli %[[B]], %[[H]]
+// CHECK-NEXT:        %[[HEAD:.+]] = arith.divui %[[T]], %[[R]]
+// CHECK-NEXT:        %[[ROW:.+]] = arith.remui %[[T]], %[[R]]
 // CHECK-NEXT:        %[[BATCH:.+]] = arith.divui %[[HEAD]], %[[H]]
 // CHECK-NEXT:        %[[HB:.+]] = arith.remui %[[HEAD]], %[[H]]
 // CHECK-NEXT:        %[[ROW0:.+]] = arith.muli %[[ROW]], %c64
@@ -56,6 +55,42 @@ func.func @kernel(%q: !view, %o: !view, %n: index) {
 }
 
 // -----
+
+// -----
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+
+// row_order=descending: the row block index is t / (B·H), the (batch, head) t mod (B·H).
+// CHECK-LABEL: func.func @longest_first
+// CHECK-DAG:     %[[B:.+]] = memref.dim %arg0, %c0
+// CHECK-DAG:     %[[H:.+]] = memref.dim %arg0, %c1
+// CHECK:         scf.for %[[T:.+]] = %{{.+}} to %{{.+}} step %{{.+}} {
+// CHECK-NEXT:      %[[BH:.+]] = arith.muli %[[B]], %[[H]]
+// CHECK-NEXT:      %[[ROW:.+]] = arith.divui %[[T]], %[[BH]]
+// CHECK-NEXT:      %[[HEAD:.+]] = arith.remui %[[T]], %[[BH]]
+// CHECK-NEXT:      %[[BATCH:.+]] = arith.divui %[[HEAD]], %[[H]]
+// CHECK-NEXT:      %[[HB:.+]] = arith.remui %[[HEAD]], %[[H]]
+// CHECK-NEXT:      %[[ROW0:.+]] = arith.muli %[[ROW]], %c64
+// CHECK:           tile.block_store %{{.+}}, %arg1[%[[BATCH]], %[[HB]], %[[ROW0]]]
+module attributes {tile.config = #tile.config<"row_order=descending">} {
+  func.func @longest_first(%q: !view, %o: !view) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c64 = arith.constant 64 : index
+    %B = memref.dim %q, %c0 : !view
+    %H = memref.dim %q, %c1 : !view
+    %M = memref.dim %q, %c2 : !view
+    %R = arith.ceildivui %M, %c64 : index
+    scf.forall (%b, %h, %r) in (%B, %H, %R) {
+      %row = arith.muli %r, %c64 : index
+      %zero = arith.constant dense<0.0> : !acc
+      tile.block_store %zero, %o[%b, %h, %row] bound %M : !acc, !view
+    } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+    return
+  }
+}
 
 // -----
 

@@ -91,15 +91,17 @@ struct TileConfig {
   std::optional<bool> pingpong;
   /// Persistent programs (tgpu-persistent; warp-specialized kernels of whole K and V tensors):
   /// the launcher starts as many CTAs as the GPU holds at once, and each loops over (batch,
-  /// head, row block) tiles, longest first (the last row blocks, under a causal mask), so a
-  /// CTA's mbarriers, setmaxnreg and producer run on across tiles and the next tile's loads
-  /// overlap this one's epilogue. Unset (and outside isComplete): off.
+  /// head, row block) tiles in the row order's sense (descending: longest first across heads;
+  /// else a head's row blocks together), so a CTA's mbarriers, setmaxnreg and producer run on
+  /// across tiles and the next tile's loads overlap this one's epilogue. Unset (and outside
+  /// isComplete): off.
   std::optional<bool> persistent;
   /// The row blocks of the forward's grid in descending order (tile-order-row-blocks): the
   /// program with block index x takes row block R - 1 - x, so the GPU, which starts CTAs in
   /// index order, starts each head's last row blocks first. Under a causal mask those have the
-  /// most key blocks, and the short ones then fill the tail of the launch. Refused with
-  /// persistent=true, whose tile loop has an order of its own. Unset (and outside isComplete):
+  /// most key blocks, and the short ones then fill the tail of the launch. With persistent=true
+  /// it orders the tile loop (tgpu-persistent): descending runs every head's last row block
+  /// before any second-to-last one, else a head's row blocks run together. Unset (and outside isComplete):
   /// the kernel's default, descending where its mask compares rows with columns on sm_90a for
   /// padded batches (defaultTileConfig's rowBlocksUnequal), else ascending.
   std::optional<bool> descendingRows;
@@ -186,8 +188,8 @@ TileConfig splitKvTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a");
 /// pack_gqa=true, warp_specialize=false, gathered keys). A warp-specialized kernel's rotation,
 /// unless requested, is on where the key block chosen fits the registers with the score and mask
 /// regions' `regionRegisters` (as in defaultTileConfig); an explicit Bc is never changed.
-/// The default row order (defaultTileConfig's `rowBlocksUnequal`) is not taken where the request
-/// rules it out (persistent=true: the tile loop orders the tiles itself).
+/// The default row order (defaultTileConfig's `rowBlocksUnequal`) applies to persistent kernels
+/// too, whose tile loop it orders.
 llvm::Expected<TileConfig> resolveTileConfig(const TileConfig &requested, int64_t headDim,
                                              llvm::StringRef chip,
                                              KeyLayout keys = KeyLayout::Tensors,
