@@ -112,9 +112,9 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
 
     b.setInsertionPointToStart(tileLoop.getBody());
     Value t = tileLoop.getInductionVar();
-    Value batchHeads = arith::MulIOp::create(b, loc, batches, heads);
     Value row, head;
     if (longestFirst) {
+      Value batchHeads = arith::MulIOp::create(b, loc, batches, heads);
       row = arith::DivUIOp::create(b, loc, t, batchHeads);
       head = arith::RemUIOp::create(b, loc, t, batchHeads);
     } else {

@@ -26,7 +26,6 @@
 // CHECK-NEXT:      %[[BH:.+]] = arith.muli %[[B]], %[[H]]
 // CHECK-NEXT:      %[[TILES:.+]] = arith.muli %[[BH]], %[[R]]
 // CHECK-NEXT:      scf.for %[[T:.+]] = %[[P]] to %[[TILES]] step %[[PROGRAMS]] {
-// CHECK-NEXT:        arith.muli %[[B]], %[[H]]
 // CHECK-NEXT:        %[[HEAD:.+]] = arith.divui %[[T]], %[[R]]
 // CHECK-NEXT:        %[[ROW:.+]] = arith.remui %[[T]], %[[R]]
 // CHECK-NEXT:        %[[BATCH:.+]] = arith.divui %[[HEAD]], %[[H]]
