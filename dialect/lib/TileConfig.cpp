@@ -320,11 +320,6 @@ static bool rotatedLoopFits(int64_t headDim, int64_t blockM, int64_t blockN,
   return 3 * headDim / 4 + blockN + regionRegisters <= 232;
 }
 
-static bool softmaxOverlapByDefault(int64_t headDim, int64_t blockM, int64_t blockN,
-                                    int64_t regionRegisters, QOperand q) {
-  return rotatedLoopFits(headDim, blockM, blockN, regionRegisters, q);
-}
-
 /// The one-warpgroup kernel (Br = 64, no rotation, up to 255 registers a thread): O (D / 2), Q
 /// (D / 4), the scores (Bc / 2) and one packed P block (Bc / 4), plus the regions' registers.
 /// Only a region cost moves its key block: ptxas -v at d256 (2026-12-01), alibi and
@@ -365,9 +360,9 @@ static std::optional<bool> defaultRowOrder(llvm::StringRef chip, KeyLayout keys,
 }
 
 /// The warp-specialized kernel's tiles with Q in `q`: two or three consumer warpgroups
-/// (warpSpecializedRows) and the largest key block whose rotated loop fits the registers. Score and mask
-/// regions that take registers keep the rotation with a smaller key block, down to half the
-/// tuned one; below that (not measured on the H200) the per-block overhead is taken to outweigh
+/// (warpSpecializedRows) and the largest key block whose rotated loop fits the registers. Score
+/// and mask regions that take registers keep the rotation with a smaller key block, down to half
+/// the tuned one; below that (not measured on the H200) the per-block overhead is taken to outweigh
 /// the overlap, and the loop runs unrotated with the tuned key block, which does not spill (one
 /// score block in flight).
 static void warpSpecializedTiles(TileConfig &c, int64_t headDim, QOperand q,
@@ -375,7 +370,7 @@ static void warpSpecializedTiles(TileConfig &c, int64_t headDim, QOperand q,
   int64_t tuned = warpSpecializedKeyBlock(headDim, q);
   int64_t rows = warpSpecializedRows(headDim, q);
   int64_t rotated = largestFittingKeyBlock(tuned, tuned / 2, [&](int64_t blockN) {
-    return softmaxOverlapByDefault(headDim, rows, blockN, regionRegisters, q);
+    return rotatedLoopFits(headDim, rows, blockN, regionRegisters, q);
   });
   c.blockM = rows;
   c.qOperand = q;
@@ -488,8 +483,7 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   // Rotated where it fits the key block actually chosen (an explicit Bc may not), unless asked.
   if (tiles.warpSpecialize.value_or(false) && !requested.softmaxOverlap)
     tiles.softmaxOverlap =
-        softmaxOverlapByDefault(headDim, *tiles.blockM, *tiles.blockN, regionRegisters,
-                                *tiles.qOperand);
+        rotatedLoopFits(headDim, *tiles.blockM, *tiles.blockN, regionRegisters, *tiles.qOperand);
   // Unrotated on request, the regions' registers meet no second score block in flight: the
   // tuned key block, which the default shrank only to keep the rotation.
   if (requested.softmaxOverlap == false && !requested.blockN && base.softmaxOverlap == true)

@@ -335,17 +335,15 @@ private:
         // inside one would wait for threads of the others forever. The consumers' own copies
         // (Q with q=shared) are ordered among the consumers alone: the same walk over their
         // partition, with the consumers' named barrier for the CTA's.
-        auto copiesIn = [](Region &region) {
-          return region
-              .walk([](Operation *inner) {
-                return isa<AsyncCopyOp, nvgpu::DeviceAsyncWaitOp>(inner)
-                           ? WalkResult::interrupt()
-                           : WalkResult::advance();
-              })
-              .wasInterrupted();
-        };
         // (tgpu.async_copy's verifier keeps cp.async in the first partition, the consumers'.)
-        if (copiesIn(roles->getRegion(0))) {
+        bool consumersCopy = roles->getRegion(0)
+                                 .walk([](Operation *inner) {
+                                   return isa<AsyncCopyOp, nvgpu::DeviceAsyncWaitOp>(inner)
+                                              ? WalkResult::interrupt()
+                                              : WalkResult::advance();
+                                 })
+                                 .wasInterrupted();
+        if (consumersCopy) {
           if (partitionThreads)
             return op.emitOpError("tgpu-insert-barriers: nested warp-specialized partitions");
           BarrierInserter consumers(*this);

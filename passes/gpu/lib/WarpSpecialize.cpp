@@ -165,8 +165,7 @@ struct TGPUWarpSpecialize
     // The producer's warps never reach the consumers' own copies: the consumers share them
     // among themselves (cp.async's lowering would deal chunks to every thread of the CTA).
     for (AsyncCopyOp copy : consumerCopies)
-      copy.setThreadsAttr(IntegerAttr::get(IntegerType::get(kernel.getContext(), 64),
-                                           consumerThreads));
+      copy.setThreadsAttr(Builder(kernel).getI64IntegerAttr(consumerThreads));
     createChannelValues(kernel);
 
     // The counters, in the consumer (the original IR), then the producer from it.

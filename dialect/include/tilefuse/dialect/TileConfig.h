@@ -101,7 +101,8 @@ struct TileConfig {
   /// index order, starts each head's last row blocks first. Under a causal mask those have the
   /// most key blocks, and the short ones then fill the tail of the launch. With persistent=true
   /// it orders the tile loop (tgpu-persistent): descending runs every head's last row block
-  /// before any second-to-last one, else a head's row blocks run together. Unset (and outside isComplete):
+  /// before any second-to-last one, else a head's row blocks run together. Unset (and outside
+  /// isComplete):
   /// the kernel's default, descending where its mask compares rows with columns on sm_90a for
   /// padded batches (defaultTileConfig's rowBlocksUnequal), else ascending.
   std::optional<bool> descendingRows;

@@ -125,8 +125,8 @@ TileConfig inDefaultRowOrder(TileConfig config, const TileConfig &defaults);
 /// without a request; an enumerated candidate that compiles to the same kernel is dropped, so
 /// it is timed once, as the default) and the default with its grid's row blocks (a persistent
 /// kernel's tile loop) in the other order: the same kernel in another launch order, which only
-/// the timing tells apart. Ascending is spelled out there (row_order=ascending) where the default is
-/// descending. One candidate, not an axis: an axis would double the space.
+/// the timing tells apart. Ascending is spelled out there (row_order=ascending) where the
+/// default is descending. One candidate, not an axis: an axis would double the space.
 void addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &defaults,
                           int64_t headDim, llvm::StringRef chip);
 
