@@ -34,6 +34,10 @@ ResourceEstimate jit::estimateResources(const TileConfig &config, int64_t headDi
     e.sharedBytes = 2 * stages * keyBlock + 4 * stages * 8;
   if (config.qOperand == QOperand::Shared)
     e.sharedBytes += buffer(br * d * elementBytes);
+  // Q loaded by the producer: its one stage's two mbarriers (a packed batch's consumers copy Q
+  // and take 16 bytes less; the estimate stays on the safe side).
+  if (config.loadsQWithTma(/*packed=*/false))
+    e.sharedBytes += 2 * 8;
   e.seedSharedBytes = 4 * br * d + 4 * bc * d + 2 * br * bc + 8 * br;
   int64_t accumulator = rows * d / 32, scores = rows * bc / 32;
   int64_t query = config.qOperand == QOperand::Shared ? 0 : rows * d / 64;

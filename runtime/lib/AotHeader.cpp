@@ -526,7 +526,7 @@ static inline CUresult @NAME@_split_workspace_init(CUdeviceptr workspace, int64_
 // 2^40 bytes); block_n <= 256 emitAotHeader checks. What the driver still refuses (a stride of
 // 2^40 bytes or more of a dimension of size 1) comes back as the launch's result.
 static constexpr llvm::StringLiteral tmaDoc = R"tilefuse_c( *
- * TMA: the kernel reads k and v through tensor maps (CUtensorMap) that every launch encodes
+ * TMA: the kernel reads k and v@TMA_Q_DOC@ through tensor maps (CUtensorMap) that every launch encodes
  * with cuTensorMapEncodeTiled (CUDA 12.0 or later; a GPU of compute capability 9.0); where the
  * driver refuses a map, its error is the launch's result and nothing is launched.
 )tilefuse_c";
@@ -571,18 +571,20 @@ static constexpr llvm::StringLiteral tmaMap = R"tilefuse_c(#if CUDA_VERSION < 12
 #error "@NAME@.h reads K and V with TMA: it needs cuda.h of CUDA 12.0 or later"
 #endif
 
-/* The tensor map of k or v at `base` with element strides {b, h, n} (launch_abi's k_map,
- * v_map): dimensions {D, N, Hkv, B}, innermost first (a packed batch: B = total_k + 1 and b's
- * stride n's, over a base N rows before the tensor's); boxes of one 128-byte panel of
- * @UPPER@_BLOCK_N rows, swizzled as wgmma reads them; elements out of bounds read as zero. */
+/* The tensor map of k, v or q at `base` with element strides {b, h, row} (launch_abi's k_map,
+ * v_map, q_map): dimensions {D, rows, heads, B}, innermost first (a packed batch: B = total_k
+ * + 1 and b's stride the row's, over a base N rows before the tensor's); boxes of one 128-byte
+ * panel of `box_rows` rows (@UPPER@_BLOCK_N for k and v, @UPPER@_BLOCK_M for q), swizzled as
+ * wgmma reads them; elements out of bounds read as zero. */
 static inline CUresult @NAME@_tensor_map_(CUtensorMap *map, const void *base, int64_t B,
-                                          int64_t Hkv, int64_t N, const int64_t strides[3]) {
-  const cuuint64_t dims[4] = {@UPPER@_HEAD_DIM, (cuuint64_t)N, (cuuint64_t)Hkv,
+                                          int64_t heads, int64_t rows,
+                                          const int64_t strides[3], cuuint32_t box_rows) {
+  const cuuint64_t dims[4] = {@UPPER@_HEAD_DIM, (cuuint64_t)rows, (cuuint64_t)heads,
                               (cuuint64_t)B};
   const cuuint64_t byte_strides[3] = {(cuuint64_t)strides[2] * @UPPER@_ELEMENT_BYTES,
                                       (cuuint64_t)strides[1] * @UPPER@_ELEMENT_BYTES,
                                       (cuuint64_t)strides[0] * @UPPER@_ELEMENT_BYTES};
-  const cuuint32_t box[4] = {@TMA_BOX_COLUMNS@, @UPPER@_BLOCK_N, 1, 1};
+  const cuuint32_t box[4] = {@TMA_BOX_COLUMNS@, box_rows, 1, 1};
   const cuuint32_t element_strides[4] = {1, 1, 1, 1};
   return cuTensorMapEncodeTiled(map, @TMA_DATA_TYPE@, 4, (void *)(uintptr_t)base,
                                 dims, byte_strides, box, element_strides,
@@ -1035,7 +1037,7 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
   std::string persistentLoadText = kernel.persistent ? substitute(persistentLoad, values) : "";
   values["GET_FUNCTIONS"] = "  result = cuModuleGetFunction(&function, module, " + upper +
                             "_ENTRY);\n" + sharedOptInText + persistentLoadText;
-  // The TMA form: the tensor maps of k and v after every other parameter.
+  // The TMA form: the tensor maps of k and v (then q) after every other parameter.
   bool tma = kernel.kvTma;
   if (tma && paged)
     return fail("a TMA kernel (warp_specialize) is not paged");
@@ -1043,17 +1045,25 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
   if (tma && (kernel.blockN < 1 || kernel.blockN > 256))
     return fail("the TMA kernel's block_n " + llvm::Twine(kernel.blockN) +
                 " is outside a tensor map's boxes [1, 256]");
+  // Q's map (launch_abi's q_map): a padded batch's, with boxes of block_m rows.
+  bool qTma = kernel.qTma;
+  if (qTma && (!tma || varlen))
+    return fail("a kernel that loads Q with TMA reads K and V with TMA on a padded batch");
+  if (qTma && (kernel.blockM < 1 || kernel.blockM > 256))
+    return fail("the TMA kernel's block_m " + llvm::Twine(kernel.blockM) +
+                " is outside a tensor map's boxes [1, 256]");
+  int mapCount = launch_abi::tensorMapCount(qTma);
   int firstMap = firstSplit + (split ? launch_abi::kSplitParameterCount : 0);
   if (tma)
-    values["LAUNCH_PARAMETER_COUNT"] = std::to_string(firstMap + launch_abi::kTensorMapCount);
+    values["LAUNCH_PARAMETER_COUNT"] = std::to_string(firstMap + mapCount);
+  values["TMA_Q_DOC"] = qTma ? " (and q)" : "";
   values["TMA_DATA_TYPE"] = kernel.dtype == "bf16" ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
                                                    : "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
   values["TMA_BOX_COLUMNS"] = std::to_string(launch_abi::tmaBoxColumns(2));
-  values["TMA_DOC"] = tma ? tmaDoc.str() : "";
+  values["TMA_DOC"] = tma ? substitute(tmaDoc, values) : "";
   values["TMA_MAP"] = tma ? substitute(tmaMap, values) : "";
   // 128-byte aligned: the driver needs 64, and C99's CUtensorMap has only its members' 8.
-  values["TMA_LOCALS"] = tma ? "  CUtensorMap maps[" +
-                                   std::to_string(launch_abi::kTensorMapCount) +
+  values["TMA_LOCALS"] = tma ? "  CUtensorMap maps[" + std::to_string(mapCount) +
                                    "] __attribute__((aligned(128)));\n"
                              : "";
   std::string tmaPack;
@@ -1074,7 +1084,8 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
       return "(const char *)" + tensor + " - N * s[" + first + " + 2] * " + upper +
              "_ELEMENT_BYTES";
     };
-    tmaPack = "  /* The TMA form: the tensor maps of k and v, last. */\n"
+    tmaPack = std::string("  /* The TMA form: the tensor maps of k and v") +
+              (qTma ? " (then q)" : "") + ", last. */\n"
               "  {\n"
               "    const int64_t k_strides[3] = " + strides(k) + ";\n"
               "    const int64_t v_strides[3] = " + strides(v) + ";\n";
@@ -1085,15 +1096,24 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
                  "        (uint64_t)(uintptr_t)v < (uint64_t)(N * s[" + v + " + 2] * " + upper +
                  "_ELEMENT_BYTES))\n"
                  "      return CUDA_ERROR_INVALID_VALUE;\n";
+    std::string blockN = upper + "_BLOCK_N", blockM = upper + "_BLOCK_M";
     tmaPack += "    result = " + symbol + "_tensor_map_(&maps[0], " + base("k", k) + ", " +
-               batches + ", Hkv, N, k_strides);\n"
+               batches + ", Hkv, N, k_strides, " + blockN + ");\n"
                "    if (result == CUDA_SUCCESS)\n"
                "      result = " + symbol + "_tensor_map_(&maps[1], " + base("v", v) + ", " +
-               batches + ", Hkv, N, v_strides);\n"
-               "  }\n"
+               batches + ", Hkv, N, v_strides, " + blockN + ");\n";
+    if (qTma) {
+      std::string q = std::to_string(launch_abi::firstStride(0));
+      tmaPack += "    const int64_t q_strides[3] = {s[" + q + "], s[" + q + " + 1], s[" + q +
+                 " + 2]};\n"
+                 "    if (result == CUDA_SUCCESS)\n"
+                 "      result = " + symbol + "_tensor_map_(&maps[2], q, B, H, M, q_strides, " +
+                 blockM + ");\n";
+    }
+    tmaPack += "  }\n"
                "  if (result != CUDA_SUCCESS)\n"
                "    return result;\n";
-    for (int i = 0; i < launch_abi::kTensorMapCount; ++i)
+    for (int i = 0; i < mapCount; ++i)
       tmaPack += "  parameters[" + std::to_string(firstMap + i) + "] = &maps[" +
                  std::to_string(i) + "];\n";
   }

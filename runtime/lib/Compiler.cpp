@@ -44,6 +44,8 @@ std::string CompiledKernel::metadataJson() const {
     o["varlen"] = true;
   if (kvTma)
     o["kv_tma"] = true;
+  if (qTma)
+    o["q_tma"] = true;
   if (persistent)
     o["persistent"] = true;
   if (!backwardPhase.empty())
@@ -103,6 +105,7 @@ llvm::Expected<CompiledKernel> CompiledKernel::fromMetadataJson(llvm::StringRef 
   k.pageSize = o->getInteger("page_size").value_or(0);
   k.varlen = o->getBoolean("varlen").value_or(false);
   k.kvTma = o->getBoolean("kv_tma").value_or(false);
+  k.qTma = o->getBoolean("q_tma").value_or(false);
   k.persistent = o->getBoolean("persistent").value_or(false);
   if (std::optional<llvm::StringRef> phase = o->getString("backward_phase"))
     k.backwardPhase = phase->str();
@@ -406,6 +409,7 @@ compileKernels(StringRef source, StringRef bufferName, const PtxCompileOptions &
   k.blockN = *tiles.blockN;
   k.threads = tiles.threads();
   k.kvTma = tiles.warpSpecialize.value_or(false);
+  k.qTma = tiles.loadsQWithTma(options.varlen);
   k.persistent = tiles.persistent.value_or(false);
 
   PassManager pm(&ctx, ModuleOp::getOperationName());

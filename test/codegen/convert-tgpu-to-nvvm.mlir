@@ -476,6 +476,44 @@ module attributes {tilefuse.threads = {tma = 384 : i64}} {
 
 // -----
 
+!qkv = memref<?x?x?x128xbf16>
+!lse = memref<?x?x?xf32>
+!tile = !tgpu.buffer<64x128xbf16, #tgpu.shared<canonical_128b>>
+!bars = !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 1>
+!map = !nvgpu.tensormap.descriptor<tensor = memref<1x1x64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+
+// A kernel whose producer loads Q with TMA takes three maps: K's, V's, then Q's (the launch
+// ABI's q_map), all grid constants; Q's load reads the third.
+// CHECK-LABEL: gpu.func @tma_query
+// CHECK-SAME:      %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %[[QMAP:.+]]: !llvm.ptr) kernel
+// CHECK-SAME:      tilefuse.grid_constants = array<i32: 24, 25, 26>
+// CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.+}}, %[[QMAP]], %{{.+}}, box
+module attributes {tilefuse.threads = {tma_query = 256 : i64}} {
+  func.func @tma_query(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+    %c0 = arith.constant 0 : index
+    %c16384 = arith.constant 16384 : index
+    %false = arith.constant false
+    %ring = tgpu.alloc {offset = 0 : i64} : !tgpu.ring<1 x 64x128xbf16, #tgpu.shared<canonical_128b>>
+    %full = tgpu.alloc {offset = 16384 : i64} : !bars
+    %qmap = tgpu.tensor_map %Q : !qkv -> !map
+    %kmap = tgpu.tensor_map %K : !qkv -> !map
+    %m = memref.dim %Q, %c0 : !qkv
+    scf.forall (%b, %h, %r) in (%m, %m, %m) {
+      tgpu.warp_specialize partition warps 4 registers 240 {
+        nvgpu.mbarrier.try_wait.parity %full[%c0], %false, %c0 : !bars
+      } partition warps 4 registers 24 {
+        nvgpu.mbarrier.arrive.expect_tx %full[%c0], %c16384 : !bars
+        %buf = tgpu.stage %ring[%c0] : !tgpu.ring<1 x 64x128xbf16, #tgpu.shared<canonical_128b>>
+        tgpu.tma_load %qmap[%c0, %r, %h, %b], %full[%c0] into %buf : !map, !bars, !tile
+        tgpu.tma_load %kmap[%c0, %r, %h, %b], %full[%c0] into %buf : !map, !bars, !tile
+      }
+    } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+    return
+  }
+}
+
+// -----
+
 !qkv = memref<?x?x?x64xbf16>
 !lse = memref<?x?x?xf32>
 !acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>

@@ -122,6 +122,32 @@ TEST(LaunchAbi, SidecarSaysPersistent) {
   EXPECT_TRUE(packed->persistent && packed->varlen);
 }
 
+// The sidecar's "q_tma": read, and refused without "kv_tma" or beside "varlen" (Q's map is a
+// padded batch's).
+TEST(LaunchAbi, SidecarSaysQueryTma) {
+  namespace cuda = runtime::cuda;
+  std::string sidecar = R"({"name": "attention", "block_m": 128, "block_n": 128,
+    "threads": 384, "head_dim": 64, "dtype": "bf16", "shared_bytes": 0, "kv_tma": true,
+    "q_tma": true,
+    "declared_sizes": {"Q": [null, null, null, 64], "K": [null, null, null, 64],
+                       "V": [null, null, null, 64], "O": [null, null, null, 64],
+                       "LSE": [null, null, null]}})";
+  auto metadata = cuda::KernelMetadata::parse(sidecar, "q.json");
+  ASSERT_TRUE(bool(metadata)) << llvm::toString(metadata.takeError());
+  EXPECT_TRUE(metadata->qTma && metadata->kvTma);
+  for (std::string changed : {std::string(sidecar).replace(sidecar.find("\"kv_tma\": true"),
+                                                           14, "\"kv_tma\": false"),
+                              std::string(sidecar).insert(sidecar.find("\"q_tma\""),
+                                                          "\"varlen\": true, ")}) {
+    auto refused = cuda::KernelMetadata::parse(changed, "q.json");
+    ASSERT_FALSE(bool(refused)) << changed;
+    EXPECT_NE(llvm::toString(refused.takeError()).find("loads Q with TMA"), std::string::npos);
+  }
+  static_assert(launch_abi::tensorMapCount(false) == 2 && launch_abi::tensorMapCount(true) == 3);
+  static_assert(launch_abi::tensorMapIndex(1) == 0 && launch_abi::tensorMapIndex(2) == 1 &&
+                launch_abi::tensorMapIndex(0) == 2 && launch_abi::tensorMapIndex(3) == -1);
+}
+
 TEST(LaunchAbi, SidecarSaysSplitKV) {
   namespace cuda = runtime::cuda;
   std::string sidecar = R"({"name": "attention", "block_m": 64, "block_n": 64, "threads": 128,

@@ -561,10 +561,10 @@ TEST(AotHeader, TmaKernelsEncodeTheirTensorMaps) {
   for (const char *part :
        {"#if CUDA_VERSION < 12000",
         "static inline CUresult attention_tensor_map_(CUtensorMap *map, const void *base,",
-        "const cuuint64_t dims[4] = {ATTENTION_HEAD_DIM, (cuuint64_t)N, (cuuint64_t)Hkv,\n"
+        "const cuuint64_t dims[4] = {ATTENTION_HEAD_DIM, (cuuint64_t)rows, (cuuint64_t)heads,\n"
         "                              (cuuint64_t)B};",
         "(cuuint64_t)strides[2] * ATTENTION_ELEMENT_BYTES,",
-        "const cuuint32_t box[4] = {64, ATTENTION_BLOCK_N, 1, 1};",
+        "const cuuint32_t box[4] = {64, box_rows, 1, 1};",
         "return cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4,",
         "CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,",
         "CU_TENSOR_MAP_L2_PROMOTION_L2_256B,",
@@ -572,11 +572,38 @@ TEST(AotHeader, TmaKernelsEncodeTheirTensorMaps) {
         "CUtensorMap maps[2] __attribute__((aligned(128)));",
         "const int64_t k_strides[3] = {s[3], s[3 + 1], s[3 + 2]};",
         "const int64_t v_strides[3] = {s[6], s[6 + 1], s[6 + 2]};",
-        "result = attention_tensor_map_(&maps[0], k, B, Hkv, N, k_strides);",
-        "result = attention_tensor_map_(&maps[1], v, B, Hkv, N, v_strides);",
+        "result = attention_tensor_map_(&maps[0], k, B, Hkv, N, k_strides, ATTENTION_BLOCK_N);",
+        "result = attention_tensor_map_(&maps[1], v, B, Hkv, N, v_strides, ATTENTION_BLOCK_N);",
         "parameters[24] = &maps[0];\n  parameters[25] = &maps[1];\n"})
     EXPECT_NE(header->find(part), std::string::npos) << part;
   EXPECT_EQ(header->find('@'), std::string::npos) << "a placeholder was left";
+  EXPECT_EQ(header->find("q_strides"), std::string::npos);
+
+  // Q loaded with TMA too ("q_tma"): a third map, Q's, with boxes of block_m rows, last.
+  runtime::CompiledKernel query = k;
+  query.qTma = true;
+  json = query.metadataJson();
+  EXPECT_NE(json.find("\"q_tma\": true"), std::string::npos) << json;
+  back = runtime::CompiledKernel::fromMetadataJson(json, "");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_TRUE(back->qTma);
+  metadata = runtime::cuda::KernelMetadata::parse(json, "attention.json");
+  ASSERT_TRUE(bool(metadata)) << llvm::toString(metadata.takeError());
+  EXPECT_TRUE(metadata->qTma);
+  header = runtime::emitAotHeader(query, "x", {});
+  ASSERT_TRUE(bool(header)) << llvm::toString(header.takeError());
+  for (const char *part :
+       {"void *parameters[27];", "CUtensorMap maps[3] __attribute__((aligned(128)));",
+        "const int64_t q_strides[3] = {s[0], s[0 + 1], s[0 + 2]};",
+        "result = attention_tensor_map_(&maps[2], q, B, H, M, q_strides, ATTENTION_BLOCK_M);",
+        "parameters[26] = &maps[2];\n"})
+    EXPECT_NE(header->find(part), std::string::npos) << part;
+  runtime::CompiledKernel packedQuery = query;
+  packedQuery.varlen = true;
+  auto refusedQuery = runtime::emitAotHeader(packedQuery, "x", {});
+  ASSERT_FALSE(bool(refusedQuery));
+  EXPECT_NE(llvm::toString(refusedQuery.takeError()).find("on a padded batch"),
+            std::string::npos);
 
   // Split: the maps after the split parameters; f16 maps for f16 kernels.
   k.splitKv = true;
@@ -600,9 +627,11 @@ TEST(AotHeader, TmaKernelsEncodeTheirTensorMaps) {
        {"const int64_t k_strides[3] = {s[3 + 2], s[3 + 1], s[3 + 2]};",
         "if ((uint64_t)(uintptr_t)k < (uint64_t)(N * s[3 + 2] * ATTENTION_ELEMENT_BYTES) ||",
         "result = attention_tensor_map_(&maps[0], (const char *)k - N * s[3 + 2] * "
-        "ATTENTION_ELEMENT_BYTES, (total_k > 0 ? total_k : 0) + 1, Hkv, N, k_strides);",
+        "ATTENTION_ELEMENT_BYTES, (total_k > 0 ? total_k : 0) + 1, Hkv, N, k_strides, "
+        "ATTENTION_BLOCK_N);",
         "result = attention_tensor_map_(&maps[1], (const char *)v - N * s[6 + 2] * "
-        "ATTENTION_ELEMENT_BYTES, (total_k > 0 ? total_k : 0) + 1, Hkv, N, v_strides);"})
+        "ATTENTION_ELEMENT_BYTES, (total_k > 0 ? total_k : 0) + 1, Hkv, N, v_strides, "
+        "ATTENTION_BLOCK_N);"})
     EXPECT_NE(header->find(part), std::string::npos) << part;
 
   // What a tensor map cannot take is refused when the header is written.

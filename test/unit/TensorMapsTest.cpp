@@ -130,4 +130,25 @@ TEST(TensorMaps, RefusesWhatTheDriverWould) {
   EXPECT_EQ(edge.boxDim[1], 256u);
 }
 
+// Q's map (q_map, LaunchAbi.h): B x H x M x D in boxes of block_m rows; its refusals name Q's
+// dimensions and block_m.
+TEST(TensorMaps, QueryMapNamesItsDimensions) {
+  auto map = kvTensorMap("Q", base, {2, 16, 1000, 128}, {16 * 1000 * 128, 1000 * 128, 128},
+                         ElementType::BF16, 192);
+  ASSERT_TRUE(bool(map)) << takeReport(map.takeError()).message;
+  EXPECT_EQ(map->globalDim, (std::array<uint64_t, 4>{128, 1000, 16, 2}));
+  EXPECT_EQ(map->boxDim, (std::array<uint32_t, 4>{64, 192, 1, 1}));
+  auto tooMany = kvTensorMap("Q", base, {2, 16, (int64_t(1) << 32) + 1, 128},
+                             {16 * 1000 * 128, 1000 * 128, 128}, ElementType::BF16, 512);
+  ASSERT_FALSE(bool(tooMany));
+  std::string message = takeReport(tooMany.takeError()).message;
+  EXPECT_NE(message.find("the TMA map of Q: dimension M is 4294967297"), std::string::npos)
+      << message;
+  auto wideBox = kvTensorMap("Q", base, {2, 16, 1000, 128}, {16 * 1000 * 128, 1000 * 128, 128},
+                             ElementType::BF16, 512);
+  ASSERT_FALSE(bool(wideBox));
+  message = takeReport(wideBox.takeError()).message;
+  EXPECT_NE(message.find("its box of block_m = 512 rows"), std::string::npos) << message;
+}
+
 } // namespace

@@ -234,13 +234,18 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
     params.append(abi::kSplitPointerCount, global);
     params.push_back(b.getI64Type()); // S
   }
-  // TMA kernels (tgpu-warp-specialize wrote tgpu.tensor_map of K and V): the two tensor maps,
-  // by value, last.
+  // TMA kernels (tgpu-warp-specialize wrote tgpu.tensor_map of K and V, and of Q where its
+  // producer loads Q): K's and V's tensor maps, then Q's, by value, last.
   SmallVector<tgpu::TensorMapOp> maps;
-  fn.walk([&](tgpu::TensorMapOp map) { maps.push_back(map); });
+  bool queryMap = false;
+  fn.walk([&](tgpu::TensorMapOp map) {
+    maps.push_back(map);
+    if (auto view = dyn_cast<BlockArgument>(map.getView()); view && view.getArgNumber() == 0)
+      queryMap = true;
+  });
   unsigned firstMap = params.size();
   if (!maps.empty())
-    params.append(abi::kTensorMapCount, LLVM::LLVMPointerType::get(ctx));
+    params.append(abi::tensorMapCount(queryMap), LLVM::LLVMPointerType::get(ctx));
   auto kernel = gpu::GPUFuncOp::create(b, loc, fn.getSymName(), b.getFunctionType(params, {}));
   // The maps are grid constants: the kernel reads them in place, in parameter space, and TMA
   // takes their generic address. convert-gpu-to-nvvm keeps neither llvm.byval nor
@@ -358,12 +363,14 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
     views.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), splits));
   }
 
-  // Each tensor map is its parameter: K's first, V's second (the ABI's order).
+  // Each tensor map is its parameter: K's, V's, then Q's (the ABI's order).
   for (tgpu::TensorMapOp map : maps) {
     auto view = dyn_cast<BlockArgument>(map.getView());
-    if (!view || view.getArgNumber() < 1 || view.getArgNumber() > 2)
-      return map.emitOpError("maps a view the launch ABI has no tensor map for (only K and V)");
-    Value parameter = entry.getArgument(firstMap + view.getArgNumber() - 1);
+    int index = view ? abi::tensorMapIndex(int(view.getArgNumber())) : -1;
+    if (index < 0)
+      return map.emitOpError("maps a view the launch ABI has no tensor map for (only Q, K and "
+                             "V)");
+    Value parameter = entry.getArgument(firstMap + index);
     Value descriptor =
         UnrealizedConversionCastOp::create(b, map.getLoc(), map.getType(), parameter).getResult(0);
     map.getResult().replaceAllUsesWith(descriptor);

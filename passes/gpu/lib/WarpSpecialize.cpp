@@ -27,10 +27,16 @@
 //
 // Expects the IR of tile-to-tgpu without tile-pipeline: every cp.async fills a canonical_128b
 // buffer from a kernel argument (K or V) at rows bounded by that argument's extent, and each
-// copy's group is waited for once, right before the wgmma that reads it. A copy of Q (q=shared:
-// the consumers' wgmma read Q by descriptor) is the consumers' own: it stays in their
-// partition (the launch ABI has no tensor map of Q), shared by their threads alone (its
-// `threads`).
+// copy's group is waited for once, right before the wgmma that reads it.
+//
+// Q in shared memory (q=shared: the consumers' wgmma read Q by descriptor) is a channel too, of
+// one stage (TileConfig::loadsQWithTma, the launch ABI's q_map): the producer loads each tile's
+// Q with TMA, the consumers wait on its full barrier where they waited for their copy, and
+// release it once every wgmma that read it has completed, after the last op of the tile's body
+// that holds one (the key loops). In a persistent kernel the producer's next fill of Q waits
+// for that release, so the next tile's Q (and keys) load while the consumers finish this tile:
+// normalize and store O. A packed batch's Q has no map (its rows end at each sequence's end):
+// there the consumers copy Q themselves, shared by their threads alone (the copy's `threads`).
 //
 // A varlen kernel (tile.varlen: a packed batch) reads K and V as one packed tensor: its copies'
 // batch index is the sequence's first row `start` and their bound the sequence's length `len`.
@@ -82,7 +88,10 @@ struct Channel {
   AllocOp buffer;
   BlockArgument view;
   Value ring, full, empty, descriptor;
-  int64_t bytes = 0; ///< transaction bytes of one fill (whole panels, as TMA counts them)
+  int64_t bytes = 0;  ///< transaction bytes of one fill (whole panels, as TMA counts them)
+  int64_t stages = 0; ///< the ring's depth: `stages` for K and V, one for Q
+  /// Q's: read by every Q·Kᵀ of the tile and released once after them, not after one wgmma.
+  bool query = false;
 };
 
 /// Where fill number `counter` of a channel goes.
@@ -120,6 +129,9 @@ struct TGPUWarpSpecialize
       return;
     depth = config->stages.value_or(stages);
     ctasPerSm = config->ctasPerSm.value_or(1);
+    // Q in shared memory (a copy of Q in the IR) is the producer's to load, but on a packed
+    // batch (TileConfig::loadsQWithTma says the same for the launch metadata).
+    queryByTma = !kernel->hasAttr(tile::kVarlenAttr);
     if (depth < 2 || depth > 8) {
       kernel.emitError() << "tgpu-warp-specialize: stages must be 2 to 8, not " << depth;
       return signalPassFailure();
@@ -129,6 +141,9 @@ struct TGPUWarpSpecialize
   }
 
   int64_t depth = 2, ctasPerSm = 1;
+  /// The producer loads Q where the kernel copies it (TileConfig::loadsQWithTma); else the
+  /// consumers copy it.
+  bool queryByTma = false;
   /// A varlen kernel: K and V are packed, their rows offset by the copies' batch index.
   bool packed = false;
   SmallVector<Channel> channels;
@@ -209,25 +224,28 @@ struct TGPUWarpSpecialize
         return copy.emitOpError("fills a buffer that is not canonical_128b: TMA writes wgmma's "
                                 "128-byte swizzle (warp specialization needs mma=wgmma)");
       auto view = dyn_cast<BlockArgument>(copy.getView());
-      // Q in shared memory (q=shared): the consumers copy it themselves, once per tile, as the
-      // kernel did; the launch ABI has no tensor map of Q. Its copy, group and wait stay in the
-      // consumer partition, and tgpu-insert-barriers orders it among the consumers.
-      if (view && view.getOwner() == &kernel.getBody().front() && view.getArgNumber() == 0) {
+      bool query =
+          view && view.getOwner() == &kernel.getBody().front() && view.getArgNumber() == 0;
+      // Q in shared memory (q=shared) on a packed batch: the consumers copy it themselves, once
+      // per tile; its copy, group and wait stay in the consumer partition, and
+      // tgpu-insert-barriers orders it among the consumers.
+      if (query && !queryByTma) {
         consumerCopies.push_back(copy);
         return WalkResult::advance();
       }
-      if (!view || view.getOwner() != &kernel.getBody().front() || view.getArgNumber() < 1 ||
-          view.getArgNumber() > 2)
-        return copy.emitOpError("copies from a view that is not the kernel's K or V argument: "
-                                "only those have tensor maps in the launch ABI");
+      if (!view || view.getOwner() != &kernel.getBody().front() || view.getArgNumber() > 2)
+        return copy.emitOpError("copies from a view that is not the kernel's Q, K or V "
+                                "argument: only those have tensor maps in the launch ABI");
       // The tensor map's row extent bounds the rows (zeros past it, as cp.async's bound): N,
-      // the length of K and of V alike (the launch ABI gives both one N). Packed, the bound is
-      // the sequence's, which the last key block's mask applies (the file comment).
+      // the length of K and of V alike (the launch ABI gives both one N), or Q's M. Packed, the
+      // bound is the sequence's, which the last key block's mask applies (the file comment).
       auto dim = copy.getBound().getDefiningOp<memref::DimOp>();
       std::optional<int64_t> dimIndex = dim ? dim.getConstantIndex() : std::nullopt;
       auto dimOf = dim ? dyn_cast<BlockArgument>(dim.getSource()) : BlockArgument();
-      if (!packed && (!dimOf || dimOf.getOwner() != view.getOwner() ||
-                      dimOf.getArgNumber() < 1 || dimOf.getArgNumber() > 2 || dimIndex != 2))
+      bool ownLength = dimOf && dimOf.getOwner() == view.getOwner() && dimIndex == 2 &&
+                       (query ? dimOf.getArgNumber() == 0
+                              : dimOf.getArgNumber() >= 1 && dimOf.getArgNumber() <= 2);
+      if ((!packed || query) && !ownLength)
         return copy.emitOpError("bounds its rows by something other than the view's length: a "
                                 "TMA load reads zeros past the tensor's own extent only");
       auto [it, inserted] = channelOfAlloc.try_emplace(alloc, channels.size());
@@ -235,6 +253,8 @@ struct TGPUWarpSpecialize
         Channel channel;
         channel.buffer = alloc;
         channel.view = view;
+        channel.stages = query ? 1 : depth;
+        channel.query = query;
         channels.push_back(channel);
       } else if (channels[it->second].view != view) {
         return copy.emitOpError("fills a buffer that another copy fills from another view");
@@ -278,9 +298,9 @@ struct TGPUWarpSpecialize
     for (Channel &c : channels) {
       auto buffer = cast<BufferType>(c.buffer.getType());
       Location loc = c.buffer.getLoc();
-      c.ring = AllocOp::create(b, loc, RingType::get(ctx, depth, buffer), IntegerAttr());
+      c.ring = AllocOp::create(b, loc, RingType::get(ctx, c.stages, buffer), IntegerAttr());
       auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-      auto barriers = nvgpu::MBarrierGroupType::get(ctx, workgroup, depth);
+      auto barriers = nvgpu::MBarrierGroupType::get(ctx, workgroup, c.stages);
       c.full = AllocOp::create(b, loc, barriers, IntegerAttr());
       c.empty = AllocOp::create(b, loc, barriers, IntegerAttr());
       int elementBytes = buffer.getSharedTile().elementBytes;
@@ -518,7 +538,7 @@ struct TGPUWarpSpecialize
   void emitFill(OpBuilder &b, AsyncCopyOp copy, IRMapping &map, const Channel &c,
                 Value &counter) {
     Location loc = copy.getLoc();
-    Slot slot = slotOf(b, loc, counter, depth);
+    Slot slot = slotOf(b, loc, counter, c.stages);
     // The empty barrier's phase before the first consumer release is the one "before" phase 0:
     // waiting on the opposite parity passes at once for the first round of stages.
     Value yes = arith::ConstantIntOp::create(b, loc, 1, 1);
@@ -570,7 +590,7 @@ struct TGPUWarpSpecialize
       Value one = arith::ConstantIndexOp::create(inner, loc, 1);
       Value consumers = arith::ConstantIndexOp::create(inner, loc, consumerThreads);
       for (Channel &c : channels)
-        for (int64_t s = 0; s < depth; ++s) {
+        for (int64_t s = 0; s < c.stages; ++s) {
           Value stage = arith::ConstantIndexOp::create(inner, loc, s);
           nvgpu::MBarrierInitOp::create(inner, loc, c.full, one, stage, Value());
           nvgpu::MBarrierInitOp::create(inner, loc, c.empty, consumers, stage, Value());
@@ -633,15 +653,37 @@ struct TGPUWarpSpecialize
       if (!copy.getToken().hasOneUse())
         return copy.emitOpError("has a token used other than by one copy group");
       auto group = dyn_cast<nvgpu::DeviceAsyncCreateGroupOp>(*copy.getToken().getUsers().begin());
-      if (!group || group.getInputTokens().size() != 1 || !group.getAsyncToken().hasOneUse())
+      if (!group || group.getInputTokens().size() != 1)
+        return copy.emitOpError("is not alone in its copy group");
+      rewriter.setInsertionPoint(copy);
+      Slot slot = slotOf(rewriter, loc, counter, c.stages);
+      Value stageBuffer = StageOp::create(rewriter, loc, c.ring, slot.stage);
+      // Q's group may be waited for in every block that reads Q (tile-to-tgpu waits for it
+      // beside each key block's copy): each wait becomes a wait on Q's full barrier. It passes
+      // at once after the first, as the phase cannot move on before the tile's release.
+      if (c.query) {
+        for (Operation *user : llvm::make_early_inc_range(group.getAsyncToken().getUsers())) {
+          auto wait = dyn_cast<nvgpu::DeviceAsyncWaitOp>(user);
+          if (!wait)
+            return user->emitOpError("uses Q's copy group other than by waiting for it");
+          rewriter.setInsertionPoint(wait);
+          Value ticks = arith::ConstantIndexOp::create(rewriter, loc, 0);
+          nvgpu::MBarrierTryWaitParityOp::create(rewriter, loc, c.full, slot.phase, ticks,
+                                                 slot.stage);
+          rewriter.eraseOp(wait);
+        }
+        if (failed(readQueryStage(copy, c, stageBuffer, slot, rewriter)))
+          return failure();
+        rewriter.eraseOp(group);
+        rewriter.eraseOp(copy);
+        continue;
+      }
+      if (!group.getAsyncToken().hasOneUse())
         return copy.emitOpError("is not alone in a copy group waited for once");
       auto wait = dyn_cast<nvgpu::DeviceAsyncWaitOp>(*group.getAsyncToken().getUsers().begin());
       if (!wait || wait->getBlock() != copy->getBlock())
         return copy.emitOpError("is waited for outside its block (a prefetch across "
                                 "iterations: run without tile-pipeline)");
-      rewriter.setInsertionPoint(copy);
-      Slot slot = slotOf(rewriter, loc, counter, depth);
-      Value stageBuffer = StageOp::create(rewriter, loc, c.ring, slot.stage);
       rewriter.setInsertionPoint(wait);
       Value ticks = arith::ConstantIndexOp::create(rewriter, loc, 0);
       nvgpu::MBarrierTryWaitParityOp::create(rewriter, loc, c.full, slot.phase, ticks,
@@ -673,6 +715,46 @@ struct TGPUWarpSpecialize
             ->emitOpError("reads a pipelined buffer outside the copies' waits");
       c.buffer.erase();
     }
+    return success();
+  }
+
+  /// Q's stage (one, loaded once per tile): every wgmma of the tile's body that read the Q
+  /// buffer reads the stage, each completed by a wgmma_wait pending 0 in its own block; after
+  /// the last op of the copy's block that holds one of those waits (the key loops), every
+  /// consumer thread releases the stage for the next tile's Q.
+  LogicalResult readQueryStage(AsyncCopyOp copy, Channel &c, Value stageBuffer, Slot slot,
+                               IRRewriter &rewriter) {
+    Block *tileBody = copy->getBlock();
+    Operation *last = nullptr;
+    for (OpOperand &use : llvm::make_early_inc_range(c.buffer.getResult().getUses())) {
+      Operation *reader = use.getOwner();
+      if (reader == copy.getOperation())
+        continue;
+      auto product = dyn_cast<WgmmaOp>(reader);
+      if (!product || !tileBody->getParentOp()->isProperAncestor(product))
+        return reader->emitOpError("reads Q's shared buffer; tgpu-warp-specialize expects only "
+                                   "the tile's wgmma to read it");
+      auto completed = product.getResult().hasOneUse()
+                           ? dyn_cast<WgmmaWaitOp>(*product.getResult().getUsers().begin())
+                           : WgmmaWaitOp();
+      if (!completed || completed.getPending() != 0 ||
+          completed->getBlock() != product->getBlock())
+        return product.emitOpError("reads Q and is not completed by a wgmma_wait pending 0 in "
+                                   "its block; Q's stage would be released while the tensor "
+                                   "cores read it");
+      use.set(stageBuffer);
+      Operation *holder = tileBody->findAncestorOpInBlock(*completed);
+      if (!holder || holder->isBeforeInBlock(copy))
+        return completed.emitOpError("completes a read of Q outside the tile that loaded it");
+      if (!last || last->isBeforeInBlock(holder))
+        last = holder;
+    }
+    if (!last)
+      return copy.emitOpError("fills Q's buffer, which no wgmma reads");
+    rewriter.setInsertionPointAfter(last);
+    nvgpu::MBarrierArriveOp::create(rewriter, copy.getLoc(),
+                                    nvgpu::MBarrierTokenType::get(rewriter.getContext()),
+                                    c.empty, slot.stage);
     return success();
   }
 };

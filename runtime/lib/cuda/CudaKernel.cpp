@@ -194,6 +194,7 @@ llvm::Expected<KernelMetadata> KernelMetadata::parse(llvm::StringRef json,
                              std::pair{"paged_kv", &metadata.pagedKv},
                              std::pair{"varlen", &metadata.varlen},
                              std::pair{"kv_tma", &metadata.kvTma},
+                             std::pair{"q_tma", &metadata.qTma},
                              std::pair{"persistent", &metadata.persistent},
                              std::pair{"deterministic", &metadata.deterministic}})
     if (const llvm::json::Value *flag = object->get(key)) {
@@ -206,6 +207,10 @@ llvm::Expected<KernelMetadata> KernelMetadata::parse(llvm::StringRef json,
   // paged cache (LaunchAbi.h).
   if (metadata.kvTma && metadata.pagedKv)
     return fail("a TMA kernel (\"kv_tma\") is not paged (\"paged_kv\")");
+  // Q's map covers a padded B x H x M x D tensor (LaunchAbi.h).
+  if (metadata.qTma && (!metadata.kvTma || metadata.varlen))
+    return fail("a kernel that loads Q with TMA (\"q_tma\") reads K and V with TMA (\"kv_tma\") "
+                "on a padded batch (not \"varlen\")");
   // The persistent grid covers the program grid, plain or varlen (LaunchAbi.h).
   if (metadata.persistent && (metadata.splitKv || metadata.pagedKv))
     return fail("a persistent kernel (\"persistent\") is neither split (\"split_kv\") nor "
@@ -301,12 +306,12 @@ llvm::Error tilefuse::runtime::cuda::checkDeclaredSizes(const DeclaredSizes &dec
   return llvm::Error::success();
 }
 
-/// A TMA kernel's tensor maps of K and V (kvTensorMap), in launch_abi::kTensorMapNames order;
-/// errors name the launch.
+/// A TMA kernel's tensor maps of K and V, then Q's where it loads Q with TMA (kvTensorMap), in
+/// launch_abi::kTensorMapNames order; errors name the launch.
 /// Packed (varlen), a row of K or V is addressed through two dimensions of its row stride, over
 /// a base N rows before the tensor's (LaunchAbi.h), so that each sequence's rows end in zeros.
-static llvm::Expected<std::array<TensorMapArguments, launch_abi::kTensorMapCount>>
-kvTensorMaps(const KernelMetadata &metadata, const AttentionBuffers &buffers,
+static llvm::Expected<llvm::SmallVector<TensorMapArguments, launch_abi::kTensorMapCount>>
+tensorMaps(const KernelMetadata &metadata, const AttentionBuffers &buffers,
              const AttentionShape &shape, const AttentionStrides &strides,
              const Varlen *varlen) {
   std::array<int64_t, 4> extents = {shape.B, shape.Hkv, shape.N, shape.D};
@@ -331,19 +336,25 @@ kvTensorMaps(const KernelMetadata &metadata, const AttentionBuffers &buffers,
   struct {
     const char *name;
     DevicePtr base;
+    std::array<int64_t, 4> extents;
     std::array<int64_t, 3> strides;
-  } tensors[] = {{launch_abi::kTensors[1].name, kBase, kStrides},
-                 {launch_abi::kTensors[2].name, vBase, vStrides}};
+    int64_t boxRows;
+  } tensors[] = {
+      {launch_abi::kTensors[1].name, kBase, extents, kStrides, metadata.blockN},
+      {launch_abi::kTensors[2].name, vBase, extents, vStrides, metadata.blockN},
+      {launch_abi::kTensors[0].name, buffers.q, {shape.B, shape.H, shape.M, shape.D},
+       {strides.qB, strides.qH, strides.qM}, metadata.blockM}};
   static_assert(std::size(tensors) == launch_abi::kTensorMapCount);
-  std::array<TensorMapArguments, launch_abi::kTensorMapCount> maps;
-  for (auto [index, tensor] : llvm::enumerate(tensors)) {
-    auto map = kvTensorMap(tensor.name, tensor.base, extents, tensor.strides, metadata.dtype,
-                           metadata.blockN);
+  llvm::SmallVector<TensorMapArguments, launch_abi::kTensorMapCount> maps;
+  for (int index = 0; index < launch_abi::tensorMapCount(metadata.qTma); ++index) {
+    const auto &tensor = tensors[index];
+    auto map = kvTensorMap(tensor.name, tensor.base, tensor.extents, tensor.strides,
+                           metadata.dtype, tensor.boxRows);
     if (!map)
       return makeError(ErrorKind::InvalidArgument,
                        "launch of '" + metadata.name + "': " +
                            takeReport(map.takeError()).message);
-    maps[index] = *map;
+    maps.push_back(*map);
   }
   return maps;
 }
@@ -504,7 +515,7 @@ llvm::Error tilefuse::runtime::cuda::validateLaunch(const KernelMetadata &metada
   }
   // What the driver would refuse to encode, refused here with the tensor's name.
   if (metadata.kvTma)
-    if (auto maps = kvTensorMaps(metadata, buffers, shape, strides, varlen); !maps)
+    if (auto maps = tensorMaps(metadata, buffers, shape, strides, varlen); !maps)
       return maps.takeError();
   return llvm::Error::success();
 }
@@ -649,7 +660,8 @@ template <typename T, size_t N> static std::string braced(const std::array<T, N>
   return "{" + text + "}";
 }
 
-/// Encodes a TMA kernel's maps of K and V into `maps` (launch_abi::kTensorMapNames order).
+/// Encodes a TMA kernel's maps of K and V (then Q) into `maps` (launch_abi::kTensorMapNames
+/// order).
 /// Errors are ErrorKind::InvalidArgument naming the tensor, or NoDriver for a driver without
 /// cuTensorMapEncodeTiled.
 static llvm::Error encodeTensorMaps(const KernelMetadata &metadata,
@@ -662,10 +674,10 @@ static llvm::Error encodeTensorMaps(const KernelMetadata &metadata,
                      "launch of '" + metadata.name + "': the driver has no "
                      "cuTensorMapEncodeTiled (CUDA 12.0), which kernels that read K and V with "
                      "TMA need: update the driver, or compile without warp_specialize");
-  auto arguments = kvTensorMaps(metadata, buffers, shape, strides, varlen);
+  auto arguments = tensorMaps(metadata, buffers, shape, strides, varlen);
   if (!arguments)
     return arguments.takeError();
-  for (int i = 0; i < launch_abi::kTensorMapCount; ++i) {
+  for (int i = 0; i < int(arguments->size()); ++i) {
     const TensorMapArguments &a = (*arguments)[i];
     CUresult result = cu.cuTensorMapEncodeTiled(
         &maps[i], a.dataType, a.rank, reinterpret_cast<void *>(uintptr_t(a.globalAddress)),
@@ -676,7 +688,8 @@ static llvm::Error encodeTensorMaps(const KernelMetadata &metadata,
     if (llvm::Error error = check(result, "cuTensorMapEncodeTiled"))
       return makeError(ErrorKind::InvalidArgument,
                        "launch of '" + metadata.name + "': the TMA map of " +
-                           launch_abi::kTensors[1 + i].name + " (dimensions " +
+                           launch_abi::kTensors[launch_abi::kTensorMapTensors[i]].name +
+                           " (dimensions " +
                            braced(a.globalDim) + ", byte strides " +
                            braced(a.globalStrides) + ", box " + braced(a.boxDim) +
                            ") was refused: " +
@@ -806,7 +819,7 @@ llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buff
   // The maps come last, after the split parameters (LaunchAbi.h).
   if (metadata.kvTma) {
     int firstMap = firstSplit + (metadata.splitKv ? launch_abi::kSplitParameterCount : 0);
-    for (int i = 0; i < launch_abi::kTensorMapCount; ++i)
+    for (int i = 0; i < launch_abi::tensorMapCount(metadata.qTma); ++i)
       parameters[firstMap + i] = &maps[i];
   }
 

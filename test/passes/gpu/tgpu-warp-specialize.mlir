@@ -163,8 +163,7 @@ func.func @bound(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse, %n: ind
 !lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
 !buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
 
-// A copy from another view than Q, K or V: the launch ABI has tensor maps for K and V only,
-// and the consumers copy only Q themselves.
+// A copy from another view than Q, K or V: the launch ABI has tensor maps for those only.
 func.func @output(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
   %obuf = tgpu.alloc : !buf
   %c0 = arith.constant 0 : index
@@ -172,7 +171,7 @@ func.func @output(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
   %c2 = arith.constant 2 : index
   %M = memref.dim %o, %c2 : !view
   scf.forall (%b, %h, %r) in (%c1, %c1, %c1) {
-    // expected-error @+1 {{copies from a view that is not the kernel's K or V argument}}
+    // expected-error @+1 {{copies from a view that is not the kernel's Q, K or V argument}}
     %to = tgpu.async_copy %o[%b, %h, %c0] bound %M into %obuf : !view, !buf
     %go = nvgpu.device_async_create_group %to
     nvgpu.device_async_wait %go
@@ -188,24 +187,38 @@ func.func @output(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
 !qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
 !buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
 
-// Q in shared memory (q=shared): the consumers copy it themselves, its copy, group and wait stay
-// in their partition, the copy shared by their 128 threads alone (the producer's never reach
-// it), and the wgmma reads its buffer; only K becomes a ring, and
-// the producer issues nothing for Q.
+// Q in shared memory (q=shared): a ring of one stage that the producer fills with TMA (the
+// launch ABI's q_map, boxes of the buffer's 64 rows) before the tile's keys. The consumers wait
+// on its full barrier where they waited for their copy, every wgmma that read the buffer reads
+// the stage, and after the key loop, the last op holding one of their waits, each consumer
+// thread releases it.
 // CHECK-LABEL: func.func @shared_query
-// CHECK-DAG:     %[[QBUF:.+]] = tgpu.alloc : !tgpu.buffer<64x64xbf16
+// CHECK-DAG:     %[[QRING:.+]] = tgpu.alloc : !tgpu.ring<1 x 64x64xbf16, #tgpu.shared<canonical_128b>>
+// CHECK-DAG:     %[[QMAP:.+]] = tgpu.tensor_map %arg0 : {{.+}} -> <tensor = memref<1x1x64x64xbf16, 3>, swizzle = swizzle_128b
 // CHECK-DAG:     %[[KMAP:.+]] = tgpu.tensor_map %arg1
-// CHECK-NOT:     tgpu.tensor_map %arg0
+// CHECK:         scf.if
+// CHECK:           nvgpu.mbarrier.init %[[QFULL:[0-9]+]]{{\[}}%{{.+}}], %c1
+// CHECK-NEXT:      nvgpu.mbarrier.init %[[QEMPTY:[0-9]+]]{{\[}}%{{.+}}], %c128
+// CHECK-NOT:       nvgpu.mbarrier.init %[[QFULL]]
 // CHECK:         tgpu.warp_specialize
-// CHECK:           %[[TQ:.+]] = tgpu.async_copy %arg0{{.+}} into %[[QBUF]] {threads = 128 : i64}
-// CHECK-NEXT:      %[[GQ:.+]] = nvgpu.device_async_create_group %[[TQ]]
-// CHECK-NEXT:      nvgpu.device_async_wait %[[GQ]]
+// CHECK-NOT:       tgpu.async_copy
+// CHECK:           %[[QS:.+]] = arith.remui %{{.+}}, %c1
+// CHECK:           %[[QSTAGE:.+]] = tgpu.stage %[[QRING]][%[[QS]]]
+// CHECK:           nvgpu.mbarrier.try_wait.parity %[[QFULL]][%[[QS]]]
 // CHECK:           scf.for
 // CHECK:             nvgpu.mbarrier.try_wait.parity
-// CHECK:             tgpu.wgmma %[[QBUF]], %{{.+}} acc %{{.+}} transpose_rhs
+// CHECK:             tgpu.wgmma %[[QSTAGE]], %{{.+}} acc %{{.+}} transpose_rhs
+// CHECK:             tgpu.wgmma_wait
+// CHECK:           }
+// CHECK-NEXT:      nvgpu.mbarrier.arrive %[[QEMPTY]][%[[QS]]]
+// CHECK-NEXT:      tile.block_store
 // CHECK:         } partition warps 4 registers 24 {
 // CHECK-NOT:       tgpu.async_copy
-// CHECK:           tgpu.tma_load %[[KMAP]]
+// CHECK:           nvgpu.mbarrier.try_wait.parity %[[QEMPTY]]
+// CHECK:           nvgpu.mbarrier.arrive.expect_tx %[[QFULL]][%{{.+}}], %c8192
+// CHECK:           tgpu.tma_load %[[QMAP]][%{{.+}}, %c0{{.*}}, %{{.+}}, %{{.+}}], %[[QFULL]]
+// CHECK:           scf.for
+// CHECK:             tgpu.tma_load %[[KMAP]]
 func.func @shared_query(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
   %qbuf = tgpu.alloc : !buf
   %kbuf = tgpu.alloc : !buf
@@ -331,6 +344,65 @@ func.func @packed(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse,
       %s:2 = tgpu.wgmma %qb, %kbuf transpose_rhs : !qa, !buf -> !acc, !qa
       %sw:2 = tgpu.wgmma_wait %s#0, %s#1 pending 0 : !acc, !qa
       scf.yield %sw#0 : !acc
+    }
+    tile.block_store %out, %o[%first, %h, %c0] bound %n : !acc, !view
+  } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+  return
+}
+
+// -----
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+
+// Q in shared memory on a packed batch: no map bounds Q's rows at each sequence's end, so the
+// consumers copy it themselves; the copy, group and wait stay in their partition, shared by
+// their 128 threads alone (the producer's never reach it), and the producer issues nothing
+// for Q.
+// CHECK-LABEL: func.func @packed_shared_query
+// CHECK-NOT:     tgpu.tensor_map %arg0
+// CHECK:         tgpu.warp_specialize
+// CHECK:           %[[TQ:.+]] = tgpu.async_copy %arg0{{.+}} into %[[QBUF:.+]] {threads = 128 : i64}
+// CHECK-NEXT:      %[[GQ:.+]] = nvgpu.device_async_create_group %[[TQ]]
+// CHECK-NEXT:      nvgpu.device_async_wait %[[GQ]]
+// CHECK:           scf.for
+// CHECK:             tgpu.wgmma %[[QBUF]], %{{.+}} acc %{{.+}} transpose_rhs
+// CHECK:         } partition warps 4 registers 24 {
+// CHECK-NOT:       tgpu.async_copy
+// CHECK:           tgpu.tma_load
+func.func @packed_shared_query(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse,
+                               %cu_q: memref<?xi32>, %cu_k: memref<?xi32>)
+    attributes {tile.varlen} {
+  %qbuf = tgpu.alloc : !buf
+  %kbuf = tgpu.alloc : !buf
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %seqs = memref.dim %cu_k, %c0 : memref<?xi32>
+  %B = arith.subi %seqs, %c1 : index
+  %H = memref.dim %q, %c1 : !view
+  %zero = arith.constant dense<0.0> : !acc
+  scf.forall (%b, %h, %r) in (%B, %H, %c1) {
+    %first32 = memref.load %cu_k[%b] : memref<?xi32>
+    %first = arith.index_castui %first32 : i32 to index
+    %b1 = arith.addi %b, %c1 : index
+    %end32 = memref.load %cu_k[%b1] : memref<?xi32>
+    %end = arith.index_castui %end32 : i32 to index
+    %n = arith.subi %end, %first : index
+    %blocks = arith.ceildivui %n, %c64 : index
+    %tq = tgpu.async_copy %q[%first, %h, %c0] bound %n into %qbuf : !view, !buf
+    %gq = nvgpu.device_async_create_group %tq
+    nvgpu.device_async_wait %gq
+    %out = scf.for %j = %c0 to %blocks step %c1 iter_args(%acc = %zero) -> (!acc) {
+      %row = arith.muli %j, %c64 : index
+      %tk = tgpu.async_copy %k[%first, %h, %row] bound %n into %kbuf : !view, !buf
+      %gk = nvgpu.device_async_create_group %tk
+      nvgpu.device_async_wait %gk
+      %s = tgpu.wgmma %qbuf, %kbuf acc %acc transpose_rhs : !buf, !buf, !acc -> !acc
+      %sw = tgpu.wgmma_wait %s pending 0 : !acc
+      scf.yield %sw : !acc
     }
     tile.block_store %out, %o[%first, %h, %c0] bound %n : !acc, !view
   } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}

@@ -43,7 +43,7 @@ namespace tilefuse {
 enum class MmaKind { Sync, Wgmma };
 /// Where the Q block lives: registers (loaded once) or shared memory (copied by cp.async; read by
 /// ldmatrix per k-step with mma.sync, by descriptor with wgmma, also in the warp-specialized
-/// kernel, whose consumers copy Q themselves).
+/// kernel, whose producer loads it with TMA: loadsQWithTma).
 enum class QOperand { Registers, Shared };
 /// When key/value copies into a buffer with pending readers start: eager (barrier, then copy) or
 /// at the next barrier (one barrier fewer per block).
@@ -128,6 +128,12 @@ struct TileConfig {
   /// Threads per block (one warp per rows_per_warp rows, and a producer warpgroup with
   /// warp_specialize); needs blockM and rowsPerWarp.
   int64_t threads() const;
+  /// Whether the producer loads each tile's Q with TMA (launch_abi's q_map; metadata "q_tma"):
+  /// a warp-specialized kernel with Q in shared memory on a padded batch. A packed batch's
+  /// consumers copy Q themselves (its rows end at each sequence's end, which no map bounds).
+  bool loadsQWithTma(bool packed) const {
+    return warpSpecialize.value_or(false) && qOperand == QOperand::Shared && !packed;
+  }
   /// Threads of the producer warpgroup (warp_specialize) or 0.
   int64_t producerThreads() const { return warpSpecialize.value_or(false) ? 128 : 0; }
   /// Registers a producer thread keeps (setmaxnreg); the rest go to the consumers. It only

@@ -68,6 +68,9 @@ struct CompiledKernel {
   /// Reads K and V with TMA (warp_specialize; the sidecar's "kv_tma": launches pass the tensor
   /// maps of LaunchAbi.h).
   bool kvTma = false;
+  /// Also loads Q with TMA (TileConfig::loadsQWithTma; the sidecar's "q_tma": launches pass
+  /// LaunchAbi.h's q_map after K's and V's).
+  bool qTma = false;
   /// Persistent (TileConfig persistent; the sidecar's "persistent": launches start
   /// launch_abi::persistentPrograms CTAs).
   bool persistent = false;

@@ -104,6 +104,9 @@ struct KernelMetadata {
   /// LaunchAbi.h's tensor maps, which each launch encodes (TensorMaps.h). Neither paged nor
   /// varlen (for now); split-KV may be.
   bool kvTma = false;
+  /// A TMA kernel that also loads Q with TMA (optional key "q_tma", which needs "kv_tma" and a
+  /// padded batch): launches pass LaunchAbi.h's q_map after K's and V's.
+  bool qTma = false;
   /// A persistent kernel (TileConfig persistent; optional key "persistent"): launches start
   /// launch_abi::persistentPrograms CTAs on a one-dimensional grid. Neither split, paged nor
   /// varlen.

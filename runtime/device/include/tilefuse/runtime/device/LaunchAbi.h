@@ -226,11 +226,28 @@ constexpr SplitWorkspace splitWorkspace(long long S, long long B, long long H, l
 ///                  base k - N · k_n elements; row r of a sequence of `len` rows from packed
 ///                  row `start` is (a, b) = (r + N - len, start + len), in bounds (a < N)
 ///                  exactly while r < len. A paged kernel has no maps.
+/// A kernel that also loads Q with TMA (metadata "q_tma": true, which needs "kv_tma"; TileConfig
+/// q=shared on a padded batch: tgpu-warp-specialize's producer loads each tile's Q) takes a
+/// third map after those two:
+///   q_map          the 4-D tiled map of Q over its base pointer: dimensions {D, M, H, B}; byte
+///                  strides {q_m, q_h, q_b} x element bytes; box {tmaBoxColumns(element
+///                  bytes), block_m, 1, 1}; otherwise as K's. Rows past M read as zeros.
 /// A box is one 128-byte panel of a `canonical_128b` shared tile (the kernel issues one transfer
 /// per panel, at column offsets of tmaBoxColumns), so SWIZZLE_128B writes the panel exactly as
 /// wgmma's 128-byte swizzle reads it; rows past N and columns past D arrive as zeros.
-inline constexpr const char *kTensorMapNames[] = {"k_map", "v_map"};
-inline constexpr int kTensorMapCount = 2;
+inline constexpr const char *kTensorMapNames[] = {"k_map", "v_map", "q_map"};
+/// The tensor (its index in kTensors) each map maps, in map order.
+inline constexpr int kTensorMapTensors[] = {1, 2, 0};
+/// The most maps a kernel takes: K's and V's, then Q's where the kernel loads Q with TMA.
+inline constexpr int kTensorMapCount = 3;
+constexpr int tensorMapCount(bool qTma) { return qTma ? 3 : 2; }
+/// The position among the maps of the map of kernel tensor `tensor` (0 Q, 1 K, 2 V), or -1.
+constexpr int tensorMapIndex(int tensor) {
+  for (int i = 0; i < kTensorMapCount; ++i)
+    if (kTensorMapTensors[i] == tensor)
+      return i;
+  return -1;
+}
 inline constexpr int kTensorMapBytes = 128;
 inline constexpr int kTensorMapAlignment = 64;
 inline constexpr int kTmaBoxBytes = 128;
