@@ -129,9 +129,6 @@ struct TGPUWarpSpecialize
       return;
     depth = config->stages.value_or(stages);
     ctasPerSm = config->ctasPerSm.value_or(1);
-    // Q in shared memory (a copy of Q in the IR) is the producer's to load, but on a packed
-    // batch (TileConfig::loadsQWithTma says the same for the launch metadata).
-    queryByTma = !kernel->hasAttr(tile::kVarlenAttr);
     if (depth < 2 || depth > 8) {
       kernel.emitError() << "tgpu-warp-specialize: stages must be 2 to 8, not " << depth;
       return signalPassFailure();
@@ -141,9 +138,6 @@ struct TGPUWarpSpecialize
   }
 
   int64_t depth = 2, ctasPerSm = 1;
-  /// The producer loads Q where the kernel copies it (TileConfig::loadsQWithTma); else the
-  /// consumers copy it.
-  bool queryByTma = false;
   /// A varlen kernel: K and V are packed, their rows offset by the copies' batch index.
   bool packed = false;
   SmallVector<Channel> channels;
@@ -229,7 +223,8 @@ struct TGPUWarpSpecialize
       // Q in shared memory (q=shared) on a packed batch: the consumers copy it themselves, once
       // per tile; its copy, group and wait stay in the consumer partition, and
       // tgpu-insert-barriers orders it among the consumers.
-      if (query && !queryByTma) {
+      // (TileConfig::loadsQWithTma says the same for the launch metadata.)
+      if (query && packed) {
         consumerCopies.push_back(copy);
         return WalkResult::advance();
       }
