@@ -122,17 +122,45 @@ for kernel in attention causal; do
     --config mma=wgmma,q=shared,warp_specialize=true,Bc=160,softmax_overlap=true \
     -o "$out/kernels-qs-wide/${kernel}_d128.ptx" || exit 1
 done
-# Persistent tiles (persistent=true) on the defaults at d64 and d128, attention and causal: the
-# tile loop in the row order (a head's row blocks together under a full mask, longest first
-# across heads under a causal one): bench.py --variant persist=build-gpu/kernels-persist.
-rm -rf "$out/kernels-persist" && mkdir -p "$out/kernels-persist"
-for d in 64 128; do
+# Persistent tiles (persistent=true) on the defaults at d64, d128, d192 and d256, attention and
+# causal: the tile loop in the row order (a head's row blocks together under a full mask, longest
+# first across heads under a causal one): bench.py --variant persist=build-gpu/kernels-persist,
+# and scripts/gpu-run.sh tests-persist (the only kernels whose CTAs run several tiles, so the only
+# ones that take Q's one-stage ring through more than one phase). kernels-persist-qs: d128 with
+# Q in shared memory (loaded by the producer with TMA while the consumers finish a tile).
+rm -rf "$out"/kernels-persist*/ && mkdir -p "$out/kernels-persist" "$out/kernels-persist-qs"
+# compile_tested DIR NAME OPTIONS...: NAME.ptx and NAME.json, and the float64 reference
+# NAME.reference.so that the GPU tests check a kernel set against (as scripts/compile-kernels.sh).
+compile_tested() {
+  local dir=$1 name=$2
+  shift 2
+  build/tools/tilefuse compile "$@" --emit ptx -o "$dir/$name.ptx" &&
+    build/tools/tilefuse compile "$@" --emit reference -o "$dir/$name.reference.o" &&
+    cc -shared -o "$dir/$name.reference.so" "$dir/$name.reference.o" -lm &&
+    rm "$dir/$name.reference.o"
+}
+for d in 64 128 192 256; do
   for kernel in attention causal; do
     config=persistent=true
     # The d64 causal default is not warp-specialized; its persistent form is the 192-row tile.
     [ "$d-$kernel" = 64-causal ] && config=warp_specialize=true,persistent=true
-    build/tools/tilefuse compile --kernel "$kernel" --head-dim "$d" --config "$config" \
-      --emit ptx -o "$out/kernels-persist/${kernel}_d$d.ptx" || exit 1
+    compile_tested "$out/kernels-persist" "${kernel}_d$d" --kernel "$kernel" --head-dim "$d" \
+      --config "$config" || exit 1
+  done
+done
+for kernel in attention causal; do
+  compile_tested "$out/kernels-persist-qs" "${kernel}_d128" --kernel "$kernel" --head-dim 128 \
+    --config mma=wgmma,q=shared,warp_specialize=true,persistent=true || exit 1
+done
+# The ablation of Q by TMA (q_tma=false: the consumers copy Q with cp.async, the kernel before the
+# producer loaded it): every default that loads Q with TMA, attention and causal at d64 (whose
+# causal default has no shared Q: n/a), d192 and d256: bench.py --variant noqtma=...
+rm -rf "$out/kernels-noqtma" && mkdir -p "$out/kernels-noqtma"
+for d in 64 192 256; do
+  for kernel in attention causal; do
+    [ "$d-$kernel" = 64-causal ] && continue
+    build/tools/tilefuse compile --kernel "$kernel" --head-dim "$d" --config q_tma=false \
+      --emit ptx -o "$out/kernels-noqtma/${kernel}_d$d.ptx" || exit 1
   done
 done
 # The split-KV kernels (tile-split-kv), apart: their sidecars say "split_kv" and the GPU tests run

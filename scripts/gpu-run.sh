@@ -35,6 +35,9 @@
 #   tests-d64-ws  every variant at head dim 64 warp-specialized with three consumer warpgroups
 #              (Br = 192, Q in shared memory: build-gpu/kernels-d64-ws192), then memcheck,
 #              racecheck and synccheck on small cases
+#   tests-persist  the persistent kernels (build-gpu/kernels-persist: d64 to d256, attention and
+#              causal; kernels-persist-qs: d128 with Q in shared memory) against float64, then
+#              memcheck, racecheck and synccheck on small cases
 #   tests-split  the split-KV kernels (build-gpu/kernels-split) at several split counts, and
 #              memcheck + racecheck on their small cases
 #   tests-paged  the paged-KV kernels (build-gpu/kernels-paged), unsplit and split, on ragged
@@ -182,6 +185,15 @@ for step in "${steps[@]}"; do
       # copy of Q: synccheck too.
       kernel_set_tests d64-ws build-gpu/kernels-d64-ws192
       run_sharded synccheck-d64-ws env TILEFUSE_PTX_DIR=build-gpu/kernels-d64-ws192 \
+        TILEFUSE_GPU_SMALL=1 compute-sanitizer --tool synccheck --error-exitcode 1 \
+        --print-limit 20 "$tests" --gtest_brief=1 --gtest_filter='GpuAttention*'
+      ;;
+    tests-persist)
+      # Persistent kernels (build-gpu/kernels-persist, -persist-qs): CTAs looping over tiles, the
+      # rings' phases and Q's one-stage ring (loaded by TMA) carried from tile to tile.
+      kernel_set_tests persist build-gpu/kernels-persist
+      kernel_set_tests persist-qs build-gpu/kernels-persist-qs
+      run_sharded synccheck-persist env TILEFUSE_PTX_DIR=build-gpu/kernels-persist \
         TILEFUSE_GPU_SMALL=1 compute-sanitizer --tool synccheck --error-exitcode 1 \
         --print-limit 20 "$tests" --gtest_brief=1 --gtest_filter='GpuAttention*'
       ;;

@@ -32,7 +32,7 @@ bool TileConfig::isComplete() const {
 bool TileConfig::empty() const {
   return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue && !stages &&
          !packGqa && !ctasPerSm && !warpSpecialize && !softmaxOverlap && !pingpong &&
-         !persistent && !descendingRows;
+         !persistent && !descendingRows && !qTma;
 }
 
 bool TileConfig::operator==(const TileConfig &other) const {
@@ -41,14 +41,15 @@ bool TileConfig::operator==(const TileConfig &other) const {
          stages == other.stages && packGqa == other.packGqa && ctasPerSm == other.ctasPerSm &&
          warpSpecialize == other.warpSpecialize && softmaxOverlap == other.softmaxOverlap &&
          pingpong == other.pingpong && persistent == other.persistent &&
-         descendingRows == other.descendingRows;
+         descendingRows == other.descendingRows && qTma == other.qTma;
 }
 
 llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
   return llvm::hash_combine(config.blockM, config.blockN, config.rowsPerWarp, config.mma,
                             config.qOperand, config.copyIssue, config.stages, config.packGqa,
                             config.ctasPerSm, config.warpSpecialize, config.softmaxOverlap,
-                            config.pingpong, config.persistent, config.descendingRows);
+                            config.pingpong, config.persistent, config.descendingRows,
+                            config.qTma);
 }
 
 std::string TileConfig::print() const {
@@ -79,6 +80,8 @@ std::string TileConfig::print() const {
     items.push_back(*persistent ? "persistent=true" : "persistent=false");
   if (descendingRows)
     items.push_back(*descendingRows ? "row_order=descending" : "row_order=ascending");
+  if (qTma)
+    items.push_back(*qTma ? "q_tma=true" : "q_tma=false");
   if (ctasPerSm)
     items.push_back("ctas_per_sm=" + std::to_string(*ctasPerSm));
   return llvm::join(items, ",");
@@ -132,9 +135,11 @@ llvm::Error TileConfig::set(llvm::StringRef key, llvm::StringRef value) {
     return choice(persistent, false, "false", true, "true");
   if (key == "row_order" || key == "row-order")
     return choice(descendingRows, false, "ascending", true, "descending");
+  if (key == "q_tma" || key == "q-tma")
+    return choice(qTma, false, "false", true, "true");
   return fail("unknown setting '" + key +
               "' (Br, Bc, rows_per_warp, mma, q, copy_issue, stages, pack_gqa, ctas_per_sm, "
-              "warp_specialize, softmax_overlap, pingpong, persistent, row_order)");
+              "warp_specialize, softmax_overlap, pingpong, persistent, row_order, q_tma)");
 }
 
 llvm::Expected<TileConfig> TileConfig::parse(llvm::StringRef text) {
@@ -181,6 +186,8 @@ TileConfig TileConfig::overriddenBy(const TileConfig &other) const {
     out.persistent = other.persistent;
   if (other.descendingRows)
     out.descendingRows = other.descendingRows;
+  if (other.qTma)
+    out.qTma = other.qTma;
   return out;
 }
 
@@ -225,6 +232,9 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   // The tile loop runs the producer's and the consumers' mbarrier rings on across tiles.
   if (persistent == true && !warpSpecialize.value_or(false))
     return fail("persistent=true needs warp_specialize=true");
+  // Only the producer issues TMA, and only into a Q buffer in shared memory.
+  if (qTma == true && (!warpSpecialize.value_or(false) || qOperand != QOperand::Shared))
+    return fail("q_tma=true needs warp_specialize=true and q=shared");
   if (mma == MmaKind::Wgmma) {
     // the GPU lowering's constraints for warpgroup MMAs (its message), checked here so the tuner
     // never compiles a configuration the pass would refuse.

@@ -248,6 +248,36 @@ TEST(TileConfig, PingPongAndPersistentNeedWarpSpecialization) {
   }
 }
 
+/// Q by TMA is the default of a warp-specialized shared-Q kernel on a padded batch; q_tma=false
+/// (the ablation's kernel) keys a kernel of its own whose consumers copy Q, and q_tma=true where
+/// no producer or no shared Q buffer exists is refused.
+TEST(TileConfig, QueryTmaSwitch) {
+  auto d192 = resolveTileConfig(parsed(""), 192, "sm_90a");
+  ASSERT_TRUE(bool(d192)) << llvm::toString(d192.takeError());
+  EXPECT_FALSE(d192->qTma);
+  EXPECT_TRUE(d192->loadsQWithTma(/*packed=*/false));
+  EXPECT_FALSE(d192->loadsQWithTma(/*packed=*/true));
+  auto copied = resolveTileConfig(parsed("q_tma=false"), 192, "sm_90a");
+  ASSERT_TRUE(bool(copied)) << llvm::toString(copied.takeError());
+  EXPECT_FALSE(copied->loadsQWithTma(/*packed=*/false));
+  EXPECT_EQ(parsed(copied->print()), *copied);
+  EXPECT_NE(copied->print().find("q_tma=false"), std::string::npos);
+  EXPECT_NE(hash_value(*copied), hash_value(*d192));
+  // d128's default holds Q in registers: nothing to load.
+  for (const char *bad : {"q_tma=true", "warp_specialize=false,q_tma=true"}) {
+    auto config = resolveTileConfig(parsed(bad), 128, "sm_90a");
+    ASSERT_FALSE(bool(config)) << bad;
+    std::string message = llvm::toString(config.takeError());
+    EXPECT_NE(message.find("q_tma=true needs warp_specialize=true and q=shared"),
+              std::string::npos)
+        << message;
+  }
+  auto parsedBad = TileConfig::parse("q_tma=maybe");
+  ASSERT_FALSE(bool(parsedBad));
+  EXPECT_NE(llvm::toString(parsedBad.takeError()).find("q_tma must be false or true"),
+            std::string::npos);
+}
+
 /// The rotated key loop (softmax_overlap) is a warp-specialized kernel's: resolved, it is on
 /// where it fits the registers (the d192 default's Bc = 80, not Bc = 128), set it round-trips
 /// and keys the kernel, and without warp specialization it is refused.

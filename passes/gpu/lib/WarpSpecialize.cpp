@@ -36,7 +36,8 @@
 // that holds one (the key loops). In a persistent kernel the producer's next fill of Q waits
 // for that release, so the next tile's Q (and keys) load while the consumers finish this tile:
 // normalize and store O. A packed batch's Q has no map (its rows end at each sequence's end):
-// there the consumers copy Q themselves, shared by their threads alone (the copy's `threads`).
+// there, and with q_tma=false (the ablation's kernel), the consumers copy Q themselves, shared
+// by their threads alone (the copy's `threads`).
 //
 // A varlen kernel (tile.varlen: a packed batch) reads K and V as one packed tensor: its copies'
 // batch index is the sequence's first row `start` and their bound the sequence's length `len`.
@@ -128,6 +129,7 @@ struct TGPUWarpSpecialize
     if (!config->warpSpecialize.value_or(force))
       return;
     depth = config->stages.value_or(stages);
+    queryByTma = config->qTma.value_or(true);
     ctasPerSm = config->ctasPerSm.value_or(1);
     if (depth < 2 || depth > 8) {
       kernel.emitError() << "tgpu-warp-specialize: stages must be 2 to 8, not " << depth;
@@ -140,6 +142,9 @@ struct TGPUWarpSpecialize
   int64_t depth = 2, ctasPerSm = 1;
   /// A varlen kernel: K and V are packed, their rows offset by the copies' batch index.
   bool packed = false;
+  /// Q's copy becomes the producer's TMA load (TileConfig::loadsQWithTma): not on a packed
+  /// batch, nor with q_tma=false.
+  bool queryByTma = true;
   SmallVector<Channel> channels;
   DenseMap<Operation *, unsigned> channelOf; // AsyncCopyOp -> channel
   /// The copies the consumers keep (Q with q=shared).
@@ -155,6 +160,7 @@ struct TGPUWarpSpecialize
                               "their TMA loads are not implemented (use "
                               "warp_specialize=false)");
     packed = kernel->hasAttr(tile::kVarlenAttr);
+    queryByTma = queryByTma && !packed;
     if (kernel->hasAttr(tile::kSplitKVAttr))
       return kernel.emitError("warp_specialize: split-KV kernels are not warp-specialized yet "
                               "(their merge has not run with warp roles; use "
@@ -220,11 +226,11 @@ struct TGPUWarpSpecialize
       auto view = dyn_cast<BlockArgument>(copy.getView());
       bool query =
           view && view.getOwner() == &kernel.getBody().front() && view.getArgNumber() == 0;
-      // Q in shared memory (q=shared) on a packed batch: the consumers copy it themselves, once
-      // per tile; its copy, group and wait stay in the consumer partition, and
-      // tgpu-insert-barriers orders it among the consumers.
+      // Q in shared memory (q=shared) on a packed batch, or with q_tma=false: the consumers copy
+      // it themselves, once per tile; its copy, group and wait stay in the consumer partition,
+      // and tgpu-insert-barriers orders it among the consumers.
       // (TileConfig::loadsQWithTma says the same for the launch metadata.)
-      if (query && packed) {
+      if (query && !queryByTma) {
         consumerCopies.push_back(copy);
         return WalkResult::advance();
       }

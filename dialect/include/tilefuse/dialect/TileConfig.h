@@ -17,7 +17,8 @@
 // dimension's default), softmax_overlap=true|false (a warp-specialized kernel's rotated key loop),
 // pingpong=true|false (its consumer warpgroups taking turns), persistent=true|false (its CTAs
 // looping over tiles), row_order=ascending|descending (the order of a grid's row blocks) and
-// ctas_per_sm=N (the register budget: not part of a complete
+// q_tma=true|false (a warp-specialized shared Q loaded by the producer's TMA or copied by the
+// consumers; unset: TMA where it applies) and ctas_per_sm=N (the register budget: not part of a complete
 // configuration, whose kernels get no budget beyond the hardware's).
 //
 // A field may be unset ("the tuned default": defaultTileConfig for the head dimension and chip);
@@ -106,6 +107,11 @@ struct TileConfig {
   /// the kernel's default, descending where its mask compares rows with columns on sm_90a for
   /// padded batches (defaultTileConfig's rowBlocksUnequal), else ascending.
   std::optional<bool> descendingRows;
+  /// Q by TMA (tgpu-warp-specialize; warp-specialized kernels with Q in shared memory): the
+  /// producer loads each tile's Q through the launch ABI's q_map into a one-stage channel, or,
+  /// false, the consumers copy it with cp.async (the kernel before this step, kept for the
+  /// ablation). Unset (and outside isComplete): TMA wherever it applies (loadsQWithTma).
+  std::optional<bool> qTma;
 
   /// Every field set (ctasPerSm aside) (what compileToPTX compiles, what the tuner enumerates and stores).
   bool isComplete() const;
@@ -129,10 +135,12 @@ struct TileConfig {
   /// warp_specialize); needs blockM and rowsPerWarp.
   int64_t threads() const;
   /// Whether the producer loads each tile's Q with TMA (launch_abi's q_map; metadata "q_tma"):
-  /// a warp-specialized kernel with Q in shared memory on a padded batch. A packed batch's
-  /// consumers copy Q themselves (its rows end at each sequence's end, which no map bounds).
+  /// a warp-specialized kernel with Q in shared memory on a padded batch, unless q_tma=false. A
+  /// packed batch's consumers copy Q themselves (its rows end at each sequence's end, which no
+  /// map bounds).
   bool loadsQWithTma(bool packed) const {
-    return warpSpecialize.value_or(false) && qOperand == QOperand::Shared && !packed;
+    return warpSpecialize.value_or(false) && qOperand == QOperand::Shared && !packed &&
+           qTma.value_or(true);
   }
   /// Threads of the producer warpgroup (warp_specialize) or 0.
   int64_t producerThreads() const { return warpSpecialize.value_or(false) ? 128 : 0; }
