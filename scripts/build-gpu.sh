@@ -128,7 +128,7 @@ done
 # and scripts/gpu-run.sh tests-persist (the only kernels whose CTAs run several tiles, so the only
 # ones that take Q's one-stage ring through more than one phase). kernels-persist-qs: d128 with
 # Q in shared memory (loaded by the producer with TMA while the consumers finish a tile).
-rm -rf "$out"/kernels-persist*/ && mkdir -p "$out/kernels-persist" "$out/kernels-persist-qs"
+rm -rf "$out/kernels-persist" "$out/kernels-persist-qs" && mkdir -p "$out/kernels-persist" "$out/kernels-persist-qs"
 # compile_tested DIR NAME OPTIONS...: NAME.ptx and NAME.json, and the float64 reference
 # NAME.reference.so that the GPU tests check a kernel set against (as scripts/compile-kernels.sh).
 compile_tested() {
@@ -162,6 +162,14 @@ for d in 64 192 256; do
     build/tools/tilefuse compile --kernel "$kernel" --head-dim "$d" --config q_tma=false \
       --emit ptx -o "$out/kernels-noqtma/${kernel}_d$d.ptx" || exit 1
   done
+done
+# The ablation of persistence (persistent=false: one tile per CTA) on every default that is
+# persistent (full masks where Q loads by TMA: d64, d192 and d256): bench.py --variant
+# nopersist=...
+rm -rf "$out/kernels-nopersist" && mkdir -p "$out/kernels-nopersist"
+for d in 64 192 256; do
+  build/tools/tilefuse compile --kernel attention --head-dim "$d" --config persistent=false \
+    --emit ptx -o "$out/kernels-nopersist/attention_d$d.ptx" || exit 1
 done
 # The split-KV kernels (tile-split-kv), apart: their sidecars say "split_kv" and the GPU tests run
 # them at several split counts (scripts/gpu-run.sh tests-split).

@@ -389,6 +389,19 @@ static void warpSpecializedTiles(TileConfig &c, int64_t headDim, QOperand q,
   c.softmaxOverlap = rotated != 0;
 }
 
+/// Persistent programs by default (tgpu-persistent) where the producer loads Q with TMA
+/// (loadsQWithTma: padded batches with Q in shared memory, the d64 Br = 192, d192 and d256
+/// defaults) and every row block is the same work (no causal-like mask). There the next tile's Q
+/// and first key blocks load while the consumers finish this one. Measured on the H200 against
+/// the one-tile-per-CTA grid (docs/perf.md, 2026-12-02, eighteenth session, two runs), full
+/// masks: +9% at d64 and +4% at d192 and d256 at 1k; +0.5 to +3.5% at 4k; d64 +2% and d192, d256
+/// -0.7% at 16k. Under a causal mask the static schedule loses 3-13% at 1k (its longest-first
+/// order reads every head's keys at once), and at d128, whose Q is in registers, it loses 2-4%
+/// from 4k.
+static bool persistentByDefault(const TileConfig &c, KeyLayout keys, bool rowBlocksUnequal) {
+  return !rowBlocksUnequal && c.loadsQWithTma(/*packed=*/keys != KeyLayout::Tensors);
+}
+
 TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, KeyLayout keys,
                                        int64_t regionRegisters, bool rowBlocksUnequal) {
   TileConfig c;
@@ -408,6 +421,8 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
     c.descendingRows = defaultRowOrder(chip, keys, rowBlocksUnequal);
     if (warpSpecializedByDefault(headDim, chip, keys, rowBlocksUnequal)) {
       warpSpecializedTiles(c, headDim, warpSpecializedQuery(headDim, keys), regionRegisters);
+      if (persistentByDefault(c, keys, rowBlocksUnequal))
+        c.persistent = true;
     } else if (regionRegisters > 0 && keys != KeyLayout::Gathered) {
       // Gathered (paged) keys keep their key block: its page-size constraints are their own.
       c.blockN = oneWarpgroupKeyBlock(headDim, *c.blockN, regionRegisters);
@@ -498,6 +513,12 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   // tuned key block, which the default shrank only to keep the rotation.
   if (requested.softmaxOverlap == false && !requested.blockN && base.softmaxOverlap == true)
     tiles.blockN = warpSpecializedKeyBlock(headDim, *tiles.qOperand);
+  // Persistent by default where the kernel actually built loads Q with TMA (a request for Q in
+  // registers, q_tma=false or no warp roles takes the default's persistence away), unless asked.
+  if (!requested.persistent)
+    tiles.persistent = persistentByDefault(tiles, keys, rowBlocksUnequal)
+                           ? std::optional<bool>(true)
+                           : std::nullopt;
   if (!requested.rowsPerWarp && *tiles.blockM % *tiles.rowsPerWarp)
     tiles.rowsPerWarp = 16; // an explicit Br the default rows-per-warp does not divide
   // The chip is left to convert-tgpu-to-nvvm, whose message names it.

@@ -218,4 +218,18 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
     llvm::consumeError(std::move(error));
   else
     space.push_back(reversed);
+  // A warp-specialized default with its persistence the other way: a persistent default gains
+  // over the one-tile-per-CTA grid where tiles are short and can lose a little where they are
+  // long, one-tile defaults the other way round (docs/perf.md, 2026-12-02); the length bucket in
+  // the tuner's key lets each length take its side.
+  if (defaults.warpSpecialize.value_or(false)) {
+    Candidate toggled;
+    toggled.config = defaults;
+    toggled.config.persistent = !defaults.persistent.value_or(false);
+    toggled.estimate = estimateResources(toggled.config, headDim);
+    if (llvm::Error error = toggled.config.verify(chip))
+      llvm::consumeError(std::move(error));
+    else
+      space.push_back(toggled);
+  }
 }

@@ -248,6 +248,32 @@ TEST(TileConfig, PingPongAndPersistentNeedWarpSpecialization) {
   }
 }
 
+/// Persistent by default where the producer loads Q with TMA and the row blocks are equal work:
+/// d64 (Br = 192), d192 and d256 full masks on padded batches; not under a causal-like mask, not
+/// at d128 (Q in registers), not on packed batches, and not once a request takes Q by TMA away.
+TEST(TileConfig, PersistentWhereQueryLoadsByTma) {
+  auto resolved = [](const char *text, int64_t d, bool unequal = false,
+                     KeyLayout keys = KeyLayout::Tensors) {
+    auto config = resolveTileConfig(parsed(text), d, "sm_90a", keys, 0, unequal);
+    EXPECT_TRUE(bool(config)) << llvm::toString(config.takeError());
+    return *config;
+  };
+  for (int64_t d : {64, 192, 256}) {
+    EXPECT_EQ(resolved("", d).persistent, true) << d;
+    EXPECT_EQ(defaultTileConfig(d, "sm_90a").persistent, true) << d;
+    EXPECT_FALSE(resolved("", d, /*unequal=*/true).persistent) << d;
+    EXPECT_FALSE(resolved("q_tma=false", d).persistent) << d;
+    EXPECT_EQ(resolved("persistent=false", d).persistent, false) << d;
+  }
+  EXPECT_FALSE(resolved("", 128).persistent);
+  EXPECT_EQ(resolved("mma=wgmma,q=shared,warp_specialize=true", 128).persistent, true);
+  EXPECT_FALSE(resolved("warp_specialize=false", 192).persistent);
+  EXPECT_FALSE(resolved("q=registers,warp_specialize=true", 256).persistent);
+  EXPECT_FALSE(resolved("", 192, false, KeyLayout::PackedRows).persistent);
+  // Asked for, it stays, also where the default would not take it.
+  EXPECT_EQ(resolved("persistent=true", 128, /*unequal=*/true).persistent, true);
+}
+
 /// Q by TMA is the default of a warp-specialized shared-Q kernel on a padded batch; q_tma=false
 /// (the ablation's kernel) keys a kernel of its own whose consumers copy Q, and q_tma=true where
 /// no producer or no shared Q buffer exists is refused.
@@ -523,7 +549,7 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
   };
   EXPECT_EQ(resolved("", 64, "sm_90a"),
             "Br=192,Bc=128,rows_per_warp=16,mma=wgmma,q=shared,copy_issue=eager,stages=2,"
-            "pack_gqa=false,warp_specialize=true,softmax_overlap=true");
+            "pack_gqa=false,warp_specialize=true,softmax_overlap=true,persistent=true");
   auto causal = [](llvm::StringRef text, int64_t d) {
     auto c = resolveTileConfig(parsed(text), d, "sm_90a", KeyLayout::Tensors, 0, true);
     return c ? c->print() : llvm::toString(c.takeError());

@@ -277,16 +277,28 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
                                return inDefaultRowOrder(c.config, defaults) == defaults;
                              }),
               1);
+    // The warp-specialized default with its persistence toggled, once.
+    TileConfig toggled = defaults;
+    toggled.persistent = !defaults.persistent.value_or(false);
+    EXPECT_EQ(count(toggled), 1);
     // The enumerated default (ascending, unset) was in the space: one dropped and two added
-    // where the default reverses the rows; where it does not, it is the default, one added.
-    EXPECT_EQ(space.size(), enumerated + 1);
+    // where the default reverses the rows; where it does not, it is the default, one added;
+    // and the toggled persistence.
+    EXPECT_EQ(space.size(), enumerated + 2);
   }
   TileConfig persistent = defaultTileConfig(128, "sm_90a");
   persistent.persistent = true;
   std::vector<Candidate> space;
   addDefaultCandidates(space, persistent, 128, "sm_90a");
-  ASSERT_EQ(space.size(), 2u);
-  EXPECT_EQ(space.front().config, persistent);
-  EXPECT_EQ(space.back().config.descendingRows, true);
-  EXPECT_EQ(space.back().config.persistent, true);
+  ASSERT_EQ(space.size(), 3u);
+  EXPECT_EQ(space[0].config, persistent);
+  EXPECT_EQ(space[1].config.descendingRows, true);
+  EXPECT_EQ(space[1].config.persistent, true);
+  EXPECT_EQ(space[2].config.persistent, false);
+  EXPECT_EQ(space[2].config.descendingRows, persistent.descendingRows);
+  // A one-warpgroup default has no persistent form: two candidates.
+  std::vector<Candidate> plain;
+  addDefaultCandidates(plain, defaultTileConfig(128, "sm_90a", KeyLayout::Gathered), 128,
+                       "sm_90a");
+  EXPECT_EQ(plain.size(), 2u);
 }

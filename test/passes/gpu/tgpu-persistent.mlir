@@ -60,18 +60,40 @@ func.func @kernel(%q: !view, %o: !view, %n: index) {
 !view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
 !acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
 
-// row_order=descending: the row block index is t / (B·H), the (batch, head) t mod (B·H).
+// row_order=descending: the row block index is t / (B·H), the (batch, head) t mod (B·H), and the
+// list is dealt serpentine: program p's k-th tile is t = k·P + p in even rounds and
+// k·P + (P - 1 - p) in odd ones; it runs the full rounds, and the last partial one where its
+// place there (p or P - 1 - p, by that round's parity) is below the tiles left.
 // CHECK-LABEL: func.func @longest_first
 // CHECK-DAG:     %[[B:.+]] = memref.dim %arg0, %c0
 // CHECK-DAG:     %[[H:.+]] = memref.dim %arg0, %c1
-// CHECK:         scf.for %[[T:.+]] = %{{.+}} to %{{.+}} step %{{.+}} {
-// CHECK-NEXT:      %[[BH:.+]] = arith.muli %[[B]], %[[H]]
-// CHECK-NEXT:      %[[ROW:.+]] = arith.divui %[[T]], %[[BH]]
-// CHECK-NEXT:      %[[HEAD:.+]] = arith.remui %[[T]], %[[BH]]
-// CHECK-NEXT:      %[[BATCH:.+]] = arith.divui %[[HEAD]], %[[H]]
-// CHECK-NEXT:      %[[HB:.+]] = arith.remui %[[HEAD]], %[[H]]
-// CHECK-NEXT:      %[[ROW0:.+]] = arith.muli %[[ROW]], %c64
-// CHECK:           tile.block_store %{{.+}}, %arg1[%[[BATCH]], %[[HB]], %[[ROW0]]]
+// CHECK:         %[[PROGRAMS:.+]] = gpu.grid_dim x
+// CHECK:         scf.forall (%[[P:.+]]) in (%[[PROGRAMS]]) {
+// CHECK:           %[[TILES:.+]] = arith.muli
+// CHECK:           %[[LAST:.+]] = arith.subi %[[PROGRAMS]], %[[ONE:.+]] : index
+// CHECK-NEXT:      %[[MIRROR:.+]] = arith.subi %[[LAST]], %[[P]]
+// CHECK-NEXT:      %[[ROUNDS:.+]] = arith.divui %[[TILES]], %[[PROGRAMS]]
+// CHECK-NEXT:      %[[LEFT:.+]] = arith.remui %[[TILES]], %[[PROGRAMS]]
+// CHECK-NEXT:      %[[PARITY:.+]] = arith.remui %[[ROUNDS]], %[[TWO:.+]] : index
+// CHECK-NEXT:      %[[EVEN:.+]] = arith.cmpi eq, %[[PARITY]], %[[ZERO:.+]] : index
+// CHECK-NEXT:      %[[PLACE:.+]] = arith.select %[[EVEN]], %[[P]], %[[MIRROR]]
+// CHECK-NEXT:      %[[IN:.+]] = arith.cmpi ult, %[[PLACE]], %[[LEFT]]
+// CHECK-NEXT:      %[[EXTRA:.+]] = arith.select %[[IN]], %[[ONE]], %[[ZERO]]
+// CHECK-NEXT:      %[[TRIPS:.+]] = arith.addi %[[ROUNDS]], %[[EXTRA]]
+// CHECK-NEXT:      scf.for %[[K:.+]] = %[[ZERO]] to %[[TRIPS]] step %[[ONE]] {
+// CHECK-NEXT:        %[[KP:.+]] = arith.remui %[[K]], %[[TWO]]
+// CHECK-NEXT:        %[[KEVEN:.+]] = arith.cmpi eq, %[[KP]], %[[ZERO]]
+// CHECK-NEXT:        %[[KPLACE:.+]] = arith.select %[[KEVEN]], %[[P]], %[[MIRROR]]
+// CHECK-NEXT:        %[[BASE:.+]] = arith.muli %[[K]], %[[PROGRAMS]]
+// CHECK-NEXT:        %[[T:.+]] = arith.addi %[[BASE]], %[[KPLACE]]
+// CHECK-NEXT:        %[[BH:.+]] = arith.muli %[[B]], %[[H]]
+// CHECK-NEXT:        %[[ROW:.+]] = arith.divui %[[T]], %[[BH]]
+// CHECK-NEXT:        %[[HEAD:.+]] = arith.remui %[[T]], %[[BH]]
+// CHECK-NEXT:        %[[BATCH:.+]] = arith.divui %[[HEAD]], %[[H]]
+// CHECK-NEXT:        %[[HB:.+]] = arith.remui %[[HEAD]], %[[H]]
+// CHECK-NEXT:        %[[ROW0:.+]] = arith.muli %[[ROW]], %c64
+// CHECK:             tile.block_store %{{.+}}, %arg1[%[[BATCH]], %[[HB]], %[[ROW0]]]
+// CHECK:           } {tgpu.tile_loop}
 module attributes {tile.config = #tile.config<"row_order=descending">} {
   func.func @longest_first(%q: !view, %o: !view) {
     %c0 = arith.constant 0 : index

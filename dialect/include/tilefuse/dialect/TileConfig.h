@@ -92,10 +92,11 @@ struct TileConfig {
   std::optional<bool> pingpong;
   /// Persistent programs (tgpu-persistent; warp-specialized kernels of whole K and V tensors):
   /// the launcher starts as many CTAs as the GPU holds at once, and each loops over (batch,
-  /// head, row block) tiles in the row order's sense (descending: longest first across heads;
-  /// else a head's row blocks together), so a CTA's mbarriers, setmaxnreg and producer run on
-  /// across tiles and the next tile's loads overlap this one's epilogue. Unset (and outside
-  /// isComplete): off.
+  /// head, row block) tiles in the row order's sense (descending: longest first across heads,
+  /// dealt serpentine; else a head's row blocks together), so a CTA's mbarriers, setmaxnreg and
+  /// producer run on across tiles and the next tile's loads overlap this one's epilogue. Unset
+  /// (and outside isComplete): off; resolved, on where the producer loads Q with TMA and the row
+  /// blocks are equal work (defaultTileConfig).
   std::optional<bool> persistent;
   /// The row blocks of the forward's grid in descending order (tile-order-row-blocks): the
   /// program with block index x takes row block R - 1 - x, so the GPU, which starts CTAs in
@@ -168,6 +169,8 @@ enum class KeyLayout { Tensors, PackedRows, Gathered };
 /// for padded batches, Bc = 112 at d192 and 80 at d256; packed d192: Q in registers, Bc = 80).
 /// At d64, for padded batches whose row blocks are equal work (not `rowBlocksUnequal`), three
 /// consumer warpgroups (Br = 192, Bc = 128, Q in shared memory: FlashAttention-3's d64 tile).
+/// Where the producer then loads Q with TMA (padded batches with Q in shared memory) and the
+/// mask leaves the row blocks equal work (not `rowBlocksUnequal`), persistent programs.
 /// The autotuner's baseline.
 ///
 /// `regionRegisters` is what the kernel's score and mask regions take per consumer thread beyond

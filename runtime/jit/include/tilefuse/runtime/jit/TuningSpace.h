@@ -126,7 +126,8 @@ TileConfig inDefaultRowOrder(TileConfig config, const TileConfig &defaults);
 /// it is timed once, as the default) and the default with its grid's row blocks (a persistent
 /// kernel's tile loop) in the other order: the same kernel in another launch order, which only
 /// the timing tells apart. Ascending is spelled out there (row_order=ascending) where the
-/// default is descending. One candidate, not an axis: an axis would double the space.
+/// default is descending. A warp-specialized default is also timed with its persistence
+/// toggled (persistent=true or false). Candidates, not axes: an axis would double the space.
 void addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &defaults,
                           int64_t headDim, llvm::StringRef chip);
 
