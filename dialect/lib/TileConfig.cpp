@@ -397,9 +397,12 @@ static void warpSpecializedTiles(TileConfig &c, int64_t headDim, QOperand q,
 /// masks: +9% at d64 and +4% at d192 and d256 at 1k; +0.5 to +3.5% at 4k; d64 +2% and d192, d256
 /// -0.7% at 16k. Under a causal mask the static schedule loses 3-13% at 1k (its longest-first
 /// order reads every head's keys at once), and at d128, whose Q is in registers, it loses 2-4%
-/// from 4k.
-static bool persistentByDefault(const TileConfig &c, KeyLayout keys, bool rowBlocksUnequal) {
-  return !rowBlocksUnequal && c.loadsQWithTma(/*packed=*/keys != KeyLayout::Tensors);
+/// from 4k. Only kernels whose score and mask regions take no registers: the tile loop's state
+/// on top of the regions' spills (softcap at d64: 284 bytes, ptxas -v).
+static bool persistentByDefault(const TileConfig &c, KeyLayout keys, bool rowBlocksUnequal,
+                                int64_t regionRegisters) {
+  return !rowBlocksUnequal && regionRegisters == 0 &&
+         c.loadsQWithTma(/*packed=*/keys != KeyLayout::Tensors);
 }
 
 TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, KeyLayout keys,
@@ -421,7 +424,7 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
     c.descendingRows = defaultRowOrder(chip, keys, rowBlocksUnequal);
     if (warpSpecializedByDefault(headDim, chip, keys, rowBlocksUnequal)) {
       warpSpecializedTiles(c, headDim, warpSpecializedQuery(headDim, keys), regionRegisters);
-      if (persistentByDefault(c, keys, rowBlocksUnequal))
+      if (persistentByDefault(c, keys, rowBlocksUnequal, regionRegisters))
         c.persistent = true;
     } else if (regionRegisters > 0 && keys != KeyLayout::Gathered) {
       // Gathered (paged) keys keep their key block: its page-size constraints are their own.
@@ -516,7 +519,7 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   // Persistent by default where the kernel actually built loads Q with TMA (a request for Q in
   // registers, q_tma=false or no warp roles takes the default's persistence away), unless asked.
   if (!requested.persistent)
-    tiles.persistent = persistentByDefault(tiles, keys, rowBlocksUnequal)
+    tiles.persistent = persistentByDefault(tiles, keys, rowBlocksUnequal, regionRegisters)
                            ? std::optional<bool>(true)
                            : std::nullopt;
   if (!requested.rowsPerWarp && *tiles.blockM % *tiles.rowsPerWarp)

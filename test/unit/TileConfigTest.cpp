@@ -270,6 +270,11 @@ TEST(TileConfig, PersistentWhereQueryLoadsByTma) {
   EXPECT_FALSE(resolved("warp_specialize=false", 192).persistent);
   EXPECT_FALSE(resolved("q=registers,warp_specialize=true", 256).persistent);
   EXPECT_FALSE(resolved("", 192, false, KeyLayout::PackedRows).persistent);
+  // Score and mask regions that take registers: the tile loop's state would spill them.
+  auto softcap = resolveTileConfig(parsed(""), 64, "sm_90a", KeyLayout::Tensors, 9, false);
+  ASSERT_TRUE(bool(softcap)) << llvm::toString(softcap.takeError());
+  EXPECT_FALSE(softcap->persistent);
+  EXPECT_FALSE(defaultTileConfig(192, "sm_90a", KeyLayout::Tensors, 9).persistent);
   // Asked for, it stays, also where the default would not take it.
   EXPECT_EQ(resolved("persistent=true", 128, /*unequal=*/true).persistent, true);
 }

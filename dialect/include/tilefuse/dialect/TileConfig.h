@@ -95,8 +95,8 @@ struct TileConfig {
   /// head, row block) tiles in the row order's sense (descending: longest first across heads,
   /// dealt serpentine; else a head's row blocks together), so a CTA's mbarriers, setmaxnreg and
   /// producer run on across tiles and the next tile's loads overlap this one's epilogue. Unset
-  /// (and outside isComplete): off; resolved, on where the producer loads Q with TMA and the row
-  /// blocks are equal work (defaultTileConfig).
+  /// (and outside isComplete): off; resolved, on where the producer loads Q with TMA, the row
+  /// blocks are equal work and the regions take no registers (defaultTileConfig).
   std::optional<bool> persistent;
   /// The row blocks of the forward's grid in descending order (tile-order-row-blocks): the
   /// program with block index x takes row block R - 1 - x, so the GPU, which starts CTAs in
@@ -170,7 +170,8 @@ enum class KeyLayout { Tensors, PackedRows, Gathered };
 /// At d64, for padded batches whose row blocks are equal work (not `rowBlocksUnequal`), three
 /// consumer warpgroups (Br = 192, Bc = 128, Q in shared memory: FlashAttention-3's d64 tile).
 /// Where the producer then loads Q with TMA (padded batches with Q in shared memory) and the
-/// mask leaves the row blocks equal work (not `rowBlocksUnequal`), persistent programs.
+/// mask leaves the row blocks equal work (not `rowBlocksUnequal`), persistent programs, for
+/// kernels whose regions take no registers (`regionRegisters` 0).
 /// The autotuner's baseline.
 ///
 /// `regionRegisters` is what the kernel's score and mask regions take per consumer thread beyond
