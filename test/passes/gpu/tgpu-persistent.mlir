@@ -69,7 +69,8 @@ func.func @kernel(%q: !view, %o: !view, %n: index) {
 // CHECK-DAG:     %[[H:.+]] = memref.dim %arg0, %c1
 // CHECK:         %[[PROGRAMS:.+]] = gpu.grid_dim x
 // CHECK:         scf.forall (%[[P:.+]]) in (%[[PROGRAMS]]) {
-// CHECK:           %[[TILES:.+]] = arith.muli
+// CHECK:           %[[BH0:.+]] = arith.muli %[[B]], %[[H]]
+// CHECK-NEXT:      %[[TILES:.+]] = arith.muli %[[BH0]], %{{.+}} : index
 // CHECK:           %[[LAST:.+]] = arith.subi %[[PROGRAMS]], %[[ONE:.+]] : index
 // CHECK-NEXT:      %[[MIRROR:.+]] = arith.subi %[[LAST]], %[[P]]
 // CHECK-NEXT:      %[[ROUNDS:.+]] = arith.divui %[[TILES]], %[[PROGRAMS]]
