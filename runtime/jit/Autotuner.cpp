@@ -112,9 +112,8 @@ TuningKey jit::tuningKeyFor(llvm::StringRef source, const PtxCompileOptions &opt
   return key;
 }
 
-/// Whether the driver's JIT report (ptxas -v style) shows spills.
-static bool jitLogShowsSpills(llvm::StringRef log) {
-  // "N bytes spill stores, M bytes spill loads" per function; any non-zero N or M spills.
+uint64_t jit::jitLogSpillBytes(llvm::StringRef log) {
+  uint64_t most = 0;
   size_t at = 0;
   while ((at = log.find(" bytes spill ", at)) != llvm::StringRef::npos) {
     llvm::StringRef before = log.take_front(at).rtrim();
@@ -122,11 +121,11 @@ static bool jitLogShowsSpills(llvm::StringRef log) {
     while (digits && std::isdigit(static_cast<unsigned char>(before[digits - 1])))
       --digits;
     unsigned long long n = 0;
-    if (!before.drop_front(digits).getAsInteger(10, n) && n)
-      return true;
+    if (!before.drop_front(digits).getAsInteger(10, n))
+      most = std::max<uint64_t>(most, n);
     at += 1;
   }
-  return false;
+  return most;
 }
 
 namespace {
@@ -532,8 +531,13 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
             } else {
               r.loadMs = 1e3 * secondsSince(start);
               r.registers = (*kernel)->registersPerThread();
-              bool spills =
-                  (*kernel)->localBytesPerThread() > 0 || jitLogShowsSpills((*kernel)->jitLog());
+              uint64_t spilled = std::max<uint64_t>((*kernel)->localBytesPerThread(),
+                                                    jitLogSpillBytes((*kernel)->jitLog()));
+              bool spills = spilled > kTolerableSpillBytes;
+              if (spilled && !spills)
+                r.reason = "spills " + std::to_string(spilled) +
+                           " bytes of local memory per thread, within the " +
+                           std::to_string(kTolerableSpillBytes) + " tolerated";
               if (spills && r.isDefault) {
                 // Kept: the baseline (see above); the table says it spills.
                 r.reason = "spills " + std::to_string((*kernel)->localBytesPerThread()) +

@@ -221,3 +221,28 @@ TEST(KeySplitTuning, LaunchUsesTheTunedCountOnItsGridOnly) {
   EXPECT_TRUE(tuned.appliesTo(64, 32));
   EXPECT_FALSE(tuned.appliesTo(63, 32));
 }
+
+namespace {
+
+/// The tuner reads spills off the driver's JIT report: the most bytes one function stores or
+/// loads. A persistent kernel's producer spill (8 bytes stored, 16 loaded: ptxas -v on the
+/// d64 persistent attention kernel) is within what it tolerates; a spilling loop is not.
+TEST(AutotunerSpills, ReadsTheJitReport) {
+  EXPECT_EQ(jitLogSpillBytes(""), 0u);
+  EXPECT_EQ(jitLogSpillBytes("ptxas info    : Function properties for attention\n"
+                             "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"),
+            0u);
+  llvm::StringRef producer =
+      "ptxas info    : Function properties for attention\n"
+      "    8 bytes stack frame, 8 bytes spill stores, 16 bytes spill loads\n"
+      "ptxas info    : Used 128 registers, used 1 barriers, 8 bytes cumulative stack size";
+  EXPECT_EQ(jitLogSpillBytes(producer), 16u);
+  EXPECT_LE(jitLogSpillBytes(producer), kTolerableSpillBytes);
+  llvm::StringRef loop = "Function properties for a\n 0 bytes spill stores, 0 bytes spill loads\n"
+                         "Function properties for b\n 284 bytes spill stores, 312 bytes spill "
+                         "loads";
+  EXPECT_EQ(jitLogSpillBytes(loop), 312u);
+  EXPECT_GT(jitLogSpillBytes(loop), kTolerableSpillBytes);
+}
+
+} // namespace

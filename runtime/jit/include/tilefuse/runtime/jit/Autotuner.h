@@ -44,6 +44,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -93,7 +94,7 @@ enum class CandidateOutcome {
   Pruned,       ///< the resource model ruled it out; never compiled
   CompileFailed,
   LoadFailed,   ///< the driver's JIT refused it
-  Spilled,      ///< the JIT report shows local memory
+  Spilled,      ///< the JIT report shows more local memory than kTolerableSpillBytes
   LaunchFailed,
   WrongResult,  ///< its output differs from the default configuration's
   Slow,         ///< over 1.5x the best in the first round, or 1.3x after three timed rounds
@@ -101,6 +102,17 @@ enum class CandidateOutcome {
   Timed,
 };
 llvm::StringRef candidateOutcomeName(CandidateOutcome outcome);
+
+/// The local memory a candidate may spill to and still be timed, bytes per thread: a value or
+/// two kept in L1. The persistent kernels' producer warp, at 24 registers, keeps its tile index
+/// or a 64-bit address there (4-8 bytes, ptxas -v), and measured faster than the one-tile-per-CTA
+/// kernel with it (docs/perf.md, 2026-12-02). More is a kernel that spills in its loops, which
+/// timing would only confirm at the cost of the budget.
+constexpr uint64_t kTolerableSpillBytes = 16;
+
+/// The most spill bytes one function of a driver JIT report (ptxas -v style: "N bytes spill
+/// stores, M bytes spill loads") stores or loads; 0 where it shows none.
+uint64_t jitLogSpillBytes(llvm::StringRef log);
 
 /// One split count a split-KV configuration was timed at.
 struct SplitTiming {
