@@ -210,26 +210,27 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
     c.estimate = estimateResources(defaults, headDim);
     space.push_back(c);
   }
-  Candidate reversed;
-  reversed.config = defaults;
-  reversed.config.descendingRows = !defaults.descendingRows.value_or(false);
-  reversed.estimate = estimateResources(reversed.config, headDim);
-  if (llvm::Error error = reversed.config.verify(chip))
-    llvm::consumeError(std::move(error));
-  else
-    space.push_back(reversed);
+  // The default changed in one setting, where that still verifies.
+  auto addVariant = [&](const TileConfig &config) {
+    if (llvm::Error error = config.verify(chip)) {
+      llvm::consumeError(std::move(error));
+      return;
+    }
+    Candidate c;
+    c.config = config;
+    c.estimate = estimateResources(config, headDim);
+    space.push_back(c);
+  };
+  TileConfig reversed = defaults;
+  reversed.descendingRows = !defaults.descendingRows.value_or(false);
+  addVariant(reversed);
   // A warp-specialized default with its persistence the other way: a persistent default gains
   // over the one-tile-per-CTA grid where tiles are short and can lose a little where they are
   // long, one-tile defaults the other way round (docs/perf.md, 2026-12-02); the length bucket in
   // the tuner's key lets each length take its side.
   if (defaults.warpSpecialize.value_or(false)) {
-    Candidate toggled;
-    toggled.config = defaults;
-    toggled.config.persistent = !defaults.persistent.value_or(false);
-    toggled.estimate = estimateResources(toggled.config, headDim);
-    if (llvm::Error error = toggled.config.verify(chip))
-      llvm::consumeError(std::move(error));
-    else
-      space.push_back(toggled);
+    TileConfig toggled = defaults;
+    toggled.persistent = !defaults.persistent.value_or(false);
+    addVariant(toggled);
   }
 }
