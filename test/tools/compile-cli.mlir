@@ -83,6 +83,23 @@
 // RUN: not tilefuse compile --kernel causal --config Br=24 -o %t/x 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BLOCK
 // BLOCK: block-m must be a multiple of 16
+// Q by TMA (q_tma) needs a producer and Q in shared memory: d128's default holds Q in registers.
+// RUN: not tilefuse compile --kernel causal --head-dim 128 --config q_tma=true -o %t/x 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=QTMA
+// QTMA: error: invalid kernel configuration: q_tma=true needs warp_specialize=true and q=shared
+// The d192 default loads Q by TMA and, its row blocks equal work, is persistent; q_tma=false
+// takes both away (the consumers copy Q; persistence follows Q by TMA).
+// RUN: tilefuse compile --kernel attention --head-dim 192 --emit ptx -o %t/q192.ptx
+// RUN: FileCheck %s --check-prefix=Q192 --input-file %t/q192.json
+// Q192-DAG: "kv_tma": true
+// Q192-DAG: "q_tma": true
+// Q192-DAG: "persistent": true
+// RUN: tilefuse compile --kernel attention --head-dim 192 --config q_tma=false --emit ptx \
+// RUN:   -o %t/noq192.ptx
+// RUN: FileCheck %s --check-prefix=NOQ192 --input-file %t/noq192.json
+// NOQ192: "kv_tma": true
+// NOQ192-NOT: "q_tma"
+// NOQ192-NOT: "persistent"
 // RUN: not tilefuse compile --kernel nope -o %t/x 2>&1 | FileCheck %s --check-prefix=NAME
 // NAME: error: no bundled kernel named 'nope'
 // RUN: not tilefuse compile %s -o %t/x 2>&1 | FileCheck %s --check-prefix=DSL
