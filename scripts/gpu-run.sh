@@ -35,6 +35,9 @@
 #   tests-d64-ws  every variant at head dim 64 warp-specialized with three consumer warpgroups
 #              (Br = 192, Q in shared memory: build-gpu/kernels-d64-ws192), then memcheck,
 #              racecheck and synccheck on small cases
+#   ablation   bench.py on the defaults beside each technique switched alone
+#              (build-gpu/kernels-ablation-NAME: nows, noov, noqtma, nopersist, persist, pp,
+#              asc), FA2 and cuDNN, in one run (ABLATION_ARGS: the shapes; ablation.json)
 #   tests-persist  the persistent kernels (build-gpu/kernels-persist: d64 to d256, attention and
 #              causal; kernels-persist-qs: d128 with Q in shared memory) against float64, then
 #              memcheck, racecheck and synccheck on small cases
@@ -275,6 +278,19 @@ for step in "${steps[@]}"; do
       run_step bench python3 tools/bench/bench.py --ptx-dir build-gpu/kernels \
         --lib build-gpu/libtilefuse_cuda.so --out "$out/bench.json" "${tuned[@]}" ${BENCH_ARGS:-}
       ;;
+    ablation)
+      # One bench run of the defaults beside each technique switched alone
+      # (build-gpu/kernels-ablation-*, scripts/build-gpu.sh), FA2 and cuDNN: ablation.json.
+      variants=()
+      for dir in build-gpu/kernels-ablation-*/; do
+        [ -d "$dir" ] && variants+=(--variant "$(basename "$dir" | sed 's/^kernels-ablation-//')=$dir")
+      done
+      # shellcheck disable=SC2086 # ABLATION_ARGS is a list of options
+      run_step ablation python3 tools/bench/bench.py --ptx-dir build-gpu/kernels \
+        --lib build-gpu/libtilefuse_cuda.so --out "$out/ablation.json" \
+        --impls tilefuse,sdpa-flash,sdpa-cudnn "${variants[@]}" \
+        ${ABLATION_ARGS:---head-dims 64,128,192,256 --seq 1024,4096,16384}
+      ;;
     tests-backward)
       # The derived backward of every variant through the self-contained CLI, against float64,
       # then sanitizers (scripts/gpu-backward-tests.sh).
@@ -399,7 +415,7 @@ for step in "${steps[@]}"; do
         done' "$out"
       ;;
     *)
-      echo "gpu-run: unknown step '$step' (tests, sanitize, bench, tests-backward, bench-backward, runtime, tune, tune-split, sass)" >&2
+      echo "gpu-run: unknown step '$step' (tests, sanitize, bench, ablation, tests-backward, bench-backward, runtime, tune, tune-split, sass)" >&2
       status=1
       ;;
   esac
