@@ -31,7 +31,8 @@
 //   the same direction every round (t = p, p + P, ...), program 0 took the longest tile of
 //   every round: about 6% more work than program P - 1 at d128 16k causal (a round spans 8
 //   row blocks, 15 rounds), where the persistent kernel measured 0.92x of the one-tile-per-CTA
-//   grid, whose hardware scheduler deals greedily. A head's row blocks kept together
+//   grid, whose hardware scheduler deals greedily; dealt serpentine it gained 5-12% at 4k and
+//   16k from d128 up (docs/perf.md, 2026-12-02). A head's row blocks kept together
 //   instead measured 0.67x at d128 16k causal: with a stride of programs = 132 over 128 row
 //   blocks, program 0 got the 16 longest blocks of its heads and program 64 the 16 shortest.
 //
