@@ -112,6 +112,22 @@ TuningKey jit::tuningKeyFor(llvm::StringRef source, const PtxCompileOptions &opt
   return key;
 }
 
+std::optional<TileConfig> jit::warpSpecializedPersistentForm(llvm::StringRef source,
+                                                            llvm::StringRef bufferName,
+                                                            const PtxCompileOptions &options) {
+  PtxCompileOptions persistent = options;
+  persistent.tiles = TileConfig();
+  persistent.tiles.warpSpecialize = true;
+  persistent.tiles.persistent = true;
+  persistent.dumpIRDirectory.clear();
+  auto kernel = compileToPTX(source, bufferName, persistent);
+  if (!kernel) {
+    llvm::consumeError(kernel.takeError()); // a kernel that cannot take warp roles
+    return std::nullopt;
+  }
+  return kernel->tiles;
+}
+
 uint64_t jit::jitLogSpillBytes(llvm::StringRef log) {
   uint64_t most = 0;
   size_t at = 0;
@@ -420,6 +436,20 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
   std::vector<Candidate> space = enumerateSpace(headDim, base.chip, limits, axes);
   TileConfig defaultTiles = defaultKernel->tiles;
   addDefaultCandidates(space, defaultTiles, headDim, base.chip);
+  // A default without warp roles has no persistence to toggle: its warp-specialized
+  // persistent form joins the space.
+  if (!defaultTiles.warpSpecialize.value_or(false) &&
+      llvm::is_contained(axes.warpSpecialize, true)) {
+    std::optional<TileConfig> persistent =
+        warpSpecializedPersistentForm(problem.source, problem.bufferName, base);
+    if (persistent &&
+        llvm::none_of(space, [&](const Candidate &c) { return c.config == *persistent; })) {
+      Candidate c;
+      c.config = *persistent;
+      c.estimate = estimateResources(c.config, headDim);
+      space.push_back(c);
+    }
+  }
   std::vector<Slot> slots(space.size());
   for (auto [slot, candidate] : llvm::zip(slots, space)) {
     slot.report.config = candidate.config;

@@ -5,6 +5,7 @@
 // through the runtime API asks for (keySplitGrid, keySplitsForLaunch). No GPU needed.
 //
 //===----------------------------------------------------------------------===//
+#include "tilefuse/kernels/Registry.h"
 #include "tilefuse/runtime/Compiler.h"
 #include "tilefuse/runtime/cuda/CudaKernel.h"
 #include "tilefuse/runtime/jit/Autotuner.h"
@@ -243,6 +244,34 @@ TEST(AutotunerSpills, ReadsTheJitReport) {
                          "loads";
   EXPECT_EQ(jitLogSpillBytes(loop), 312u);
   EXPECT_GT(jitLogSpillBytes(loop), kTolerableSpillBytes);
+}
+
+} // namespace
+
+namespace {
+
+/// A default without warp roles (d64 causal) gets its warp-specialized persistent form as a tuner
+/// candidate: the 192-row tile, Q in shared memory, persistent, its rows last first; a kernel
+/// that cannot take warp roles (mma.sync's sm_80, a paged cache) gets none.
+TEST(AutotunerCandidates, WarpSpecializedPersistentForm) {
+  const kernels::KernelSource *causal = kernels::find("causal");
+  ASSERT_NE(causal, nullptr);
+  PtxCompileOptions options;
+  options.headDim = 64;
+  std::optional<TileConfig> form =
+      warpSpecializedPersistentForm(causal->text, causal->fileName, options);
+  ASSERT_TRUE(form.has_value());
+  EXPECT_EQ(form->warpSpecialize, true);
+  EXPECT_EQ(form->persistent, true);
+  EXPECT_EQ(form->blockM, 192);
+  EXPECT_EQ(form->qOperand, QOperand::Shared);
+  EXPECT_EQ(form->descendingRows, true);
+  EXPECT_TRUE(form->isComplete());
+  options.chip = "sm_80";
+  EXPECT_FALSE(warpSpecializedPersistentForm(causal->text, causal->fileName, options));
+  options.chip = "sm_90a";
+  options.pagedKv = true;
+  EXPECT_FALSE(warpSpecializedPersistentForm(causal->text, causal->fileName, options));
 }
 
 } // namespace
