@@ -154,7 +154,8 @@ for kernel in attention causal; do
 done
 # The ablation (issue 10, FlashAttention-3's Table 2): each technique of the defaults switched
 # the other way alone, attention and causal at head dims 64, 128, 192 and 256, one set each,
-# build-gpu/kernels-ablation-NAME (scripts/gpu-run.sh ablation times them all in one bench run).
+# build-gpu/ablation/NAME (one folder, one path to carry; scripts/gpu-run.sh ablation times them
+# all in one bench run).
 # Where the default does not use the technique the request changes nothing (q_tma=false at d128,
 # whose Q is in registers) or asks for it anyway (pingpong=true).
 #   nows       warp_specialize=false: the one-warpgroup kernel with cp.async copies
@@ -169,7 +170,7 @@ ablations=(nows:warp_specialize=false noov:softmax_overlap=false noqtma:q_tma=fa
            asc:row_order=ascending)
 for ablation in "${ablations[@]}"; do
   name=${ablation%%:*} config=${ablation#*:}
-  dir="$out/kernels-ablation-$name"
+  dir="$out/ablation/$name"
   rm -rf "$dir" && mkdir -p "$dir"
   for d in 64 128 192 256; do
     for kernel in attention causal; do
@@ -195,3 +196,12 @@ for d in 64 128; do
       -o "$out/kernels-backward/${kernel}_backward_d$d.ptx" || exit 1
   done
 done
+
+# What travels to the device machine is capped at 64 MiB with the tracked files (about 5 MiB).
+# With the self-contained tarball and every kernel set build-gpu/ is near that: then carry the
+# paths a call needs (at most 8: build-gpu/kernels, build-gpu/ablation, build-gpu/libtilefuse_cuda.so
+# and build-gpu/tilefuse-gpu-tests for the ablation step).
+size=$(du -sm "$out" | cut -f1)
+if ((size > 56)); then
+  echo "build-gpu: $out is $size MiB; carry only the paths a device call needs (64 MiB cap)" >&2
+fi

@@ -36,7 +36,7 @@
 #              (Br = 192, Q in shared memory: build-gpu/kernels-d64-ws192), then memcheck,
 #              racecheck and synccheck on small cases
 #   ablation   bench.py on the defaults beside each technique switched alone
-#              (build-gpu/kernels-ablation-NAME: nows, noov, noqtma, nopersist, persist, pp,
+#              (build-gpu/ablation/NAME: nows, noov, noqtma, nopersist, persist, pp,
 #              asc), FA2 and cuDNN, in one run (ABLATION_ARGS: the shapes; ablation.json)
 #   tests-persist  the persistent kernels (build-gpu/kernels-persist: d64 to d256, attention and
 #              causal; kernels-persist-qs: d128 with Q in shared memory) against float64, then
@@ -280,10 +280,10 @@ for step in "${steps[@]}"; do
       ;;
     ablation)
       # One bench run of the defaults beside each technique switched alone
-      # (build-gpu/kernels-ablation-*, scripts/build-gpu.sh), FA2 and cuDNN: ablation.json.
+      # (build-gpu/ablation/NAME, scripts/build-gpu.sh), FA2 and cuDNN: ablation.json.
       variants=()
-      for dir in build-gpu/kernels-ablation-*/; do
-        [ -d "$dir" ] && variants+=(--variant "$(basename "$dir" | sed 's/^kernels-ablation-//')=$dir")
+      for dir in build-gpu/ablation/*/; do
+        [ -d "$dir" ] && variants+=(--variant "$(basename "$dir")=$dir")
       done
       # shellcheck disable=SC2086 # ABLATION_ARGS is a list of options
       run_step ablation python3 tools/bench/bench.py --ptx-dir build-gpu/kernels \
