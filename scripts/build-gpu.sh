@@ -128,30 +128,9 @@ done
 # and scripts/gpu-run.sh tests-persist (the only kernels whose CTAs run several tiles, so the only
 # ones that take Q's one-stage ring through more than one phase). kernels-persist-qs: d128 with
 # Q in shared memory (loaded by the producer with TMA while the consumers finish a tile).
-rm -rf "$out/kernels-persist" "$out/kernels-persist-qs" && mkdir -p "$out/kernels-persist" "$out/kernels-persist-qs"
-# compile_tested DIR NAME OPTIONS...: NAME.ptx and NAME.json, and the float64 reference
-# NAME.reference.so that the GPU tests check a kernel set against (as scripts/compile-kernels.sh).
-compile_tested() {
-  local dir=$1 name=$2
-  shift 2
-  build/tools/tilefuse compile "$@" --emit ptx -o "$dir/$name.ptx" &&
-    build/tools/tilefuse compile "$@" --emit reference -o "$dir/$name.reference.o" &&
-    cc -shared -o "$dir/$name.reference.so" "$dir/$name.reference.o" -lm &&
-    rm "$dir/$name.reference.o"
-}
-for d in 64 128 192 256; do
-  for kernel in attention causal; do
-    config=persistent=true
-    # The d64 causal default is not warp-specialized; its persistent form is the 192-row tile.
-    [ "$d-$kernel" = 64-causal ] && config=warp_specialize=true,persistent=true
-    compile_tested "$out/kernels-persist" "${kernel}_d$d" --kernel "$kernel" --head-dim "$d" \
-      --config "$config" || exit 1
-  done
-done
-for kernel in attention causal; do
-  compile_tested "$out/kernels-persist-qs" "${kernel}_d128" --kernel "$kernel" --head-dim 128 \
-    --config mma=wgmma,q=shared,warp_specialize=true,persistent=true || exit 1
-done
+KERNEL_SET=persist scripts/compile-kernels.sh "$out/kernels-persist" || exit 1
+HEAD_DIMS=128 PERSIST_CONFIG=mma=wgmma,q=shared,warp_specialize=true KERNEL_SET=persist \
+  scripts/compile-kernels.sh "$out/kernels-persist-qs" || exit 1
 # The ablation (issue 10, FlashAttention-3's Table 2): each technique of the defaults switched
 # the other way alone, attention and causal at head dims 64, 128, 192 and 256, one set each,
 # build-gpu/ablation/NAME (one folder, one path to carry; scripts/gpu-run.sh ablation times them
@@ -175,9 +154,12 @@ for ablation in "${ablations[@]}"; do
   for d in 64 128 192 256; do
     for kernel in attention causal; do
       # A request the kernel cannot take (pingpong=true on one consumer warpgroup, persistent=true
-      # without warp roles) leaves its cell n/a.
-      build/tools/tilefuse compile --kernel "$kernel" --head-dim "$d" --config "$config" \
-        --emit ptx -o "$dir/${kernel}_d$d.ptx" 2>/dev/null || rm -f "$dir/${kernel}_d$d".*
+      # without warp roles) leaves its cell n/a; the compiler's reason is printed.
+      if ! why=$(build/tools/tilefuse compile --kernel "$kernel" --head-dim "$d" \
+                   --config "$config" --emit ptx -o "$dir/${kernel}_d$d.ptx" 2>&1); then
+        echo "build-gpu: ablation/$name/${kernel}_d$d n/a: ${why%%$'\n'*}" >&2
+        rm -f "$dir/${kernel}_d$d".*
+      fi
     done
   done
 done

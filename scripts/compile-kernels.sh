@@ -18,6 +18,9 @@
 #   KERNEL_SET=varlen-split scripts/compile-kernels.sh DIR        the varlen set, split-KV
 #   KERNEL_SET=head-dims scripts/compile-kernels.sh DIR           every variant at 96, 192, 256
 #                                                                 (HEAD_DIMS="256": those only)
+#   KERNEL_SET=persist scripts/compile-kernels.sh DIR             attention and causal at 64-256,
+#                                                                 persistent (HEAD_DIMS, and
+#                                                                 PERSIST_CONFIG: more settings)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 (($#)) || { echo "usage: $0 DIR [tilefuse compile options...]" >&2; exit 2; }
@@ -64,6 +67,24 @@ if [ "${KERNEL_SET:-full}" = head-dims ]; then
     done
   done
   echo "compile-kernels: $(ls "$dir"/*.ptx 2>/dev/null | wc -l) kernels in $dir${*:+ ($*)}"
+  ((${#failed[@]} == 0)) || { echo "compile-kernels: FAILED: ${failed[*]}" >&2; exit 1; }
+  exit 0
+fi
+if [ "${KERNEL_SET:-full}" = persist ]; then
+  # The persistent set (KERNEL_SET=persist): persistent=true on the defaults of attention and
+  # causal at head dims 64 to 256 (the d64 causal default has no warp roles: its persistent form
+  # is the 192-row warp-specialized tile). Its CTAs run several tiles, so it is what takes Q's
+  # one-stage ring through more than one phase. PERSIST_CONFIG adds settings to the
+  # configuration (mma=wgmma,q=shared,warp_specialize=true for the d128 shared-Q set).
+  for d in ${HEAD_DIMS:-64 128 192 256}; do
+    for kernel in attention causal; do
+      config=persistent=true
+      [ "$d-$kernel" = 64-causal ] && config=warp_specialize=true,persistent=true
+      compile "${kernel}_d$d" --kernel "$kernel" --head-dim "$d" \
+        --config "$config${PERSIST_CONFIG:+,$PERSIST_CONFIG}" "$@"
+    done
+  done
+  echo "compile-kernels: $(ls "$dir"/*.ptx 2>/dev/null | wc -l) kernels in $dir"
   ((${#failed[@]} == 0)) || { echo "compile-kernels: FAILED: ${failed[*]}" >&2; exit 1; }
   exit 0
 fi

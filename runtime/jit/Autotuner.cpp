@@ -112,9 +112,9 @@ TuningKey jit::tuningKeyFor(llvm::StringRef source, const PtxCompileOptions &opt
   return key;
 }
 
-std::optional<TileConfig> jit::warpSpecializedPersistentForm(llvm::StringRef source,
-                                                            llvm::StringRef bufferName,
-                                                            const PtxCompileOptions &options) {
+std::optional<CompiledKernel> jit::warpSpecializedPersistentForm(llvm::StringRef source,
+                                                                llvm::StringRef bufferName,
+                                                                const PtxCompileOptions &options) {
   PtxCompileOptions persistent = options;
   persistent.tiles = TileConfig();
   persistent.tiles.warpSpecialize = true;
@@ -125,7 +125,7 @@ std::optional<TileConfig> jit::warpSpecializedPersistentForm(llvm::StringRef sou
     llvm::consumeError(kernel.takeError()); // a kernel that cannot take warp roles
     return std::nullopt;
   }
-  return kernel->tiles;
+  return std::move(*kernel);
 }
 
 uint64_t jit::jitLogSpillBytes(llvm::StringRef log) {
@@ -437,15 +437,16 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
   TileConfig defaultTiles = defaultKernel->tiles;
   addDefaultCandidates(space, defaultTiles, headDim, base.chip);
   // A default without warp roles has no persistence to toggle: its warp-specialized
-  // persistent form joins the space.
+  // persistent form joins the space, compiled once (here, to learn its configuration).
+  std::optional<CompiledKernel> persistentForm;
   if (!defaultTiles.warpSpecialize.value_or(false) &&
       llvm::is_contained(axes.warpSpecialize, true)) {
-    std::optional<TileConfig> persistent =
-        warpSpecializedPersistentForm(problem.source, problem.bufferName, base);
-    if (persistent &&
-        llvm::none_of(space, [&](const Candidate &c) { return c.config == *persistent; })) {
+    persistentForm = warpSpecializedPersistentForm(problem.source, problem.bufferName, base);
+    if (persistentForm && llvm::none_of(space, [&](const Candidate &c) {
+          return c.config == persistentForm->tiles;
+        })) {
       Candidate c;
-      c.config = *persistent;
+      c.config = persistentForm->tiles;
       c.estimate = estimateResources(c.config, headDim);
       space.push_back(c);
     }
@@ -522,8 +523,11 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
         PtxCompileOptions o = base;
         o.tiles = r.config;
         auto start = Clock::now();
+        // The default and the persistent form are compiled already.
         auto compiled = r.isDefault ? llvm::Expected<CompiledKernel>(*defaultKernel)
-                                    : compileToPTX(problem.source, problem.bufferName, o);
+                        : persistentForm && r.config == persistentForm->tiles
+                            ? llvm::Expected<CompiledKernel>(*persistentForm)
+                            : compileToPTX(problem.source, problem.bufferName, o);
         r.compileMs = 1e3 * secondsSince(start);
         // Checked again before the driver's JIT, which takes most of the time and runs one
         // module at a time: a load started late would run past the budget.

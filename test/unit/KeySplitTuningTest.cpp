@@ -258,9 +258,11 @@ TEST(AutotunerCandidates, WarpSpecializedPersistentForm) {
   ASSERT_NE(causal, nullptr);
   PtxCompileOptions options;
   options.headDim = 64;
-  std::optional<TileConfig> form =
+  std::optional<CompiledKernel> kernel =
       warpSpecializedPersistentForm(causal->text, causal->fileName, options);
-  ASSERT_TRUE(form.has_value());
+  ASSERT_TRUE(kernel.has_value());
+  EXPECT_TRUE(kernel->persistent);
+  const TileConfig *form = &kernel->tiles;
   EXPECT_EQ(form->warpSpecialize, true);
   EXPECT_EQ(form->persistent, true);
   EXPECT_EQ(form->blockM, 192);
