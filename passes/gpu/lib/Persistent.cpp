@@ -150,7 +150,7 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
       head = arith::DivUIOp::create(b, loc, t, rowBlocks);
       row = arith::RemUIOp::create(b, loc, t, rowBlocks);
     }
-    tileLoop->setAttr(kTileLoopAttr, UnitAttr::get(ctx));
+    tileLoop->setAttr(tgpu::kTileLoopAttr, UnitAttr::get(ctx));
     Value batch = arith::DivUIOp::create(b, loc, head, heads);
     Value headInBatch = arith::RemUIOp::create(b, loc, head, heads);
 
@@ -165,8 +165,6 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
       arg.replaceAllUsesWith(value);
     grid.erase();
   }
-
-  static constexpr llvm::StringLiteral kTileLoopAttr = "tgpu.tile_loop";
 };
 
 } // namespace

@@ -22,8 +22,9 @@
 // runs ahead of the consumers by up to `stages` fills per ring, limited only by the empty
 // barriers: the ring is the software pipeline, and tile-pipeline's prefetch is not used.
 //
-// setmaxnreg moves registers from the producer (24 a thread) to the consumers (up to 240), from
-// the CTA's share at launch (65536 / (threads · ctas_per_sm)).
+// setmaxnreg moves registers from the producer (at least 24 a thread, 32 when persistent) to
+// the consumers (up to 240), from the CTA's share at launch (65536 / (threads · ctas_per_sm));
+// the producer keeps what the consumers leave.
 //
 // Expects the IR of tile-to-tgpu without tile-pipeline: every cp.async fills a canonical_128b
 // buffer from a kernel argument (K or V) at rows bounded by that argument's extent, and each
@@ -82,6 +83,10 @@ namespace {
 constexpr int64_t kProducerRegisters = TileConfig::kProducerRegisters;
 /// The most a consumer thread takes (FA3's; leaves the SM's pool room for a producer).
 constexpr int64_t kMaxConsumerRegisters = 240;
+/// The least a persistent producer keeps (its tile loop's state; see buildPartitions).
+constexpr int64_t kPersistentProducerRegisters = 32;
+/// The most a producer keeps: one thread issuing TMA needs no more.
+constexpr int64_t kMaxProducerRegisters = 56;
 constexpr int64_t kWarpgroupThreads = 128;
 
 /// One pipelined buffer: the cp.async buffer it replaces and what stands for it now.
@@ -605,13 +610,26 @@ struct TGPUWarpSpecialize
     int64_t threads = consumerThreads + kWarpgroupThreads;
     int64_t share = WarpSpecializeOp::registersAtLaunch(threads, ctasPerSm);
     int64_t pool = share * threads;
+    // A persistent producer also carries the tile loop's state (the tile index and count, the
+    // tile's coordinates) through its key loop: at 24 registers it spilled 4-24 bytes there
+    // (ptxas, every persistent kernel), at 32 or more none (ptxas: 32 beside three consumer
+    // warpgroups at 160, 40 beside two at 232).
+    bool tileLoop = false;
+    grid.walk([&](scf::ForOp loop) { tileLoop |= loop->hasAttr(kTileLoopAttr); });
+    int64_t producerLeast = tileLoop ? kPersistentProducerRegisters : kProducerRegisters;
     int64_t consumerRegisters =
         std::min<int64_t>(kMaxConsumerRegisters,
-                          (pool - kWarpgroupThreads * kProducerRegisters) / consumerThreads / 8 * 8);
+                          (pool - kWarpgroupThreads * producerLeast) / consumerThreads / 8 * 8);
     consumerRegisters = std::max(consumerRegisters, share);
-    int64_t producerRegisters = std::min(kProducerRegisters, share);
-    if (consumerRegisters * consumerThreads + producerRegisters * kWarpgroupThreads > pool)
+    // The producer keeps what the consumers leave of the pool: 24 beside two consumer
+    // warpgroups at 240, 32 beside three at 160 (FA3's splits), never more than it can use.
+    int64_t producerRegisters = std::clamp<int64_t>(
+        (pool - consumerRegisters * consumerThreads) / kWarpgroupThreads / 8 * 8,
+        std::min(kProducerRegisters, share), kMaxProducerRegisters);
+    if (consumerRegisters * consumerThreads + producerRegisters * kWarpgroupThreads > pool) {
       consumerRegisters = share; // no room to move: keep the launch share
+      producerRegisters = std::min(kProducerRegisters, share);
+    }
     SmallVector<int32_t> registers = {int32_t(consumerRegisters), int32_t(producerRegisters)};
     auto ws = WarpSpecializeOp::create(b, loc, b.getDenseI32ArrayAttr(warps),
                                        b.getDenseI32ArrayAttr(registers), /*partitions=*/2);

@@ -31,7 +31,7 @@
 // CHECK:           gpu.barrier
 // The consumers are the kernel's four warps, the producer one warpgroup after them.
 // One consumer warpgroup keeps its launch share (248 of 256 threads' 65536 / 256, whole 8s);
-// the producer drops to 24.
+// the producer keeps what they leave, at most 56.
 // CHECK:           tgpu.warp_specialize partition warps 4 registers 248 {
 // CHECK:             scf.for {{.+}} iter_args({{.+}}, %[[KN:.+]] = %{{.+}}, %[[VN:.+]] = %{{.+}}) -> (tensor<{{.+}}>, index, index)
 // CHECK:               %[[KS:.+]] = arith.remui %[[KN]], %c3
@@ -52,7 +52,7 @@
 // CHECK:               scf.yield {{.+}} : tensor<{{.+}}>, index, index
 // CHECK-NOT:         tgpu.async_copy
 // CHECK:             tile.block_store
-// CHECK:           } partition warps 4 registers 24 {
+// CHECK:           } partition warps 4 registers 56 {
 // CHECK:             %[[TID:.+]] = gpu.thread_id{{ +}}x
 // CHECK:             %[[LEADER:.+]] = arith.cmpi eq, %[[TID]], %c128
 // CHECK:             scf.if %[[LEADER]] {
@@ -212,7 +212,7 @@ func.func @output(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
 // CHECK:           }
 // CHECK-NEXT:      nvgpu.mbarrier.arrive %[[QEMPTY]][%[[QS]]]
 // CHECK-NEXT:      tile.block_store
-// CHECK:         } partition warps 4 registers 24 {
+// CHECK:         } partition warps 4 registers 56 {
 // CHECK-NOT:       tgpu.async_copy
 // CHECK:           nvgpu.mbarrier.try_wait.parity %[[QEMPTY]]
 // CHECK:           nvgpu.mbarrier.arrive.expect_tx %[[QFULL]][%{{.+}}], %c8192
@@ -265,7 +265,7 @@ func.func @shared_query(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) 
 // CHECK-NEXT:      nvgpu.device_async_wait %[[GQ]]
 // CHECK:           scf.for
 // CHECK:             tgpu.wgmma %[[QBUF]], %{{.+}} acc %{{.+}} transpose_rhs
-// CHECK:         } partition warps 4 registers 24 {
+// CHECK:         } partition warps 4 registers 56 {
 // CHECK-NOT:       tgpu.async_copy
 // CHECK:           tgpu.tma_load
 module attributes {tile.config = #tile.config<"q_tma=false">} {
@@ -357,7 +357,7 @@ func.func @carried_row(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
 // CHECK-LABEL: func.func @packed
 // CHECK:         %[[KMAP:.+]] = tgpu.tensor_map %arg1
 // CHECK:         tgpu.warp_specialize
-// CHECK:         } partition warps 4 registers 24 {
+// CHECK:         } partition warps 4 registers 56 {
 // CHECK:             %[[START:.+]] = arith.index_castui %{{.+}} : i32 to index
 // CHECK:             %[[LEN:.+]] = arith.subi %{{.+}}, %[[START]] : index
 // CHECK:             scf.for %[[J:.+]] = {{.+}} iter_args(
@@ -420,7 +420,7 @@ func.func @packed(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse,
 // CHECK-NEXT:      nvgpu.device_async_wait %[[GQ]]
 // CHECK:           scf.for
 // CHECK:             tgpu.wgmma %[[QBUF]], %{{.+}} acc %{{.+}} transpose_rhs
-// CHECK:         } partition warps 4 registers 24 {
+// CHECK:         } partition warps 4 registers 56 {
 // CHECK-NOT:       tgpu.async_copy
 // CHECK:           tgpu.tma_load
 func.func @packed_shared_query(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse,
@@ -468,5 +468,137 @@ func.func @packed_shared_query(%q: !view, %k: !view, %v: !view, %o: !view, %lse:
 // A paged cache's pages are gathered row by row: no tensor map covers them.
 // expected-error @+1 {{paged kernels gather their keys page by page}}
 func.func @paged(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) attributes {tile.paged_kv} {
+  return
+}
+
+// -----
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!acc = tensor<128x64xf32, #tgpu.wgmma_acc<warpgroups = 2>>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+!qbuf = !tgpu.buffer<128x64xbf16, #tgpu.shared<canonical_128b>>
+
+// The register split of two consumer warpgroups (384 threads: 168 each at launch). One tile per
+// CTA: the consumers take FA3's 240 and the producer keeps the 24 they leave.
+// CHECK-LABEL: func.func @two_consumers
+// CHECK:         tgpu.warp_specialize partition warps 8 registers 240 {
+// CHECK:         } partition warps 4 registers 24 {
+func.func @two_consumers(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
+  %qbuf = tgpu.alloc : !qbuf
+  %kbuf = tgpu.alloc : !buf
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %M = memref.dim %q, %c2 : !view
+  %N = memref.dim %k, %c2 : !view
+  %blocks = arith.ceildivui %N, %c64 : index
+  %zero = arith.constant dense<0.0> : !acc
+  scf.forall (%b, %h, %r) in (%c1, %c1, %c1) {
+    %tq = tgpu.async_copy %q[%b, %h, %c0] bound %M into %qbuf : !view, !qbuf
+    %gq = nvgpu.device_async_create_group %tq
+    nvgpu.device_async_wait %gq
+    %out = scf.for %j = %c0 to %blocks step %c1 iter_args(%acc = %zero) -> (!acc) {
+      %row = arith.muli %j, %c64 : index
+      %tk = tgpu.async_copy %k[%b, %h, %row] bound %N into %kbuf : !view, !buf
+      %gk = nvgpu.device_async_create_group %tk
+      nvgpu.device_async_wait %gk
+      %s = tgpu.wgmma %qbuf, %kbuf acc %acc transpose_rhs : !qbuf, !buf, !acc -> !acc
+      %sw = tgpu.wgmma_wait %s pending 0 : !acc
+      scf.yield %sw : !acc
+    }
+    tile.block_store %out, %o[%b, %h, %c0] bound %M : !acc, !view
+  } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+  return
+}
+
+// -----
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!acc = tensor<128x64xf32, #tgpu.wgmma_acc<warpgroups = 2>>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+!qbuf = !tgpu.buffer<128x64xbf16, #tgpu.shared<canonical_128b>>
+
+// A persistent program (tgpu-persistent's tile loop): the producer carries the loop's state
+// through its key loop and keeps at least 32 registers; the consumers take 232 and the
+// producer the 40 they leave.
+// CHECK-LABEL: func.func @two_consumers_persistent
+// CHECK:         tgpu.warp_specialize partition warps 8 registers 232 {
+// CHECK:           } {tgpu.tile_loop}
+// CHECK:         } partition warps 4 registers 40 {
+func.func @two_consumers_persistent(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
+  %qbuf = tgpu.alloc : !qbuf
+  %kbuf = tgpu.alloc : !buf
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %M = memref.dim %q, %c2 : !view
+  %N = memref.dim %k, %c2 : !view
+  %tiles = memref.dim %q, %c0 : !view
+  %blocks = arith.ceildivui %N, %c64 : index
+  %zero = arith.constant dense<0.0> : !acc
+  %programs = gpu.grid_dim x
+  scf.forall (%p) in (%programs) {
+    scf.for %t = %p to %tiles step %programs {
+      %tq = tgpu.async_copy %q[%t, %c0, %c0] bound %M into %qbuf : !view, !qbuf
+      %gq = nvgpu.device_async_create_group %tq
+      nvgpu.device_async_wait %gq
+      %out = scf.for %j = %c0 to %blocks step %c1 iter_args(%acc = %zero) -> (!acc) {
+        %row = arith.muli %j, %c64 : index
+        %tk = tgpu.async_copy %k[%t, %c0, %row] bound %N into %kbuf : !view, !buf
+        %gk = nvgpu.device_async_create_group %tk
+        nvgpu.device_async_wait %gk
+        %s = tgpu.wgmma %qbuf, %kbuf acc %acc transpose_rhs : !qbuf, !buf, !acc -> !acc
+        %sw = tgpu.wgmma_wait %s pending 0 : !acc
+        scf.yield %sw : !acc
+      }
+      tile.block_store %out, %o[%t, %c0, %c0] bound %M : !acc, !view
+    } {tgpu.tile_loop}
+  } {mapping = [#tile.grid<program>]}
+  return
+}
+
+// -----
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!acc = tensor<192x64xf32, #tgpu.wgmma_acc<warpgroups = 3>>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+!qbuf = !tgpu.buffer<192x64xbf16, #tgpu.shared<canonical_128b>>
+
+// Three consumer warpgroups (512 threads: 128 each at launch) take 160; the producer keeps the
+// 32 they leave (FA3's split for three).
+// CHECK-LABEL: func.func @three_consumers
+// CHECK:         tgpu.warp_specialize partition warps 12 registers 160 {
+// CHECK:         } partition warps 4 registers 32 {
+func.func @three_consumers(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
+  %qbuf = tgpu.alloc : !qbuf
+  %kbuf = tgpu.alloc : !buf
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %M = memref.dim %q, %c2 : !view
+  %N = memref.dim %k, %c2 : !view
+  %blocks = arith.ceildivui %N, %c64 : index
+  %zero = arith.constant dense<0.0> : !acc
+  scf.forall (%b, %h, %r) in (%c1, %c1, %c1) {
+    %tq = tgpu.async_copy %q[%b, %h, %c0] bound %M into %qbuf : !view, !qbuf
+    %gq = nvgpu.device_async_create_group %tq
+    nvgpu.device_async_wait %gq
+    %out = scf.for %j = %c0 to %blocks step %c1 iter_args(%acc = %zero) -> (!acc) {
+      %row = arith.muli %j, %c64 : index
+      %tk = tgpu.async_copy %k[%b, %h, %row] bound %N into %kbuf : !view, !buf
+      %gk = nvgpu.device_async_create_group %tk
+      nvgpu.device_async_wait %gk
+      %s = tgpu.wgmma %qbuf, %kbuf acc %acc transpose_rhs : !qbuf, !buf, !acc -> !acc
+      %sw = tgpu.wgmma_wait %s pending 0 : !acc
+      scf.yield %sw : !acc
+    }
+    tile.block_store %out, %o[%b, %h, %c0] bound %M : !acc, !view
+  } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
   return
 }

@@ -20,6 +20,10 @@ namespace tilefuse::tgpu {
 constexpr llvm::StringLiteral kSharedBytesAttr = "tilefuse.shared_bytes";
 constexpr llvm::StringLiteral kThreadsAttr = "tilefuse.threads";
 
+/// Marks the scf.for over a persistent program's tiles (tgpu-persistent); tgpu-warp-specialize
+/// reads it to size the producer's registers for the loop's state.
+constexpr llvm::StringLiteral kTileLoopAttr = "tgpu.tile_loop";
+
 } // namespace tilefuse::tgpu
 
 #endif
