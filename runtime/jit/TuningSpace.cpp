@@ -232,5 +232,11 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
     TileConfig toggled = defaults;
     toggled.persistent = !defaults.persistent.value_or(false);
     addVariant(toggled);
+    // Ping-pong the other way (two or more consumer warpgroups; verify refuses one): on the
+    // rotated loop it measured +2-4% at 1k keys from d128 and -2-4% on some 4k and 16k rows
+    // (docs/perf.md, 2026-12-02 ablation), so the length bucket picks it.
+    TileConfig pingponged = defaults;
+    pingponged.pingpong = !defaults.pingpong.value_or(false);
+    addVariant(pingponged);
   }
 }

@@ -281,21 +281,33 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
     TileConfig toggled = defaults;
     toggled.persistent = !defaults.persistent.value_or(false);
     EXPECT_EQ(count(toggled), 1);
+    // And with ping-pong toggled (two consumer warpgroups at d128), once.
+    TileConfig pingponged = defaults;
+    pingponged.pingpong = !defaults.pingpong.value_or(false);
+    EXPECT_EQ(count(pingponged), 1);
     // The enumerated default (ascending, unset) was in the space: one dropped and two added
     // where the default reverses the rows; where it does not, it is the default, one added;
-    // and the toggled persistence.
-    EXPECT_EQ(space.size(), enumerated + 2);
+    // and the toggled persistence and ping-pong.
+    EXPECT_EQ(space.size(), enumerated + 3);
   }
   TileConfig persistent = defaultTileConfig(128, "sm_90a");
   persistent.persistent = true;
   std::vector<Candidate> space;
   addDefaultCandidates(space, persistent, 128, "sm_90a");
-  ASSERT_EQ(space.size(), 3u);
+  ASSERT_EQ(space.size(), 4u);
   EXPECT_EQ(space[0].config, persistent);
   EXPECT_EQ(space[1].config.descendingRows, true);
   EXPECT_EQ(space[1].config.persistent, true);
   EXPECT_EQ(space[2].config.persistent, false);
   EXPECT_EQ(space[2].config.descendingRows, persistent.descendingRows);
+  EXPECT_EQ(space[3].config.pingpong, true);
+  EXPECT_EQ(space[3].config.persistent, true);
+  // One consumer warpgroup (Br = 64) has no ping-pong: verify refuses it.
+  TileConfig narrow = persistent;
+  narrow.blockM = 64;
+  std::vector<Candidate> one;
+  addDefaultCandidates(one, narrow, 128, "sm_90a");
+  EXPECT_TRUE(llvm::none_of(one, [](const Candidate &c) { return c.config.pingpong == true; }));
   // A one-warpgroup default has no persistent form: two candidates.
   std::vector<Candidate> plain;
   addDefaultCandidates(plain, defaultTileConfig(128, "sm_90a", KeyLayout::Gathered), 128,
