@@ -238,5 +238,15 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
     TileConfig pingponged = defaults;
     pingponged.pingpong = !defaults.pingpong.value_or(false);
     addVariant(pingponged);
+    // A default holding Q in registers (d96, d128) with Q in shared memory, loaded by the
+    // producer's TMA, and persistent: the next tile's Q loads while this one stores its output,
+    // which measured +12% at d128 1k full, +6% at 1k causal and +3% at 4k causal, and lost 4-7%
+    // at 16k (docs/perf.md, 2026-12-02, `persistqs`).
+    if (defaults.qOperand == QOperand::Registers) {
+      TileConfig sharedQuery = defaults;
+      sharedQuery.qOperand = QOperand::Shared;
+      sharedQuery.persistent = true;
+      addVariant(sharedQuery);
+    }
   }
 }

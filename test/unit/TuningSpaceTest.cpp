@@ -285,16 +285,22 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
     TileConfig pingponged = defaults;
     pingponged.pingpong = !defaults.pingpong.value_or(false);
     EXPECT_EQ(count(pingponged), 1);
+    // And (Q in registers at d128) its persistent form with Q in shared memory, once.
+    ASSERT_EQ(defaults.qOperand, QOperand::Registers);
+    TileConfig sharedQuery = defaults;
+    sharedQuery.qOperand = QOperand::Shared;
+    sharedQuery.persistent = true;
+    EXPECT_EQ(count(sharedQuery), 1);
     // The enumerated default (ascending, unset) was in the space: one dropped and two added
     // where the default reverses the rows; where it does not, it is the default, one added;
-    // and the toggled persistence and ping-pong.
-    EXPECT_EQ(space.size(), enumerated + 3);
+    // and the toggled persistence and ping-pong, and the shared-Q persistent form.
+    EXPECT_EQ(space.size(), enumerated + 4);
   }
   TileConfig persistent = defaultTileConfig(128, "sm_90a");
   persistent.persistent = true;
   std::vector<Candidate> space;
   addDefaultCandidates(space, persistent, 128, "sm_90a");
-  ASSERT_EQ(space.size(), 4u);
+  ASSERT_EQ(space.size(), 5u);
   EXPECT_EQ(space[0].config, persistent);
   EXPECT_EQ(space[1].config.descendingRows, true);
   EXPECT_EQ(space[1].config.persistent, true);
@@ -302,6 +308,8 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
   EXPECT_EQ(space[2].config.descendingRows, persistent.descendingRows);
   EXPECT_EQ(space[3].config.pingpong, true);
   EXPECT_EQ(space[3].config.persistent, true);
+  EXPECT_EQ(space[4].config.qOperand, QOperand::Shared);
+  EXPECT_EQ(space[4].config.persistent, true);
   // One consumer warpgroup (Br = 64) has no ping-pong: verify refuses it.
   TileConfig narrow = persistent;
   narrow.blockM = 64;
