@@ -6,6 +6,7 @@
 #include "tilefuse/runtime/cuda/CudaKernel.h"
 #include "tilefuse/runtime/cuda/Driver.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/Threading.h"
@@ -448,6 +449,7 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
       Candidate c;
       c.config = persistentForm->tiles;
       c.estimate = estimateResources(c.config, headDim);
+      c.nearDefault = true;
       space.push_back(c);
     }
   }
@@ -487,12 +489,19 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
              int(c.stages != d.stages) + int(c.ctasPerSm != d.ctasPerSm) +
              int(inDefaultRowOrder(c, d).descendingRows != d.descendingRows);
     };
+    // The default and its measured neighbours (Candidate::nearDefault) before all of them.
     std::vector<Slot *> order;
-    for (Slot &slot : slots)
-      if (slot.report.outcome != CandidateOutcome::Pruned)
-        order.push_back(&slot);
+    llvm::DenseSet<const Slot *> near;
+    for (auto [slot, candidate] : llvm::zip(slots, space)) {
+      if (slot.report.outcome == CandidateOutcome::Pruned)
+        continue;
+      order.push_back(&slot);
+      if (candidate.nearDefault)
+        near.insert(&slot);
+    }
     llvm::stable_sort(order, [&](const Slot *a, const Slot *b) {
-      return changes(a->report.config) < changes(b->report.config);
+      return std::pair(!near.contains(a), changes(a->report.config)) <
+             std::pair(!near.contains(b), changes(b->report.config));
     });
     double compileBudget = options.budgetSeconds * options.compileBudgetShare;
     LoadGate loadGate(/*limit=*/4);

@@ -210,6 +210,8 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
     c.estimate = estimateResources(defaults, headDim);
     space.push_back(c);
   }
+  for (Candidate &c : space)
+    c.nearDefault |= c.config == defaults;
   // The default changed in one setting, where that still verifies.
   auto addVariant = [&](const TileConfig &config) {
     if (llvm::Error error = config.verify(chip)) {
@@ -219,6 +221,7 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
     Candidate c;
     c.config = config;
     c.estimate = estimateResources(config, headDim);
+    c.nearDefault = true;
     space.push_back(c);
   };
   TileConfig reversed = defaults;

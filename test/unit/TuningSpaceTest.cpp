@@ -295,6 +295,12 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
     // where the default reverses the rows; where it does not, it is the default, one added;
     // and the toggled persistence and ping-pong, and the shared-Q persistent form.
     EXPECT_EQ(space.size(), enumerated + 4);
+    // Those four and the default are the ones the tuner times first.
+    EXPECT_EQ(llvm::count_if(space, [](const Candidate &c) { return c.nearDefault; }), 5);
+    for (const TileConfig &near : {defaults, reversed, toggled, pingponged, sharedQuery})
+      EXPECT_TRUE(llvm::any_of(space, [&](const Candidate &c) {
+        return c.nearDefault && c.config == near;
+      }));
   }
   TileConfig persistent = defaultTileConfig(128, "sm_90a");
   persistent.persistent = true;

@@ -107,6 +107,9 @@ struct Candidate {
   ResourceEstimate estimate;
   bool pruned = false;
   std::string reason; ///< why it was pruned
+  /// The default, or the default with one measured setting the other way (addDefaultCandidates):
+  /// timed before the enumerated candidates, which a tuning budget may not reach.
+  bool nearDefault = false;
 };
 
 /// Every combination of `axes`, in a fixed order; inconsistent combinations (TileConfig::verify:
