@@ -64,7 +64,7 @@
 #              FlexDecoding, plain and on a paged cache, with DECODE_ARGS="--flex-page-size 16,128")
 #   tune       `tilefuse tune` of the self-contained build: attention and causal at head dim 64
 #              and 128 (TUNE_HEAD_DIMS="64 128 256") for the bench's sequence lengths
-#              (TUNE_SEQS=1024,4096), their varlen forms (TUNE_VARLEN_SEQS, into
+#              (TUNE_SEQS=1024,4096), their varlen forms (TUNE_VARLEN_SEQS, empty to skip, into
 #              build-gpu/tuned-varlen/), and a test-only variant, into the tuning
 #              database build-gpu/cache/tuning/ and build-gpu/tuned/ (PTX + JSON for bench); then
 #              a second process that must find every entry in the database.
@@ -320,11 +320,13 @@ for step in "${steps[@]}"; do
         done
       done
       # The varlen forms, at the varlen bench's longest lengths (`varlen` step's column
-      # tf:tuned-varlen).
+      # tf:tuned-varlen); TUNE_VARLEN_SEQS= (empty) skips them.
+      varlen_seqs=${TUNE_VARLEN_SEQS-1024,4096,16384}
       for kernel in attention causal; do
+        [ -n "$varlen_seqs" ] || break
         for d in ${TUNE_HEAD_DIMS:-64 128}; do
           run_step "tune-varlen-$kernel-d$d" "$cli" tune --kernel "$kernel" --head-dim "$d" \
-            --varlen --seq "${TUNE_VARLEN_SEQS:-1024,4096,16384}" --force \
+            --varlen --seq "$varlen_seqs" --force \
             --emit-dir build-gpu/tuned-varlen
         done
       done
