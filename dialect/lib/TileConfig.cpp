@@ -276,9 +276,21 @@ static bool warpSpecializedByDefault(int64_t headDim, llvm::StringRef chip, KeyL
 /// 2026-12-01, sixteenth session). At d128 the same step measured within -3..+3%, so Q stays in
 /// registers there; packed batches were not measured with it. At d64 Q in shared memory is what
 /// lets three consumer warpgroups fit (warpSpecializedTiles).
-static QOperand warpSpecializedQuery(int64_t headDim, KeyLayout keys) {
-  return (headDim >= 192 || headDim <= 64) && keys == KeyLayout::Tensors ? QOperand::Shared
-                                                                          : QOperand::Registers;
+///
+/// At d128 under a mask whose row blocks are equal work, for kernels whose regions take no
+/// registers, Q in shared memory takes FlashAttention-3's 128 x 176 tile (the rotated loop fits
+/// it: ptxas -v, no spills) and, loaded by TMA, persistent tiles: +14% at 1k, +5% at 4k and +4%
+/// at 16k over Q in registers at Bc = 128 (docs/perf.md, 2026-12-02, nineteenth session). Under a
+/// causal mask the same tile lost 1-8% from 1k to 4k, and alibi and gqa_head_window spill at
+/// Bc = 176 (their regions), so those keep Q in registers.
+static QOperand warpSpecializedQuery(int64_t headDim, KeyLayout keys, bool rowBlocksUnequal,
+                                     int64_t regionRegisters) {
+  if (keys != KeyLayout::Tensors)
+    return QOperand::Registers;
+  if (headDim >= 192 || headDim <= 64)
+    return QOperand::Shared;
+  return headDim == 128 && !rowBlocksUnequal && regionRegisters == 0 ? QOperand::Shared
+                                                                     : QOperand::Registers;
 }
 
 /// The warp-specialized kernel's rows: three consumer warpgroups (Br = 192) at head dims up to 64
@@ -288,14 +300,15 @@ static int64_t warpSpecializedRows(int64_t headDim, QOperand q) {
   return headDim <= 64 && q == QOperand::Shared ? 192 : 128;
 }
 
-/// The warp-specialized kernel's tuned key block for Q in `q` (docs/perf.md, tenth and sixteenth
-/// sessions): Q in registers d96 160 (+5-6% over 128 from 4k), d128 128 (144: within 3%, slower
-/// at 1k), d192 80 (rotated: +5-10% over Bc = 128 unrotated from 4k); Q in shared memory d192
-/// 112, d256 80 (+4-9% over 64); d64 128 and d256 with Q in registers 64, the one-warpgroup
-/// kernel's (not defaults).
+/// The warp-specialized kernel's tuned key block for Q in `q` (docs/perf.md, tenth, sixteenth and
+/// nineteenth sessions): Q in registers d96 160 (+5-6% over 128 from 4k), d128 128 (144: within
+/// 3%, slower at 1k), d192 80 (rotated: +5-10% over Bc = 128 unrotated from 4k); Q in shared
+/// memory d128 176 (+4-5% over 128 from 4k, persistent; 144 and 160 in between), d192 112, d256
+/// 80 (+4-9% over 64); d64 128 and d256 with Q in registers 64, the one-warpgroup kernel's (not
+/// defaults).
 static int64_t warpSpecializedKeyBlock(int64_t headDim, QOperand q) {
   bool shared = q == QOperand::Shared;
-  return headDim <= 64 ? 128 : headDim <= 96 ? 160 : headDim <= 128 ? 128
+  return headDim <= 64 ? 128 : headDim <= 96 ? 160 : headDim <= 128 ? (shared ? 176 : 128)
        : headDim <= 192 ? (shared ? 112 : 80) : (shared ? 80 : 64);
 }
 
@@ -317,6 +330,12 @@ static int64_t warpSpecializedKeyBlock(int64_t headDim, QOperand q) {
 /// Bc 64 with alibi (244); alibi at d192 Bc 96 (252) spills 8 bytes in the key loop. (By the
 /// count without the weight the last two are both 228.)
 ///
+/// Up to d128 with Q in shared memory the key block weighs less: O (D / 2), the scores (Bc / 2)
+/// and a packed P block (Bc / 4), D / 2 + 3·Bc / 4 within 196 without regions (ptxas -v,
+/// nineteenth session: d128 no spills at Bc 144, 160 and 176, 196). Regions are not counted
+/// there: alibi spills at d128 Bc 128 (12 bytes) and gqa_head_window at 160, where softcap does
+/// not at 176, so a kernel with regions keeps Q in registers at d128 (warpSpecializedQuery).
+///
 /// Three consumer warpgroups (Br = 192) hold 160 registers a thread after setmaxnreg: at d64
 /// with Q in shared memory, D / 2 + Bc + regions within 187 (ptxas -v, sixteenth session: Bc 128
 /// no spills plain or with softcap, 187; alibi and gqa_head_window spill 276-356 bytes, 196;
@@ -325,6 +344,8 @@ static bool rotatedLoopFits(int64_t headDim, int64_t blockM, int64_t blockN,
                             int64_t regionRegisters, QOperand q) {
   if (blockM > 128)
     return q == QOperand::Shared && headDim / 2 + blockN + regionRegisters <= 187;
+  if (q == QOperand::Shared && headDim <= 128)
+    return regionRegisters == 0 && headDim / 2 + 3 * blockN / 4 <= 196;
   if (q == QOperand::Shared)
     return headDim / 2 + 5 * blockN / 4 + regionRegisters <= 248;
   return 3 * headDim / 4 + blockN + regionRegisters <= 232;
@@ -390,8 +411,8 @@ static void warpSpecializedTiles(TileConfig &c, int64_t headDim, QOperand q,
 }
 
 /// Persistent programs by default (tgpu-persistent) where the producer loads Q with TMA
-/// (loadsQWithTma: padded batches with Q in shared memory, the d64 Br = 192, d192 and d256
-/// defaults) and every row block is the same work (no causal-like mask). There the next tile's Q
+/// (loadsQWithTma: padded batches with Q in shared memory, the d64 Br = 192, d128 Bc = 176, d192
+/// and d256 defaults) and every row block is the same work (no causal-like mask). There the next tile's Q
 /// and first key blocks load while the consumers finish this one. Measured on the H200 against
 /// the one-tile-per-CTA grid (docs/perf.md, 2026-12-02, eighteenth session, two runs), full
 /// masks: +9% at d64 and +4% at d192 and d256 at 1k; +0.5 to +3.5% at 4k; d64 +2% and d192, d256
@@ -423,7 +444,9 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
     c.mma = MmaKind::Wgmma;
     c.descendingRows = defaultRowOrder(chip, keys, rowBlocksUnequal);
     if (warpSpecializedByDefault(headDim, chip, keys, rowBlocksUnequal)) {
-      warpSpecializedTiles(c, headDim, warpSpecializedQuery(headDim, keys), regionRegisters);
+      warpSpecializedTiles(c, headDim,
+                           warpSpecializedQuery(headDim, keys, rowBlocksUnequal, regionRegisters),
+                           regionRegisters);
       if (persistentByDefault(c, keys, rowBlocksUnequal, regionRegisters))
         c.persistent = true;
     } else if (regionRegisters > 0 && keys != KeyLayout::Gathered) {
@@ -484,9 +507,13 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   // than that default's is the one-warpgroup kernel's (Q in shared memory at d128, in registers
   // at d256, where the warp-specialized loop would spill), unless warp_specialize=true is asked
   // too.
-  QOperand defaultQuery = warpSpecializedQuery(headDim, keys);
+  QOperand defaultQuery = warpSpecializedQuery(headDim, keys, rowBlocksUnequal, regionRegisters);
+  // At d128 either operand is a warp-specialized default (Q in shared memory under full masks
+  // without regions, in registers otherwise), so asking for the other one keeps the warp roles
+  // and takes that operand's tiles.
+  bool eitherQuery = headDim == 128 && keys == KeyLayout::Tensors;
   bool otherQuery = requested.qOperand && *requested.qOperand != defaultQuery &&
-                    requested.warpSpecialize != true;
+                    requested.warpSpecialize != true && !eitherQuery;
   bool noWarpRoles = syncOnly || requested.packGqa == true || requested.warpSpecialize == false ||
                      otherQuery;
   llvm::StringRef baseChip = syncOnly ? llvm::StringRef("sm_80") : chip;
@@ -504,7 +531,9 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   base.descendingRows = defaultRowOrder(baseChip, keys, rowBlocksUnequal);
   // Warp-specialized on request: its tiles for the Q operand asked for (warpSpecializedRows'
   // consumer warpgroups unless Br is set).
-  if (requested.warpSpecialize == true && !syncOnly)
+  bool requeried = eitherQuery && requested.qOperand && *requested.qOperand != defaultQuery &&
+                   base.warpSpecialize.value_or(false);
+  if ((requested.warpSpecialize == true || requeried) && !syncOnly)
     warpSpecializedTiles(base, headDim, requested.qOperand.value_or(defaultQuery),
                          regionRegisters);
   TileConfig tiles = base.overriddenBy(requested);

@@ -25,11 +25,13 @@
 // WHOLE:     .param .u64 causal_param_23{{$}}
 // WHOLE-NEXT: )
 // WHOLE-NOT: atom.global
-// RUN: tilefuse compile --kernel attention --head-dim 128 --emit ptx -o %t/tma.ptx
+// (Causal at 128: Q in registers, the two maps of K and V; attention there also loads Q by TMA,
+// a third map.)
+// RUN: tilefuse compile --kernel causal --head-dim 128 --emit ptx -o %t/tma.ptx
 // RUN: FileCheck %s --check-prefix=TMA --input-file %t/tma.ptx
-// TMA:      .param .u64 attention_param_23,
-// TMA-NEXT: .param .align 64 .b8 attention_param_24[128],
-// TMA-NEXT: .param .align 64 .b8 attention_param_25[128]
+// TMA:      .param .u64 causal_param_23,
+// TMA-NEXT: .param .align 64 .b8 causal_param_24[128],
+// TMA-NEXT: .param .align 64 .b8 causal_param_25[128]
 // TMA-NEXT: )
 // TMA:      setmaxnreg.inc.sync.aligned.u32 240
 // TMA:      setmaxnreg.dec.sync.aligned.u32 24

@@ -200,7 +200,7 @@ TEST(TileConfig, SharedQueryWithWarpgroupMmas) {
   EXPECT_EQ(registers->warpSpecialize.value_or(false), false);
   EXPECT_EQ(registers->threads(), 128);
   EXPECT_EQ(registers->blockN, 64);
-  for (auto [d, text] : {std::pair<int64_t, const char *>{128, "mma=wgmma,q=shared"},
+  for (auto [d, text] : {std::pair<int64_t, const char *>{96, "mma=wgmma,q=shared"},
                          {256, "mma=wgmma,q=shared,warp_specialize=false"}}) {
     auto wgmma = resolveTileConfig(parsed(text), d, "sm_90a");
     ASSERT_TRUE(bool(wgmma)) << d << ": " << llvm::toString(wgmma.takeError());
@@ -210,7 +210,7 @@ TEST(TileConfig, SharedQueryWithWarpgroupMmas) {
     EXPECT_EQ(wgmma->threads(), 128) << d;
     EXPECT_EQ(parsed(wgmma->print()), *wgmma) << d;
   }
-  for (int64_t d : {128, 256}) {
+  for (int64_t d : {96, 128, 256}) {
     auto roles = resolveTileConfig(parsed("mma=wgmma,q=shared,warp_specialize=true"), d,
                                    "sm_90a");
     ASSERT_TRUE(bool(roles)) << d << ": " << llvm::toString(roles.takeError());
@@ -232,7 +232,7 @@ TEST(TileConfig, PingPongAndPersistentNeedWarpSpecialization) {
   EXPECT_EQ(both->pingpong, true);
   EXPECT_EQ(both->persistent, true);
   EXPECT_EQ(parsed(both->print()), *both);
-  auto plain = resolveTileConfig(parsed(""), 128, "sm_90a");
+  auto plain = resolveTileConfig(parsed(""), 96, "sm_90a");
   ASSERT_TRUE(bool(plain));
   EXPECT_FALSE(plain->pingpong);
   EXPECT_FALSE(plain->persistent);
@@ -249,8 +249,9 @@ TEST(TileConfig, PingPongAndPersistentNeedWarpSpecialization) {
 }
 
 /// Persistent by default where the producer loads Q with TMA and the row blocks are equal work:
-/// d64 (Br = 192), d192 and d256 full masks on padded batches; not under a causal-like mask, not
-/// at d128 (Q in registers), not on packed batches, and not once a request takes Q by TMA away.
+/// d64 (Br = 192), d128 (Bc = 176), d192 and d256 full masks on padded batches; not under a
+/// causal-like mask, not at d96 or with Q in registers, not on packed batches, and not once a
+/// request takes Q by TMA away.
 TEST(TileConfig, PersistentWhereQueryLoadsByTma) {
   auto resolved = [](const char *text, int64_t d, bool unequal = false,
                      KeyLayout keys = KeyLayout::Tensors) {
@@ -258,14 +259,15 @@ TEST(TileConfig, PersistentWhereQueryLoadsByTma) {
     EXPECT_TRUE(bool(config)) << llvm::toString(config.takeError());
     return *config;
   };
-  for (int64_t d : {64, 192, 256}) {
+  for (int64_t d : {64, 128, 192, 256}) {
     EXPECT_EQ(resolved("", d).persistent, true) << d;
     EXPECT_EQ(defaultTileConfig(d, "sm_90a").persistent, true) << d;
     EXPECT_FALSE(resolved("", d, /*unequal=*/true).persistent) << d;
     EXPECT_FALSE(resolved("q_tma=false", d).persistent) << d;
     EXPECT_EQ(resolved("persistent=false", d).persistent, false) << d;
   }
-  EXPECT_FALSE(resolved("", 128).persistent);
+  EXPECT_FALSE(resolved("", 96).persistent);
+  EXPECT_FALSE(resolved("q=registers", 128).persistent);
   EXPECT_EQ(resolved("mma=wgmma,q=shared,warp_specialize=true", 128).persistent, true);
   EXPECT_FALSE(resolved("warp_specialize=false", 192).persistent);
   EXPECT_FALSE(resolved("q=registers,warp_specialize=true", 256).persistent);
@@ -294,9 +296,9 @@ TEST(TileConfig, QueryTmaSwitch) {
   EXPECT_EQ(parsed(copied->print()), *copied);
   EXPECT_NE(copied->print().find("q_tma=false"), std::string::npos);
   EXPECT_NE(hash_value(*copied), hash_value(*d192));
-  // d128's default holds Q in registers: nothing to load.
+  // d96's default holds Q in registers: nothing to load.
   for (const char *bad : {"q_tma=true", "warp_specialize=false,q_tma=true"}) {
-    auto config = resolveTileConfig(parsed(bad), 128, "sm_90a");
+    auto config = resolveTileConfig(parsed(bad), 96, "sm_90a");
     ASSERT_FALSE(bool(config)) << bad;
     std::string message = llvm::toString(config.takeError());
     EXPECT_NE(message.find("q_tma=true needs warp_specialize=true and q=shared"),
@@ -366,7 +368,7 @@ TEST(TileConfig, RegionRegistersShrinkTheRotatedKeyBlock) {
     bool rotated;
   };
   for (const Expected &e : std::initializer_list<Expected>{
-           {96, 0, 160, true},   {128, 0, 128, true},  {192, 0, 112, true},
+           {96, 0, 160, true},   {128, 0, 176, true},  {192, 0, 112, true},
            {96, 27, 128, true},  {128, 27, 96, true},  {192, 27, 96, true}, // softcap
            {96, 36, 112, true},  {128, 36, 96, true},  {192, 36, 80, true}, // alibi
            {128, 9, 112, true},  {192, 12, 112, true}, {192, 13, 96, true},
@@ -536,8 +538,9 @@ TEST(TileConfig, UnequalRowBlocksRunLastFirstByDefault) {
   EXPECT_EQ(resolved("persistent=true,row_order=ascending", true).descendingRows, false);
   EXPECT_EQ(resolved("row_order=ascending", true).descendingRows, false);
   EXPECT_EQ(resolved("row_order=descending", false).descendingRows, true);
-  // The rest of the configuration is the one without the fact.
-  TileConfig reversed = resolved("", true), plain = resolved("", false);
+  // The rest of the configuration is the one without the fact (Q asked for in registers: a full
+  // mask's d128 default holds it in shared memory).
+  TileConfig reversed = resolved("", true), plain = resolved("q=registers", false);
   reversed.descendingRows = std::nullopt;
   EXPECT_EQ(reversed, plain);
 }
@@ -566,10 +569,18 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
   EXPECT_EQ(resolved("q=registers", 64, "sm_90a"),
             "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false");
-  // Head dims 96 to 192 on sm_90a: the warp-specialized kernel; off, the one-warpgroup one.
+  // Head dims 96 to 192 on sm_90a: the warp-specialized kernel; off, the one-warpgroup one. At
+  // d128 under a full mask FlashAttention-3's 128 x 176 tile with Q in shared memory, loaded by
+  // TMA, persistent; Q asked for in registers keeps the warp roles (either is a d128 default).
   EXPECT_EQ(resolved("", 128, "sm_90a"),
+            "Br=128,Bc=176,rows_per_warp=16,mma=wgmma,q=shared,copy_issue=eager,stages=2,"
+            "pack_gqa=false,warp_specialize=true,softmax_overlap=true,persistent=true");
+  EXPECT_EQ(resolved("q=registers", 128, "sm_90a"),
             "Br=128,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false,warp_specialize=true,softmax_overlap=true");
+  EXPECT_EQ(causal("", 128),
+            "Br=128,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
+            "pack_gqa=false,warp_specialize=true,softmax_overlap=true,row_order=descending");
   EXPECT_EQ(resolved("warp_specialize=false", 128, "sm_90a"),
             "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false,warp_specialize=false");
@@ -587,7 +598,9 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
     EXPECT_TRUE(bool(config)) << llvm::toString(config.takeError());
     return config ? config->print() : std::string();
   };
-  EXPECT_EQ(packed("", 128, 0), resolved("", 128, "sm_90a"));
+  // (Packed, Q stays in registers at d128: its rows end at each sequence's end, which no map
+  // bounds.)
+  EXPECT_EQ(packed("", 128, 0), resolved("q=registers", 128, "sm_90a"));
   EXPECT_EQ(packed("", 64, 0),
             "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false,ctas_per_sm=3");

@@ -28,7 +28,10 @@ TEST(TuningSpace, EveryCandidateIsCompleteConsistentAndDistinct) {
     }
     EXPECT_EQ(anyWgmma, chip == "sm_90a");
     // The defaults are in the space, and fit.
-    TileConfig defaults = defaultTileConfig(128, chip);
+    // (d128 causal: under a full mask the default's Bc = 176 and persistence are not axes.)
+    TileConfig defaults = defaultTileConfig(128, chip, KeyLayout::Tensors, 0,
+                                            /*rowBlocksUnequal=*/true);
+    defaults.descendingRows = std::nullopt;
     // Candidates say whether they are warp-specialized; the default may leave it to the chip.
     defaults.warpSpecialize = defaults.warpSpecialize.value_or(false);
     auto it = llvm::find_if(space, [&](const Candidate &c) { return c.config == defaults; });
@@ -285,24 +288,29 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
     TileConfig pingponged = defaults;
     pingponged.pingpong = !defaults.pingpong.value_or(false);
     EXPECT_EQ(count(pingponged), 1);
-    // And (Q in registers at d128) its persistent form with Q in shared memory, once.
-    ASSERT_EQ(defaults.qOperand, QOperand::Registers);
+    // And where Q is in registers (d128 causal) its persistent form with Q in shared memory,
+    // once; the full mask's default has Q there already.
+    EXPECT_EQ(defaults.qOperand, unequalRows ? QOperand::Registers : QOperand::Shared);
     TileConfig sharedQuery = defaults;
     sharedQuery.qOperand = QOperand::Shared;
     sharedQuery.persistent = true;
     EXPECT_EQ(count(sharedQuery), 1);
-    // The enumerated default (ascending, unset) was in the space: one dropped and two added
-    // where the default reverses the rows; where it does not, it is the default, one added;
-    // and the toggled persistence and ping-pong, and the shared-Q persistent form.
+    // Causal: the enumerated default (ascending, unset) was in the space, one dropped and two
+    // added, then the toggled persistence and ping-pong and the shared-Q persistent form. Full:
+    // the default (Bc = 176, persistent) is no enumerated candidate, and the other three join.
     EXPECT_EQ(space.size(), enumerated + 4);
-    // Those four and the default are the ones the tuner times first.
-    EXPECT_EQ(llvm::count_if(space, [](const Candidate &c) { return c.nearDefault; }), 5);
+    // Those and the default are the ones the tuner times first.
+    EXPECT_EQ(llvm::count_if(space, [](const Candidate &c) { return c.nearDefault; }),
+              unequalRows ? 5 : 4);
     for (const TileConfig &near : {defaults, reversed, toggled, pingponged, sharedQuery})
       EXPECT_TRUE(llvm::any_of(space, [&](const Candidate &c) {
         return c.nearDefault && c.config == near;
       }));
   }
+  // The d128 default with Q in registers (Bc = 128), made persistent.
   TileConfig persistent = defaultTileConfig(128, "sm_90a");
+  persistent.qOperand = QOperand::Registers;
+  persistent.blockN = 128;
   persistent.persistent = true;
   std::vector<Candidate> space;
   addDefaultCandidates(space, persistent, 128, "sm_90a");
