@@ -235,6 +235,9 @@ TEST(TuningSpace, SharedMemoryModelMatchesCompiledKernels) {
                            // and Q in shared memory, which its consumers copy
                            "Br=128,Bc=64,rows_per_warp=16,mma=wgmma,q=shared,stages=2,"
                            "warp_specialize=true",
+                           // d128's full-mask default: FA3's 128 x 176 tile, persistent
+                           "Br=128,Bc=176,rows_per_warp=16,mma=wgmma,q=shared,stages=2,"
+                           "warp_specialize=true,softmax_overlap=true,persistent=true",
                            "Br=128,Bc=32,rows_per_warp=32,mma=sync,q=shared,stages=4"}) {
     auto config = TileConfig::parse(text);
     ASSERT_TRUE(bool(config));
