@@ -14,6 +14,7 @@
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "tilefuse/dialect/KernelConfig.h"
 #include "tilefuse/dialect/TileGPUDialect.h"
 #include "tilefuse/dialect/TileGPUOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -275,6 +276,26 @@ struct AllocateSharedMemory
       kernel.emitOpError() << "needs " << total << " bytes of shared memory for " << buffers.size()
                            << " buffers, over the chip's " << maxSharedBytes.getValue()
                            << " (max-shared-bytes)";
+      return failure();
+    }
+    // A register budget of N CTAs an SM (TileConfig ctas_per_sm) is only met where N of them
+    // also fit the SM's shared memory: the limit a CTA can opt into is the SM's less the 1 KiB
+    // the driver reserves per CTA (sm_90: 233472 - 1024; sm_80: 167936 - 1024). Otherwise the
+    // kernel would run one CTA an SM on the registers of N, spilling for nothing.
+    FailureOr<tilefuse::TileConfig> config =
+        tilefuse::tile::configForPass(kernel, tilefuse::TileConfig());
+    if (mlir::failed(config))
+      return failure();
+    int64_t ctas = config->ctasPerSm.value_or(1);
+    constexpr int64_t kReservedPerCta = 1024;
+    int64_t smBytes = maxSharedBytes.getValue() + kReservedPerCta;
+    if (ctas > 1 && ctas * (total + kReservedPerCta) > smBytes) {
+      kernel.emitOpError() << "ctas_per_sm=" << ctas << " asks for " << ctas
+                           << " CTAs an SM, but " << ctas << " x (" << total << " + "
+                           << kReservedPerCta << ") bytes of shared memory exceed the SM's "
+                           << smBytes << ": ask for at most "
+                           << std::max<int64_t>(1, smBytes / (total + kReservedPerCta))
+                           << ", or for smaller tiles";
       return failure();
     }
     Builder b(kernel.getContext());
