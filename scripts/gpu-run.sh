@@ -35,6 +35,8 @@
 #   tests-d64-ws  every variant at head dim 64 warp-specialized with three consumer warpgroups
 #              (Br = 192, Q in shared memory: build-gpu/kernels-d64-ws192), then memcheck,
 #              racecheck and synccheck on small cases
+#   ncu        Nsight Compute on one launch of tilefuse's forward and one of cuDNN's
+#              (NCU_SHAPE="--head-dims 128 --seq 4096 --causal no" by default)
 #   ablation   bench.py on the defaults beside each technique switched alone
 #              (build-gpu/ablation/NAME: nows, noov, noqtma, nopersist, persist, pp,
 #              asc), FA2 and cuDNN, in one run (ABLATION_ARGS: the shapes; ablation.json)
@@ -416,8 +418,23 @@ for step in "${steps[@]}"; do
           rm -f "$cubin"
         done' "$out"
       ;;
+    ncu)
+      # One launch each of tilefuse's forward and cuDNN's at one shape (NCU_SHAPE: bench.py
+      # options, default d128 4k full), Nsight Compute's speed of light, warp states, compute
+      # and memory sections (clocks left alone: METHOD.md); ncu-tilefuse.log, ncu-sdpa-cudnn.log.
+      for impl in tilefuse sdpa-cudnn; do
+        # shellcheck disable=SC2086 # NCU_SHAPE is a list of options
+        run_step "ncu-$impl" ncu --clock-control none --target-processes all \
+          -k 'regex:attention|causal|sdpa|fmha|flash|cudnn' --launch-skip 3 --launch-count 1 \
+          --section SpeedOfLight --section WarpStateStats --section ComputeWorkloadAnalysis \
+          --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
+          python3 tools/bench/bench.py --ptx-dir build-gpu/kernels \
+          --lib build-gpu/libtilefuse_cuda.so --impls "$impl" --reps 20 --warmup 3 \
+          ${NCU_SHAPE:---head-dims 128 --seq 4096 --causal no}
+      done
+      ;;
     *)
-      echo "gpu-run: unknown step '$step' (tests, sanitize, bench, ablation, tests-backward, bench-backward, runtime, tune, tune-split, sass)" >&2
+      echo "gpu-run: unknown step '$step' (tests, sanitize, bench, ablation, tests-backward, bench-backward, runtime, tune, tune-split, sass, ncu)" >&2
       status=1
       ;;
   esac
