@@ -417,9 +417,10 @@ static void warpSpecializedTiles(TileConfig &c, int64_t headDim, QOperand q,
 /// the one-tile-per-CTA grid (docs/perf.md, 2026-12-02, eighteenth session, two runs), full
 /// masks: +9% at d64 and +4% at d192 and d256 at 1k; +0.5 to +3.5% at 4k; d64 +2% and d192, d256
 /// -0.7% at 16k. Under a causal mask the static schedule loses 3-13% at 1k (its longest-first
-/// order reads every head's keys at once), and at d128, whose Q is in registers, it loses 2-4%
-/// from 4k. Only kernels whose score and mask regions take no registers: the tile loop's state
-/// on top of the regions' spills (softcap at d64: 284 bytes, ptxas -v).
+/// order reads every head's keys at once), and at d128 with Q in registers it loses 2-4% from
+/// 4k. Only kernels whose score and mask regions take no registers: measured so, and before the
+/// persistent producer kept 32 registers the tile loop's state spilled on top of the regions'
+/// (softcap at d64: 284 bytes, ptxas -v; none since).
 static bool persistentByDefault(const TileConfig &c, KeyLayout keys, bool rowBlocksUnequal,
                                 int64_t regionRegisters) {
   return !rowBlocksUnequal && regionRegisters == 0 &&
@@ -504,14 +505,16 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
                   (requested.qOperand == QOperand::Shared && requested.mma != MmaKind::Wgmma) ||
                   (requested.blockM && *requested.blockM % 64);
   // The warp-specialized default only where nothing asked for rules it out. A Q operand other
-  // than that default's is the one-warpgroup kernel's (Q in shared memory at d128, in registers
-  // at d256, where the warp-specialized loop would spill), unless warp_specialize=true is asked
-  // too.
+  // than that default's is the one-warpgroup kernel's (Q in shared memory at d96, where the
+  // warp-specialized kernel was not measured; in registers at d256, where its loop would spill),
+  // unless warp_specialize=true is asked too.
   QOperand defaultQuery = warpSpecializedQuery(headDim, keys, rowBlocksUnequal, regionRegisters);
-  // At d128 either operand is a warp-specialized default (Q in shared memory under full masks
-  // without regions, in registers otherwise), so asking for the other one keeps the warp roles
-  // and takes that operand's tiles.
-  bool eitherQuery = headDim == 128 && keys == KeyLayout::Tensors;
+  // Where the default operand depends on the mask (d128: Q in shared memory under full masks
+  // without regions, in registers otherwise) either one is a warp-specialized default, so asking
+  // for the other keeps the warp roles and takes that operand's tiles.
+  bool eitherQuery =
+      warpSpecializedQuery(headDim, keys, /*rowBlocksUnequal=*/false, /*regionRegisters=*/0) !=
+      warpSpecializedQuery(headDim, keys, /*rowBlocksUnequal=*/true, /*regionRegisters=*/0);
   bool otherQuery = requested.qOperand && *requested.qOperand != defaultQuery &&
                     requested.warpSpecialize != true && !eitherQuery;
   bool noWarpRoles = syncOnly || requested.packGqa == true || requested.warpSpecialize == false ||
