@@ -43,8 +43,8 @@
 #   tests-persist  the persistent kernels (build-gpu/kernels-persist: d64 to d256, attention and
 #              causal; kernels-persist-qs: d128 with Q in shared memory) against float64, then
 #              memcheck, racecheck and synccheck on small cases
-#   tests-split  the split-KV kernels (build-gpu/kernels-split) at several split counts, and
-#              memcheck + racecheck on their small cases
+#   tests-split  the split-KV kernels (build-gpu/kernels-split, or SPLIT_KERNELS=DIR) at several
+#              split counts, and memcheck, racecheck and synccheck on their small cases
 #   tests-paged  the paged-KV kernels (build-gpu/kernels-paged), unsplit and split, on ragged
 #              sequences in pages of odd and even sizes, and memcheck + racecheck on small cases
 #   tests-varlen the varlen kernels (build-gpu/kernels-varlen) on ragged packed sequences, and
@@ -203,8 +203,14 @@ for step in "${steps[@]}"; do
         --print-limit 20 "$tests" --gtest_brief=1 --gtest_filter='GpuAttention*'
       ;;
     tests-split)
-      # The split-KV kernels at several split counts (the merge's cross-CTA protocol).
-      kernel_set_tests split build-gpu/kernels-split
+      # The split-KV kernels at several split counts (the merge's cross-CTA protocol); synccheck
+      # too, for the warp-specialized ones' mbarrier rings and the consumers' named barrier at
+      # the row block's counter. SPLIT_KERNELS picks another set (a configuration's variant).
+      split_dir=${SPLIT_KERNELS:-build-gpu/kernels-split}
+      kernel_set_tests split "$split_dir"
+      run_sharded synccheck-split env TILEFUSE_PTX_DIR="$split_dir" TILEFUSE_GPU_SMALL=1 \
+        compute-sanitizer --tool synccheck --error-exitcode 1 --print-limit 20 "$tests" \
+        --gtest_brief=1 --gtest_filter='GpuAttention*'
       ;;
     tests-paged)
       # The paged-KV kernels (unsplit and split) on ragged sequences.

@@ -213,12 +213,14 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   if (packGqa == true && qOperand == QOperand::Shared)
     return fail("pack_gqa=true needs q=registers (packed rows are not copied to shared memory)");
   // The consumers are warpgroups issuing wgmma; the producer's TMA panels are wgmma's 128-byte
-  // swizzle (LaunchAbi.h), and its pack of G heads' rows would need a gathering load. With
-  // q=shared the consumers copy Q themselves (cp.async, as the one-warpgroup kernel does): the
-  // producer's tensor maps are K's and V's only (LaunchAbi.h).
+  // swizzle (LaunchAbi.h). Packed GQA rows stay in the consumers' register load of Q (the check
+  // above keeps them out of shared memory), so the producer loads K and V of the group's one
+  // key/value head only. With q=shared the consumers copy Q themselves (cp.async, as the
+  // one-warpgroup kernel does) where the producer's tensor maps are K's and V's only
+  // (LaunchAbi.h).
   if (warpSpecialize == true &&
-      (mma == MmaKind::Sync || packGqa == true || (!chip.empty() && chip != "sm_90a")))
-    return fail("warp_specialize=true needs mma=wgmma (chip sm_90a) and pack_gqa=false");
+      (mma == MmaKind::Sync || (!chip.empty() && chip != "sm_90a")))
+    return fail("warp_specialize=true needs mma=wgmma (chip sm_90a)");
   if (warpSpecialize == true && qOperand == QOperand::Shared && mma != MmaKind::Wgmma)
     return fail("warp_specialize=true with q=shared needs mma=wgmma (Q read by descriptor)");
   // The rotation reorders the consumers' mbarrier waits and wgmma groups, which only the
@@ -508,7 +510,11 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   // than that default's is the one-warpgroup kernel's (Q in shared memory at d96, where the
   // warp-specialized kernel was not measured; in registers at d256, where its loop would spill),
   // unless warp_specialize=true is asked too.
-  QOperand defaultQuery = warpSpecializedQuery(headDim, keys, rowBlocksUnequal, regionRegisters);
+  // Packed GQA rows are gathered by the register load (verify), so packing keeps Q there.
+  QOperand defaultQuery = requested.packGqa == true
+                              ? QOperand::Registers
+                              : warpSpecializedQuery(headDim, keys, rowBlocksUnequal,
+                                                     regionRegisters);
   // Where the default operand depends on the mask (d128: Q in shared memory under full masks
   // without regions, in registers otherwise) either one is a warp-specialized default, so asking
   // for the other keeps the warp roles and takes that operand's tiles.

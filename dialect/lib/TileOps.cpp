@@ -404,6 +404,15 @@ LogicalResult SplitArriveOp::verify() {
   if (static_cast<int64_t>(getIndices().size()) != rank)
     return emitOpError() << "needs one index per dimension of the counters (" << rank << "), got "
                          << getIndices().size();
+  if (getBarrierId().has_value() != getThreads().has_value())
+    return emitOpError("takes barrier_id and threads together (the named barrier and the "
+                       "threads that meet there) or neither (the CTA's barrier)");
+  if (auto id = getBarrierId(); id && (*id < 1 || *id > 15))
+    return emitOpError() << "named barrier ids are 1 to 15 (0 is the CTA's), not " << *id;
+  if (auto threads = getThreads(); threads && (*threads < 32 || *threads % 32))
+    return emitOpError() << "a named barrier counts whole warps: threads must be a positive "
+                            "multiple of 32, not "
+                         << *threads;
   return success();
 }
 

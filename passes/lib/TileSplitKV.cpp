@@ -197,8 +197,10 @@ struct TileSplitKVPass : public tilefuse::impl::TileSplitKVBase<TileSplitKVPass>
     // The last program of the row block merges.
     b.setInsertionPoint(body->getTerminator());
     Location mergeLoc = k.outputStore.getLoc();
-    Value last = SplitArriveOp::create(b, mergeLoc, counters,
-                                       ValueRange{batch, head, rowBlock}, splits);
+    // Every thread of the CTA arrives; tgpu-warp-specialize narrows it to the consumers.
+    Value last = SplitArriveOp::create(b, mergeLoc, counters, ValueRange{batch, head, rowBlock},
+                                       splits, /*barrier_id=*/IntegerAttr(),
+                                       /*threads=*/IntegerAttr());
     auto merge = scf::IfOp::create(b, mergeLoc, last, /*withElseRegion=*/false);
     b.setInsertionPointToStart(merge.thenBlock());
     auto outType = cast<RankedTensorType>(k.outputStore.getValue().getType());

@@ -550,3 +550,36 @@ module attributes {tilefuse.threads = {kernel = 128 : i64}} {
     return
   }
 }
+
+// -----
+
+!qkv = memref<?x?x?x64xbf16>
+!lse = memref<?x?x?xf32>
+!part = memref<?x?x?x64xf32>
+
+// tile.split_arrive (tile-split-kv): the threadfence reduction. Without a barrier id the CTA
+// meets at barrier 0; a warp-specialized kernel's consumers (barrier_id, threads) meet on their
+// named barrier, for the CTA's sync and for the OR that tells every thread thread 0's count.
+// (nvvm.barrier reduces on barrier 0 only: the named barrier's OR is LLVM's intrinsic.)
+// CHECK-LABEL: gpu.func @split_arrive
+// CHECK-DAG:     %[[THREADS:.+]] = arith.constant 128 : i32
+// CHECK-DAG:     %[[ID:.+]] = arith.constant 9 : i32
+// CHECK:         nvvm.memory.barrier
+// CHECK-NEXT:    nvvm.barrier0
+// CHECK:         llvm.atomicrmw add
+// CHECK:         nvvm.barrier #nvvm.reduction<or> %{{.+}} -> i32
+// CHECK:         nvvm.memory.barrier
+// CHECK:         nvvm.memory.barrier
+// CHECK-NEXT:    nvvm.barrier id = %[[ID]] number_of_threads = %[[THREADS]]
+// CHECK:         llvm.atomicrmw add
+// CHECK:         llvm.call_intrinsic "llvm.nvvm.barrier.cta.red.or.aligned.count"(%[[ID]], %[[THREADS]], %{{.+}}) : (i32, i32, i1) -> i1
+// CHECK-NEXT:    nvvm.memory.barrier
+module attributes {tilefuse.threads = {split_arrive = 128 : i64}, tile.config = #tile.config<"Br=64">} {
+  func.func @split_arrive(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse, %OP: !part,
+                          %LP: !lse, %C: memref<?x?x?xi32>, %S: index) attributes {tile.split_kv} {
+    %c0 = arith.constant 0 : index
+    %all = tile.split_arrive %C[%c0, %c0, %c0] count %S : memref<?x?x?xi32>
+    %consumers = tile.split_arrive %C[%c0, %c0, %c0] count %S {barrier_id = 9 : i32, threads = 128 : i32} : memref<?x?x?xi32>
+    return
+  }
+}

@@ -693,6 +693,30 @@ func.func @split_arrive_indices(%c: memref<?x?x?xi32>, %b: index, %s: index) -> 
 
 // -----
 
+func.func @split_arrive_barrier_without_threads(%c: memref<?x?x?xi32>, %b: index, %s: index) -> i1 {
+  // expected-error @+1 {{'tile.split_arrive' op takes barrier_id and threads together}}
+  %last = tile.split_arrive %c[%b, %b, %b] count %s {barrier_id = 9 : i32} : memref<?x?x?xi32>
+  return %last : i1
+}
+
+// -----
+
+func.func @split_arrive_barrier_zero(%c: memref<?x?x?xi32>, %b: index, %s: index) -> i1 {
+  // expected-error @+1 {{'tile.split_arrive' op named barrier ids are 1 to 15 (0 is the CTA's), not 0}}
+  %last = tile.split_arrive %c[%b, %b, %b] count %s {barrier_id = 0 : i32, threads = 128 : i32} : memref<?x?x?xi32>
+  return %last : i1
+}
+
+// -----
+
+func.func @split_arrive_partial_warp(%c: memref<?x?x?xi32>, %b: index, %s: index) -> i1 {
+  // expected-error @+1 {{'tile.split_arrive' op a named barrier counts whole warps: threads must be a positive multiple of 32, not 100}}
+  %last = tile.split_arrive %c[%b, %b, %b] count %s {barrier_id = 9 : i32, threads = 100 : i32} : memref<?x?x?xi32>
+  return %last : i1
+}
+
+// -----
+
 func.func @block_dot_transpose_lhs_contraction(%p: tensor<64x32xf32>, %do: tensor<32x16xbf16>) {
   // expected-error @+1 {{'tile.block_dot' op contraction sizes differ: lhs has 64, rhs has 32}}
   %r = tile.block_dot %p, %do transpose_lhs : tensor<64x32xf32>, tensor<32x16xbf16> -> tensor<32x16xf32>

@@ -302,6 +302,16 @@ func.func @split_arrive(%c: memref<?x?x?xi32>, %b: index, %h: index, %mb: index,
 
 // -----
 
+// A warp-specialized kernel's consumers arrive on a named barrier of their own.
+// CHECK-LABEL: func.func @split_arrive_consumers
+// CHECK:         tile.split_arrive %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}] count %{{.+}} {barrier_id = 9 : i32, threads = 256 : i32} : memref<?x?x?xi32>
+func.func @split_arrive_consumers(%c: memref<?x?x?xi32>, %b: index, %h: index, %mb: index, %s: index) -> i1 {
+  %last = tile.split_arrive %c[%b, %h, %mb] count %s {barrier_id = 9 : i32, threads = 256 : i32} : memref<?x?x?xi32>
+  return %last : i1
+}
+
+// -----
+
 // The tiled backward's block ops: products contracting over rows (transpose_lhs), the score
 // modifier with its derivative, element-wise maps with per-row operands, atomic accumulation.
 // CHECK-LABEL: func.func @backward_block_ops

@@ -107,7 +107,10 @@ TEST(TileConfig, VerifyChecksRangesAndCombinations) {
   // wgmma reads a shared Q by descriptor, warp-specialized too (its consumers copy Q).
   EXPECT_EQ(problem("Br=64,mma=wgmma,q=shared", "sm_90a"), "");
   EXPECT_EQ(problem("Br=128,mma=wgmma,q=shared,warp_specialize=true", "sm_90a"), "");
-  EXPECT_NE(problem("mma=wgmma,pack_gqa=true,warp_specialize=true").find("pack_gqa=false"),
+  // Packed GQA rows stay in the consumers' register load of Q (split-KV decode).
+  EXPECT_EQ(problem("Br=64,mma=wgmma,pack_gqa=true,warp_specialize=true", "sm_90a"), "");
+  EXPECT_NE(problem("mma=wgmma,q=shared,pack_gqa=true,warp_specialize=true", "sm_90a")
+                .find("pack_gqa=true needs q=registers"),
             std::string::npos);
   EXPECT_NE(problem("mma=wgmma", "sm_80").find("mma=wgmma needs"), std::string::npos);
   EXPECT_EQ(problem("stages=4"), "");
@@ -166,8 +169,15 @@ TEST(TileConfig, WarpSpecializeAddsAProducerWarpgroup) {
   auto br64 = resolveTileConfig(parsed("warp_specialize=true,Br=64"), 64, "sm_90a");
   ASSERT_TRUE(bool(br64)) << llvm::toString(br64.takeError());
   EXPECT_EQ(br64->threads(), 128 + 128);
-  for (const char *bad : {"warp_specialize=true,mma=sync", "warp_specialize=true,pack_gqa=true",
-                          "warp_specialize=maybe"}) {
+  // Packing keeps Q in registers under warp roles (where the d128 default would take it to
+  // shared memory), with the producer loading only K and V.
+  auto packed = resolveTileConfig(parsed("warp_specialize=true,Br=64,pack_gqa=true"), 128,
+                                  "sm_90a");
+  ASSERT_TRUE(bool(packed)) << llvm::toString(packed.takeError());
+  EXPECT_EQ(packed->qOperand, QOperand::Registers);
+  EXPECT_FALSE(packed->loadsQWithTma(/*packed=*/false));
+  EXPECT_EQ(packed->threads(), 128 + 128);
+  for (const char *bad : {"warp_specialize=true,mma=sync", "warp_specialize=maybe"}) {
     std::string message = problemWith(bad);
     EXPECT_NE(message.find("warp_specialize"), std::string::npos) << bad << ": " << message;
   }

@@ -15,6 +15,11 @@
 //
 // The merge's loads of the partials are volatile (LoadStoreToNVVM), so no L1 line is stale.
 //
+// In a warp-specialized kernel the op names the threads that arrive (the consumers) and their
+// named barrier (tgpu-warp-specialize): both barriers above are then `bar.sync id, threads` and
+// `bar.red.or.pred id, threads` (LLVM's barrier.cta.red.or.aligned.count), since the producer
+// never comes to the CTA's barrier 0.
+//
 //===----------------------------------------------------------------------===//
 #include "TGPUToNVVMPatterns.h"
 
@@ -41,8 +46,17 @@ struct SplitArriveToAtomic : OpConversionPattern<tile::SplitArriveOp> {
     // Every thread's partial stores, fenced, before thread 0 counts the CTA: without the barrier
     // thread 0 could count while other warps still store, and the merging CTA would read them
     // half written.
+    // The CTA's barrier 0, or the named barrier of the threads that arrive.
+    Value barrierId, barrierThreads;
+    if (std::optional<uint32_t> id = op.getBarrierId()) {
+      barrierId = i32Constant(b, loc, int64_t(*id));
+      barrierThreads = i32Constant(b, loc, int64_t(*op.getThreads()));
+    }
     NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
-    NVVM::Barrier0Op::create(b, loc);
+    if (barrierId)
+      NVVM::BarrierOp::create(b, loc, TypeRange{}, barrierId, barrierThreads, {}, Value{});
+    else
+      NVVM::Barrier0Op::create(b, loc);
     ThreadCoordinates t = threadCoordinates(b, op);
     Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t.tid,
                                         indexConstant(b, loc, 0));
@@ -65,15 +79,27 @@ struct SplitArriveToAtomic : OpConversionPattern<tile::SplitArriveOp> {
       b.setInsertionPointToStart(count.elseBlock());
       scf::YieldOp::create(b, loc, arith::ConstantIntOp::create(b, loc, 0, 1).getResult());
     }
-    Value predicate = arith::ExtUIOp::create(b, loc, i32, count.getResult(0));
-    Value any = NVVM::BarrierOp::create(b, loc, TypeRange{i32}, Value{}, Value{},
-                                        NVVM::BarrierReductionAttr::get(
-                                            b.getContext(), NVVM::BarrierReduction::OR),
-                                        predicate)
-                    .getResult(0);
+    Value last;
+    if (barrierId) {
+      // nvvm.barrier takes a reduction on barrier 0 only; bar.red.or.pred on a named barrier
+      // is LLVM's intrinsic of it with an id and a thread count.
+      last = LLVM::CallIntrinsicOp::create(
+                 b, loc, b.getI1Type(),
+                 b.getStringAttr("llvm.nvvm.barrier.cta.red.or.aligned.count"),
+                 ValueRange{barrierId, barrierThreads, count.getResult(0)})
+                 .getResult(0);
+    } else {
+      Value predicate = arith::ExtUIOp::create(b, loc, i32, count.getResult(0));
+      Value any = NVVM::BarrierOp::create(b, loc, TypeRange{i32}, Value{}, Value{},
+                                          NVVM::BarrierReductionAttr::get(
+                                              b.getContext(), NVVM::BarrierReduction::OR),
+                                          predicate)
+                      .getResult(0);
+      last = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, any,
+                                   i32Constant(b, loc, 0));
+    }
     NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
-    rewriter.replaceOp(op, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, any,
-                                                 i32Constant(b, loc, 0)));
+    rewriter.replaceOp(op, last);
     return success();
   }
 };

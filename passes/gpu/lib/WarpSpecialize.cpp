@@ -52,6 +52,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/gpu/Passes.h"
+#include "tilefuse/passes/gpu/NamedBarriers.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -166,10 +167,6 @@ struct TGPUWarpSpecialize
                               "warp_specialize=false)");
     packed = kernel->hasAttr(tile::kVarlenAttr);
     queryByTma = queryByTma && !packed;
-    if (kernel->hasAttr(tile::kSplitKVAttr))
-      return kernel.emitError("warp_specialize: split-KV kernels are not warp-specialized yet "
-                              "(their merge has not run with warp roles; use "
-                              "warp_specialize=false)");
     auto grids = llvm::to_vector(kernel.getBody().front().getOps<scf::ForallOp>());
     if (grids.size() != 1)
       return kernel.emitError("tgpu-warp-specialize: expects one program grid (scf.forall)");
@@ -186,6 +183,14 @@ struct TGPUWarpSpecialize
     // among themselves (cp.async's lowering would deal chunks to every thread of the CTA).
     for (AsyncCopyOp copy : consumerCopies)
       copy.setThreadsAttr(Builder(kernel).getI64IntegerAttr(consumerThreads));
+    // A split-KV kernel's partial result is the consumers' (tile-split-kv): they alone arrive at
+    // the row block's counter, and the last CTA's consumers merge. They meet on a named barrier
+    // of their own, where the producer, which never arrives, is not waited for.
+    kernel.walk([&](tile::SplitArriveOp arrive) {
+      Builder attrs(arrive);
+      arrive.setBarrierIdAttr(attrs.getI32IntegerAttr(kSplitArriveBarrier));
+      arrive.setThreadsAttr(attrs.getI32IntegerAttr(int32_t(consumerThreads)));
+    });
     createChannelValues(kernel);
 
     // The counters, in the consumer (the original IR), then the producer from it.

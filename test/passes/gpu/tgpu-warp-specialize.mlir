@@ -303,10 +303,59 @@ func.func @shared_query_copied(%q: !view, %k: !view, %v: !view, %o: !view, %lse:
 
 !view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
 !lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+!qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
 
-// Split-KV kernels keep their cp.async copies (their merge has not run with warp roles).
-// expected-error @+1 {{split-KV kernels are not warp-specialized yet}}
-func.func @split(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) attributes {tile.split_kv} {
+// A split-KV kernel (tile-split-kv): each program's share of the keys is loaded by the
+// producer; the consumers store the partial result and arrive at the row block's counter on a
+// named barrier of their own (the producer never comes to the CTA's barrier), and the last
+// CTA's consumers merge.
+// CHECK-LABEL: func.func @split
+// CHECK:         tgpu.warp_specialize partition warps 4 registers 248 {
+// CHECK:           tile.block_store
+// CHECK:           %[[LAST:.+]] = tile.split_arrive %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}] count %{{.+}} {barrier_id = 9 : i32, threads = 128 : i32}
+// CHECK:           scf.if %[[LAST]]
+// CHECK:         } partition warps 4 registers 56 {
+// CHECK-NOT:       tile.split_arrive
+// CHECK:           tgpu.tma_load
+// CHECK-NOT:       tile.split_arrive
+// CHECK:         }
+func.func @split(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse,
+                 %opart: !view, %counters: memref<?x?x?xi32>, %S: index) attributes {tile.split_kv} {
+  %kbuf = tgpu.alloc : !buf
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %B = memref.dim %q, %c0 : !view
+  %H = memref.dim %q, %c1 : !view
+  %N = memref.dim %k, %c2 : !view
+  %blocks = arith.ceildivui %N, %c64 : index
+  %share = arith.ceildivui %blocks, %S : index
+  %zero = arith.constant dense<0.0> : !acc
+  scf.forall (%b, %h, %x) in (%B, %H, %S) {
+    %lo = arith.muli %x, %share : index
+    %end = arith.addi %lo, %share : index
+    %hi = arith.minui %end, %blocks : index
+    %qb = tile.block_load %q[%b, %h, %c0] bound %N : !view -> !qa
+    %out = scf.for %j = %lo to %hi step %c1 iter_args(%acc = %zero) -> (!acc) {
+      %row = arith.muli %j, %c64 : index
+      %tk = tgpu.async_copy %k[%b, %h, %row] bound %N into %kbuf : !view, !buf
+      %gk = nvgpu.device_async_create_group %tk
+      nvgpu.device_async_wait %gk
+      %s:2 = tgpu.wgmma %qb, %kbuf transpose_rhs : !qa, !buf -> !acc, !qa
+      %sw:2 = tgpu.wgmma_wait %s#0, %s#1 pending 0 : !acc, !qa
+      scf.yield %sw#0 : !acc
+    }
+    %srow = arith.muli %x, %B : index
+    %prow = arith.addi %srow, %b : index
+    tile.block_store %out, %opart[%prow, %h, %c0] bound %N : !acc, !view
+    %last = tile.split_arrive %counters[%b, %h, %c0] count %S : memref<?x?x?xi32>
+    scf.if %last {
+      tile.block_store %out, %o[%b, %h, %c0] bound %N : !acc, !view
+    }
+  } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
   return
 }
 

@@ -455,11 +455,20 @@ def Tile_SplitArriveOp : Tile_Op<"split_arrive"> {
     counter to zero (so the counters are zero again for the next launch). That program merges
     the partial results.
 
+    Without `barrier_id` every thread of the CTA arrives and the threads meet at the CTA's
+    barrier. In a warp-specialized kernel (tgpu-warp-specialize) only the consumers compute
+    the row block, and the producer never comes: there `threads` names the threads that arrive
+    (the consumers, threads [0, threads), whole warps) and `barrier_id` the named barrier
+    (1 to 15) they meet at.
+
         %last = tile.split_arrive %counters[%b, %h, %mb] count %S : memref<?x?x?xi32>
+        %last = tile.split_arrive %counters[%b, %h, %mb] count %S
+                  {barrier_id = 9 : i32, threads = 128 : i32} : memref<?x?x?xi32>
   }];
   let arguments = (ins Arg<MemRefRankOf<[I32], [3]>, "arrival counters",
                            [MemRead, MemWrite]>:$counters,
-                       Variadic<Index>:$indices, Index:$count);
+                       Variadic<Index>:$indices, Index:$count,
+                       OptionalAttr<I32Attr>:$barrier_id, OptionalAttr<I32Attr>:$threads);
   let results = (outs I1:$last);
   let assemblyFormat = [{
     $counters `[` $indices `]` `count` $count attr-dict `:` type($counters)

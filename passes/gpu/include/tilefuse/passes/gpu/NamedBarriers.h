@@ -20,6 +20,11 @@ inline constexpr int32_t kPingPongFirstBarrier = 1;
 /// issue themselves (q=shared's Q).
 inline constexpr int32_t kConsumersBarrier = 8;
 
+/// A split-KV kernel's arrival at its row block (tile.split_arrive) in a warp-specialized
+/// kernel: the consumer threads, which stored the partial result, meet there before one of them
+/// counts the CTA (tgpu-warp-specialize writes it on the op).
+inline constexpr int32_t kSplitArriveBarrier = 9;
+
 } // namespace tilefuse::tgpu
 
 #endif
