@@ -284,15 +284,26 @@ static bool warpSpecializedByDefault(int64_t headDim, llvm::StringRef chip, KeyL
 /// it: ptxas -v, no spills) and, loaded by TMA, persistent tiles: +14% at 1k, +5% at 4k and +4%
 /// at 16k over Q in registers at Bc = 128 (docs/perf.md, 2026-12-02, nineteenth session). Under a
 /// causal mask the same tile lost 1-8% from 1k to 4k, and alibi and gqa_head_window spill at
-/// Bc = 176 (their regions), so those keep Q in registers.
+/// Bc = 176 (their regions), so those keep Q in registers. Under a causal mask Q in shared memory
+/// at Bc = 128, persistent (the tile loop longest first), is +6% at 1k and +9% at 4k over Q in
+/// registers and within 1% at 16k (docs/perf.md, 2026-12-03, twentieth session), so masks whose
+/// row blocks differ in work take it too.
 static QOperand warpSpecializedQuery(int64_t headDim, KeyLayout keys, bool rowBlocksUnequal,
                                      int64_t regionRegisters) {
   if (keys != KeyLayout::Tensors)
     return QOperand::Registers;
   if (headDim >= 192 || headDim <= 64)
     return QOperand::Shared;
-  return headDim == 128 && !rowBlocksUnequal && regionRegisters == 0 ? QOperand::Shared
-                                                                     : QOperand::Registers;
+  return headDim == 128 && regionRegisters == 0 ? QOperand::Shared : QOperand::Registers;
+}
+
+/// Whether the warp-specialized default's Q operand at `headDim` depends on the kernel (d128:
+/// shared memory without score or mask regions that take registers, registers with them), so
+/// that either operand asked for keeps the warp roles.
+static bool queryDependsOnKernel(int64_t headDim, KeyLayout keys) {
+  return warpSpecializedQuery(headDim, keys, /*rowBlocksUnequal=*/false,
+                              /*regionRegisters=*/0) !=
+         warpSpecializedQuery(headDim, keys, /*rowBlocksUnequal=*/false, /*regionRegisters=*/1);
 }
 
 /// The warp-specialized kernel's rows: three consumer warpgroups (Br = 192) at head dims up to 64
@@ -308,9 +319,12 @@ static int64_t warpSpecializedRows(int64_t headDim, QOperand q) {
 /// memory d128 176 (+4-5% over 128 from 4k, persistent; 144 and 160 in between), d192 112, d256
 /// 80 (+4-9% over 64); d64 128 and d256 with Q in registers 64, the one-warpgroup kernel's (not
 /// defaults).
-static int64_t warpSpecializedKeyBlock(int64_t headDim, QOperand q) {
+static int64_t warpSpecializedKeyBlock(int64_t headDim, QOperand q, bool rowBlocksUnequal) {
   bool shared = q == QOperand::Shared;
-  return headDim <= 64 ? 128 : headDim <= 96 ? 160 : headDim <= 128 ? (shared ? 176 : 128)
+  // d128 under a causal-like mask: Bc = 128 with Q in shared memory (+6% / +9% at 1k / 4k over
+  // 176, which loses 8% at 1k; within 3% at 16k; twentieth session).
+  return headDim <= 64 ? 128 : headDim <= 96 ? 160
+       : headDim <= 128 ? (shared && !rowBlocksUnequal ? 176 : 128)
        : headDim <= 192 ? (shared ? 112 : 80) : (shared ? 80 : 64);
 }
 
@@ -399,8 +413,8 @@ static std::optional<bool> defaultRowOrder(llvm::StringRef chip, KeyLayout keys,
 /// the overlap, and the loop runs unrotated with the tuned key block, which does not spill (one
 /// score block in flight).
 static void warpSpecializedTiles(TileConfig &c, int64_t headDim, QOperand q,
-                                 int64_t regionRegisters) {
-  int64_t tuned = warpSpecializedKeyBlock(headDim, q);
+                                 int64_t regionRegisters, bool rowBlocksUnequal) {
+  int64_t tuned = warpSpecializedKeyBlock(headDim, q, rowBlocksUnequal);
   int64_t rows = warpSpecializedRows(headDim, q);
   int64_t rotated = largestFittingKeyBlock(tuned, tuned / 2, [&](int64_t blockN) {
     return rotatedLoopFits(headDim, rows, blockN, regionRegisters, q);
@@ -422,10 +436,12 @@ static void warpSpecializedTiles(TileConfig &c, int64_t headDim, QOperand q,
 /// order reads every head's keys at once), and at d128 with Q in registers it loses 2-4% from
 /// 4k. Only kernels whose score and mask regions take no registers: measured so, and before the
 /// persistent producer kept 32 registers the tile loop's state spilled on top of the regions'
-/// (softcap at d64: 284 bytes, ptxas -v; none since).
-static bool persistentByDefault(const TileConfig &c, KeyLayout keys, bool rowBlocksUnequal,
-                                int64_t regionRegisters) {
-  return !rowBlocksUnequal && regionRegisters == 0 &&
+/// (softcap at d64: 284 bytes, ptxas -v; none since). At d128 with Q loaded by TMA the causal
+/// tiles are persistent too: +6% at 1k and +9% at 4k, within 1% at 16k (twentieth session; at
+/// d192 and d256 persistence under a causal mask lost 3-13% at 1k, eighteenth session).
+static bool persistentByDefault(const TileConfig &c, int64_t headDim, KeyLayout keys,
+                                bool rowBlocksUnequal, int64_t regionRegisters) {
+  return (!rowBlocksUnequal || headDim == 128) && regionRegisters == 0 &&
          c.loadsQWithTma(/*packed=*/keys != KeyLayout::Tensors);
 }
 
@@ -449,8 +465,8 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
     if (warpSpecializedByDefault(headDim, chip, keys, rowBlocksUnequal)) {
       warpSpecializedTiles(c, headDim,
                            warpSpecializedQuery(headDim, keys, rowBlocksUnequal, regionRegisters),
-                           regionRegisters);
-      if (persistentByDefault(c, keys, rowBlocksUnequal, regionRegisters))
+                           regionRegisters, rowBlocksUnequal);
+      if (persistentByDefault(c, headDim, keys, rowBlocksUnequal, regionRegisters))
         c.persistent = true;
     } else if (regionRegisters > 0 && keys != KeyLayout::Gathered) {
       // Gathered (paged) keys keep their key block: its page-size constraints are their own.
@@ -515,12 +531,10 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
                               ? QOperand::Registers
                               : warpSpecializedQuery(headDim, keys, rowBlocksUnequal,
                                                      regionRegisters);
-  // Where the default operand depends on the mask (d128: Q in shared memory under full masks
-  // without regions, in registers otherwise) either one is a warp-specialized default, so asking
-  // for the other keeps the warp roles and takes that operand's tiles.
-  bool eitherQuery =
-      warpSpecializedQuery(headDim, keys, /*rowBlocksUnequal=*/false, /*regionRegisters=*/0) !=
-      warpSpecializedQuery(headDim, keys, /*rowBlocksUnequal=*/true, /*regionRegisters=*/0);
+  // Where the default operand depends on the kernel (d128: Q in shared memory without regions
+  // that take registers, in registers with them) either one is a warp-specialized default, so
+  // asking for the other keeps the warp roles and takes that operand's tiles.
+  bool eitherQuery = queryDependsOnKernel(headDim, keys);
   bool otherQuery = requested.qOperand && *requested.qOperand != defaultQuery &&
                     requested.warpSpecialize != true && !eitherQuery;
   bool noWarpRoles = syncOnly || requested.packGqa == true || requested.warpSpecialize == false ||
@@ -544,7 +558,7 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
                    base.warpSpecialize.value_or(false);
   if ((requested.warpSpecialize == true || requeried) && !syncOnly)
     warpSpecializedTiles(base, headDim, requested.qOperand.value_or(defaultQuery),
-                         regionRegisters);
+                         regionRegisters, rowBlocksUnequal);
   TileConfig tiles = base.overriddenBy(requested);
   // Rotated where it fits the key block actually chosen (an explicit Bc may not), unless asked.
   if (tiles.warpSpecialize.value_or(false) && !requested.softmaxOverlap)
@@ -553,11 +567,12 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   // Unrotated on request, the regions' registers meet no second score block in flight: the
   // tuned key block, which the default shrank only to keep the rotation.
   if (requested.softmaxOverlap == false && !requested.blockN && base.softmaxOverlap == true)
-    tiles.blockN = warpSpecializedKeyBlock(headDim, *tiles.qOperand);
+    tiles.blockN = warpSpecializedKeyBlock(headDim, *tiles.qOperand, rowBlocksUnequal);
   // Persistent by default where the kernel actually built loads Q with TMA (a request for Q in
   // registers, q_tma=false or no warp roles takes the default's persistence away), unless asked.
   if (!requested.persistent)
-    tiles.persistent = persistentByDefault(tiles, keys, rowBlocksUnequal, regionRegisters)
+    tiles.persistent = persistentByDefault(tiles, headDim, keys, rowBlocksUnequal,
+                                           regionRegisters)
                            ? std::optional<bool>(true)
                            : std::nullopt;
   if (!requested.rowsPerWarp && *tiles.blockM % *tiles.rowsPerWarp)

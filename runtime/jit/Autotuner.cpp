@@ -113,15 +113,20 @@ TuningKey jit::tuningKeyFor(llvm::StringRef source, const PtxCompileOptions &opt
   return key;
 }
 
-std::optional<CompiledKernel> jit::warpSpecializedPersistentForm(llvm::StringRef source,
-                                                                llvm::StringRef bufferName,
-                                                                const PtxCompileOptions &options) {
-  PtxCompileOptions persistent = options;
-  persistent.tiles = TileConfig();
-  persistent.tiles.warpSpecialize = true;
-  persistent.tiles.persistent = true;
-  persistent.dumpIRDirectory.clear();
-  auto kernel = compileToPTX(source, bufferName, persistent);
+std::optional<CompiledKernel> jit::warpSpecializedForm(llvm::StringRef source,
+                                                      llvm::StringRef bufferName,
+                                                      const PtxCompileOptions &options) {
+  PtxCompileOptions form = options;
+  form.tiles = TileConfig();
+  form.tiles.warpSpecialize = true;
+  if (options.splitKv) {
+    form.tiles.blockM = options.tiles.blockM.value_or(64);
+    form.tiles.stages = 3;
+  } else {
+    form.tiles.persistent = true;
+  }
+  form.dumpIRDirectory.clear();
+  auto kernel = compileToPTX(source, bufferName, form);
   if (!kernel) {
     llvm::consumeError(kernel.takeError()); // a kernel that cannot take warp roles
     return std::nullopt;
@@ -437,12 +442,14 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
   std::vector<Candidate> space = enumerateSpace(headDim, base.chip, limits, axes);
   TileConfig defaultTiles = defaultKernel->tiles;
   addDefaultCandidates(space, defaultTiles, headDim, base.chip);
-  // A default without warp roles has no persistence to toggle: its warp-specialized
-  // persistent form joins the space, compiled once (here, to learn its configuration).
+  // A default without warp roles has no persistence to toggle: its warp-specialized form
+  // (persistent, or a split kernel's TMA ring) joins the space, compiled once (here, to learn
+  // its configuration). The split space enumerates no warp roles (withoutWarpRolesWhere-
+  // Unsupported keeps its size), so only this candidate has them.
   std::optional<CompiledKernel> persistentForm;
   if (!defaultTiles.warpSpecialize.value_or(false) &&
-      llvm::is_contained(axes.warpSpecialize, true)) {
-    persistentForm = warpSpecializedPersistentForm(problem.source, problem.bufferName, base);
+      (llvm::is_contained(axes.warpSpecialize, true) || (base.splitKv && !base.pagedKv))) {
+    persistentForm = warpSpecializedForm(problem.source, problem.bufferName, base);
     if (persistentForm && llvm::none_of(space, [&](const Candidate &c) {
           return c.config == persistentForm->tiles;
         })) {

@@ -83,8 +83,8 @@
 // RUN: not tilefuse compile --kernel causal --config Br=24 -o %t/x 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BLOCK
 // BLOCK: block-m must be a multiple of 16
-// Q by TMA (q_tma) needs a producer and Q in shared memory: d128's default holds Q in registers.
-// RUN: not tilefuse compile --kernel causal --head-dim 128 --config q_tma=true -o %t/x 2>&1 \
+// Q by TMA (q_tma) needs a producer and Q in shared memory: d96's default holds Q in registers.
+// RUN: not tilefuse compile --kernel causal --head-dim 96 --config q_tma=true -o %t/x 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=QTMA
 // QTMA: error: invalid kernel configuration: q_tma=true needs warp_specialize=true and q=shared
 // The d192 default loads Q by TMA and, its row blocks equal work, is persistent; q_tma=false

@@ -25,16 +25,17 @@
 // WHOLE:     .param .u64 causal_param_23{{$}}
 // WHOLE-NEXT: )
 // WHOLE-NOT: atom.global
-// (Causal at 128: Q in registers, the two maps of K and V; attention there also loads Q by TMA,
-// a third map.)
+// (Causal at 128: the maps of K and V, then Q's, which its producer loads by TMA.)
 // RUN: tilefuse compile --kernel causal --head-dim 128 --emit ptx -o %t/tma.ptx
 // RUN: FileCheck %s --check-prefix=TMA --input-file %t/tma.ptx
 // TMA:      .param .u64 causal_param_23,
 // TMA-NEXT: .param .align 64 .b8 causal_param_24[128],
-// TMA-NEXT: .param .align 64 .b8 causal_param_25[128]
+// TMA-NEXT: .param .align 64 .b8 causal_param_25[128],
+// TMA-NEXT: .param .align 64 .b8 causal_param_26[128]
 // TMA-NEXT: )
-// TMA:      setmaxnreg.inc.sync.aligned.u32 240
-// TMA:      setmaxnreg.dec.sync.aligned.u32 24
+// Persistent (Q by TMA): the producer keeps 40 registers for its tile loop, the consumers 232.
+// TMA:      setmaxnreg.inc.sync.aligned.u32 232
+// TMA:      setmaxnreg.dec.sync.aligned.u32 40
 // TMA:      cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // TMA-NOT:  cp.async.cg
 

@@ -37,12 +37,12 @@
 // RING3: "shared_bytes": 65536
 // RING3: "tile_config": "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=3,pack_gqa=false,warp_specialize=false"
 // The warp-specialized default's rings: keys and values, three stages each, and their barriers
-// (causal: under a full mask d128 takes Bc = 176 with Q in shared memory, whose three stages
-// would not fit, below).
+// (causal: Bc = 128 with Q in shared memory, one stage of its own; under a full mask d128 takes
+// Bc = 176, whose three stages would not fit, below).
 // RUN: tilefuse compile --kernel causal --head-dim 128 --config stages=3 --emit ptx -o %t/ws3.ptx
 // RUN: FileCheck %s --check-prefix=WS3 --input-file %t/ws3.json
 // WS3: "kv_tma": true
-// WS3: "shared_bytes": 196704
+// WS3: "shared_bytes": 229488
 // WS3: "threads": 384
 // RUN: not tilefuse compile --kernel attention --head-dim 128 --config stages=3 --emit ptx \
 // RUN:   -o %t/ws3-full.ptx 2>&1 | FileCheck %s --check-prefix=WS3-FULL

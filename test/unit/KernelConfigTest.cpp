@@ -97,9 +97,8 @@ TEST(KernelConfig, BadTextIsALocatedError) {
       // Parsed, but the fields do not fit together (TileConfig::verify).
       {"Br=24", "1:47: #tile.config: block-m must be a multiple of 16"},
       {"Br=64,mma=wgmma,rows_per_warp=32", "1:47: #tile.config: mma=wgmma needs chip=sm_90a"},
-      {"Br=128,mma=wgmma,pack_gqa=true,warp_specialize=true",
-       "1:47: #tile.config: warp_specialize=true needs mma=wgmma (chip sm_90a) and "
-       "pack_gqa=false"},
+      {"Br=128,mma=sync,warp_specialize=true",
+       "1:47: #tile.config: warp_specialize=true needs mma=wgmma (chip sm_90a)"},
   };
   for (const Case &testCase : cases) {
     ConfigContext c;

@@ -259,7 +259,7 @@ TEST(AutotunerCandidates, WarpSpecializedPersistentForm) {
   PtxCompileOptions options;
   options.headDim = 64;
   std::optional<CompiledKernel> kernel =
-      warpSpecializedPersistentForm(causal->text, causal->fileName, options);
+      warpSpecializedForm(causal->text, causal->fileName, options);
   ASSERT_TRUE(kernel.has_value());
   EXPECT_TRUE(kernel->persistent);
   const TileConfig *form = &kernel->tiles;
@@ -270,10 +270,26 @@ TEST(AutotunerCandidates, WarpSpecializedPersistentForm) {
   EXPECT_EQ(form->descendingRows, true);
   EXPECT_TRUE(form->isComplete());
   options.chip = "sm_80";
-  EXPECT_FALSE(warpSpecializedPersistentForm(causal->text, causal->fileName, options));
+  EXPECT_FALSE(warpSpecializedForm(causal->text, causal->fileName, options));
   options.chip = "sm_90a";
+  // A split (decode) kernel: warp roles over the default's packed row block, a three-stage
+  // TMA ring, not persistent (tgpu-persistent refuses split kernels).
+  options.splitKv = true;
+  options.headDim = 128;
+  options.tiles = splitKvTileConfig(128, "sm_90a");
+  std::optional<CompiledKernel> split =
+      warpSpecializedForm(causal->text, causal->fileName, options);
+  ASSERT_TRUE(split.has_value());
+  EXPECT_EQ(split->tiles.warpSpecialize, true);
+  EXPECT_EQ(split->tiles.blockM, 64);
+  EXPECT_EQ(split->tiles.stages, 3);
+  EXPECT_EQ(split->tiles.packGqa, true);
+  EXPECT_EQ(split->tiles.qOperand, QOperand::Registers);
+  EXPECT_FALSE(split->persistent);
+  EXPECT_TRUE(split->tiles.isComplete());
+  // Paged kernels gather their keys page by page: no TMA, no warp roles.
   options.pagedKv = true;
-  EXPECT_FALSE(warpSpecializedPersistentForm(causal->text, causal->fileName, options));
+  EXPECT_FALSE(warpSpecializedForm(causal->text, causal->fileName, options));
 }
 
 } // namespace

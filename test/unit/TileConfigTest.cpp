@@ -272,7 +272,8 @@ TEST(TileConfig, PersistentWhereQueryLoadsByTma) {
   for (int64_t d : {64, 128, 192, 256}) {
     EXPECT_EQ(resolved("", d).persistent, true) << d;
     EXPECT_EQ(defaultTileConfig(d, "sm_90a").persistent, true) << d;
-    EXPECT_FALSE(resolved("", d, /*unequal=*/true).persistent) << d;
+    // Causal-like masks: persistent at d128 only, whose Q is in shared memory there too.
+    EXPECT_EQ(resolved("", d, /*unequal=*/true).persistent.value_or(false), d == 128) << d;
     EXPECT_FALSE(resolved("q_tma=false", d).persistent) << d;
     EXPECT_EQ(resolved("persistent=false", d).persistent, false) << d;
   }
@@ -548,10 +549,14 @@ TEST(TileConfig, UnequalRowBlocksRunLastFirstByDefault) {
   EXPECT_EQ(resolved("persistent=true,row_order=ascending", true).descendingRows, false);
   EXPECT_EQ(resolved("row_order=ascending", true).descendingRows, false);
   EXPECT_EQ(resolved("row_order=descending", false).descendingRows, true);
-  // The rest of the configuration is the one without the fact (Q asked for in registers: a full
-  // mask's d128 default holds it in shared memory).
-  TileConfig reversed = resolved("", true), plain = resolved("q=registers", false);
+  // The rest of the configuration is the one without the fact, but for the key block (d128
+  // causal: 128 with Q in shared memory, where the full mask takes 176) and persistence, which
+  // follows the row order.
+  TileConfig reversed = resolved("", true), plain = resolved("", false);
+  EXPECT_EQ(reversed.blockN, 128);
+  EXPECT_EQ(plain.blockN, 176);
   reversed.descendingRows = std::nullopt;
+  reversed.blockN = plain.blockN;
   EXPECT_EQ(reversed, plain);
 }
 
@@ -588,7 +593,12 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
   EXPECT_EQ(resolved("q=registers", 128, "sm_90a"),
             "Br=128,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false,warp_specialize=true,softmax_overlap=true");
+  // Causal: Q in shared memory at Bc = 128, persistent, the tile loop longest first.
   EXPECT_EQ(causal("", 128),
+            "Br=128,Bc=128,rows_per_warp=16,mma=wgmma,q=shared,copy_issue=eager,stages=2,"
+            "pack_gqa=false,warp_specialize=true,softmax_overlap=true,persistent=true,"
+            "row_order=descending");
+  EXPECT_EQ(causal("q=registers", 128),
             "Br=128,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false,warp_specialize=true,softmax_overlap=true,row_order=descending");
   EXPECT_EQ(resolved("warp_specialize=false", 128, "sm_90a"),

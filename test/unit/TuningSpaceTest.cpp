@@ -28,10 +28,12 @@ TEST(TuningSpace, EveryCandidateIsCompleteConsistentAndDistinct) {
     }
     EXPECT_EQ(anyWgmma, chip == "sm_90a");
     // The defaults are in the space, and fit.
-    // (d128 causal: under a full mask the default's Bc = 176 and persistence are not axes.)
+    // (d128 causal: under a full mask the default's Bc = 176 is not on the axes, and
+    // persistence is no axis: addDefaultCandidates adds the persistent default.)
     TileConfig defaults = defaultTileConfig(128, chip, KeyLayout::Tensors, 0,
                                             /*rowBlocksUnequal=*/true);
     defaults.descendingRows = std::nullopt;
+    defaults.persistent = std::nullopt;
     // Candidates say whether they are warp-specialized; the default may leave it to the chip.
     defaults.warpSpecialize = defaults.warpSpecialize.value_or(false);
     auto it = llvm::find_if(space, [&](const Candidate &c) { return c.config == defaults; });
@@ -291,21 +293,16 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
     TileConfig pingponged = defaults;
     pingponged.pingpong = !defaults.pingpong.value_or(false);
     EXPECT_EQ(count(pingponged), 1);
-    // And where Q is in registers (d128 causal) its persistent form with Q in shared memory,
-    // once; the full mask's default has Q there already.
-    EXPECT_EQ(defaults.qOperand, unequalRows ? QOperand::Registers : QOperand::Shared);
-    TileConfig sharedQuery = defaults;
-    sharedQuery.qOperand = QOperand::Shared;
-    sharedQuery.persistent = true;
-    EXPECT_EQ(count(sharedQuery), 1);
-    // Causal: the enumerated default (ascending, unset) was in the space, one dropped and two
-    // added, then the toggled persistence and ping-pong and the shared-Q persistent form. Full:
-    // the default (Bc = 176, persistent) is no enumerated candidate, and the other three join.
+    // A default holding Q in registers would add its persistent form with Q in shared memory;
+    // d128's defaults (full and causal) have Q there already, persistent.
+    EXPECT_EQ(defaults.qOperand, QOperand::Shared);
+    EXPECT_EQ(defaults.persistent, true);
+    // The default (persistent, which is no axis: no enumerated candidate) joins, with its
+    // other row order, its persistence toggled and ping-pong toggled.
     EXPECT_EQ(space.size(), enumerated + 4);
     // Those and the default are the ones the tuner times first.
-    EXPECT_EQ(llvm::count_if(space, [](const Candidate &c) { return c.nearDefault; }),
-              unequalRows ? 5 : 4);
-    for (const TileConfig &near : {defaults, reversed, toggled, pingponged, sharedQuery})
+    EXPECT_EQ(llvm::count_if(space, [](const Candidate &c) { return c.nearDefault; }), 4);
+    for (const TileConfig &near : {defaults, reversed, toggled, pingponged})
       EXPECT_TRUE(llvm::any_of(space, [&](const Candidate &c) {
         return c.nearDefault && c.config == near;
       }));

@@ -148,15 +148,19 @@ struct TuningReport {
   std::string budgetNote;    ///< set when the budget cut the timing short
 };
 
-/// The warp-specialized persistent form of the kernel `source` compiles to under `options`
-/// (compiled with `warp_specialize=true,persistent=true`, its tiles as the compiler resolves
-/// them), or none where the kernel cannot take warp roles (sm_80, paged, split). The tuner's candidate for a default
-/// without warp roles, which has no persistence to toggle (addDefaultCandidates): at d64 under a
-/// causal mask it measured +9% at 4k and +15% at 16k over the default, -9% at 1k (docs/perf.md,
-/// 2026-12-02).
-std::optional<CompiledKernel> warpSpecializedPersistentForm(llvm::StringRef source,
-                                                            llvm::StringRef bufferName,
-                                                            const PtxCompileOptions &options);
+/// The warp-specialized form of the kernel `source` compiles to under `options`, its tiles as
+/// the compiler resolves them, or none where the kernel cannot take warp roles (sm_80, paged).
+/// The tuner's candidate for a default without warp roles (addDefaultCandidates toggles the
+/// rest):
+/// - unsplit: `warp_specialize=true,persistent=true`, which has no persistence to toggle: at d64
+///   under a causal mask it measured +9% at 4k and +15% at 16k over the default, -9% at 1k
+///   (docs/perf.md, 2026-12-02);
+/// - split-KV (decode; not persistent): the default's row block (a packed GQA group's rows) with
+///   a TMA ring of three key blocks, +2% at 4k and -5% from 32k (B = 8, GQA 32/8, D = 128;
+///   docs/perf.md, 2026-12-03), so the length bucket picks.
+std::optional<CompiledKernel> warpSpecializedForm(llvm::StringRef source,
+                                                  llvm::StringRef bufferName,
+                                                  const PtxCompileOptions &options);
 
 /// The tuning database's key for a kernel: the kernel identity of `options` with the dtype and
 /// head dim `compiled` resolved (so "as written" and the written value key alike), the bucket of
