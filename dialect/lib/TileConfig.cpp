@@ -316,13 +316,14 @@ static int64_t warpSpecializedRows(int64_t headDim, QOperand q) {
 /// The warp-specialized kernel's tuned key block for Q in `q` (docs/perf.md, tenth, sixteenth and
 /// nineteenth sessions): Q in registers d96 160 (+5-6% over 128 from 4k), d128 128 (144: within
 /// 3%, slower at 1k), d192 80 (rotated: +5-10% over Bc = 128 unrotated from 4k); Q in shared
-/// memory d128 176 (+4-5% over 128 from 4k, persistent; 144 and 160 in between), d192 112, d256
+/// memory d128 176 (+4-5% over 128 from 4k, persistent; 144 and 160 in between; 128 under a
+/// causal-like mask), d192 112, d256
 /// 80 (+4-9% over 64); d64 128 and d256 with Q in registers 64, the one-warpgroup kernel's (not
 /// defaults).
 static int64_t warpSpecializedKeyBlock(int64_t headDim, QOperand q, bool rowBlocksUnequal) {
   bool shared = q == QOperand::Shared;
-  // d128 under a causal-like mask: Bc = 128 with Q in shared memory (+6% / +9% at 1k / 4k over
-  // 176, which loses 8% at 1k; within 3% at 16k; twentieth session).
+  // d128 under a causal-like mask: Bc = 128 with Q in shared memory, persistent, against 176:
+  // +11% at 1k, +2% at 4k, -4% at 16k (docs/perf.md, twentieth session).
   return headDim <= 64 ? 128 : headDim <= 96 ? 160
        : headDim <= 128 ? (shared && !rowBlocksUnequal ? 176 : 128)
        : headDim <= 192 ? (shared ? 112 : 80) : (shared ? 80 : 64);
