@@ -446,15 +446,15 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
   // (persistent, or a split kernel's TMA ring) joins the space, compiled once (here, to learn
   // its configuration). The split space enumerates no warp roles (withoutWarpRolesWhere-
   // Unsupported keeps its size), so only this candidate has them.
-  std::optional<CompiledKernel> persistentForm;
+  std::optional<CompiledKernel> rolesForm;
   if (!defaultTiles.warpSpecialize.value_or(false) &&
       (llvm::is_contained(axes.warpSpecialize, true) || (base.splitKv && !base.pagedKv))) {
-    persistentForm = warpSpecializedForm(problem.source, problem.bufferName, base);
-    if (persistentForm && llvm::none_of(space, [&](const Candidate &c) {
-          return c.config == persistentForm->tiles;
+    rolesForm = warpSpecializedForm(problem.source, problem.bufferName, base);
+    if (rolesForm && llvm::none_of(space, [&](const Candidate &c) {
+          return c.config == rolesForm->tiles;
         })) {
       Candidate c;
-      c.config = persistentForm->tiles;
+      c.config = rolesForm->tiles;
       c.estimate = estimateResources(c.config, headDim);
       c.nearDefault = true;
       space.push_back(c);
@@ -539,10 +539,10 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
         PtxCompileOptions o = base;
         o.tiles = r.config;
         auto start = Clock::now();
-        // The default and the persistent form are compiled already.
+        // The default and its warp-specialized form are compiled already.
         auto compiled = r.isDefault ? llvm::Expected<CompiledKernel>(*defaultKernel)
-                        : persistentForm && r.config == persistentForm->tiles
-                            ? llvm::Expected<CompiledKernel>(*persistentForm)
+                        : rolesForm && r.config == rolesForm->tiles
+                            ? llvm::Expected<CompiledKernel>(*rolesForm)
                             : compileToPTX(problem.source, problem.bufferName, o);
         r.compileMs = 1e3 * secondsSince(start);
         // Checked again before the driver's JIT, which takes most of the time and runs one
