@@ -32,7 +32,7 @@ bool TileConfig::isComplete() const {
 bool TileConfig::empty() const {
   return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue && !stages &&
          !packGqa && !ctasPerSm && !warpSpecialize && !softmaxOverlap && !pingpong &&
-         !persistent && !descendingRows && !qTma;
+         !persistent && !descendingRows && !qTma && !prefetchValues;
 }
 
 bool TileConfig::operator==(const TileConfig &other) const {
@@ -41,7 +41,8 @@ bool TileConfig::operator==(const TileConfig &other) const {
          stages == other.stages && packGqa == other.packGqa && ctasPerSm == other.ctasPerSm &&
          warpSpecialize == other.warpSpecialize && softmaxOverlap == other.softmaxOverlap &&
          pingpong == other.pingpong && persistent == other.persistent &&
-         descendingRows == other.descendingRows && qTma == other.qTma;
+         descendingRows == other.descendingRows && qTma == other.qTma &&
+         prefetchValues == other.prefetchValues;
 }
 
 llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
@@ -49,7 +50,7 @@ llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
                             config.qOperand, config.copyIssue, config.stages, config.packGqa,
                             config.ctasPerSm, config.warpSpecialize, config.softmaxOverlap,
                             config.pingpong, config.persistent, config.descendingRows,
-                            config.qTma);
+                            config.qTma, config.prefetchValues);
 }
 
 std::string TileConfig::print() const {
@@ -82,6 +83,8 @@ std::string TileConfig::print() const {
     items.push_back(*descendingRows ? "row_order=descending" : "row_order=ascending");
   if (qTma)
     items.push_back(*qTma ? "q_tma=true" : "q_tma=false");
+  if (prefetchValues)
+    items.push_back(*prefetchValues ? "prefetch_values=true" : "prefetch_values=false");
   if (ctasPerSm)
     items.push_back("ctas_per_sm=" + std::to_string(*ctasPerSm));
   return llvm::join(items, ",");
@@ -137,9 +140,12 @@ llvm::Error TileConfig::set(llvm::StringRef key, llvm::StringRef value) {
     return choice(descendingRows, false, "ascending", true, "descending");
   if (key == "q_tma" || key == "q-tma")
     return choice(qTma, false, "false", true, "true");
+  if (key == "prefetch_values" || key == "prefetch-values")
+    return choice(prefetchValues, false, "false", true, "true");
   return fail("unknown setting '" + key +
               "' (Br, Bc, rows_per_warp, mma, q, copy_issue, stages, pack_gqa, ctas_per_sm, "
-              "warp_specialize, softmax_overlap, pingpong, persistent, row_order, q_tma)");
+              "warp_specialize, softmax_overlap, pingpong, persistent, row_order, q_tma, "
+              "prefetch_values)");
 }
 
 llvm::Expected<TileConfig> TileConfig::parse(llvm::StringRef text) {
@@ -188,6 +194,8 @@ TileConfig TileConfig::overriddenBy(const TileConfig &other) const {
     out.descendingRows = other.descendingRows;
   if (other.qTma)
     out.qTma = other.qTma;
+  if (other.prefetchValues)
+    out.prefetchValues = other.prefetchValues;
   return out;
 }
 
@@ -237,6 +245,13 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   // Only the producer issues TMA, and only into a Q buffer in shared memory.
   if (qTma == true && (!warpSpecialize.value_or(false) || qOperand != QOperand::Shared))
     return fail("q_tma=true needs warp_specialize=true and q=shared");
+  // The producer's rings already hold the value blocks ahead; tgpu-pipeline deepens one ring
+  // a loop carries, the key ring.
+  if (prefetchValues == true && warpSpecialize.value_or(false))
+    return fail("prefetch_values=true is the cp.async kernel's (warp_specialize=false): the "
+                "producer's rings already load value blocks ahead");
+  if (prefetchValues == true && stages && *stages != 2)
+    return fail("prefetch_values=true needs stages=2 (a loop's second ring is not deepened)");
   if (mma == MmaKind::Wgmma) {
     // the GPU lowering's constraints for warpgroup MMAs (its message), checked here so the tuner
     // never compiles a configuration the pass would refuse.
@@ -320,7 +335,7 @@ static int64_t warpSpecializedRows(int64_t headDim, QOperand q) {
 /// causal-like mask), d192 112, d256
 /// 80 (+4-9% over 64); d64 128 and d256 with Q in registers 64, the one-warpgroup kernel's (not
 /// defaults).
-static int64_t warpSpecializedKeyBlock(int64_t headDim, QOperand q, bool rowBlocksUnequal) {
+int64_t tilefuse::warpSpecializedKeyBlock(int64_t headDim, QOperand q, bool rowBlocksUnequal) {
   bool shared = q == QOperand::Shared;
   // d128 under a causal-like mask: Bc = 128 with Q in shared memory, persistent, against 176:
   // +11% at 1k, +2% at 4k, -4% at 16k (docs/perf.md, twentieth session).
@@ -538,8 +553,9 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   bool eitherQuery = queryDependsOnKernel(headDim, keys);
   bool otherQuery = requested.qOperand && *requested.qOperand != defaultQuery &&
                     requested.warpSpecialize != true && !eitherQuery;
+  // Value blocks prefetched by the kernel's own copies are the one-warpgroup kernel's (verify).
   bool noWarpRoles = syncOnly || requested.packGqa == true || requested.warpSpecialize == false ||
-                     otherQuery;
+                     requested.prefetchValues == true || otherQuery;
   llvm::StringRef baseChip = syncOnly ? llvm::StringRef("sm_80") : chip;
   KeyLayout baseKeys = noWarpRoles ? KeyLayout::Gathered : keys;
   TileConfig base =

@@ -6,7 +6,8 @@
 //  2. the key block becomes loop-carried: the block for the first iteration is loaded before the
 //     loop, and each iteration loads the next one at its start. The GPU lowering keeps key blocks
 //     in a ring of two shared buffers and waits for a copy only where it is first read, so the
-//     next key block travels during this iteration's softmax and P x V.
+//     next key block travels during this iteration's softmax and P x V. With prefetch_values
+//     (TileConfig) the value block is carried the same way, requested after the next key block.
 // A backward's loop over query blocks (tile.query_loop: dK and dV of one key block) gets the
 // same two steps for its query-side blocks, Q and dO (the lhs of Q K^T and dO V^T): both are
 // requested at the top of the iteration, and the next iteration's while this one computes.
@@ -76,6 +77,14 @@ bool sameValue(Value a, Value b) {
       x.getOwner(), y.getOwner(),
       [](Value p, Value q) { return success(sameValue(p, q)); }, /*markEquivalent=*/nullptr,
       OperationEquivalence::IgnoreLocations);
+}
+
+/// Value blocks: loads whose block feeds a dot as its rhs, not transposed (V of P·V).
+bool isValueLoad(BlockLoadOp load) {
+  return !load->use_empty() && llvm::all_of(load->getUsers(), [&](Operation *user) {
+    auto dot = dyn_cast<BlockDotOp>(user);
+    return dot && !dot.getTransposeRhs() && dot.getRhs() == load.getResult();
+  });
 }
 
 /// Query-side blocks of a backward's query loop: loads whose block is the lhs of a dot with a
@@ -197,7 +206,16 @@ struct TilePipelinePass : public tilefuse::impl::TilePipelineBase<TilePipelinePa
           if (isKeyLoad(load))
             keys.push_back(load);
         Operation *issued = nullptr;
-        prefetch(loop, keys, &issued);
+        loop = prefetch(loop, keys, &issued);
+        // prefetch_values: the value blocks carried too, requested after the next key block.
+        if (config->prefetchValues.value_or(false)) {
+          SmallVector<BlockLoadOp> values;
+          loop.getBody()->walk([&](BlockLoadOp load) {
+            if (isValueLoad(load))
+              values.push_back(load);
+          });
+          prefetch(loop, values, &issued);
+        }
         continue;
       }
       // Query loop: each query-side view's blocks, one ring each.

@@ -29,6 +29,9 @@ ResourceEstimate jit::estimateResources(const TileConfig &config, int64_t headDi
   int64_t keyBlock = buffer(bc * d * elementBytes);
   int64_t stages = config.stages.value_or(2);
   e.sharedBytes = stages * keyBlock /* the K ring */ + keyBlock /* V */;
+  if (config.prefetchValues.value_or(false))
+    e.sharedBytes += keyBlock; // V's ring of two
+
   // Warp-specialized: the values have a ring of their own, and each stage two mbarriers.
   if (config.warpSpecialize.value_or(false))
     e.sharedBytes = 2 * stages * keyBlock + 4 * stages * 8;
@@ -250,6 +253,21 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
       sharedQuery.qOperand = QOperand::Shared;
       sharedQuery.persistent = true;
       addVariant(sharedQuery);
+    }
+    // The key block the default would take under the other kind of mask, where the two differ
+    // (d128 with Q in shared memory: 176 for equal row blocks, 128 under a causal-like mask).
+    // The causal default at Bc = 176 measured +4-5% from 8k keys and -5% at 1k (docs/perf.md,
+    // twentieth session), so the length bucket picks. Only for a default at its tuned key block:
+    // one that the regions' registers shrank would spill at the other.
+    if (defaults.qOperand && defaults.blockN) {
+      int64_t equalRows = warpSpecializedKeyBlock(headDim, *defaults.qOperand, false);
+      int64_t unequalRows = warpSpecializedKeyBlock(headDim, *defaults.qOperand, true);
+      if (equalRows != unequalRows &&
+          (*defaults.blockN == equalRows || *defaults.blockN == unequalRows)) {
+        TileConfig otherKeyBlock = defaults;
+        otherKeyBlock.blockN = *defaults.blockN == equalRows ? unequalRows : equalRows;
+        addVariant(otherKeyBlock);
+      }
     }
   }
 }

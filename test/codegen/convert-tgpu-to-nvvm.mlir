@@ -160,6 +160,80 @@ module attributes {tilefuse.threads = {paged_fixed = 128 : i64}} {
 // -----
 
 !qkv = memref<?x?x?x64xbf16>
+!cache = memref<?x?x128x64xbf16>
+!lse = memref<?x?x?xf32>
+!table = memref<?x?xi32, strided<[?, 1]>>
+!tile = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+
+// A key block whose first row is a multiple of 64 (row_alignment, tile-to-tgpu's) in pages of
+// 128 rows lies in one page: one table read for the thread's 4 rows (the other i32 load is the
+// sequence's length), and each row's place in the page is the block's plus its row.
+// CHECK-LABEL: gpu.func @paged_one_page
+// CHECK-COUNT-2: llvm.load %{{.+}} : !llvm.ptr<1> -> i32
+// CHECK-NOT:     llvm.load %{{.+}} : !llvm.ptr<1> -> i32
+// CHECK-NOT:     arith.divui
+// CHECK-COUNT-4: nvvm.cp.async.shared.global
+// CHECK-NOT:     llvm.load %{{.+}} : !llvm.ptr<1> -> i32
+// CHECK:         gpu.return
+module attributes {tilefuse.threads = {paged_one_page = 128 : i64}} {
+  func.func @paged_one_page(%Q: !qkv, %K: !cache, %V: !cache, %O: !qkv, %LSE: !lse, %T: !table,
+                            %L: memref<?xi32>) attributes {tile.paged_kv} {
+    %c0 = arith.constant 0 : index
+    %c64 = arith.constant 64 : index
+    %buffer = tgpu.alloc {offset = 0 : i64} : !tile
+    %m = memref.dim %Q, %c0 : !qkv
+    scf.forall (%b, %h, %r) in (%m, %m, %m) {
+      %length = memref.load %L[%b] : memref<?xi32>
+      %n = arith.index_castui %length : i32 to index
+      %row = arith.muli %r, %c64 : index
+      %t = tgpu.async_copy %K[%b, %h, %row] bound %n pages %T into %buffer {row_alignment = 64 : i64} : !cache, !tile, !table
+      %g = nvgpu.device_async_create_group %t
+      nvgpu.device_async_wait %g {numGroups = 0 : i32}
+    } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+    return
+  }
+}
+
+// -----
+
+!qkv = memref<?x?x?x64xbf16>
+!cache = memref<?x?x32x64xbf16>
+!lse = memref<?x?x?xf32>
+!table = memref<?x?xi32, strided<[?, 1]>>
+!tile = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+
+// Pages of 32 rows under a 64-row alignment: a thread's rows r0 + 16 i (128 threads, 8 chunks
+// a row) are in page 0 of the block for i = 0, 1 and page 1 for i = 2, 3: two table reads, not
+// four; the second page's rows are 32 fewer into it.
+// CHECK-LABEL: gpu.func @paged_page_runs
+// CHECK-COUNT-3: llvm.load %{{.+}} : !llvm.ptr<1> -> i32
+// CHECK-NOT:     llvm.load %{{.+}} : !llvm.ptr<1> -> i32
+// CHECK:         arith.subi %{{.+}}, %c32 : index
+// CHECK-COUNT-4: nvvm.cp.async.shared.global
+// CHECK-NOT:     llvm.load %{{.+}} : !llvm.ptr<1> -> i32
+// CHECK:         gpu.return
+module attributes {tilefuse.threads = {paged_page_runs = 128 : i64}} {
+  func.func @paged_page_runs(%Q: !qkv, %K: !cache, %V: !cache, %O: !qkv, %LSE: !lse, %T: !table,
+                             %L: memref<?xi32>) attributes {tile.paged_kv} {
+    %c0 = arith.constant 0 : index
+    %c64 = arith.constant 64 : index
+    %buffer = tgpu.alloc {offset = 0 : i64} : !tile
+    %m = memref.dim %Q, %c0 : !qkv
+    scf.forall (%b, %h, %r) in (%m, %m, %m) {
+      %length = memref.load %L[%b] : memref<?xi32>
+      %n = arith.index_castui %length : i32 to index
+      %row = arith.muli %r, %c64 : index
+      %t = tgpu.async_copy %K[%b, %h, %row] bound %n pages %T into %buffer {row_alignment = 64 : i64} : !cache, !tile, !table
+      %g = nvgpu.device_async_create_group %t
+      nvgpu.device_async_wait %g {numGroups = 0 : i32}
+    } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+    return
+  }
+}
+
+// -----
+
+!qkv = memref<?x?x?x64xbf16>
 !lse = memref<?x?x?xf32>
 !tile = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
 

@@ -322,6 +322,35 @@ TEST(TileConfig, QueryTmaSwitch) {
             std::string::npos);
 }
 
+/// Value blocks prefetched (prefetch_values) are the cp.async kernel's: asking for them rules
+/// out the warp-specialized default (d128), they round-trip and key the kernel, and beside warp
+/// roles or a deeper key ring they are refused.
+TEST(TileConfig, PrefetchValuesIsTheCpAsyncKernels) {
+  auto plain = resolveTileConfig(parsed(""), 128, "sm_90a");
+  ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
+  auto prefetched = resolveTileConfig(parsed("prefetch_values=true"), 128, "sm_90a");
+  ASSERT_TRUE(bool(prefetched)) << llvm::toString(prefetched.takeError());
+  EXPECT_EQ(prefetched->warpSpecialize.value_or(false), false);
+  EXPECT_EQ(prefetched->prefetchValues, true);
+  EXPECT_EQ(parsed(prefetched->print()), *prefetched);
+  EXPECT_NE(prefetched->print().find("prefetch_values=true"), std::string::npos);
+  EXPECT_NE(hash_value(*prefetched), hash_value(*plain));
+  // The split (decode) default takes it too, as the one-warpgroup kernel it is.
+  auto split = resolveTileConfig(splitKvTileConfig(128).overriddenBy(parsed("prefetch_values=true")),
+                                 128, "sm_90a");
+  ASSERT_TRUE(bool(split)) << llvm::toString(split.takeError());
+  EXPECT_EQ(split->prefetchValues, true);
+  for (auto [bad, why] :
+       {std::pair<const char *, const char *>{"prefetch_values=true,warp_specialize=true",
+                                              "prefetch_values=true is the cp.async kernel's"},
+        {"prefetch_values=true,stages=3", "prefetch_values=true needs stages=2"}}) {
+    auto config = resolveTileConfig(parsed(bad), 128, "sm_90a");
+    ASSERT_FALSE(bool(config)) << bad;
+    std::string message = llvm::toString(config.takeError());
+    EXPECT_NE(message.find(why), std::string::npos) << message;
+  }
+}
+
 /// The rotated key loop (softmax_overlap) is a warp-specialized kernel's: resolved, it is on
 /// where it fits the registers (the d192 default's Bc = 80, not Bc = 128), set it round-trips
 /// and keys the kernel, and without warp specialization it is refused.

@@ -297,12 +297,17 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
     // d128's defaults (full and causal) have Q there already, persistent.
     EXPECT_EQ(defaults.qOperand, QOperand::Shared);
     EXPECT_EQ(defaults.persistent, true);
+    // And with the other mask's key block: 176 under a causal-like mask, 128 without one.
+    TileConfig otherKeyBlock = defaults;
+    otherKeyBlock.blockN = unequalRows ? 176 : 128;
+    EXPECT_EQ(defaults.blockN, unequalRows ? 128 : 176);
+    EXPECT_EQ(count(otherKeyBlock), 1);
     // The default (persistent, which is no axis: no enumerated candidate) joins, with its
-    // other row order, its persistence toggled and ping-pong toggled.
-    EXPECT_EQ(space.size(), enumerated + 4);
+    // other row order, its persistence toggled, ping-pong toggled and the other key block.
+    EXPECT_EQ(space.size(), enumerated + 5);
     // Those and the default are the ones the tuner times first.
-    EXPECT_EQ(llvm::count_if(space, [](const Candidate &c) { return c.nearDefault; }), 4);
-    for (const TileConfig &near : {defaults, reversed, toggled, pingponged})
+    EXPECT_EQ(llvm::count_if(space, [](const Candidate &c) { return c.nearDefault; }), 5);
+    for (const TileConfig &near : {defaults, reversed, toggled, pingponged, otherKeyBlock})
       EXPECT_TRUE(llvm::any_of(space, [&](const Candidate &c) {
         return c.nearDefault && c.config == near;
       }));

@@ -5,7 +5,8 @@
 // thread i % threads,
 // each to its swizzled place in the buffer; rows at or past the bound copy 0 bytes (the
 // hardware zero-fills them). A paged copy (`pages %table`) maps each row through
-// tile::pagedRow, one table read per row a thread copies. nvgpu.device_async_create_group is cp.async.commit_group and
+// tile::pagedRow, one table read per row a thread copies, or per page where `row_alignment`
+// and a fixed page size say which rows share one. nvgpu.device_async_create_group is cp.async.commit_group and
 // nvgpu.device_async_wait cp.async.wait_group N: groups are counted, so a token is a
 // placeholder i32 once converted.
 //
@@ -126,6 +127,46 @@ struct AsyncCopyToCpAsync : OpConversionPattern<tgpu::AsyncCopyOp> {
       b.setInsertionPointToStart(guard.thenBlock());
       emit();
     };
+    // Pages read once per page rather than once per row (`row_alignment`, a page size fixed
+    // in the type): round i's rows r0 + i·R (R = rowsPerRound, r0 < R) of a block starting at
+    // a multiple of A lie in page group pageGroup(i), which starts at block row groupRow(g).
+    // Where S is a multiple of A and the block has at most A rows, the block is one page
+    // (one group, at row 0); where A is a multiple of S and R divides S, rows i·R to i·R + R - 1
+    // are in the page starting at row S·⌊i·R / S⌋ of the block. Each group's page is read
+    // through tile::pagedRow at its first row, and a round's row in the page is that row's
+    // plus its distance from the group's first row.
+    std::optional<int64_t> alignment = op.getRowAlignment();
+    int64_t S = viewType.getDimSize(2);
+    bool onePage = table && alignment && !viewType.isDynamicDim(2) &&
+                   threads % chunksPerRow == 0 && S % *alignment == 0 &&
+                   tile.rows <= *alignment;
+    bool pageRuns = table && alignment && !viewType.isDynamicDim(2) && !onePage &&
+                    threads % chunksPerRow == 0 && *alignment % S == 0 && S % rowsPerRound == 0;
+    auto pageGroup = [&](int64_t i) { return onePage ? 0 : i * rowsPerRound / S; };
+    SmallVector<tile::PageAndRow> groups;
+    if (onePage || pageRuns) {
+      int64_t count = onePage ? 1 : pageGroup((chunks + threads - 1) / threads - 1) + 1;
+      for (int64_t g = 0; g < count; ++g) {
+        // A group at or past the bound reads table[batch, 0] (every table row has one entry),
+        // as a row past it does below; its rows copy 0 bytes.
+        Value first = addIndex(b, loc, row0, indexConstant(b, loc, onePage ? 0 : g * S));
+        Value inBounds =
+            b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, first, bound);
+        Value row = arith::SelectOp::create(b, loc, inBounds, first, zeroIndex);
+        groups.push_back(tile::pagedRow(
+            b, loc, row, pageSize, [&](OpBuilder &b, Location loc, Value column) -> Value {
+              Value page = table->load(b, loc, ValueRange{lead[0], column});
+              return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), page);
+            }));
+      }
+    }
+    auto groupedRowIndices = [&](int64_t i, Value r, Value inBounds) -> SmallVector<Value> {
+      const tile::PageAndRow &group = groups[pageGroup(i)];
+      Value fromGroup = onePage ? r : arith::SubIOp::create(
+                                          b, loc, r, indexConstant(b, loc, pageGroup(i) * S));
+      Value page = arith::SelectOp::create(b, loc, inBounds, group.page, zeroIndex);
+      return {page, lead[1], addIndex(b, loc, group.row, fromGroup)};
+    };
     SmallVector<Round> pending;
     for (int64_t i = 0; i * threads < chunks; ++i) {
       Round round;
@@ -150,7 +191,7 @@ struct AsyncCopyToCpAsync : OpConversionPattern<tgpu::AsyncCopyOp> {
       };
       // (A contiguous copy computes the bound check after the address, as it always has.)
       Value inBounds = table ? rowInBounds() : Value();
-      round.at = rowIndices(gRow, inBounds);
+      round.at = groups.empty() ? rowIndices(gRow, inBounds) : groupedRowIndices(i, r, inBounds);
       round.at.push_back(mulIndex(b, loc, ch, indexConstant(b, loc, elementsPerChunk)));
       if (!inBounds)
         inBounds = rowInBounds();

@@ -30,6 +30,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "tilefuse/dialect/TileGPUDialect.h"
 #include "tilefuse/dialect/TileGPUOps.h"
@@ -277,9 +278,18 @@ struct TileToTGPU : public tilefuse::tgpu::impl::TileToTGPUBase<TileToTGPU> {
         Value stage = arith::RemUIOp::create(b, loc, block, stages);
         buffer = StageOp::create(b, loc, buffer, stage);
       }
+      // A paged key block's first row is its block index times a constant (tile-tiling's
+      // key loop): the copy's lowering then reads one table entry per page, not per row.
+      IntegerAttr rowAlignment;
+      APInt factor;
+      if (load.getPageTable() &&
+          matchPattern(load.getIndices().back(),
+                       m_Op<arith::MulIOp>(matchers::m_Any(), m_ConstantInt(&factor))) &&
+          factor.isStrictlyPositive())
+        rowAlignment = b.getI64IntegerAttr(factor.getSExtValue());
       Value copy = AsyncCopyOp::create(b, loc, load.getView(), load.getIndices(),
                                        load.getBound(), buffer, load.getPageTable(),
-                                       /*threads=*/IntegerAttr());
+                                       /*threads=*/IntegerAttr(), rowAlignment);
       Value group = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenType, copy);
       fills[load.getResult()] = {buffer, group};
       groupOf[load.getResult()] = group;

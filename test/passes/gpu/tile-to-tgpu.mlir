@@ -274,3 +274,31 @@ func.func @overwritten_before_read(%k: !view, %qa: !qa, %b: index, %n: index, %n
 // CAUSAL:             scf.yield {{.+}}, %[[K1]], %[[KG1]] :
 // CAUSAL-NEXT:      } {tile.kv_loop}
 // CAUSAL-NOT:     tile.block_dot
+
+// -----
+
+!view = memref<?x?x?x64xbf16>
+!cache = memref<?x?x16x64xbf16>
+!table = memref<?x?xi32, strided<[?, 1]>>
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+!qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+!kv = tensor<64x64xbf16, #tgpu.shared<canonical_128b>>
+
+// A paged key block whose first row is its index times 64 (tile-tiling's key loop) is copied
+// with row_alignment = 64, so that its lowering reads a page per page, not per row; a row of
+// unknown alignment gets none.
+// CHECK-LABEL: func.func @paged_row_alignment
+// CHECK-SAME:    %[[K:[^:]+]]: memref<?x?x16x64xbf16>, %[[V:[^:]+]]: memref<?x?x16x64xbf16>
+// CHECK:         tgpu.async_copy %[[K]]{{.+}} pages %{{.+}} into %{{.+}} {row_alignment = 64 : i64} :
+// CHECK:         tgpu.async_copy %[[V]]{{.+}} pages %{{.+}} into %{{[a-z0-9_]+}} :
+func.func @paged_row_alignment(%q: !view, %k: !cache, %v: !cache, %t: !table, %b: index,
+                               %h: index, %j: index, %r: index, %n: index) -> (!acc, !acc) {
+  %c64 = arith.constant 64 : index
+  %qb = tile.block_load %q[%b, %h, %r] bound %n : !view -> !qa
+  %row = arith.muli %j, %c64 : index
+  %kb = tile.block_load %k[%b, %h, %row] bound %n pages %t : !cache, !table -> !kv
+  %vb = tile.block_load %v[%b, %h, %r] bound %n pages %t : !cache, !table -> !kv
+  %s = tile.block_dot %qb, %kb transpose_rhs : !qa, !kv -> !acc
+  %u = tile.block_dot %qb, %vb transpose_rhs : !qa, !kv -> !acc
+  return %s, %u : !acc, !acc
+}

@@ -6,6 +6,7 @@
 //
 //   tile-tiling    Br, Bc
 //   tgpu-assign-layouts    rows_per_warp, mma, q
+//   tile-pipeline          prefetch_values
 //   tgpu-pipeline          stages
 //   tgpu-insert-barriers   copy_issue
 //

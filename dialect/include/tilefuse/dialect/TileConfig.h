@@ -18,7 +18,8 @@
 // pingpong=true|false (its consumer warpgroups taking turns), persistent=true|false (its CTAs
 // looping over tiles), row_order=ascending|descending (the order of a grid's row blocks) and
 // q_tma=true|false (a warp-specialized shared Q loaded by the producer's TMA or copied by the
-// consumers; unset: TMA where it applies) and ctas_per_sm=N (the register budget: not part of a complete
+// consumers; unset: TMA where it applies), prefetch_values=true|false (the cp.async kernel's
+// value blocks in a ring of two, like its key blocks) and ctas_per_sm=N (the register budget: not part of a complete
 // configuration, whose kernels get no budget beyond the hardware's).
 //
 // A field may be unset ("the tuned default": defaultTileConfig for the head dimension and chip);
@@ -113,6 +114,14 @@ struct TileConfig {
   /// false, the consumers copy it with cp.async (the kernel before this step, kept for the
   /// ablation). Unset (and outside isComplete): TMA wherever it applies (loadsQWithTma).
   std::optional<bool> qTma;
+  /// Value blocks prefetched (tile-pipeline; kernels without warp roles, stages = 2): each
+  /// iteration of the key loop requests the next value block with the next key block, into a
+  /// ring of two value buffers, so the P·V of block j reads a value block that travelled during
+  /// iteration j - 1. Without it the value block is requested at the top of its own iteration
+  /// and its copy's latency, less the scores' and the softmax's time, is waited for in every
+  /// iteration: what bounds a memory-bound decode kernel's few key blocks a CTA. Costs one value
+  /// block of shared memory. Unset (and outside isComplete): off.
+  std::optional<bool> prefetchValues;
 
   /// Every field set (ctasPerSm aside) (what compileToPTX compiles, what the tuner enumerates and stores).
   bool isComplete() const;
@@ -194,6 +203,13 @@ TileConfig defaultTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a",
                              KeyLayout keys = KeyLayout::Tensors, int64_t regionRegisters = 0,
                              bool rowBlocksUnequal = false);
 
+/// The warp-specialized kernel's tuned key block (Bc) at `headDim` with Q in `q`, before the
+/// score and mask regions' registers shrink it (defaultTileConfig): with Q in shared memory at
+/// d128, 176 where the row blocks are equal work and 128 under a causal-like mask
+/// (`rowBlocksUnequal`); elsewhere the same for both. The autotuner takes the other mask's key
+/// block as a neighbour of the default (addDefaultCandidates).
+int64_t warpSpecializedKeyBlock(int64_t headDim, QOperand q, bool rowBlocksUnequal);
+
 /// What a split-KV (decode) kernel sets over defaultTileConfig: GQA packing (a key/value head's
 /// keys read once for all its query heads), no warp specialization, and on sm_90a at head dims
 /// up to 128 key blocks of 128 (fewer, longer loads in flight per CTA; docs/perf.md,
@@ -204,9 +220,10 @@ TileConfig splitKvTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a");
 /// from defaultTileConfig (from the mma.sync table when a set field rules wgmma out), then
 /// verified. Errors say which setting is wrong.
 /// The warp-specialized default is taken only where nothing requested rules it out (mma=sync,
-/// pack_gqa=true, warp_specialize=false, gathered keys). A warp-specialized kernel's rotation,
-/// unless requested, is on where the key block chosen fits the registers with the score and mask
-/// regions' `regionRegisters` (as in defaultTileConfig); an explicit Bc is never changed.
+/// pack_gqa=true, warp_specialize=false, prefetch_values=true, gathered keys). A
+/// warp-specialized kernel's rotation, unless requested, is on where the key block chosen fits
+/// the registers with the score and mask regions' `regionRegisters` (as in defaultTileConfig);
+/// an explicit Bc is never changed.
 /// The default row order (defaultTileConfig's `rowBlocksUnequal`) applies to persistent kernels
 /// too, whose tile loop it orders.
 llvm::Expected<TileConfig> resolveTileConfig(const TileConfig &requested, int64_t headDim,

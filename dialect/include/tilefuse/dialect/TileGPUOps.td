@@ -92,6 +92,13 @@ def TGPU_AsyncCopyOp : TGPU_Op<"async_copy", [AttrSizedOperandSegments]> {
     copy inside the first partition of a tgpu.warp_specialize (the consumers' own copy of Q),
     whose other warps never reach it. Without it every thread of the CTA takes part.
 
+    `row_alignment` A promises that the first row is a multiple of A (a key block's first row:
+    tile-to-tgpu writes it for the paged copies of key blocks, whose rows it computes as the
+    block index times the block's rows). A paged copy with a page size S fixed in the view's
+    type then reads one table entry per page it touches rather than one per row: where S is a
+    multiple of A and the block's rows at most A, the block lies in one page; where A is a
+    multiple of S, each page starts a run of S rows of the block.
+
     ```mlir
     %t = tgpu.async_copy %k[%b, %h, %n0] bound %n into %buf
         : memref<?x?x?x128xbf16>, !tgpu.buffer<64x128xbf16, #tgpu.shared<chunk_xor>>
@@ -103,7 +110,8 @@ def TGPU_AsyncCopyOp : TGPU_Op<"async_copy", [AttrSizedOperandSegments]> {
                        Index:$bound, Arg<TGPU_Buffer, "destination", [MemWrite]>:$buffer,
                        Arg<Optional<MemRefRankOf<[I32], [2]>>, "page table",
                            [MemRead]>:$page_table,
-                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$threads);
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$threads,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$row_alignment);
   let results = (outs NVGPU_DeviceAsyncToken:$token);
   let assemblyFormat = [{
     $view `[` $indices `]` `bound` $bound (`pages` $page_table^)? `into` $buffer attr-dict `:`
