@@ -45,8 +45,9 @@
 #              memcheck, racecheck and synccheck on small cases
 #   tests-split  the split-KV kernels (build-gpu/kernels-split, or SPLIT_KERNELS=DIR) at several
 #              split counts, and memcheck, racecheck and synccheck on their small cases
-#   tests-paged  the paged-KV kernels (build-gpu/kernels-paged), unsplit and split, on ragged
-#              sequences in pages of odd and even sizes, and memcheck + racecheck on small cases
+#   tests-paged  the paged-KV kernels (build-gpu/kernels-paged, or PAGED_KERNELS=DIR), unsplit
+#              and split, on ragged sequences in pages of odd and even sizes, and memcheck +
+#              racecheck on small cases
 #   tests-varlen the varlen kernels (build-gpu/kernels-varlen) on ragged packed sequences, and
 #              memcheck + racecheck on small cases
 #   tests-paged-varlen  the same over paged caches (build-gpu/kernels-paged-varlen: chunked
@@ -213,8 +214,9 @@ for step in "${steps[@]}"; do
         --gtest_brief=1 --gtest_filter='GpuAttention*'
       ;;
     tests-paged)
-      # The paged-KV kernels (unsplit and split) on ragged sequences.
-      kernel_set_tests paged build-gpu/kernels-paged
+      # The paged-KV kernels (unsplit and split) on ragged sequences. PAGED_KERNELS picks
+      # another set (a configuration's variant).
+      kernel_set_tests paged "${PAGED_KERNELS:-build-gpu/kernels-paged}"
       ;;
     tests-varlen)
       # The varlen kernels on ragged packed sequences; synccheck too, for the warp-specialized

@@ -507,15 +507,26 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
   return c;
 }
 
-TileConfig tilefuse::splitKvTileConfig(int64_t headDim, llvm::StringRef chip) {
+TileConfig tilefuse::splitKvTileConfig(int64_t headDim, llvm::StringRef chip,
+                                       const TileConfig &requested) {
   TileConfig c;
   c.packGqa = true;
-  // The split merge has not run warp-specialized (tgpu-warp-specialize refuses it), also where a
-  // caller turns packing off.
+  // The warp-specialized split kernel measured 5-8% slower from 32k keys and +1-2% at 4k
+  // (docs/perf.md, twentieth session): not the default, also where a caller turns packing off.
   c.warpSpecialize = false;
-  if (chip == "sm_90a" && headDim <= 128)
+  if (chip == "sm_90a" && headDim <= 128) {
     c.blockN = 128;
-  return c;
+    // The value blocks prefetched (one CTA an SM at 128 KiB, the launcher's S = 2 at 4k keys):
+    // +3.7-3.9% at KV 4k, +5% at 1k, +0.3% at 32k over the value block waited for in its own
+    // iteration, and ahead of Bc = 64, 80, 96, 112, 160 and 192 so prefetched (docs/perf.md,
+    // twenty-first session). A request for warp roles or a deeper key ring, which it cannot go
+    // with (verify), takes it away.
+    bool rulesOut =
+        requested.warpSpecialize == true || (requested.stages && *requested.stages != 2);
+    if (!rulesOut)
+      c.prefetchValues = true;
+  }
+  return c.overriddenBy(requested);
 }
 
 llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &requested,

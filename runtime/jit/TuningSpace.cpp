@@ -230,6 +230,14 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
   TileConfig reversed = defaults;
   reversed.descendingRows = !defaults.descendingRows.value_or(false);
   addVariant(reversed);
+  // A split default prefetching its value blocks (splitKvTileConfig), without: the enumerated
+  // candidates leave the field to that default, so only this one waits for each value block
+  // in its own iteration (two CTAs an SM at 96 KiB, against one at 128 KiB).
+  if (defaults.prefetchValues == true) {
+    TileConfig waited = defaults;
+    waited.prefetchValues = false;
+    addVariant(waited);
+  }
   // A warp-specialized default with its persistence the other way: a persistent default gains
   // over the one-tile-per-CTA grid where tiles are short and can lose a little where they are
   // long, one-tile defaults the other way round (docs/perf.md, 2026-12-02); the length bucket in

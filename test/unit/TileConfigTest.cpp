@@ -336,8 +336,7 @@ TEST(TileConfig, PrefetchValuesIsTheCpAsyncKernels) {
   EXPECT_NE(prefetched->print().find("prefetch_values=true"), std::string::npos);
   EXPECT_NE(hash_value(*prefetched), hash_value(*plain));
   // The split (decode) default takes it too, as the one-warpgroup kernel it is.
-  auto split = resolveTileConfig(splitKvTileConfig(128).overriddenBy(parsed("prefetch_values=true")),
-                                 128, "sm_90a");
+  auto split = resolveTileConfig(splitKvTileConfig(128), 128, "sm_90a");
   ASSERT_TRUE(bool(split)) << llvm::toString(split.takeError());
   EXPECT_EQ(split->prefetchValues, true);
   for (auto [bad, why] :
@@ -679,12 +678,22 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
 // Split-KV (decode) kernels: GQA packing everywhere, key blocks of 128 where wgmma runs them at
 // D <= 128; under the caller's settings, which win.
 TEST(TileConfig, SplitKvDefaults) {
-  EXPECT_EQ(splitKvTileConfig(128, "sm_90a").print(), "Bc=128,pack_gqa=true,warp_specialize=false");
+  EXPECT_EQ(splitKvTileConfig(128, "sm_90a").print(),
+            "Bc=128,pack_gqa=true,warp_specialize=false,prefetch_values=true");
   EXPECT_EQ(splitKvTileConfig(256, "sm_90a").print(), "pack_gqa=true,warp_specialize=false");
   EXPECT_EQ(splitKvTileConfig(64, "sm_80").print(), "pack_gqa=true,warp_specialize=false");
   TileConfig asked = *TileConfig::parse("Bc=64,pack_gqa=false");
-  EXPECT_EQ(splitKvTileConfig(128, "sm_90a").overriddenBy(asked).print(),
-            "Bc=64,pack_gqa=false,warp_specialize=false");
+  EXPECT_EQ(splitKvTileConfig(128, "sm_90a", asked).print(),
+            "Bc=64,pack_gqa=false,warp_specialize=false,prefetch_values=true");
+  // Warp roles or a deeper key ring asked for take the prefetched values away; both resolve.
+  for (const char *text : {"warp_specialize=true", "stages=3"}) {
+    TileConfig split = splitKvTileConfig(128, "sm_90a", *TileConfig::parse(text));
+    EXPECT_FALSE(split.prefetchValues) << text;
+    auto resolved = resolveTileConfig(split, 128, "sm_90a");
+    EXPECT_TRUE(bool(resolved)) << text << ": " << llvm::toString(resolved.takeError());
+  }
+  EXPECT_EQ(splitKvTileConfig(128, "sm_90a", parsed("prefetch_values=false")).prefetchValues,
+            false);
 }
 
 TEST(TileConfig, CompiledKernelRecordsItsConfiguration) {

@@ -240,7 +240,12 @@ TEST(TuningSpace, SharedMemoryModelMatchesCompiledKernels) {
                            // d128's full-mask default: FA3's 128 x 176 tile, persistent
                            "Br=128,Bc=176,rows_per_warp=16,mma=wgmma,q=shared,stages=2,"
                            "warp_specialize=true,softmax_overlap=true,persistent=true",
-                           "Br=128,Bc=32,rows_per_warp=32,mma=sync,q=shared,stages=4"}) {
+                           "Br=128,Bc=32,rows_per_warp=32,mma=sync,q=shared,stages=4",
+                           // the value blocks prefetched: a ring of two value buffers
+                           "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,stages=2,"
+                           "warp_specialize=false,prefetch_values=true",
+                           "Br=64,Bc=64,rows_per_warp=16,mma=sync,q=registers,stages=2,"
+                           "prefetch_values=true"}) {
     auto config = TileConfig::parse(text);
     ASSERT_TRUE(bool(config));
     for (int64_t d : {64, 128}) {
@@ -340,4 +345,22 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
   addDefaultCandidates(plain, defaultTileConfig(128, "sm_90a", KeyLayout::Gathered), 128,
                        "sm_90a");
   EXPECT_EQ(plain.size(), 2u);
+}
+
+/// A split default that prefetches its value blocks (splitKvTileConfig) gets the same kernel
+/// waiting for each value block in its iteration as a neighbour, timed first with it.
+TEST(TuningSpace, SplitDefaultWithoutPrefetchedValues) {
+  auto defaults = resolveTileConfig(splitKvTileConfig(128, "sm_90a"), 128, "sm_90a",
+                                    KeyLayout::Tensors);
+  ASSERT_TRUE(bool(defaults)) << llvm::toString(defaults.takeError());
+  ASSERT_EQ(defaults->prefetchValues, true);
+  std::vector<Candidate> space;
+  addDefaultCandidates(space, *defaults, 128, "sm_90a");
+  TileConfig waited = *defaults;
+  waited.prefetchValues = false;
+  EXPECT_TRUE(llvm::any_of(space, [&](const Candidate &c) {
+    return c.nearDefault && c.config == waited;
+  }));
+  EXPECT_EQ(estimateResources(*defaults, 128).sharedBytes,
+            estimateResources(waited, 128).sharedBytes + 128 * 128 * 2);
 }

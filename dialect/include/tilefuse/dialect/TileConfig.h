@@ -210,11 +210,14 @@ TileConfig defaultTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a",
 /// block as a neighbour of the default (addDefaultCandidates).
 int64_t warpSpecializedKeyBlock(int64_t headDim, QOperand q, bool rowBlocksUnequal);
 
-/// What a split-KV (decode) kernel sets over defaultTileConfig: GQA packing (a key/value head's
-/// keys read once for all its query heads), no warp specialization, and on sm_90a at head dims
-/// up to 128 key blocks of 128 (fewer, longer loads in flight per CTA; docs/perf.md,
-/// 2026-11-30, fifth session).
-TileConfig splitKvTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a");
+/// What a split-KV (decode) kernel sets over defaultTileConfig, under what the caller set in
+/// `requested` (whose fields win): GQA packing (a key/value head's keys read once for all its
+/// query heads), no warp specialization, and on sm_90a at head dims up to 128 key blocks of 128
+/// (fewer, longer loads in flight per CTA; docs/perf.md, 2026-11-30, fifth session) with the
+/// value blocks prefetched (prefetch_values, unless `requested` asks for warp roles or a deeper
+/// key ring).
+TileConfig splitKvTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a",
+                             const TileConfig &requested = TileConfig());
 
 /// The complete configuration compileToPTX compiles for `requested`: its set fields, the rest
 /// from defaultTileConfig (from the mma.sync table when a set field rules wgmma out), then
