@@ -245,13 +245,11 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   // Only the producer issues TMA, and only into a Q buffer in shared memory.
   if (qTma == true && (!warpSpecialize.value_or(false) || qOperand != QOperand::Shared))
     return fail("q_tma=true needs warp_specialize=true and q=shared");
-  // The producer's rings already hold the value blocks ahead; tgpu-pipeline deepens one ring
-  // a loop carries, the key ring.
+  // The producer's rings already hold the value blocks ahead. (With stages > 2 tgpu-pipeline
+  // deepens the value ring with the key ring.)
   if (prefetchValues == true && warpSpecialize.value_or(false))
     return fail("prefetch_values=true is the cp.async kernel's (warp_specialize=false): the "
                 "producer's rings already load value blocks ahead");
-  if (prefetchValues == true && stages && *stages != 2)
-    return fail("prefetch_values=true needs stages=2 (a loop's second ring is not deepened)");
   if (mma == MmaKind::Wgmma) {
     // the GPU lowering's constraints for warpgroup MMAs (its message), checked here so the tuner
     // never compiles a configuration the pass would refuse.
@@ -508,22 +506,25 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
 }
 
 TileConfig tilefuse::splitKvTileConfig(int64_t headDim, llvm::StringRef chip,
-                                       const TileConfig &requested) {
+                                       const TileConfig &requested, KeyLayout keys) {
   TileConfig c;
   c.packGqa = true;
   // The warp-specialized split kernel measured 5-8% slower from 32k keys and +1-2% at 4k
   // (docs/perf.md, twentieth session): not the default, also where a caller turns packing off.
   c.warpSpecialize = false;
   if (chip == "sm_90a" && headDim <= 128) {
-    c.blockN = 128;
+    // A paged cache's rows are gathered through the table, whose reads and address arithmetic
+    // one warp a scheduler (one CTA an SM at Bc = 128) cannot hide: key blocks of 64, two CTAs
+    // an SM, read at 0.97-0.99x of the contiguous kernel from 4k keys with a fixed page size of
+    // 16 or 128 rows and 0.95-0.98x with one given at launch, where Bc = 128 read 0.87x at 32k
+    // in 16-row pages (docs/perf.md, twenty-first session).
+    c.blockN = keys == KeyLayout::Gathered ? 64 : 128;
     // The value blocks prefetched (one CTA an SM at 128 KiB, the launcher's S = 2 at 4k keys):
     // +3.7-3.9% at KV 4k, +5% at 1k, +0.3% at 32k over the value block waited for in its own
     // iteration, and ahead of Bc = 64, 80, 96, 112, 160 and 192 so prefetched (docs/perf.md,
-    // twenty-first session). A request for warp roles or a deeper key ring, which it cannot go
-    // with (verify), takes it away.
-    bool rulesOut =
-        requested.warpSpecialize == true || (requested.stages && *requested.stages != 2);
-    if (!rulesOut)
+    // twenty-first session). A request for warp roles, which it cannot go with (verify), takes
+    // it away; a deeper ring (stages > 2) deepens the value ring with the key ring.
+    if (requested.warpSpecialize != true)
       c.prefetchValues = true;
   }
   return c.overriddenBy(requested);

@@ -30,7 +30,7 @@ ResourceEstimate jit::estimateResources(const TileConfig &config, int64_t headDi
   int64_t stages = config.stages.value_or(2);
   e.sharedBytes = stages * keyBlock /* the K ring */ + keyBlock /* V */;
   if (config.prefetchValues.value_or(false))
-    e.sharedBytes += keyBlock; // V's ring of two
+    e.sharedBytes = 2 * stages * keyBlock; // V in a ring as deep as K's
 
   // Warp-specialized: the values have a ring of their own, and each stage two mbarriers.
   if (config.warpSpecialize.value_or(false))

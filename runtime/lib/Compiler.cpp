@@ -386,7 +386,9 @@ compileKernels(StringRef source, StringRef bufferName, const PtxCompileOptions &
 
   // Split-KV serves decode: its defaults (splitKvTileConfig) under what the caller set.
   TileConfig requested = options.splitKv
-                             ? splitKvTileConfig(k.headDim, options.chip, options.tiles)
+                             ? splitKvTileConfig(k.headDim, options.chip, options.tiles,
+                                                 options.pagedKv ? KeyLayout::Gathered
+                                                                 : KeyLayout::Tensors)
                              : options.tiles;
   // Paged caches are gathered row by row: no TMA loads, no warp roles. A packed batch's keys
   // are one tensor, which TMA loads as a padded batch's (its split form keeps the padded

@@ -324,7 +324,7 @@ TEST(TileConfig, QueryTmaSwitch) {
 
 /// Value blocks prefetched (prefetch_values) are the cp.async kernel's: asking for them rules
 /// out the warp-specialized default (d128), they round-trip and key the kernel, and beside warp
-/// roles or a deeper key ring they are refused.
+/// roles they are refused; a deeper ring (stages=3) deepens the value ring too.
 TEST(TileConfig, PrefetchValuesIsTheCpAsyncKernels) {
   auto plain = resolveTileConfig(parsed(""), 128, "sm_90a");
   ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
@@ -339,15 +339,16 @@ TEST(TileConfig, PrefetchValuesIsTheCpAsyncKernels) {
   auto split = resolveTileConfig(splitKvTileConfig(128), 128, "sm_90a");
   ASSERT_TRUE(bool(split)) << llvm::toString(split.takeError());
   EXPECT_EQ(split->prefetchValues, true);
-  for (auto [bad, why] :
-       {std::pair<const char *, const char *>{"prefetch_values=true,warp_specialize=true",
-                                              "prefetch_values=true is the cp.async kernel's"},
-        {"prefetch_values=true,stages=3", "prefetch_values=true needs stages=2"}}) {
-    auto config = resolveTileConfig(parsed(bad), 128, "sm_90a");
-    ASSERT_FALSE(bool(config)) << bad;
-    std::string message = llvm::toString(config.takeError());
-    EXPECT_NE(message.find(why), std::string::npos) << message;
-  }
+  auto refused = resolveTileConfig(parsed("prefetch_values=true,warp_specialize=true"), 128,
+                                   "sm_90a");
+  ASSERT_FALSE(bool(refused));
+  std::string message = llvm::toString(refused.takeError());
+  EXPECT_NE(message.find("prefetch_values=true is the cp.async kernel's"), std::string::npos)
+      << message;
+  auto deeper = resolveTileConfig(parsed("prefetch_values=true,stages=3"), 128, "sm_90a");
+  ASSERT_TRUE(bool(deeper)) << llvm::toString(deeper.takeError());
+  EXPECT_EQ(deeper->stages, 3);
+  EXPECT_EQ(deeper->prefetchValues, true);
 }
 
 /// The rotated key loop (softmax_overlap) is a warp-specialized kernel's: resolved, it is on
@@ -685,15 +686,20 @@ TEST(TileConfig, SplitKvDefaults) {
   TileConfig asked = *TileConfig::parse("Bc=64,pack_gqa=false");
   EXPECT_EQ(splitKvTileConfig(128, "sm_90a", asked).print(),
             "Bc=64,pack_gqa=false,warp_specialize=false,prefetch_values=true");
-  // Warp roles or a deeper key ring asked for take the prefetched values away; both resolve.
-  for (const char *text : {"warp_specialize=true", "stages=3"}) {
+  // Warp roles asked for take the prefetched values away; a deeper ring keeps them (both
+  // rings deepened). Both resolve.
+  for (auto [text, prefetched] : {std::pair<const char *, bool>{"warp_specialize=true", false},
+                                  {"stages=3", true}}) {
     TileConfig split = splitKvTileConfig(128, "sm_90a", *TileConfig::parse(text));
-    EXPECT_FALSE(split.prefetchValues) << text;
+    EXPECT_EQ(split.prefetchValues.value_or(false), prefetched) << text;
     auto resolved = resolveTileConfig(split, 128, "sm_90a");
     EXPECT_TRUE(bool(resolved)) << text << ": " << llvm::toString(resolved.takeError());
   }
   EXPECT_EQ(splitKvTileConfig(128, "sm_90a", parsed("prefetch_values=false")).prefetchValues,
             false);
+  // A paged cache's gathered rows: key blocks of 64, still prefetched.
+  EXPECT_EQ(splitKvTileConfig(128, "sm_90a", TileConfig(), KeyLayout::Gathered).print(),
+            "Bc=64,pack_gqa=true,warp_specialize=false,prefetch_values=true");
 }
 
 TEST(TileConfig, CompiledKernelRecordsItsConfiguration) {

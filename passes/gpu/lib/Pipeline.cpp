@@ -1,8 +1,9 @@
 //===- Pipeline.cpp - software pipelining of a loop's ring copies ---------===//
 //
-// tile-to-tgpu turns the key block that tile-pipeline loads one iteration ahead into a copy
-// into a two-stage ring, carried through the loop with its copy group's token. This pass
-// deepens that pipeline to `stages` stages: the copies run stages - 1 blocks ahead.
+// tile-to-tgpu turns the key block that tile-pipeline loads one iteration ahead (with
+// prefetch_values the value block too) into a copy into a two-stage ring, carried through the
+// loop with its copy group's token. This pass deepens that pipeline to `stages` stages: the
+// copies run stages - 1 blocks ahead, every carried block's ring alike.
 //
 //   before the loop   the copy of the first block (there), then copies of the next
 //                     stages - 2 blocks (clones of the loop's copy for the first iterations)
@@ -120,18 +121,26 @@ struct TGPUPipeline : public tilefuse::tgpu::impl::TGPUPipelineBase<TGPUPipeline
     SmallVector<CarriedRingBlock> blocks = carriedRingBlocks(loop);
     if (blocks.empty())
       return success();
-    if (blocks.size() != 1)
-      return loop.emitError("tgpu-pipeline: a loop carrying more than one ring block");
-    CarriedRingBlock &carried = blocks.front();
-    // Every stage of the ring is this loop's: the stage count may change.
-    auto ringType = cast<RingType>(carried.ring.getType());
+    // Each carried block (the key block; with prefetch_values the value block too) in a ring
+    // of its own, in the order the body issues their copies: the prologue and the loop copy
+    // them in that order, so the groups in flight at the top of every iteration are in one
+    // order (tgpu-insert-barriers counts on it).
+    llvm::sort(blocks, [](const CarriedRingBlock &a, const CarriedRingBlock &b) {
+      return a.group->isBeforeInBlock(b.group);
+    });
+    for (size_t i = 0; i < blocks.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (blocks[i].ring == blocks[j].ring)
+          return loop.emitError("tgpu-pipeline: a loop carrying two blocks in one ring");
     IRRewriter rewriter(loop.getContext());
     Location loc = loop.getLoc();
     Value iv = loop.getInductionVar();
+    size_t count = blocks.size();
 
-    // The chain computes block iv + 1's copy; cloned with iv -> iv + shift it copies block
-    // iv + 1 + shift.
-    auto cloneChain = [&](Value shiftedIv) -> std::pair<Value, Value> {
+    // A block's chain computes its block iv + 1's copy; cloned with iv -> iv + shift it
+    // copies block iv + 1 + shift.
+    auto cloneChain = [&](CarriedRingBlock &carried,
+                          Value shiftedIv) -> std::pair<Value, Value> {
       IRMapping map;
       map.map(iv, shiftedIv);
       Operation *last = nullptr;
@@ -144,33 +153,39 @@ struct TGPUPipeline : public tilefuse::tgpu::impl::TGPUPipelineBase<TGPUPipeline
       return arith::MulIOp::create(rewriter, loc, loop.getStep(), c);
     };
 
-    // Prologue: blocks lb + 1 ... lb + depth - 2 (the block lb is the loop's init).
+    // Prologue: blocks lb + 1 ... lb + depth - 2 (the block lb is the loop's init), each
+    // block's copies in the body's order: the pair of block b at distance m (m = 1 ..
+    // depth - 2) is prologue pair (m - 1) * count + b.
     rewriter.setInsertionPoint(loop);
     SmallVector<Value> prologue;
     for (int64_t k = 0; k + 2 < depth; ++k) {
       Value at = arith::AddIOp::create(rewriter, loc, loop.getLowerBound(), step(k));
-      auto [buffer, token] = cloneChain(at);
-      prologue.append({buffer, token});
+      for (CarriedRingBlock &carried : blocks) {
+        auto [buffer, token] = cloneChain(carried, at);
+        prologue.append({buffer, token});
+      }
     }
 
-    // In the loop: the copy runs depth - 2 iterations further ahead.
-    rewriter.setInsertionPoint(carried.stage);
-    for (Operation *op : carried.chain)
-      rewriter.setInsertionPointAfter(op);
-    Value ahead = arith::AddIOp::create(rewriter, loc, iv, step(depth - 2));
-    auto [newest, newestToken] = cloneChain(ahead);
+    // In the loop: each block's copy runs depth - 2 iterations further ahead, where its chain
+    // ends.
+    SmallVector<std::pair<Value, Value>> newest;
+    for (CarriedRingBlock &carried : blocks) {
+      rewriter.setInsertionPointAfter(carried.chain.back());
+      Value ahead = arith::AddIOp::create(rewriter, loc, iv, step(depth - 2));
+      newest.push_back(cloneChain(carried, ahead));
+    }
 
-    // Carry the blocks in flight: pair m (m = 1 .. depth - 2) is the block m iterations
-    // ahead; the read pair (the original iter_args) takes pair 1's value next, the last pair
-    // takes the newest copy.
-    unsigned bufferArg = carried.bufferArg, tokenArg = carried.tokenArg;
+    // Carry the blocks in flight: a block's read pair (the original iter_args) takes its
+    // distance-1 pair's value next, the pair at distance m that at m + 1, and the farthest the
+    // newest copy.
     FailureOr<LoopLikeOpInterface> widened = loop.replaceWithAdditionalYields(
         rewriter, prologue, /*replaceInitOperandUsesInLoop=*/false,
         [&](OpBuilder &, Location, ArrayRef<BlockArgument> added) {
           SmallVector<Value> yields;
-          for (size_t m = 2; m < added.size(); m += 2)
+          for (size_t m = 2 * count; m < added.size(); m += 2)
             yields.append({added[m], added[m + 1]});
-          yields.append({newest, newestToken});
+          for (auto [buffer, token] : newest)
+            yields.append({buffer, token});
           return yields;
         });
     if (failed(widened))
@@ -178,27 +193,38 @@ struct TGPUPipeline : public tilefuse::tgpu::impl::TGPUPipelineBase<TGPUPipeline
     auto newLoop = cast<scf::ForOp>(widened->getOperation());
     auto yield = cast<scf::YieldOp>(newLoop.getBody()->getTerminator());
     unsigned firstAdded = newLoop.getNumRegionIterArgs() - prologue.size();
-    yield.setOperand(bufferArg, newLoop.getRegionIterArgs()[firstAdded]);
-    yield.setOperand(tokenArg, newLoop.getRegionIterArgs()[firstAdded + 1]);
+    for (auto [b, carried] : llvm::enumerate(blocks)) {
+      yield.setOperand(carried.bufferArg, newLoop.getRegionIterArgs()[firstAdded + 2 * b]);
+      yield.setOperand(carried.tokenArg, newLoop.getRegionIterArgs()[firstAdded + 2 * b + 1]);
+    }
 
-    // The old copy chain is dead now (its stage and group were only yielded).
-    for (Operation *op : llvm::reverse(carried.chain))
+    // The old copy chains are dead now (their stages and groups were only yielded); chains
+    // may share ops (the next block's index), so they go last op first over all of them.
+    SetVector<Operation *> old;
+    for (CarriedRingBlock &carried : blocks)
+      old.insert(carried.chain.begin(), carried.chain.end());
+    SmallVector<Operation *> dead(old.begin(), old.end());
+    llvm::sort(dead, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+    for (Operation *op : llvm::reverse(dead))
       if (op->use_empty())
         rewriter.eraseOp(op);
 
-    // The ring: `depth` stages, the stage of block b being b % depth.
-    auto deeper = RingType::get(ringType.getContext(), depth, ringType.getBuffer());
-    carried.ring.getResult().setType(deeper);
-    for (Operation *user : carried.ring->getUsers()) {
-      auto stage = dyn_cast<StageOp>(user);
-      if (!stage)
-        continue;
-      auto rem = stage.getIndex().getDefiningOp<arith::RemUIOp>();
-      if (!rem)
-        return stage.emitOpError("tgpu-pipeline: a stage index that is not block % stages");
-      rewriter.setInsertionPoint(rem);
-      rem.getRhsMutable().assign(
-          arith::ConstantIndexOp::create(rewriter, rem.getLoc(), depth).getResult());
+    // Each ring: `depth` stages, the stage of block b being b % depth.
+    for (CarriedRingBlock &carried : blocks) {
+      auto ringType = cast<RingType>(carried.ring.getType());
+      auto deeper = RingType::get(ringType.getContext(), depth, ringType.getBuffer());
+      carried.ring.getResult().setType(deeper);
+      for (Operation *user : carried.ring->getUsers()) {
+        auto stage = dyn_cast<StageOp>(user);
+        if (!stage)
+          continue;
+        auto rem = stage.getIndex().getDefiningOp<arith::RemUIOp>();
+        if (!rem)
+          return stage.emitOpError("tgpu-pipeline: a stage index that is not block % stages");
+        rewriter.setInsertionPoint(rem);
+        rem.getRhsMutable().assign(
+            arith::ConstantIndexOp::create(rewriter, rem.getLoc(), depth).getResult());
+      }
     }
     return success();
   }

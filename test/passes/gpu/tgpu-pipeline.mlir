@@ -72,3 +72,80 @@ func.func @keys(%k: !view, %b: index, %h: index, %n: index, %lb: index, %ub: ind
   }
   return
 }
+
+// -----
+
+// prefetch_values: the key and the value block carried, each in a ring of its own. Both rings
+// grow to three stages; before the loop block lb + 1's key and value copies follow block lb's
+// in the same order (key first), and the loop copies block iv + 2's key then value, so the
+// groups in flight at the top of each iteration are K(j), V(j), K(j + 1), V(j + 1).
+!view = memref<?x?x?x64xbf16>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+!ring = !tgpu.ring<2 x 64x64xbf16, #tgpu.shared<canonical_128b>>
+
+// CHECK-LABEL: func.func @keys_and_values
+// CHECK:         %[[KR:.+]] = tgpu.alloc : !tgpu.ring<3 x 64x64xbf16, #tgpu.shared<canonical_128b>>
+// CHECK:         %[[VR:.+]] = tgpu.alloc : !tgpu.ring<3 x 64x64xbf16, #tgpu.shared<canonical_128b>>
+// CHECK:         %[[K0:.+]] = tgpu.async_copy %{{.+}} into %[[KS0:[^ ]+]]
+// CHECK:         %[[KG0:.+]] = nvgpu.device_async_create_group %[[K0]]
+// CHECK:         %[[V0:.+]] = tgpu.async_copy %{{.+}} into %[[VS0:[^ ]+]]
+// CHECK:         %[[VG0:.+]] = nvgpu.device_async_create_group %[[V0]]
+// CHECK:         %[[KS1:.+]] = tgpu.stage %[[KR]]
+// CHECK:         %[[K1:.+]] = tgpu.async_copy %[[KV:[^\[]+]][{{.+}}] bound %{{.+}} into %[[KS1]]
+// CHECK:         %[[KG1:.+]] = nvgpu.device_async_create_group %[[K1]]
+// CHECK:         %[[VS1:.+]] = tgpu.stage %[[VR]]
+// CHECK:         %[[V1:.+]] = tgpu.async_copy %{{.+}} into %[[VS1]]
+// CHECK:         %[[VG1:.+]] = nvgpu.device_async_create_group %[[V1]]
+// CHECK:         scf.for %{{.+}} iter_args(%[[KB0:.+]] = %[[KS0]], %[[KT0:.+]] = %[[KG0]], %[[VB0:.+]] = %[[VS0]], %[[VT0:.+]] = %[[VG0]], %[[KB1:.+]] = %[[KS1]], %[[KT1:.+]] = %[[KG1]], %[[VB1:.+]] = %[[VS1]], %[[VT1:.+]] = %[[VG1]])
+// CHECK:           %[[KS2:.+]] = tgpu.stage %[[KR]]
+// CHECK:           %[[K2:.+]] = tgpu.async_copy %{{.+}} into %[[KS2]]
+// CHECK:           %[[KG2:.+]] = nvgpu.device_async_create_group %[[K2]]
+// CHECK:           %[[VS2:.+]] = tgpu.stage %[[VR]]
+// CHECK:           %[[V2:.+]] = tgpu.async_copy %{{.+}} into %[[VS2]]
+// CHECK:           %[[VG2:.+]] = nvgpu.device_async_create_group %[[V2]]
+// CHECK:           nvgpu.device_async_wait %[[KT0]]
+// CHECK:           "scores"(%[[KB0]])
+// CHECK:           nvgpu.device_async_wait %[[VT0]]
+// CHECK:           "values"(%[[VB0]])
+// CHECK:           scf.yield %[[KB1]], %[[KT1]], %[[VB1]], %[[VT1]], %[[KS2]], %[[KG2]], %[[VS2]], %[[VG2]]
+// CHECK-NOT:     tgpu.async_copy
+
+// TWO-LABEL: func.func @keys_and_values
+// TWO:         scf.for {{.+}} iter_args(%{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}) ->
+func.func @keys_and_values(%k: !view, %v: !view, %b: index, %h: index, %n: index, %lb: index,
+                           %ub: index) {
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %kring = tgpu.alloc : !ring
+  %vring = tgpu.alloc : !ring
+  %rows = arith.constant 64 : index
+  %stages = arith.constant 2 : index
+  %n0 = arith.muli %lb, %c64 : index
+  %blk0 = arith.divui %n0, %rows : index
+  %st0 = arith.remui %blk0, %stages : index
+  %ks0 = tgpu.stage %kring[%st0] : !ring
+  %k0 = tgpu.async_copy %k[%b, %h, %n0] bound %n into %ks0 : !view, !buf
+  %kg0 = nvgpu.device_async_create_group %k0
+  %vs0 = tgpu.stage %vring[%st0] : !ring
+  %v0 = tgpu.async_copy %v[%b, %h, %n0] bound %n into %vs0 : !view, !buf
+  %vg0 = nvgpu.device_async_create_group %v0
+  %r:4 = scf.for %i = %lb to %ub step %c1 iter_args(%kb = %ks0, %kg = %kg0, %vb = %vs0, %vg = %vg0)
+      -> (!buf, !nvgpu.device.async.token, !buf, !nvgpu.device.async.token) {
+    %next = arith.addi %i, %c1 : index
+    %n1 = arith.muli %next, %c64 : index
+    %blk1 = arith.divui %n1, %rows : index
+    %st1 = arith.remui %blk1, %stages : index
+    %ks1 = tgpu.stage %kring[%st1] : !ring
+    %k1 = tgpu.async_copy %k[%b, %h, %n1] bound %n into %ks1 : !view, !buf
+    %kg1 = nvgpu.device_async_create_group %k1
+    %vs1 = tgpu.stage %vring[%st1] : !ring
+    %v1 = tgpu.async_copy %v[%b, %h, %n1] bound %n into %vs1 : !view, !buf
+    %vg1 = nvgpu.device_async_create_group %v1
+    nvgpu.device_async_wait %kg
+    "scores"(%kb) : (!buf) -> ()
+    nvgpu.device_async_wait %vg
+    "values"(%vb) : (!buf) -> ()
+    scf.yield %ks1, %kg1, %vs1, %vg1 : !buf, !nvgpu.device.async.token, !buf, !nvgpu.device.async.token
+  }
+  return
+}

@@ -19,7 +19,7 @@
 // looping over tiles), row_order=ascending|descending (the order of a grid's row blocks) and
 // q_tma=true|false (a warp-specialized shared Q loaded by the producer's TMA or copied by the
 // consumers; unset: TMA where it applies), prefetch_values=true|false (the cp.async kernel's
-// value blocks in a ring of two, like its key blocks) and ctas_per_sm=N (the register budget: not part of a complete
+// value blocks in a ring as deep as its key blocks') and ctas_per_sm=N (the register budget: not part of a complete
 // configuration, whose kernels get no budget beyond the hardware's).
 //
 // A field may be unset ("the tuned default": defaultTileConfig for the head dimension and chip);
@@ -213,11 +213,12 @@ int64_t warpSpecializedKeyBlock(int64_t headDim, QOperand q, bool rowBlocksUnequ
 /// What a split-KV (decode) kernel sets over defaultTileConfig, under what the caller set in
 /// `requested` (whose fields win): GQA packing (a key/value head's keys read once for all its
 /// query heads), no warp specialization, and on sm_90a at head dims up to 128 key blocks of 128
-/// (fewer, longer loads in flight per CTA; docs/perf.md, 2026-11-30, fifth session) with the
-/// value blocks prefetched (prefetch_values, unless `requested` asks for warp roles or a deeper
-/// key ring).
+/// (fewer, longer loads in flight per CTA; docs/perf.md, 2026-11-30, fifth session), 64 for
+/// keys gathered from a paged cache, with the value blocks prefetched (prefetch_values, unless
+/// `requested` asks for warp roles).
 TileConfig splitKvTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a",
-                             const TileConfig &requested = TileConfig());
+                             const TileConfig &requested = TileConfig(),
+                             KeyLayout keys = KeyLayout::Tensors);
 
 /// The complete configuration compileToPTX compiles for `requested`: its set fields, the rest
 /// from defaultTileConfig (from the mma.sync table when a set field rules wgmma out), then
