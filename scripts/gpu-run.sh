@@ -48,8 +48,10 @@
 #   tests-paged  the paged-KV kernels (build-gpu/kernels-paged, or PAGED_KERNELS=DIR), unsplit
 #              and split, on ragged sequences in pages of odd and even sizes, and memcheck +
 #              racecheck on small cases
-#   tests-varlen the varlen kernels (build-gpu/kernels-varlen) on ragged packed sequences, and
-#              memcheck + racecheck on small cases
+#   tests-varlen the varlen kernels (build-gpu/kernels-varlen, or VARLEN_KERNELS=DIR) on ragged
+#              packed sequences, and memcheck, racecheck and synccheck on small cases
+#   tests-set  any kernel set (SET_KERNELS=DIR) against float64, then memcheck, racecheck and
+#              synccheck on its small cases
 #   tests-paged-varlen  the same over paged caches (build-gpu/kernels-paged-varlen: chunked
 #              prefill), odd and even page sizes
 #   tests-ws   the warp-specialized kernels (build-gpu/variants/ws, made here by
@@ -218,11 +220,22 @@ for step in "${steps[@]}"; do
       # another set (a configuration's variant).
       kernel_set_tests paged "${PAGED_KERNELS:-build-gpu/kernels-paged}"
       ;;
+    tests-set)
+      # Any kernel set (SET_KERNELS=DIR, e.g. a configuration's variant of the default set from
+      # scripts/build-gpu-variants.sh) against float64, then memcheck, racecheck and synccheck
+      # on its small cases; logs gpu-tests-set and the sanitizers' -set logs.
+      set_dir=${SET_KERNELS:?tests-set needs SET_KERNELS=DIR}
+      kernel_set_tests set "$set_dir"
+      run_sharded synccheck-set env TILEFUSE_PTX_DIR="$set_dir" TILEFUSE_GPU_SMALL=1 \
+        compute-sanitizer --tool synccheck --error-exitcode 1 --print-limit 20 "$tests" \
+        --gtest_brief=1 --gtest_filter='GpuAttention*'
+      ;;
     tests-varlen)
-      # The varlen kernels on ragged packed sequences; synccheck too, for the warp-specialized
-      # ones' mbarrier rings.
-      kernel_set_tests varlen build-gpu/kernels-varlen
-      run_sharded synccheck-varlen env TILEFUSE_PTX_DIR=build-gpu/kernels-varlen \
+      # The varlen kernels on ragged packed sequences (VARLEN_KERNELS picks another set);
+      # synccheck too, for the warp-specialized ones' mbarrier rings.
+      varlen_dir=${VARLEN_KERNELS:-build-gpu/kernels-varlen}
+      kernel_set_tests varlen "$varlen_dir"
+      run_sharded synccheck-varlen env TILEFUSE_PTX_DIR="$varlen_dir" \
         TILEFUSE_GPU_SMALL=1 compute-sanitizer --tool synccheck --error-exitcode 1 \
         --print-limit 20 "$tests" --gtest_brief=1 --gtest_filter='GpuAttention*'
       ;;

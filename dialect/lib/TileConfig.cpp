@@ -32,7 +32,7 @@ bool TileConfig::isComplete() const {
 bool TileConfig::empty() const {
   return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue && !stages &&
          !packGqa && !ctasPerSm && !warpSpecialize && !softmaxOverlap && !pingpong &&
-         !persistent && !descendingRows && !qTma && !prefetchValues;
+         !persistent && !descendingRows && !groupedRows && !qTma && !prefetchValues;
 }
 
 bool TileConfig::operator==(const TileConfig &other) const {
@@ -41,7 +41,8 @@ bool TileConfig::operator==(const TileConfig &other) const {
          stages == other.stages && packGqa == other.packGqa && ctasPerSm == other.ctasPerSm &&
          warpSpecialize == other.warpSpecialize && softmaxOverlap == other.softmaxOverlap &&
          pingpong == other.pingpong && persistent == other.persistent &&
-         descendingRows == other.descendingRows && qTma == other.qTma &&
+         descendingRows == other.descendingRows && groupedRows == other.groupedRows &&
+         qTma == other.qTma &&
          prefetchValues == other.prefetchValues;
 }
 
@@ -50,7 +51,7 @@ llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
                             config.qOperand, config.copyIssue, config.stages, config.packGqa,
                             config.ctasPerSm, config.warpSpecialize, config.softmaxOverlap,
                             config.pingpong, config.persistent, config.descendingRows,
-                            config.qTma, config.prefetchValues);
+                            config.groupedRows, config.qTma, config.prefetchValues);
 }
 
 std::string TileConfig::print() const {
@@ -79,7 +80,9 @@ std::string TileConfig::print() const {
     items.push_back(*pingpong ? "pingpong=true" : "pingpong=false");
   if (persistent)
     items.push_back(*persistent ? "persistent=true" : "persistent=false");
-  if (descendingRows)
+  if (groupedRows == true)
+    items.push_back("row_order=grouped");
+  else if (descendingRows)
     items.push_back(*descendingRows ? "row_order=descending" : "row_order=ascending");
   if (qTma)
     items.push_back(*qTma ? "q_tma=true" : "q_tma=false");
@@ -136,8 +139,18 @@ llvm::Error TileConfig::set(llvm::StringRef key, llvm::StringRef value) {
     return choice(pingpong, false, "false", true, "true");
   if (key == "persistent")
     return choice(persistent, false, "false", true, "true");
-  if (key == "row_order" || key == "row-order")
-    return choice(descendingRows, false, "ascending", true, "descending");
+  if (key == "row_order" || key == "row-order") {
+    groupedRows.reset();
+    if (value == "grouped") {
+      descendingRows = true;
+      groupedRows = true;
+      return llvm::Error::success();
+    }
+    if (value != "ascending" && value != "descending")
+      return fail(key + " must be ascending, descending or grouped, not '" + value + "'");
+    descendingRows = value == "descending";
+    return llvm::Error::success();
+  }
   if (key == "q_tma" || key == "q-tma")
     return choice(qTma, false, "false", true, "true");
   if (key == "prefetch_values" || key == "prefetch-values")
@@ -190,8 +203,11 @@ TileConfig TileConfig::overriddenBy(const TileConfig &other) const {
     out.pingpong = other.pingpong;
   if (other.persistent)
     out.persistent = other.persistent;
-  if (other.descendingRows)
+  // row_order is one setting: the other's order replaces this one's grouping too.
+  if (other.descendingRows) {
     out.descendingRows = other.descendingRows;
+    out.groupedRows = other.groupedRows;
+  }
   if (other.qTma)
     out.qTma = other.qTma;
   if (other.prefetchValues)
@@ -247,6 +263,13 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
     return fail("q_tma=true needs warp_specialize=true and q=shared");
   // The producer's rings already hold the value blocks ahead. (With stages > 2 tgpu-pipeline
   // deepens the value ring with the key ring.)
+  // The grouped order permutes a one-tile-per-CTA grid's programs; a persistent kernel's tile
+  // loop has an order of its own (tgpu-persistent).
+  if (groupedRows == true && descendingRows != true)
+    return fail("row_order=grouped orders the row blocks descending within each group");
+  if (groupedRows == true && persistent == true)
+    return fail("row_order=grouped orders a one-tile-per-CTA grid: a persistent kernel's tile "
+                "loop has its own order (persistent=false, or row_order=descending)");
   if (prefetchValues == true && warpSpecialize.value_or(false))
     return fail("prefetch_values=true is the cp.async kernel's (warp_specialize=false): the "
                 "producer's rings already load value blocks ahead");
@@ -599,9 +622,11 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
     tiles.blockN = warpSpecializedKeyBlock(headDim, *tiles.qOperand, rowBlocksUnequal);
   // Persistent by default where the kernel actually built loads Q with TMA (a request for Q in
   // registers, q_tma=false or no warp roles takes the default's persistence away), unless asked.
+  // A grouped row order (one tile a CTA, verify) takes it away too.
   if (!requested.persistent)
-    tiles.persistent = persistentByDefault(tiles, headDim, keys, rowBlocksUnequal,
-                                           regionRegisters)
+    tiles.persistent = requested.groupedRows != true &&
+                               persistentByDefault(tiles, headDim, keys, rowBlocksUnequal,
+                                                   regionRegisters)
                            ? std::optional<bool>(true)
                            : std::nullopt;
   if (!requested.rowsPerWarp && *tiles.blockM % *tiles.rowsPerWarp)

@@ -114,3 +114,76 @@ module attributes {tile.config = #tile.config<"row_order=descending">} {
     return
   }
 }
+
+// -----
+
+// row_order=grouped: the program at launch position L = x + R (h + H b) takes, in groups of G
+// (batch, head) pairs (G = the pairs whose K and V, 2 R Br D element bytes each, fit in
+// group-bytes, at most B H), row block R - 1 - w / G' and pair g G + w % G' (g = L / (G R),
+// w = L - g G R, G' = min(G, B H - g G)); the batch and head are the pair's quotient and
+// remainder by H. Every use of the three induction variables reads the mapped ones.
+// CHECK-LABEL: func.func @grouped
+// CHECK:         scf.forall (%[[B:.+]], %[[H:.+]], %[[X:.+]]) in (%[[NB:.+]], %[[NH:.+]], %[[R:.+]])
+// CHECK-DAG:       %[[PAIRBYTES:.+]] = arith.muli %[[R]], %c16384
+// CHECK-DAG:       %[[PAIRS:.+]] = arith.muli %[[NB]], %[[NH]]
+// CHECK:           %[[FIT:.+]] = arith.divui %c26214400{{.*}}, %{{.+}}
+// CHECK:           %[[G:.+]] = arith.minui %{{.+}}, %{{.+}}
+// CHECK:           %[[HB:.+]] = arith.muli %[[NH]], %[[B]]
+// CHECK:           %[[PH:.+]] = arith.addi %[[H]], %[[HB]]
+// CHECK:           %[[RP:.+]] = arith.muli %[[R]], %[[PH]]
+// CHECK:           %[[L:.+]] = arith.addi %[[X]], %[[RP]]
+// CHECK:           %[[GT:.+]] = arith.muli %[[G]], %[[R]]
+// CHECK:           %[[GI:.+]] = arith.divui %[[L]], %[[GT]]
+// CHECK:           %[[FIRST:.+]] = arith.muli %[[GI]], %[[G]]
+// CHECK:           %[[LEFT:.+]] = arith.subi %[[PAIRS]], %[[FIRST]]
+// CHECK:           %[[SIZE:.+]] = arith.minui %[[G]], %[[LEFT]]
+// CHECK:           %[[W:.+]] = arith.subi %[[L]], %{{.+}}
+// CHECK:           %[[LAST:.+]] = arith.subi %[[R]], %c1
+// CHECK:           %[[LEVEL:.+]] = arith.divui %[[W]], %[[SIZE]]
+// CHECK:           %[[ROW:.+]] = arith.subi %[[LAST]], %[[LEVEL]]
+// CHECK:           %[[MEMBER:.+]] = arith.remui %[[W]], %[[SIZE]]
+// CHECK:           %[[PAIR:.+]] = arith.addi %[[FIRST]], %[[MEMBER]]
+// CHECK:           %[[BATCH:.+]] = arith.divui %[[PAIR]], %[[NH]]
+// CHECK:           %[[HEAD:.+]] = arith.remui %[[PAIR]], %[[NH]]
+// CHECK:           %[[ROW0:.+]] = arith.muli %[[ROW]], %c64
+// CHECK:           tile.block_load %{{.+}}[%[[BATCH]], %[[HEAD]], %[[ROW0]]]
+// CHECK:           tile.block_store %{{.+}}[%[[BATCH]], %[[HEAD]], %[[ROW0]]]
+// CHECK:         } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+module attributes {tile.config = #tile.config<"row_order=grouped">} {
+  func.func @grouped(%Q: memref<?x?x?x64xbf16>, %O: memref<?x?x?x64xbf16>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c64 = arith.constant 64 : index
+    %b = memref.dim %Q, %c0 : memref<?x?x?x64xbf16>
+    %h = memref.dim %Q, %c1 : memref<?x?x?x64xbf16>
+    %m = memref.dim %Q, %c2 : memref<?x?x?x64xbf16>
+    %rows = arith.ceildivui %m, %c64 : index
+    scf.forall (%i, %j, %x) in (%b, %h, %rows) {
+      %r0 = arith.muli %x, %c64 : index
+      %q = tile.block_load %Q[%i, %j, %r0] bound %m : memref<?x?x?x64xbf16> -> tensor<64x64xbf16>
+      tile.block_store %q, %O[%i, %j, %r0] bound %m : tensor<64x64xbf16>, memref<?x?x?x64xbf16>
+    } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+    return
+  }
+}
+
+// -----
+
+// A grouped split grid (decode) is only reversed.
+// CHECK-LABEL: func.func @grouped_split
+// CHECK:         scf.forall (%{{.+}}, %{{.+}}, %[[X:.+]], %{{.+}}) in (2, 3, 5, 4)
+// CHECK:           %[[ROW:.+]] = arith.subi %c4, %[[X]]
+// CHECK:           arith.muli %[[ROW]], %c64
+module attributes {tile.config = #tile.config<"row_order=grouped">} {
+  func.func @grouped_split(%Q: memref<2x3x320x64xbf16>, %O: memref<2x3x320x64xbf16>) {
+    %c64 = arith.constant 64 : index
+    scf.forall (%i, %j, %x, %s) in (2, 3, 5, 4) {
+      %r0 = arith.muli %x, %c64 : index
+      %k0 = arith.muli %s, %c64 : index
+      %q = tile.block_load %Q[%i, %j, %r0] bound %k0 : memref<2x3x320x64xbf16> -> tensor<64x64xbf16>
+      tile.block_store %q, %O[%i, %j, %r0] bound %k0 : tensor<64x64xbf16>, memref<2x3x320x64xbf16>
+    } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>, #tile.grid<split>]}
+    return
+  }
+}

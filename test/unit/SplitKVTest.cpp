@@ -11,7 +11,8 @@
 // heads sharing a key/value head), split and unsplit, and a test-only variant whose score and
 // mask depend on the query head (gqa_head_window), so a packed block spans heads that differ.
 // And a few with the row blocks last first (row_order=descending), whose programs take row
-// block R - 1 - x.
+// block R - 1 - x, and grouped (row_order=grouped), whose programs are permuted over heads and
+// row blocks: small groups (a few pairs, the last one short) so that every shape has several.
 //
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
@@ -32,6 +33,7 @@ struct SplitCase {
   bool pack = false;  ///< GQA packing
   bool split = true;  ///< tile-split-kv (else the splits of every shape are 1)
   bool descending = false; ///< row_order=descending (tile-order-row-blocks)
+  bool grouped = false;    ///< row_order=grouped (tile-order-row-blocks)
 };
 
 std::unique_ptr<CpuKernel> compileSplit(const SplitCase &c, int64_t br, int64_t bc,
@@ -47,7 +49,11 @@ std::unique_ptr<CpuKernel> compileSplit(const SplitCase &c, int64_t br, int64_t 
   opts.elementType = c.dtype;
   opts.splitKv = c.split;
   opts.packGqa = c.pack;
-  opts.descendingRows = c.descending;
+  opts.descendingRows = c.descending || c.grouped;
+  opts.groupedRows = c.grouped;
+  // 100 kB: at D = 64, Br = 16, M = 100 (7 row blocks, 28 kB of K and V a pair) groups of 3
+  // pairs, M = 1000 one pair a group, M = 1 every pair in one group.
+  opts.rowGroupBytes = 100000;
   auto k = CpuKernel::compile(*text, *fileName, opts);
   if (!k) {
     ADD_FAILURE() << llvm::toString(k.takeError());
@@ -86,6 +92,7 @@ TEST_P(SplitKV, MatchesFloat64Reference) {
     test::RunResult r = test::runAgainstReference(*kernel, *reference, p, seed++, splits);
     SCOPED_TRACE(testing::Message() << c.kernel << " " << c.dtype << (c.pack ? " packed" : "")
                                     << (c.descending ? " descending" : "")
+                                    << (c.grouped ? " grouped" : "")
                                     << " M=" << s.M << " N=" << s.N << " splits=" << splits);
     EXPECT_TRUE(r.allWritten) << "poison left in the output: some element was not written";
     EXPECT_TRUE(r.lseInfMatches) << "fully masked rows must have logsumexp -inf, others finite";
@@ -124,6 +131,17 @@ std::vector<SplitCase> splitCases() {
                    /*descending=*/true});
   cases.push_back({"gqa_head_window", true, "bf16", /*pack=*/true, /*split=*/true,
                    /*descending=*/true});
+  // Grouped (one tile a CTA; a split grid is only reversed): every pair's rows still written
+  // once, whatever group and level its programs land in.
+  for (const char *k : {"causal", "prefix_lm", "sliding_window", "gqa", "attention"})
+    cases.push_back({k, false, "bf16", /*pack=*/false, /*split=*/false, /*descending=*/false,
+                     /*grouped=*/true});
+  cases.push_back({"chunked_local", true, "bf16", /*pack=*/false, /*split=*/false,
+                   /*descending=*/false, /*grouped=*/true});
+  cases.push_back({"gqa_head_window", true, "bf16", /*pack=*/true, /*split=*/false,
+                   /*descending=*/false, /*grouped=*/true});
+  cases.push_back({"causal", false, "bf16", /*pack=*/false, /*split=*/true,
+                   /*descending=*/false, /*grouped=*/true});
   return cases;
 }
 
@@ -132,7 +150,8 @@ INSTANTIATE_TEST_SUITE_P(AllVariants, SplitKV, testing::ValuesIn(splitCases()),
                            return info.param.kernel + "_" + info.param.dtype +
                                   (info.param.pack ? "_packed" : "") +
                                   (info.param.split ? "" : "_unsplit") +
-                                  (info.param.descending ? "_descending" : "");
+                                  (info.param.descending ? "_descending" : "") +
+                                  (info.param.grouped ? "_grouped" : "");
                          });
 
 /// In f32 the split and the unsplit kernel differ only by the merge's rounding.

@@ -589,6 +589,37 @@ TEST(TileConfig, UnequalRowBlocksRunLastFirstByDefault) {
   EXPECT_EQ(reversed, plain);
 }
 
+/// row_order=grouped: descending within L2-sized groups of (batch, head) pairs. It round-trips,
+/// keys the kernel apart from descending, is replaced by another row_order, refuses persistent
+/// tiles (and takes the persistent default away), and names its values when misspelt.
+TEST(TileConfig, GroupedRowOrder) {
+  TileConfig grouped = parsed("row_order=grouped");
+  EXPECT_EQ(grouped.descendingRows, true);
+  EXPECT_EQ(grouped.groupedRows, true);
+  EXPECT_EQ(grouped.print(), "row_order=grouped");
+  EXPECT_EQ(parsed(grouped.print()), grouped);
+  TileConfig descending = parsed("row_order=descending");
+  EXPECT_NE(grouped, descending);
+  EXPECT_NE(hash_value(grouped), hash_value(descending));
+  EXPECT_EQ(parsed("row_order=grouped,row_order=ascending").print(), "row_order=ascending");
+  EXPECT_EQ(grouped.overriddenBy(descending), descending);
+  EXPECT_EQ(descending.overriddenBy(grouped), grouped);
+  auto bad = TileConfig::parse("row_order=sideways");
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("ascending, descending or grouped"),
+            std::string::npos);
+  // d128 causal on sm_90a is persistent by default: grouped takes a one-tile-per-CTA grid.
+  auto causal = resolveTileConfig(grouped, 128, "sm_90a", KeyLayout::Tensors,
+                                  /*regionRegisters=*/0, /*rowBlocksUnequal=*/true);
+  ASSERT_TRUE(bool(causal)) << llvm::toString(causal.takeError());
+  EXPECT_NE(causal->persistent, true);
+  EXPECT_EQ(causal->groupedRows, true);
+  auto refused = resolveTileConfig(parsed("row_order=grouped,persistent=true"), 128, "sm_90a");
+  ASSERT_FALSE(bool(refused));
+  EXPECT_NE(llvm::toString(refused.takeError()).find("row_order=grouped orders a one-tile-per-CTA"),
+            std::string::npos);
+}
+
 TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
   auto resolved = [](llvm::StringRef text, int64_t d, llvm::StringRef chip) {
     auto c = resolveTileConfig(parsed(text), d, chip);

@@ -80,6 +80,21 @@ TEST_P(VarlenCases, MatchesFloat64ReferencePerSequence) {
   }
 }
 
+// The grid grouped (row_order=grouped): its (sequence, head) pairs in groups of a few (small
+// group bytes: several groups, the last one short), each group's row blocks level by level
+// from the longest sequence's last one down; row blocks past a sequence's end stay empty
+// wherever they land.
+TEST_P(VarlenCases, GroupedGridMatchesFloat64ReferencePerSequence) {
+  CpuCompileOptions opts;
+  opts.blockM = 16;
+  opts.blockN = 16;
+  opts.descendingRows = opts.groupedRows = true;
+  // 7 row blocks of the longest sequence, 28 kB of K and V a pair at D = 64: 2 pairs a group.
+  opts.rowGroupBytes = 60000;
+  std::vector<int64_t> lengths = {64, 3, 100, 17, 0};
+  expectMatchesReference(GetParam(), opts, {lengths, lengths}, nullptr, 1, 41);
+}
+
 // Over a paged cache (chunked prefill, prefill and decode in one batch): packed queries, each
 // sequence's keys its lengths' rows of its pages (an odd page size, pages shuffled); a decode
 // sequence (one query row over many keys), one without queries, one with fewer keys than

@@ -153,8 +153,8 @@ static cl::opt<std::string> cConfig(
     cl::desc("Comma-separated KEY=VALUE settings that override the options above: Br or block_m, "
              "Bc or block_n, D or head_dim, dtype, and the tile configuration's keys (mma, q, "
              "stages, pack_gqa, warp_specialize=true|false, softmax_overlap=true|false, "
-             "pingpong=true|false, persistent=true|false, row_order=ascending|descending, "
-             "q_tma=true|false, ctas_per_sm; e.g. --config Br=128,Bc=64 or --config warp_specialize=false)"),
+             "pingpong=true|false, persistent=true|false, row_order=ascending|descending|grouped, "
+             "q_tma=true|false, prefetch_values=true|false, ctas_per_sm; e.g. --config Br=128,Bc=64 or --config warp_specialize=false)"),
     cl::init(""), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<std::string> cEmit("emit",
                                   cl::desc("What to write: ptx (+ .json), cubin (+ .json, needs "
@@ -287,8 +287,9 @@ static cl::opt<std::string> runConfig(
 static cl::opt<std::string> runRowOrder(
     "row-order",
     cl::desc("The grid's row-block order (TileConfig row_order, tile-order-row-blocks): "
-             "ascending, or descending (the forward's row blocks and the backward's dQ grid last "
-             "first); on the GPU and the CPU backend alike. Not given: the kernel's default "
+             "ascending, descending (the forward's row blocks and the backward's dQ grid last "
+             "first) or grouped (descending, the (batch, head) pairs in L2-sized groups run level "
+             "by level); on the GPU and the CPU backend alike. Not given: the kernel's default "
              "(on sm_90a, descending for a padded forward whose mask compares q_idx with "
              "kv_idx; ascending elsewhere and on the CPU backend)"),
     cl::init("ascending"), cl::sub(runCmd), cl::cat(runCategory));
@@ -303,7 +304,8 @@ static llvm::Expected<TileConfig> runTileConfig() {
   if (blockN.getNumOccurrences())
     tiles->blockN = blockN;
   if (runRowOrder.getNumOccurrences())
-    tiles->descendingRows = runRowOrder == "descending";
+    if (llvm::Error error = tiles->set("row_order", runRowOrder))
+      return std::move(error);
   return tiles;
 }
 
@@ -614,6 +616,7 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
   opts.blockN = bc;
   opts.instrument = true;
   opts.descendingRows = tiles.descendingRows.value_or(false);
+  opts.groupedRows = tiles.groupedRows.value_or(false);
   // The split kernel packed as the GPU compiles it (splitKvTileConfig's pack_gqa).
   opts.splitKv = runSplitKv;
   opts.packGqa = runSplitKv && splitKvTileConfig(0, "").packGqa.value_or(false);

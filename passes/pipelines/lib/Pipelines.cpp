@@ -55,6 +55,8 @@ void tilefuse::buildTileFrontEndPipeline(OpPassManager &pm, const FrontEndOption
   // The grid's row-block order (row_order in the module's tile.config).
   TileOrderRowBlocksOptions order;
   order.force = options.descendingRows;
+  order.forceGrouped = options.groupedRows;
+  order.groupBytes = options.rowGroupBytes;
   pm.addNestedPass<func::FuncOp>(createTileOrderRowBlocks(order));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

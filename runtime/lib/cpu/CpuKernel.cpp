@@ -154,6 +154,8 @@ CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   feo.pageSize = options.pageSize;
   feo.varlen = options.varlen;
   feo.descendingRows = options.descendingRows;
+  feo.groupedRows = options.groupedRows;
+  feo.rowGroupBytes = options.rowGroupBytes;
   impl->pageSize = options.pageSize;
   impl->blockM = options.blockM;
   impl->packGqa = options.packGqa;

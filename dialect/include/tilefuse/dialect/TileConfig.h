@@ -16,7 +16,7 @@
 // and, where set, warp_specialize=true|false (the producer/consumer kernel; unset: the head
 // dimension's default), softmax_overlap=true|false (a warp-specialized kernel's rotated key loop),
 // pingpong=true|false (its consumer warpgroups taking turns), persistent=true|false (its CTAs
-// looping over tiles), row_order=ascending|descending (the order of a grid's row blocks) and
+// looping over tiles), row_order=ascending|descending|grouped (the order of a grid's row blocks) and
 // q_tma=true|false (a warp-specialized shared Q loaded by the producer's TMA or copied by the
 // consumers; unset: TMA where it applies), prefetch_values=true|false (the cp.async kernel's
 // value blocks in a ring as deep as its key blocks') and ctas_per_sm=N (the register budget: not part of a complete
@@ -109,15 +109,22 @@ struct TileConfig {
   /// the kernel's default, descending where its mask compares rows with columns on sm_90a for
   /// padded batches (defaultTileConfig's rowBlocksUnequal), else ascending.
   std::optional<bool> descendingRows;
+  /// row_order=grouped (tile-order-row-blocks; with descendingRows, on a one-tile-per-CTA
+  /// grid): the launch order visits the (batch, head) pairs in groups whose K and V fit in L2
+  /// together, and within a group every pair's last row block before any pair's second-to-last
+  /// (FlashAttention-3's single-tile longest-first scheduler). Under a causal mask row block r
+  /// costs the same r + 1 key blocks in every pair, so each group runs longest first, while
+  /// the CTAs in flight read the K and V of one group. Unset: the head-by-head order.
+  std::optional<bool> groupedRows;
   /// Q by TMA (tgpu-warp-specialize; warp-specialized kernels with Q in shared memory): the
   /// producer loads each tile's Q through the launch ABI's q_map into a one-stage channel, or,
   /// false, the consumers copy it with cp.async (the kernel before this step, kept for the
   /// ablation). Unset (and outside isComplete): TMA wherever it applies (loadsQWithTma).
   std::optional<bool> qTma;
-  /// Value blocks prefetched (tile-pipeline; kernels without warp roles, stages = 2): each
-  /// iteration of the key loop requests the next value block with the next key block, into a
-  /// ring of two value buffers, so the P·V of block j reads a value block that travelled during
-  /// iteration j - 1. Without it the value block is requested at the top of its own iteration
+  /// Value blocks prefetched (tile-pipeline; kernels without warp roles): each iteration of
+  /// the key loop requests the next value block with the next key block, into a ring of value
+  /// buffers as deep as the key ring (tgpu-pipeline), so the P·V of block j reads a value block
+  /// that travelled during iteration j - 1 (or earlier). Without it the value block is requested at the top of its own iteration
   /// and its copy's latency, less the scores' and the softmax's time, is waited for in every
   /// iteration: what bounds a memory-bound decode kernel's few key blocks a CTA. Costs one value
   /// block of shared memory. Unset (and outside isComplete): off.

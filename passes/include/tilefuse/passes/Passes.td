@@ -185,7 +185,7 @@ def TileSplitKV : Pass<"tile-split-kv", "mlir::func::FuncOp"> {
 }
 
 def TileOrderRowBlocks : Pass<"tile-order-row-blocks", "mlir::func::FuncOp"> {
-  let summary = "Runs the forward grid's row blocks in descending order (row_order=descending)";
+  let summary = "Runs the forward grid's row blocks in descending order (row_order=descending|grouped)";
   let description = [{
     Where the module's tile.config says row_order=descending (or `force`), every forward grid
     (`scf.forall` mapped to #tile.grid<batch, head, row_block[, split]>) and the backward's
@@ -196,10 +196,24 @@ def TileOrderRowBlocks : Pass<"tile-order-row-blocks", "mlir::func::FuncOp"> {
     first and the short ones fill the launch's tail. A row block past a varlen sequence's end
     stays empty whatever its program. Runs after tile-block-pruning and tile-split-kv (their
     ranges are the row block's, so they follow it).
+
+    With row_order=grouped a forward one-tile-per-CTA grid (not split) is permuted further:
+    its (batch, head) pairs are cut into groups whose K and V fit in `group-bytes`, and the
+    launch runs each group's pairs level by level from their last row block down (under a
+    causal mask the row blocks of one level cost the same in every pair), so the CTAs in
+    flight share one group's K and V in L2 (FlashAttention-3's single-tile longest-first
+    scheduler). The backward's dQ grid and split grids are only reversed.
   }];
   let options = [
     Option<"force", "force", "bool", "false",
-           "Reverse even when the module's tile.config does not ask for it (lit tests)">
+           "Reverse even when the module's tile.config does not ask for it (lit tests)">,
+    Option<"forceGrouped", "grouped", "bool", "false",
+           "Group the (batch, head) pairs (row_order=grouped) even when the module's "
+           "tile.config does not ask for it">,
+    // Half the H100's and H200's 50 MiB L2: room for the Q and O traffic, and for the next
+    // group's K and V where two groups overlap in flight.
+    Option<"groupBytes", "group-bytes", "int64_t", "25 << 20",
+           "The K and V bytes of one group of (batch, head) pairs (row_order=grouped)">
   ];
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }

@@ -49,6 +49,11 @@ struct CpuCompileOptions {
   bool varlen = false;
   /// The grid's row blocks last first (TileConfig row_order=descending, tile-order-row-blocks).
   bool descendingRows = false;
+  /// Its (batch, head) pairs in L2-sized groups, each level by level (row_order=grouped).
+  bool groupedRows = false;
+  /// The K and V bytes of one such group (tile-order-row-blocks' group-bytes; tests make it
+  /// small to get several groups and a short last one).
+  int64_t rowGroupBytes = 25 << 20;
 };
 
 /// Key/value blocks that ran, by class (only with CpuCompileOptions::instrument).

@@ -29,6 +29,16 @@ struct FrontEndOptions : public mlir::PassPipelineOptions<FrontEndOptions> {
                         llvm::cl::desc("Pack the query heads of a key/value head into one "
                                        "program's rows (tile-tiling's pack-gqa)"),
                         llvm::cl::init(false)};
+  Option<bool> groupedRows{*this, "row-order-grouped",
+                           llvm::cl::desc("Run the grid's (batch, head) pairs in L2-sized "
+                                          "groups, each level by level from the last row block "
+                                          "(tile-order-row-blocks; without it the module's "
+                                          "tile.config decides)"),
+                           llvm::cl::init(false)};
+  Option<int64_t> rowGroupBytes{*this, "row-group-bytes",
+                                llvm::cl::desc("The K and V bytes of one group of (batch, head) "
+                                               "pairs under row_order=grouped"),
+                                llvm::cl::init(25 << 20)};
   Option<bool> descendingRows{*this, "row-order-descending",
                               llvm::cl::desc("Run the grid's row blocks last first "
                                              "(tile-order-row-blocks; without it the module's "
