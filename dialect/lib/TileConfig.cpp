@@ -261,8 +261,6 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   // Only the producer issues TMA, and only into a Q buffer in shared memory.
   if (qTma == true && (!warpSpecialize.value_or(false) || qOperand != QOperand::Shared))
     return fail("q_tma=true needs warp_specialize=true and q=shared");
-  // The producer's rings already hold the value blocks ahead. (With stages > 2 tgpu-pipeline
-  // deepens the value ring with the key ring.)
   // The grouped order permutes a one-tile-per-CTA grid's programs; a persistent kernel's tile
   // loop has an order of its own (tgpu-persistent).
   if (groupedRows == true && descendingRows != true)
@@ -270,6 +268,8 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   if (groupedRows == true && persistent == true)
     return fail("row_order=grouped orders a one-tile-per-CTA grid: a persistent kernel's tile "
                 "loop has its own order (persistent=false, or row_order=descending)");
+  // The producer's rings already hold the value blocks ahead. (With stages > 2 tgpu-pipeline
+  // deepens the value ring with the key ring.)
   if (prefetchValues == true && warpSpecialize.value_or(false))
     return fail("prefetch_values=true is the cp.async kernel's (warp_specialize=false): the "
                 "producer's rings already load value blocks ahead");

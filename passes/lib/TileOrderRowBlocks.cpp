@@ -171,9 +171,6 @@ struct TileOrderRowBlocksPass
     Value pair = add(first, rem(within, size));
     Value batch = div(pair, heads);
     Value head = rem(pair, heads);
-    for (Operation &op : *grid.getBody())
-      if (op.getNumResults() && isa<arith::ConstantOp>(op))
-        mapping.insert(&op);
     std::pair<Value, Value> mapped[] = {{bi, batch}, {hi, head}, {xi, rowBlock}};
     for (auto [iv, value] : mapped)
       iv.replaceUsesWithIf(value, [&](OpOperand &use) {
