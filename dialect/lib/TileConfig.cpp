@@ -32,7 +32,7 @@ bool TileConfig::isComplete() const {
 bool TileConfig::empty() const {
   return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue && !stages &&
          !packGqa && !ctasPerSm && !warpSpecialize && !softmaxOverlap && !pingpong &&
-         !persistent && !descendingRows && !groupedRows && !qTma && !prefetchValues;
+         !persistent && !descendingRows && !groupedRows && !qTma && !prefetchValues && !oTma;
 }
 
 bool TileConfig::operator==(const TileConfig &other) const {
@@ -43,7 +43,7 @@ bool TileConfig::operator==(const TileConfig &other) const {
          pingpong == other.pingpong && persistent == other.persistent &&
          descendingRows == other.descendingRows && groupedRows == other.groupedRows &&
          qTma == other.qTma &&
-         prefetchValues == other.prefetchValues;
+         prefetchValues == other.prefetchValues && oTma == other.oTma;
 }
 
 llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
@@ -51,7 +51,7 @@ llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
                             config.qOperand, config.copyIssue, config.stages, config.packGqa,
                             config.ctasPerSm, config.warpSpecialize, config.softmaxOverlap,
                             config.pingpong, config.persistent, config.descendingRows,
-                            config.groupedRows, config.qTma, config.prefetchValues);
+                            config.groupedRows, config.qTma, config.prefetchValues, config.oTma);
 }
 
 std::string TileConfig::print() const {
@@ -88,6 +88,8 @@ std::string TileConfig::print() const {
     items.push_back(*qTma ? "q_tma=true" : "q_tma=false");
   if (prefetchValues)
     items.push_back(*prefetchValues ? "prefetch_values=true" : "prefetch_values=false");
+  if (oTma)
+    items.push_back(*oTma ? "o_tma=true" : "o_tma=false");
   if (ctasPerSm)
     items.push_back("ctas_per_sm=" + std::to_string(*ctasPerSm));
   return llvm::join(items, ",");
@@ -155,10 +157,12 @@ llvm::Error TileConfig::set(llvm::StringRef key, llvm::StringRef value) {
     return choice(qTma, false, "false", true, "true");
   if (key == "prefetch_values" || key == "prefetch-values")
     return choice(prefetchValues, false, "false", true, "true");
+  if (key == "o_tma" || key == "o-tma")
+    return choice(oTma, false, "false", true, "true");
   return fail("unknown setting '" + key +
               "' (Br, Bc, rows_per_warp, mma, q, copy_issue, stages, pack_gqa, ctas_per_sm, "
               "warp_specialize, softmax_overlap, pingpong, persistent, row_order, q_tma, "
-              "prefetch_values)");
+              "prefetch_values, o_tma)");
 }
 
 llvm::Expected<TileConfig> TileConfig::parse(llvm::StringRef text) {
@@ -212,6 +216,8 @@ TileConfig TileConfig::overriddenBy(const TileConfig &other) const {
     out.qTma = other.qTma;
   if (other.prefetchValues)
     out.prefetchValues = other.prefetchValues;
+  if (other.oTma)
+    out.oTma = other.oTma;
   return out;
 }
 
@@ -261,6 +267,11 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   // Only the producer issues TMA, and only into a Q buffer in shared memory.
   if (qTma == true && (!warpSpecialize.value_or(false) || qOperand != QOperand::Shared))
     return fail("q_tma=true needs warp_specialize=true and q=shared");
+  // O goes out through the same kind of map as Q came in: the producer's Q map bounds a padded
+  // batch's rows, which is what lets the store clip a last row block at M.
+  if (oTma == true && (!warpSpecialize.value_or(false) || qOperand != QOperand::Shared ||
+                       qTma == false))
+    return fail("o_tma=true needs warp_specialize=true, q=shared and Q by TMA (q_tma)");
   // The grouped order permutes a one-tile-per-CTA grid's programs; a persistent kernel's tile
   // loop has an order of its own (tgpu-persistent).
   if (groupedRows == true && descendingRows != true)

@@ -142,56 +142,94 @@ LogicalResult TensorMapOp::verify() {
   return success();
 }
 
-LogicalResult TmaLoadOp::verify() {
-  auto descriptor = getDescriptor().getType();
+namespace {
+/// The checks a TMA transfer between a tensor map and a shared buffer shares, load or store:
+/// one coordinate per box dimension, a 2-D box of the buffer's element type whose rows are
+/// `boxRowsOf(buffer)` (a load fills the whole buffer; a store writes rows of it), and a swizzle
+/// that writes (or reads) the buffer's layout panel by panel.
+LogicalResult verifyTmaTransfer(Operation *op, mlir::nvgpu::TensorMapDescriptorType descriptor,
+                                size_t coordinates, BufferType buffer, bool wholeBuffer) {
   MemRefType box = descriptor.getTensor();
-  BufferType buffer = getBuffer().getType();
   int64_t rank = box.getRank();
-  if ((int64_t)getCoordinates().size() != rank)
-    return emitOpError() << "expects one coordinate per dimension of the descriptor's "
-                         << rank << "-D box, got " << getCoordinates().size();
+  if ((int64_t)coordinates != rank)
+    return op->emitOpError() << "expects one coordinate per dimension of the descriptor's "
+                             << rank << "-D box, got " << coordinates;
   if (rank < 2 || !box.hasStaticShape())
-    return emitOpError() << "expects a static box of rank 2 or more, got " << box;
+    return op->emitOpError() << "expects a static box of rank 2 or more, got " << box;
   if (llvm::any_of(box.getShape().drop_back(2), [](int64_t d) { return d != 1; }))
-    return emitOpError() << "loads a 2-D tile: the box's leading dimensions must be 1, got "
-                         << box;
+    return op->emitOpError() << "moves a 2-D tile: the box's leading dimensions must be 1, got "
+                             << box;
   if (box.getElementType() != buffer.getElementType())
-    return emitOpError() << "the box holds " << box.getElementType() << ", the buffer "
-                         << buffer.getElementType();
+    return op->emitOpError() << "the box holds " << box.getElementType() << ", the buffer "
+                             << buffer.getElementType();
   int64_t boxRows = box.getShape()[rank - 2], boxCols = box.getShape()[rank - 1];
-  if (boxRows != buffer.getRows())
-    return emitOpError() << "the box has " << boxRows << " rows, the buffer " << buffer.getRows();
+  if (wholeBuffer && boxRows != buffer.getRows())
+    return op->emitOpError() << "the box has " << boxRows << " rows, the buffer "
+                             << buffer.getRows();
+  // A store writes whole boxes of the buffer's rows; a canonical_128b panel's swizzle repeats
+  // every 8 rows (1024 bytes), so a box that starts on a multiple of its rows starts aligned.
+  if (!wholeBuffer && (boxRows > buffer.getRows() || buffer.getRows() % boxRows || boxRows % 8))
+    return op->emitOpError() << "the box's " << boxRows << " rows must be a multiple of 8 that "
+                             << "divides the buffer's " << buffer.getRows();
   int64_t elementBytes = buffer.getSharedTile().elementBytes;
   auto swizzle = descriptor.getSwizzle();
   switch (buffer.getLayout().getSwizzle()) {
   case SharedSwizzle::Canonical128B:
     if (swizzle != mlir::nvgpu::TensorMapSwizzleKind::SWIZZLE_128B)
-      return emitOpError() << "a canonical_128b buffer is written by a swizzle_128b tensor map, "
-                              "not "
-                           << mlir::nvgpu::stringifyTensorMapSwizzleKind(swizzle);
+      return op->emitOpError() << "a canonical_128b buffer is moved by a swizzle_128b tensor "
+                                  "map, not "
+                               << mlir::nvgpu::stringifyTensorMapSwizzleKind(swizzle);
     if (boxCols * elementBytes != 128)
-      return emitOpError() << "with swizzle_128b the box is one 128-byte panel ("
-                           << 128 / elementBytes << " columns), not " << boxCols << " columns";
+      return op->emitOpError() << "with swizzle_128b the box is one 128-byte panel ("
+                               << 128 / elementBytes << " columns), not " << boxCols
+                               << " columns";
     break;
   case SharedSwizzle::None:
     if (swizzle != mlir::nvgpu::TensorMapSwizzleKind::SWIZZLE_NONE)
-      return emitOpError() << "an unswizzled buffer is written by a tensor map without swizzle, "
-                              "not "
-                           << mlir::nvgpu::stringifyTensorMapSwizzleKind(swizzle);
+      return op->emitOpError() << "an unswizzled buffer is moved by a tensor map without "
+                                  "swizzle, not "
+                               << mlir::nvgpu::stringifyTensorMapSwizzleKind(swizzle);
     if (boxCols != buffer.getCols())
-      return emitOpError() << "without swizzle the box is the whole buffer: " << boxCols
-                           << " columns, the buffer " << buffer.getCols();
+      return op->emitOpError() << "without swizzle the box is the whole buffer: " << boxCols
+                               << " columns, the buffer " << buffer.getCols();
     break;
   case SharedSwizzle::ChunkXor:
-    return emitOpError("TMA cannot write the chunk_xor layout (no tensor-map swizzle "
-                       "matches it); use canonical_128b");
+    return op->emitOpError("TMA cannot move the chunk_xor layout (no tensor-map swizzle "
+                           "matches it); use canonical_128b");
   }
+  return success();
+}
+} // namespace
+
+LogicalResult TmaLoadOp::verify() {
+  if (failed(verifyTmaTransfer(*this, getDescriptor().getType(), getCoordinates().size(),
+                               getBuffer().getType(), /*wholeBuffer=*/true)))
+    return failure();
   APInt id;
   unsigned barriers = getBarriers().getType().getNumBarriers();
   if (matchPattern(getBarrierId(), m_ConstantInt(&id)) &&
       (id.getSExtValue() < 0 || id.getSExtValue() >= barriers))
     return emitOpError() << "mbarrier " << id.getSExtValue() << " is out of range for a group of "
                          << barriers;
+  return success();
+}
+
+LogicalResult TmaStoreOp::verify() {
+  BufferType buffer = getBuffer().getType();
+  if (failed(verifyTmaTransfer(*this, getDescriptor().getType(), getCoordinates().size(), buffer,
+                               /*wholeBuffer=*/false)))
+    return failure();
+  if (buffer.getLayout().getSwizzle() != SharedSwizzle::Canonical128B)
+    return emitOpError("stores canonical_128b buffers (one transfer per 128-byte panel) only");
+  MemRefType box = getDescriptor().getType().getTensor();
+  int64_t boxRows = box.getShape()[box.getRank() - 2];
+  APInt first;
+  if (matchPattern(getFirstRow(), m_ConstantInt(&first)) &&
+      (first.getSExtValue() < 0 || first.getSExtValue() % boxRows ||
+       first.getSExtValue() + boxRows > buffer.getRows()))
+    return emitOpError() << "first row " << first.getSExtValue() << " must be a multiple of the "
+                         << "box's " << boxRows << " rows inside the buffer's "
+                         << buffer.getRows();
   return success();
 }
 

@@ -526,7 +526,7 @@ static inline CUresult @NAME@_split_workspace_init(CUdeviceptr workspace, int64_
 // 2^40 bytes); block_n <= 256 emitAotHeader checks. What the driver still refuses (a stride of
 // 2^40 bytes or more of a dimension of size 1) comes back as the launch's result.
 static constexpr llvm::StringLiteral tmaDoc = R"tilefuse_c( *
- * TMA: the kernel reads k and v@TMA_Q_DOC@ through tensor maps (CUtensorMap) that every launch encodes
+ * TMA: the kernel reads k and v@TMA_Q_DOC@@TMA_O_DOC@ through tensor maps (CUtensorMap) that every launch encodes
  * with cuTensorMapEncodeTiled (CUDA 12.0 or later; a GPU of compute capability 9.0); where the
  * driver refuses a map, its error is the launch's result and nothing is launched.
 )tilefuse_c";
@@ -571,11 +571,12 @@ static constexpr llvm::StringLiteral tmaMap = R"tilefuse_c(#if CUDA_VERSION < 12
 #error "@NAME@.h reads K and V with TMA: it needs cuda.h of CUDA 12.0 or later"
 #endif
 
-/* The tensor map of k, v or q at `base` with element strides {b, h, row} (launch_abi's k_map,
- * v_map, q_map): dimensions {D, rows, heads, B}, innermost first (a packed batch: B = total_k
- * + 1 and b's stride the row's, over a base N rows before the tensor's); boxes of one 128-byte
- * panel of `box_rows` rows (@UPPER@_BLOCK_N for k and v, @UPPER@_BLOCK_M for q), swizzled as
- * wgmma reads them; elements out of bounds read as zero. */
+/* The tensor map of k, v, q or o at `base` with element strides {b, h, row} (launch_abi's
+ * k_map, v_map, q_map, o_map): dimensions {D, rows, heads, B}, innermost first (a packed batch:
+ * B = total_k + 1 and b's stride the row's, over a base N rows before the tensor's); boxes of
+ * one 128-byte panel of `box_rows` rows (@UPPER@_BLOCK_N for k and v, @UPPER@_BLOCK_M for q,
+ * @TMA_OUTPUT_BOX_ROWS@ for o), swizzled as wgmma reads them; elements out of bounds read as
+ * zero (and are not written). */
 static inline CUresult @NAME@_tensor_map_(CUtensorMap *map, const void *base, int64_t B,
                                           int64_t heads, int64_t rows,
                                           const int64_t strides[3], cuuint32_t box_rows) {
@@ -1037,7 +1038,7 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
   std::string persistentLoadText = kernel.persistent ? substitute(persistentLoad, values) : "";
   values["GET_FUNCTIONS"] = "  result = cuModuleGetFunction(&function, module, " + upper +
                             "_ENTRY);\n" + sharedOptInText + persistentLoadText;
-  // The TMA form: the tensor maps of k and v (then q) after every other parameter.
+  // The TMA form: the tensor maps of k and v (then q, then o) after every other parameter.
   bool tma = kernel.kvTma;
   if (tma && paged)
     return fail("a TMA kernel (warp_specialize) is not paged");
@@ -1052,11 +1053,18 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
   if (qTma && (kernel.blockM < 1 || kernel.blockM > 256))
     return fail("the TMA kernel's block_m " + llvm::Twine(kernel.blockM) +
                 " is outside a tensor map's boxes [1, 256]");
-  int mapCount = launch_abi::tensorMapCount(qTma);
+  // O's map (launch_abi's o_map): over the same padded tensor as Q's, with boxes of one
+  // consumer warpgroup's rows; a split kernel stores partial outputs, not O.
+  bool oTma = kernel.oTma;
+  if (oTma && (!qTma || split))
+    return fail("a kernel that stores O with TMA loads Q with TMA and is not split");
+  int mapCount = launch_abi::tensorMapCount(qTma, oTma);
   int firstMap = firstSplit + (split ? launch_abi::kSplitParameterCount : 0);
   if (tma)
     values["LAUNCH_PARAMETER_COUNT"] = std::to_string(firstMap + mapCount);
   values["TMA_Q_DOC"] = qTma ? " (and q)" : "";
+  values["TMA_O_DOC"] = oTma ? ", and writes o," : "";
+  values["TMA_OUTPUT_BOX_ROWS"] = std::to_string(launch_abi::kOutputBoxRows);
   values["TMA_DATA_TYPE"] = kernel.dtype == "bf16" ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
                                                    : "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
   values["TMA_BOX_COLUMNS"] = std::to_string(launch_abi::tmaBoxColumns(2));
@@ -1085,7 +1093,7 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
              "_ELEMENT_BYTES";
     };
     tmaPack = std::string("  /* The TMA form: the tensor maps of k and v") +
-              (qTma ? " (then q)" : "") + ", last. */\n"
+              (qTma ? (oTma ? " (then q, then o)" : " (then q)") : "") + ", last. */\n"
               "  {\n"
               "    const int64_t k_strides[3] = " + strides(k) + ";\n"
               "    const int64_t v_strides[3] = " + strides(v) + ";\n";
@@ -1109,6 +1117,14 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
                  "    if (result == CUDA_SUCCESS)\n"
                  "      result = " + symbol + "_tensor_map_(&maps[2], q, B, H, M, q_strides, " +
                  blockM + ");\n";
+    }
+    if (oTma) {
+      std::string o = std::to_string(launch_abi::firstStride(3));
+      tmaPack += "    const int64_t o_strides[3] = {s[" + o + "], s[" + o + " + 1], s[" + o +
+                 " + 2]};\n"
+                 "    if (result == CUDA_SUCCESS)\n"
+                 "      result = " + symbol + "_tensor_map_(&maps[3], o, B, H, M, o_strides, " +
+                 std::to_string(launch_abi::kOutputBoxRows) + ");\n";
     }
     tmaPack += "  }\n"
                "  if (result != CUDA_SUCCESS)\n"

@@ -46,6 +46,8 @@ std::string CompiledKernel::metadataJson() const {
     o["kv_tma"] = true;
   if (qTma)
     o["q_tma"] = true;
+  if (oTma)
+    o["o_tma"] = true;
   if (persistent)
     o["persistent"] = true;
   if (!backwardPhase.empty())
@@ -106,6 +108,7 @@ llvm::Expected<CompiledKernel> CompiledKernel::fromMetadataJson(llvm::StringRef 
   k.varlen = o->getBoolean("varlen").value_or(false);
   k.kvTma = o->getBoolean("kv_tma").value_or(false);
   k.qTma = o->getBoolean("q_tma").value_or(false);
+  k.oTma = o->getBoolean("o_tma").value_or(false);
   k.persistent = o->getBoolean("persistent").value_or(false);
   if (std::optional<llvm::StringRef> phase = o->getString("backward_phase"))
     k.backwardPhase = phase->str();
@@ -412,6 +415,7 @@ compileKernels(StringRef source, StringRef bufferName, const PtxCompileOptions &
   k.threads = tiles.threads();
   k.kvTma = tiles.warpSpecialize.value_or(false);
   k.qTma = tiles.loadsQWithTma(options.varlen);
+  k.oTma = tiles.storesOWithTma(options.varlen, options.splitKv);
   k.persistent = tiles.persistent.value_or(false);
 
   PassManager pm(&ctx, ModuleOp::getOperationName());

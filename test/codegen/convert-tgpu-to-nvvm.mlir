@@ -657,3 +657,52 @@ module attributes {tilefuse.threads = {split_arrive = 128 : i64}, tile.config = 
     return
   }
 }
+
+// -----
+
+!qkv = memref<?x?x?x128xbf16>
+!lse = memref<?x?x?xf32>
+!tile = !tgpu.buffer<64x128xbf16, #tgpu.shared<canonical_128b>>
+!out = !tgpu.buffer<128x128xbf16, #tgpu.shared<canonical_128b>>
+!bars = !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 1>
+!map = !nvgpu.tensormap.descriptor<tensor = memref<1x1x64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+
+// A kernel that also stores O with TMA takes four maps, O's last (the launch ABI's o_map); its
+// store is one bulk tensor copy per 128-byte panel from the box's rows of each panel (rows 64 on
+// of a 128-row buffer: bytes 64 x 128 into panel 0, 128 x 128 + 64 x 128 into panel 1), then
+// one commit.
+// CHECK-LABEL: gpu.func @tma_output
+// CHECK-SAME:      %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %[[OMAP:.+]]: !llvm.ptr) kernel
+// CHECK-SAME:      tilefuse.grid_constants = array<i32: 24, 25, 26, 27>
+// CHECK:           nvvm.cp.async.bulk.tensor.global.shared.cta %[[OMAP]], %{{.+}}, box[
+// CHECK:           nvvm.cp.async.bulk.tensor.global.shared.cta %[[OMAP]], %{{.+}}, box[
+// CHECK-NEXT:      nvvm.cp.async.bulk.commit.group
+// CHECK:           nvvm.cp.async.bulk.wait_group 0 {read}
+module attributes {tilefuse.threads = {tma_output = 256 : i64}} {
+  func.func @tma_output(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+    %c0 = arith.constant 0 : index
+    %c64 = arith.constant 64 : index
+    %c16384 = arith.constant 16384 : index
+    %false = arith.constant false
+    %ring = tgpu.alloc {offset = 0 : i64} : !tgpu.ring<1 x 64x128xbf16, #tgpu.shared<canonical_128b>>
+    %obuf = tgpu.alloc {offset = 16384 : i64} : !out
+    %full = tgpu.alloc {offset = 49152 : i64} : !bars
+    %qmap = tgpu.tensor_map %Q : !qkv -> !map
+    %kmap = tgpu.tensor_map %K : !qkv -> !map
+    %omap = tgpu.tensor_map %O : !qkv -> !map
+    %m = memref.dim %Q, %c0 : !qkv
+    scf.forall (%b, %h, %r) in (%m, %m, %m) {
+      tgpu.warp_specialize partition warps 4 registers 240 {
+        nvgpu.mbarrier.try_wait.parity %full[%c0], %false, %c0 : !bars
+        tgpu.tma_store %obuf[%c64] into %omap[%c0, %r, %h, %b] : !out, !map
+        nvvm.cp.async.bulk.wait_group 0 {read}
+      } partition warps 4 registers 24 {
+        nvgpu.mbarrier.arrive.expect_tx %full[%c0], %c16384 : !bars
+        %buf = tgpu.stage %ring[%c0] : !tgpu.ring<1 x 64x128xbf16, #tgpu.shared<canonical_128b>>
+        tgpu.tma_load %qmap[%c0, %r, %h, %b], %full[%c0] into %buf : !map, !bars, !tile
+        tgpu.tma_load %kmap[%c0, %r, %h, %b], %full[%c0] into %buf : !map, !bars, !tile
+      }
+    } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+    return
+  }
+}

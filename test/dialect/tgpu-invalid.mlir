@@ -237,7 +237,7 @@ func.func @tma_coordinates(%map: !map, %bars: !bars, %i: index) {
 
 func.func @tma_leading(%map: !map, %bars: !bars, %i: index) {
   %buf = tgpu.alloc : !buf
-  // expected-error @+1 {{'tgpu.tma_load' op loads a 2-D tile: the box's leading dimensions must be 1, got 'memref<2x64x64xbf16, 3>'}}
+  // expected-error @+1 {{'tgpu.tma_load' op moves a 2-D tile: the box's leading dimensions must be 1, got 'memref<2x64x64xbf16, 3>'}}
   tgpu.tma_load %map[%i, %i, %i], %bars[%i] into %buf : !map, !bars, !buf
   return
 }
@@ -276,7 +276,7 @@ func.func @tma_rows(%map: !map, %bars: !bars, %i: index) {
 
 func.func @tma_swizzle(%map: !map, %bars: !bars, %i: index) {
   %buf = tgpu.alloc : !buf
-  // expected-error @+1 {{'tgpu.tma_load' op a canonical_128b buffer is written by a swizzle_128b tensor map, not swizzle_64b}}
+  // expected-error @+1 {{'tgpu.tma_load' op a canonical_128b buffer is moved by a swizzle_128b tensor map, not swizzle_64b}}
   tgpu.tma_load %map[%i, %i], %bars[%i] into %buf : !map, !bars, !buf
   return
 }
@@ -302,7 +302,7 @@ func.func @tma_panel(%map: !map, %bars: !bars, %i: index) {
 
 func.func @tma_unswizzled(%map: !map, %bars: !bars, %i: index) {
   %buf = tgpu.alloc : !buf
-  // expected-error @+1 {{'tgpu.tma_load' op an unswizzled buffer is written by a tensor map without swizzle, not swizzle_128b}}
+  // expected-error @+1 {{'tgpu.tma_load' op an unswizzled buffer is moved by a tensor map without swizzle, not swizzle_128b}}
   tgpu.tma_load %map[%i, %i], %bars[%i] into %buf : !map, !bars, !buf
   return
 }
@@ -328,7 +328,7 @@ func.func @tma_whole(%map: !map, %bars: !bars, %i: index) {
 
 func.func @tma_chunk_xor(%map: !map, %bars: !bars, %i: index) {
   %buf = tgpu.alloc : !buf
-  // expected-error @+1 {{'tgpu.tma_load' op TMA cannot write the chunk_xor layout (no tensor-map swizzle matches it); use canonical_128b}}
+  // expected-error @+1 {{'tgpu.tma_load' op TMA cannot move the chunk_xor layout (no tensor-map swizzle matches it); use canonical_128b}}
   tgpu.tma_load %map[%i, %i], %bars[%i] into %buf : !map, !bars, !buf
   return
 }
@@ -812,5 +812,29 @@ func.func @local_store_swizzle(%x: tensor<64x64xf32, #tgpu.mma_acc<warps = 4, ro
                                %b: !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>) {
   // expected-error @+1 {{writes a bf16 or f16 chunk_xor buffer (what ldmatrix reads from a #tgpu.mma_acc block)}}
   tgpu.local_store %x, %b : tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>, !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+  return
+}
+
+// -----
+
+// tgpu.tma_store
+!map = !nvgpu.tensormap.descriptor<tensor = memref<1x1x64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>
+!buf = !tgpu.buffer<128x128xbf16, #tgpu.shared<canonical_128b>>
+func.func @tma_store_row_outside(%map: !map, %i: index) {
+  %c96 = arith.constant 96 : index
+  %buf = tgpu.alloc : !buf
+  // expected-error @+1 {{'tgpu.tma_store' op first row 96 must be a multiple of the box's 64 rows inside the buffer's 128}}
+  tgpu.tma_store %buf[%c96] into %map[%i, %i, %i, %i] : !buf, !map
+  return
+}
+
+// -----
+
+!map = !nvgpu.tensormap.descriptor<tensor = memref<1x1x48x64xbf16, 3>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>
+!buf = !tgpu.buffer<128x128xbf16, #tgpu.shared<canonical_128b>>
+func.func @tma_store_box_rows(%map: !map, %i: index) {
+  %buf = tgpu.alloc : !buf
+  // expected-error @+1 {{'tgpu.tma_store' op the box's 48 rows must be a multiple of 8 that divides the buffer's 128}}
+  tgpu.tma_store %buf[%i] into %map[%i, %i, %i, %i] : !buf, !map
   return
 }

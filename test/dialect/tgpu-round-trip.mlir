@@ -160,6 +160,22 @@ func.func @warp_specialize() {
 
 // -----
 
+!map = !nvgpu.tensormap.descriptor<tensor = memref<1x1x64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>
+!buf = !tgpu.buffer<128x128xbf16, #tgpu.shared<canonical_128b>>
+
+// A TMA store of the second warpgroup's 64 rows of an O tile (two 128-byte panels).
+// CHECK-LABEL: func.func @tma_store
+// CHECK:         tgpu.tma_store %{{.+}}[%c64] into %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] : <128x128xbf16, #tgpu.shared<canonical_128b>>, <tensor = memref<1x1x64x64xbf16, 3>
+func.func @tma_store(%map: !map, %row: index, %h: index, %b: index) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %buf = tgpu.alloc : !buf
+  tgpu.tma_store %buf[%c64] into %map[%c0, %row, %h, %b] : !buf, !map
+  return
+}
+
+// -----
+
 // mma.sync chains: Q from registers or a shared tile, P packed in place from the accumulator.
 !accm = tensor<64x64xf32, #tgpu.mma_acc<warps = 4, rows_per_warp = 16>>
 !qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>

@@ -145,7 +145,71 @@ TEST(LaunchAbi, SidecarSaysQueryTma) {
   }
   static_assert(launch_abi::tensorMapCount(false) == 2 && launch_abi::tensorMapCount(true) == 3);
   static_assert(launch_abi::tensorMapIndex(1) == 0 && launch_abi::tensorMapIndex(2) == 1 &&
-                launch_abi::tensorMapIndex(0) == 2 && launch_abi::tensorMapIndex(3) == -1);
+                launch_abi::tensorMapIndex(0) == 2 && launch_abi::tensorMapIndex(4) == -1);
+}
+
+// The sidecar's "o_tma": read, and refused without "q_tma" (O's map is the padded batch's Q's
+// map is) or beside "split_kv" (a split kernel stores partial outputs, not O).
+TEST(LaunchAbi, SidecarSaysOutputTma) {
+  namespace cuda = runtime::cuda;
+  std::string sidecar = R"({"name": "attention", "block_m": 128, "block_n": 128,
+    "threads": 384, "head_dim": 64, "dtype": "bf16", "shared_bytes": 0, "kv_tma": true,
+    "q_tma": true, "o_tma": true,
+    "declared_sizes": {"Q": [null, null, null, 64], "K": [null, null, null, 64],
+                       "V": [null, null, null, 64], "O": [null, null, null, 64],
+                       "LSE": [null, null, null]}})";
+  auto metadata = cuda::KernelMetadata::parse(sidecar, "o.json");
+  ASSERT_TRUE(bool(metadata)) << llvm::toString(metadata.takeError());
+  EXPECT_TRUE(metadata->oTma && metadata->qTma && metadata->kvTma);
+  for (std::string changed : {std::string(sidecar).replace(sidecar.find("\"q_tma\": true"),
+                                                           13, "\"q_tma\": false"),
+                              std::string(sidecar).insert(sidecar.find("\"o_tma\""),
+                                                          "\"split_kv\": true, ")}) {
+    auto refused = cuda::KernelMetadata::parse(changed, "o.json");
+    ASSERT_FALSE(bool(refused)) << changed;
+    EXPECT_NE(llvm::toString(refused.takeError()).find("stores O with TMA"), std::string::npos)
+        << changed;
+  }
+  std::string without = sidecar;
+  without.erase(without.find(" \"o_tma\": true,"), 15);
+  auto plain = cuda::KernelMetadata::parse(without, "o.json");
+  ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
+  EXPECT_FALSE(plain->oTma);
+  EXPECT_TRUE(plain->qTma);
+
+  // A launch builds O's map too (B x H x M x D, as Q's): what the driver would refuse of it is
+  // refused before anything runs, naming O and its dimensions; without "o_tma" O has no map.
+  cuda::AttentionShape shape{2, 4, 4, 100, 256, 64};
+  cuda::AttentionStrides strides = cuda::AttentionStrides::contiguous(shape);
+  cuda::AttentionBuffers buffers{0x10000, 0x20000, 0x30000, 0x40000, 0x50000};
+  llvm::Error accepted = cuda::validateLaunch(*metadata, buffers, shape, strides);
+  EXPECT_FALSE(bool(accepted)) << llvm::toString(std::move(accepted));
+  cuda::AttentionBuffers shifted = buffers;
+  shifted.o += 8; // aligned for the kernel's element pairs, not for a tensor map
+  llvm::Error misaligned = cuda::validateLaunch(*metadata, shifted, shape, strides);
+  ASSERT_TRUE(bool(misaligned));
+  std::string message = llvm::toString(std::move(misaligned));
+  EXPECT_NE(message.find("the TMA map of O: its base address 0x40008 is not 16-byte aligned"),
+            std::string::npos)
+      << message;
+  llvm::Error withoutMap = cuda::validateLaunch(*plain, shifted, shape, strides);
+  EXPECT_FALSE(bool(withoutMap)) << llvm::toString(std::move(withoutMap));
+  cuda::AttentionStrides padded = strides;
+  padded.oM = 68; // 136-byte rows: even, but not whole 16 bytes
+  padded.oH = 100 * 68;
+  padded.oB = 4 * 100 * 68;
+  llvm::Error oddRows = cuda::validateLaunch(*metadata, buffers, shape, padded);
+  ASSERT_TRUE(bool(oddRows));
+  message = llvm::toString(std::move(oddRows));
+  EXPECT_NE(message.find("the TMA map of O: the row (m) stride of 68 elements (136 bytes)"),
+            std::string::npos)
+      << message;
+  // O's map is the fourth, after Q's, and only beside Q's.
+  static_assert(launch_abi::tensorMapCount(true, true) == 4 &&
+                launch_abi::tensorMapCount(false, true) == 2 &&
+                launch_abi::tensorMapCount(true, false) == 3);
+  static_assert(launch_abi::tensorMapIndex(3) == 3 &&
+                launch_abi::kTensorMapCount == launch_abi::tensorMapCount(true, true));
 }
 
 TEST(LaunchAbi, SidecarSaysSplitKV) {

@@ -605,6 +605,40 @@ TEST(AotHeader, TmaKernelsEncodeTheirTensorMaps) {
   EXPECT_NE(llvm::toString(refusedQuery.takeError()).find("on a padded batch"),
             std::string::npos);
 
+  // O stored with TMA too ("o_tma"): a fourth map, O's, over o with O's strides and boxes of
+  // launch_abi::kOutputBoxRows rows, after Q's; only beside Q's, and not split.
+  runtime::CompiledKernel output = query;
+  output.oTma = true;
+  json = output.metadataJson();
+  EXPECT_NE(json.find("\"o_tma\": true"), std::string::npos) << json;
+  EXPECT_EQ(query.metadataJson().find("o_tma"), std::string::npos);
+  back = runtime::CompiledKernel::fromMetadataJson(json, "");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_TRUE(back->oTma && back->qTma);
+  metadata = runtime::cuda::KernelMetadata::parse(json, "attention.json");
+  ASSERT_TRUE(bool(metadata)) << llvm::toString(metadata.takeError());
+  EXPECT_TRUE(metadata->oTma);
+  header = runtime::emitAotHeader(output, "x", {});
+  ASSERT_TRUE(bool(header)) << llvm::toString(header.takeError());
+  for (const char *part :
+       {"void *parameters[28];", "CUtensorMap maps[4] __attribute__((aligned(128)));",
+        "the tensor maps of k and v (then q, then o), last.",
+        "const int64_t o_strides[3] = {s[9], s[9 + 1], s[9 + 2]};",
+        "result = attention_tensor_map_(&maps[3], o, B, H, M, o_strides, 64);",
+        "parameters[26] = &maps[2];\n  parameters[27] = &maps[3];\n"})
+    EXPECT_NE(header->find(part), std::string::npos) << part;
+  EXPECT_EQ(header->find('@'), std::string::npos) << "a placeholder was left";
+  runtime::CompiledKernel outputOnly = output;
+  outputOnly.qTma = false;
+  runtime::CompiledKernel splitOutput = output;
+  splitOutput.splitKv = true;
+  for (const runtime::CompiledKernel &bad : {outputOnly, splitOutput}) {
+    auto refusedOutput = runtime::emitAotHeader(bad, "x", {});
+    ASSERT_FALSE(bool(refusedOutput));
+    EXPECT_NE(llvm::toString(refusedOutput.takeError()).find("stores O with TMA"),
+              std::string::npos);
+  }
+
   // Split: the maps after the split parameters; f16 maps for f16 kernels.
   k.splitKv = true;
   k.dtype = "f16";

@@ -151,4 +151,36 @@ TEST(TensorMaps, QueryMapNamesItsDimensions) {
   EXPECT_NE(message.find("its box of block_m = 512 rows"), std::string::npos) << message;
 }
 
+// O's map (o_map, LaunchAbi.h): B x H x M x D as Q's, in boxes of kOutputBoxRows rows, one
+// consumer warpgroup's; its refusals name O's dimensions and strides.
+TEST(TensorMaps, OutputMapNamesItsDimensions) {
+  auto map = kvTensorMap("O", base, {2, 16, 1000, 128}, {16 * 1000 * 128, 1000 * 128, 128},
+                         ElementType::F16, launch_abi::kOutputBoxRows);
+  ASSERT_TRUE(bool(map)) << takeReport(map.takeError()).message;
+  EXPECT_EQ(map->globalDim, (std::array<uint64_t, 4>{128, 1000, 16, 2}));
+  EXPECT_EQ(map->globalStrides, (std::array<uint64_t, 3>{256, 256'000, 4'096'000}));
+  EXPECT_EQ(map->boxDim, (std::array<uint32_t, 4>{64, 64, 1, 1}));
+  EXPECT_EQ(map->dataType, detail::CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
+  EXPECT_EQ(map->swizzle, detail::CU_TENSOR_MAP_SWIZZLE_128B);
+  auto tooMany = kvTensorMap("O", base, {2, 16, (int64_t(1) << 32) + 1, 128},
+                             {16 * 1000 * 128, 1000 * 128, 128}, ElementType::BF16,
+                             launch_abi::kOutputBoxRows);
+  ASSERT_FALSE(bool(tooMany));
+  std::string message = takeReport(tooMany.takeError()).message;
+  EXPECT_NE(message.find("the TMA map of O: dimension M is 4294967297"), std::string::npos)
+      << message;
+  auto oddRows = kvTensorMap("O", base, {2, 16, 1000, 100}, {16 * 1000 * 100, 1000 * 100, 100},
+                             ElementType::BF16, launch_abi::kOutputBoxRows);
+  ASSERT_FALSE(bool(oddRows));
+  message = takeReport(oddRows.takeError()).message;
+  EXPECT_NE(message.find("the TMA map of O: the row (m) stride of 100 elements (200 bytes)"),
+            std::string::npos)
+      << message;
+  auto wideBox = kvTensorMap("O", base, {2, 16, 1000, 128}, {16 * 1000 * 128, 1000 * 128, 128},
+                             ElementType::BF16, 512);
+  ASSERT_FALSE(bool(wideBox));
+  message = takeReport(wideBox.takeError()).message;
+  EXPECT_NE(message.find("its box of 512 rows"), std::string::npos) << message;
+}
+
 } // namespace

@@ -322,6 +322,38 @@ TEST(TileConfig, QueryTmaSwitch) {
             std::string::npos);
 }
 
+/// O by TMA (o_tma) is asked for, never a default: it keys a kernel of its own, applies where
+/// the producer loads Q with TMA on a padded batch and the kernel is not split, and is refused
+/// without that producer (no warp roles, Q in registers, or Q copied by the consumers).
+TEST(TileConfig, OutputTmaSwitch) {
+  auto plain = resolveTileConfig(parsed(""), 128, "sm_90a");
+  ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
+  EXPECT_FALSE(plain->oTma);
+  EXPECT_FALSE(plain->storesOWithTma(/*packed=*/false, /*splitKv=*/false));
+  auto stored = resolveTileConfig(parsed("o_tma=true"), 128, "sm_90a");
+  ASSERT_TRUE(bool(stored)) << llvm::toString(stored.takeError());
+  EXPECT_TRUE(stored->storesOWithTma(/*packed=*/false, /*splitKv=*/false));
+  EXPECT_FALSE(stored->storesOWithTma(/*packed=*/true, /*splitKv=*/false));
+  EXPECT_FALSE(stored->storesOWithTma(/*packed=*/false, /*splitKv=*/true));
+  EXPECT_EQ(parsed(stored->print()), *stored);
+  EXPECT_NE(stored->print().find("o_tma=true"), std::string::npos);
+  EXPECT_NE(hash_value(*stored), hash_value(*plain));
+  EXPECT_EQ(plain->overriddenBy(parsed("o_tma=true")).oTma, true);
+  for (const char *bad : {"o_tma=true,warp_specialize=false", "o_tma=true,q=registers",
+                          "o_tma=true,q_tma=false", "o_tma=true,mma=sync"}) {
+    auto config = resolveTileConfig(parsed(bad), 128, "sm_90a");
+    ASSERT_FALSE(bool(config)) << bad;
+    std::string message = llvm::toString(config.takeError());
+    EXPECT_NE(message.find("o_tma=true needs warp_specialize=true, q=shared and Q by TMA"),
+              std::string::npos)
+        << bad << ": " << message;
+  }
+  auto parsedBad = TileConfig::parse("o_tma=1");
+  ASSERT_FALSE(bool(parsedBad));
+  EXPECT_NE(llvm::toString(parsedBad.takeError()).find("o_tma must be false or true"),
+            std::string::npos);
+}
+
 /// Value blocks prefetched (prefetch_values) are the cp.async kernel's: asking for them rules
 /// out the warp-specialized default (d128), they round-trip and key the kernel, and beside warp
 /// roles they are refused; a deeper ring (stages=3) deepens the value ring too.

@@ -235,17 +235,22 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
     params.push_back(b.getI64Type()); // S
   }
   // TMA kernels (tgpu-warp-specialize wrote tgpu.tensor_map of K and V, and of Q where its
-  // producer loads Q): K's and V's tensor maps, then Q's, by value, last.
+  // producer loads Q; tgpu-store-output-by-tma O's): K's and V's tensor maps, then Q's, then
+  // O's, by value, last.
   SmallVector<tgpu::TensorMapOp> maps;
-  bool queryMap = false;
+  bool queryMap = false, outputMap = false;
   fn.walk([&](tgpu::TensorMapOp map) {
     maps.push_back(map);
-    if (auto view = dyn_cast<BlockArgument>(map.getView()); view && view.getArgNumber() == 0)
-      queryMap = true;
+    auto view = dyn_cast<BlockArgument>(map.getView());
+    queryMap |= view && view.getArgNumber() == 0;
+    outputMap |= view && view.getArgNumber() == 3;
   });
+  if (outputMap && !queryMap)
+    return fn.emitOpError("stores O with TMA (o_map) without loading Q with TMA: the launch "
+                          "ABI's o_map follows q_map");
   unsigned firstMap = params.size();
   if (!maps.empty())
-    params.append(abi::tensorMapCount(queryMap), LLVM::LLVMPointerType::get(ctx));
+    params.append(abi::tensorMapCount(queryMap, outputMap), LLVM::LLVMPointerType::get(ctx));
   auto kernel = gpu::GPUFuncOp::create(b, loc, fn.getSymName(), b.getFunctionType(params, {}));
   // The maps are grid constants: the kernel reads them in place, in parameter space, and TMA
   // takes their generic address. convert-gpu-to-nvvm keeps neither llvm.byval nor
@@ -363,13 +368,13 @@ FailureOr<gpu::GPUFuncOp> tilefuse::nvvm::createKernelFunction(func::FuncOp fn,
     views.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), splits));
   }
 
-  // Each tensor map is its parameter: K's, V's, then Q's (the ABI's order).
+  // Each tensor map is its parameter: K's, V's, then Q's and O's (the ABI's order).
   for (tgpu::TensorMapOp map : maps) {
     auto view = dyn_cast<BlockArgument>(map.getView());
     int index = view ? abi::tensorMapIndex(int(view.getArgNumber())) : -1;
     if (index < 0)
-      return map.emitOpError("maps a view the launch ABI has no tensor map for (only Q, K and "
-                             "V)");
+      return map.emitOpError("maps a view the launch ABI has no tensor map for (only Q, K, V "
+                             "and O)");
     Value parameter = entry.getArgument(firstMap + index);
     Value descriptor =
         UnrealizedConversionCastOp::create(b, map.getLoc(), map.getType(), parameter).getResult(0);

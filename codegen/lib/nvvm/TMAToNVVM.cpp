@@ -2,8 +2,9 @@
 //
 // tgpu.tma_load: one `cp.async.bulk.tensor` per 128-byte panel of the buffer (the tensor map's
 // box is one panel, LaunchAbi.h), panel p at column p * box columns into the panel's bytes
-// (rows x 128), all completing on the one mbarrier. The descriptor is the address of the
-// kernel's grid-constant tensor-map parameter (KernelToNVVM.cpp).
+// (rows x 128), all completing on the one mbarrier. tgpu.tma_store: the same panels the other
+// way, from a box of the buffer's rows, as one bulk async-group. The descriptor is the address
+// of the kernel's grid-constant tensor-map parameter (KernelToNVVM.cpp).
 //
 // The nvgpu mbarrier ops on a tgpu.alloc'd group (a shared-memory pointer, 8 bytes a barrier):
 // init, arrive, arrive.expect_tx and try_wait.parity, as the NVVM ops of the same names.
@@ -68,6 +69,43 @@ struct TmaLoadToBulkTensor : OpConversionPattern<tgpu::TmaLoadOp> {
           NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false, /*group=*/NVVM::CTAGroupKindAttr{},
           /*predicate=*/Value{});
     }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// tgpu.tma_store: one `cp.async.bulk.tensor` shared::cta -> global per 128-byte panel, panel p
+/// from the box's rows of the panel's bytes (rows x 128) at column p * box columns, then one
+/// commit: the transfers are one bulk async-group, which the issuing thread's
+/// cp.async.bulk.wait_group counts.
+struct TmaStoreToBulkTensor : OpConversionPattern<tgpu::TmaStoreOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tgpu::TmaStoreOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    tgpu::BufferType buffer = op.getBuffer().getType();
+    tgpu::SharedTile tile = buffer.getSharedTile();
+    int64_t boxColumns = launch_abi::tmaBoxColumns(tile.elementBytes);
+    int64_t panels = launch_abi::tmaPanels(buffer.getCols(), tile.elementBytes);
+    int64_t panelBytes = buffer.getRows() * launch_abi::kTmaBoxBytes;
+    Value firstRowBytes =
+        mulIndex(rewriter, loc, adaptor.getFirstRow(),
+                 indexConstant(rewriter, loc, launch_abi::kTmaBoxBytes));
+    SmallVector<Value> coordinates;
+    for (Value c : adaptor.getCoordinates())
+      coordinates.push_back(toI32(rewriter, loc, c));
+    Value column0 = coordinates.front();
+    for (int64_t p = 0; p < panels; ++p) {
+      Value offset = arith::AddIOp::create(rewriter, loc, firstRowBytes,
+                                           indexConstant(rewriter, loc, p * panelBytes));
+      Value source = sharedAddress(rewriter, loc, adaptor.getBuffer(), offset);
+      coordinates.front() = arith::AddIOp::create(rewriter, loc, column0,
+                                                  i32Constant(rewriter, loc, p * boxColumns));
+      NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
+          rewriter, loc, adaptor.getDescriptor(), source, coordinates, /*l2CacheHint=*/Value{},
+          NVVM::TMAStoreMode::TILE, /*predicate=*/Value{});
+    }
+    NVVM::CpAsyncBulkCommitGroupOp::create(rewriter, loc);
     rewriter.eraseOp(op);
     return success();
   }
@@ -157,7 +195,7 @@ struct MBarrierTryWaitParityToNVVM : OpConversionPattern<nvgpu::MBarrierTryWaitP
 
 void tilefuse::nvvm::populateTMAToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
                                                RewritePatternSet &patterns) {
-  patterns.add<TmaLoadToBulkTensor, MBarrierInitToNVVM, MBarrierArriveToNVVM,
+  patterns.add<TmaLoadToBulkTensor, TmaStoreToBulkTensor, MBarrierInitToNVVM, MBarrierArriveToNVVM,
                MBarrierArriveExpectTxToNVVM, MBarrierTryWaitParityToNVVM>(converter,
                                                                           patterns.getContext());
 }

@@ -10,7 +10,7 @@
 //   tile-to-ptx     tile-specialize{config}, the front end, tile-pipeline, the GPU-level passes
 //                   (tgpu-assign-layouts, tile-to-tgpu, tgpu-pipeline{config's stages},
 //                   tgpu-persistent, tgpu-warp-specialize, tgpu-overlap-softmax, tgpu-pingpong,
-//                   tgpu-insert-barriers,
+//                   tgpu-insert-barriers, tgpu-store-output-by-tma,
 //                   tgpu-allocate-shared-memory), convert-tgpu-to-nvvm and PTX generation
 //   tile-to-f64-reference-llvm
 //                   the float64 reference (the written form evaluated naively, no front end)
@@ -113,6 +113,8 @@ static void buildForwardToTGPU(OpPassManager &pm, const GpuPipelineOptions &opti
   // Their consumer warpgroups taking turns at the tensor cores (pingpong).
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUPingPong());
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUInsertBarriers());
+  // The consumers' O store through shared memory by TMA (o_tma), with its own barriers.
+  pm.addNestedPass<func::FuncOp>(tgpu::createTGPUStoreOutputByTma());
 }
 
 /// The derived backward's levels 1-5: derived from the forward written form (which goes),

@@ -195,6 +195,7 @@ llvm::Expected<KernelMetadata> KernelMetadata::parse(llvm::StringRef json,
                              std::pair{"varlen", &metadata.varlen},
                              std::pair{"kv_tma", &metadata.kvTma},
                              std::pair{"q_tma", &metadata.qTma},
+                             std::pair{"o_tma", &metadata.oTma},
                              std::pair{"persistent", &metadata.persistent},
                              std::pair{"deterministic", &metadata.deterministic}})
     if (const llvm::json::Value *flag = object->get(key)) {
@@ -211,6 +212,11 @@ llvm::Expected<KernelMetadata> KernelMetadata::parse(llvm::StringRef json,
   if (metadata.qTma && (!metadata.kvTma || metadata.varlen))
     return fail("a kernel that loads Q with TMA (\"q_tma\") reads K and V with TMA (\"kv_tma\") "
                 "on a padded batch (not \"varlen\")");
+  // O's map covers the same padded tensor as Q's, and a split kernel stores partial outputs to
+  // its workspace, not O (LaunchAbi.h).
+  if (metadata.oTma && (!metadata.qTma || metadata.splitKv))
+    return fail("a kernel that stores O with TMA (\"o_tma\") loads Q with TMA (\"q_tma\") and "
+                "is not split (\"split_kv\")");
   // The persistent grid covers the program grid, plain or varlen (LaunchAbi.h).
   if (metadata.persistent && (metadata.splitKv || metadata.pagedKv))
     return fail("a persistent kernel (\"persistent\") is neither split (\"split_kv\") nor "
@@ -306,8 +312,9 @@ llvm::Error tilefuse::runtime::cuda::checkDeclaredSizes(const DeclaredSizes &dec
   return llvm::Error::success();
 }
 
-/// A TMA kernel's tensor maps of K and V, then Q's where it loads Q with TMA (kvTensorMap), in
-/// launch_abi::kTensorMapNames order; errors name the launch.
+/// A TMA kernel's tensor maps of K and V, then Q's where it loads Q with TMA, then O's where it
+/// also stores O with TMA (kvTensorMap), in launch_abi::kTensorMapNames order; errors name the
+/// launch.
 /// Packed (varlen), a row of K or V is addressed through two dimensions of its row stride, over
 /// a base N rows before the tensor's (LaunchAbi.h), so that each sequence's rows end in zeros.
 static llvm::Expected<llvm::SmallVector<TensorMapArguments, launch_abi::kTensorMapCount>>
@@ -343,10 +350,13 @@ tensorMaps(const KernelMetadata &metadata, const AttentionBuffers &buffers,
       {launch_abi::kTensors[1].name, kBase, extents, kStrides, metadata.blockN},
       {launch_abi::kTensors[2].name, vBase, extents, vStrides, metadata.blockN},
       {launch_abi::kTensors[0].name, buffers.q, {shape.B, shape.H, shape.M, shape.D},
-       {strides.qB, strides.qH, strides.qM}, metadata.blockM}};
+       {strides.qB, strides.qH, strides.qM}, metadata.blockM},
+      {launch_abi::kTensors[3].name, buffers.o, {shape.B, shape.H, shape.M, shape.D},
+       {strides.oB, strides.oH, strides.oM}, launch_abi::kOutputBoxRows}};
   static_assert(std::size(tensors) == launch_abi::kTensorMapCount);
   llvm::SmallVector<TensorMapArguments, launch_abi::kTensorMapCount> maps;
-  for (int index = 0; index < launch_abi::tensorMapCount(metadata.qTma); ++index) {
+  for (int index = 0; index < launch_abi::tensorMapCount(metadata.qTma, metadata.oTma);
+       ++index) {
     const auto &tensor = tensors[index];
     auto map = kvTensorMap(tensor.name, tensor.base, tensor.extents, tensor.strides,
                            metadata.dtype, tensor.boxRows);
@@ -660,8 +670,8 @@ template <typename T, size_t N> static std::string braced(const std::array<T, N>
   return "{" + text + "}";
 }
 
-/// Encodes a TMA kernel's maps of K and V (then Q) into `maps` (launch_abi::kTensorMapNames
-/// order).
+/// Encodes a TMA kernel's maps of K and V (then Q, then O) into `maps`
+/// (launch_abi::kTensorMapNames order).
 /// Errors are ErrorKind::InvalidArgument naming the tensor, or NoDriver for a driver without
 /// cuTensorMapEncodeTiled.
 static llvm::Error encodeTensorMaps(const KernelMetadata &metadata,
@@ -819,7 +829,7 @@ llvm::Error CudaKernel::launch(CUstream_st *stream, const AttentionBuffers &buff
   // The maps come last, after the split parameters (LaunchAbi.h).
   if (metadata.kvTma) {
     int firstMap = firstSplit + (metadata.splitKv ? launch_abi::kSplitParameterCount : 0);
-    for (int i = 0; i < launch_abi::tensorMapCount(metadata.qTma); ++i)
+    for (int i = 0; i < launch_abi::tensorMapCount(metadata.qTma, metadata.oTma); ++i)
       parameters[firstMap + i] = &maps[i];
   }
 

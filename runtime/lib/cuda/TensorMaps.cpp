@@ -43,14 +43,16 @@ tilefuse::runtime::cuda::kvTensorMap(llvm::StringRef tensor, DevicePtr base,
                 llvm::Twine(addressAlignment) + "-byte aligned");
   map.globalAddress = base;
 
-  // Innermost first: D, N, Hkv, B; the strides of N, Hkv and B (Q's: D, M, H, B; m, h, b).
+  // Innermost first: D, N, Hkv, B; the strides of N, Hkv and B (Q's and O's: D, M, H, B; m,
+  // h, b).
   bool query = tensor == launch_abi::kTensors[0].name;
+  bool output = tensor == launch_abi::kTensors[3].name;
   static constexpr const char *keyDimNames[] = {"D", "N", "Hkv", "B"};
   static constexpr const char *queryDimNames[] = {"D", "M", "H", "B"};
   static constexpr const char *keyStrideNames[] = {"row (n)", "head (h)", "batch (b)"};
   static constexpr const char *queryStrideNames[] = {"row (m)", "head (h)", "batch (b)"};
-  const char *const *dimNames = query ? queryDimNames : keyDimNames;
-  const char *const *strideNames = query ? queryStrideNames : keyStrideNames;
+  const char *const *dimNames = query || output ? queryDimNames : keyDimNames;
+  const char *const *strideNames = query || output ? queryStrideNames : keyStrideNames;
   for (int d = 0; d < TensorMapArguments::rank; ++d) {
     int64_t extent = extents[TensorMapArguments::rank - 1 - d];
     if (extent < 1 || uint64_t(extent) > maxDim)
@@ -72,12 +74,12 @@ tilefuse::runtime::cuda::kvTensorMap(llvm::StringRef tensor, DevicePtr base,
     map.globalStrides[d] = bytes;
   }
 
-  // A box is one 128-byte panel of block_n rows (Q's: block_m; LaunchAbi.h); the kernel issues
-  // one per panel.
+  // A box is one 128-byte panel of block_n rows (Q's: block_m; O's: kOutputBoxRows, a
+  // consumer warpgroup's; LaunchAbi.h); the kernel issues one per panel.
   if (blockN < 1 || blockN > maxBox)
-    return fail(llvm::Twine("its box of ") + (query ? "block_m" : "block_n") + " = " +
-                llvm::Twine(blockN) + " rows is outside [1, " +
-                llvm::Twine(maxBox) + "]");
+    return fail(llvm::Twine("its box of ") +
+                (query ? "block_m = " : output ? "" : "block_n = ") + llvm::Twine(blockN) +
+                " rows is outside [1, " + llvm::Twine(maxBox) + "]");
   map.boxDim = {uint32_t(launch_abi::tmaBoxColumns(elementBytes)), uint32_t(blockN), 1, 1};
   map.elementStrides = {1, 1, 1, 1};
   map.interleave = detail::CU_TENSOR_MAP_INTERLEAVE_NONE;

@@ -129,6 +129,12 @@ struct TileConfig {
   /// iteration: what bounds a memory-bound decode kernel's few key blocks a CTA. Costs one value
   /// block of shared memory. Unset (and outside isComplete): off.
   std::optional<bool> prefetchValues;
+  /// O by TMA (tgpu-store-output-by-tma; kernels whose producer loads Q with TMA): the consumers
+  /// write each tile's normalized O into a shared buffer and one thread stores it through the
+  /// launch ABI's o_map (FlashAttention-3's epilogue), instead of every thread storing its
+  /// accumulator fragments to global memory, so a persistent CTA's consumers leave the epilogue
+  /// once the buffer is written. Unset (and outside isComplete): off.
+  std::optional<bool> oTma;
 
   /// Every field set (ctasPerSm aside) (what compileToPTX compiles, what the tuner enumerates and stores).
   bool isComplete() const;
@@ -158,6 +164,12 @@ struct TileConfig {
   bool loadsQWithTma(bool packed) const {
     return warpSpecialize.value_or(false) && qOperand == QOperand::Shared && !packed &&
            qTma.value_or(true);
+  }
+  /// Whether the consumers store O through shared memory by TMA (o_tma=true; launch ABI o_map,
+  /// metadata "o_tma"): needs the producer's Q by TMA (a padded batch's map bounds the rows) and
+  /// a kernel that stores O once, where the tile stored it (not split-KV).
+  bool storesOWithTma(bool packed, bool splitKv) const {
+    return oTma.value_or(false) && loadsQWithTma(packed) && !splitKv;
   }
   /// Threads of the producer warpgroup (warp_specialize) or 0.
   int64_t producerThreads() const { return warpSpecialize.value_or(false) ? 128 : 0; }

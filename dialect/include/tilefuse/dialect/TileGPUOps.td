@@ -171,6 +171,38 @@ def TGPU_TmaLoadOp : TGPU_Op<"tma_load"> {
   let hasVerifier = 1;
 }
 
+def TGPU_TmaStoreOp : TGPU_Op<"tma_store"> {
+  let summary = "a TMA store of a box of rows of a shared buffer, as one bulk async-group";
+  let description = [{
+    Stores rows `first_row` .. `first_row` + box rows of the buffer through the tensor map at
+    `coordinates` (innermost first, as TMA counts them): one `cp.async.bulk.tensor` from
+    shared::cta to global memory per 128-byte panel, committed together as one bulk
+    async-group of the issuing thread. Elements the box puts outside the tensor's extents are
+    not written (a last row block past M).
+
+    One thread issues it. The buffer's rows must have been written, fenced into the async
+    proxy (fence.proxy.async) and published by a barrier before it, and must not be written
+    again before the issuing thread's `nvvm.cp.async.bulk.wait_group` (`read`) has seen the
+    group's reads complete; tgpu-store-output-by-tma places all three.
+
+    ```mlir
+    tgpu.tma_store %obuf[%c64] into %map[%c0, %row, %h, %b]
+        : !tgpu.buffer<128x128xbf16, #tgpu.shared<canonical_128b>>,
+          !nvgpu.tensormap.descriptor<tensor = memref<1x1x64x64xbf16, 3>, swizzle = swizzle_128b,
+          l2promo = none, oob = zero, interleave = none>
+    ```
+  }];
+  let arguments = (ins Arg<TGPU_Buffer, "source", [MemRead]>:$buffer, Index:$first_row,
+                       Arg<NVGPU_TensorMapDescriptor, "the global tensor it writes",
+                           [MemWrite]>:$descriptor,
+                       Variadic<Index>:$coordinates);
+  let assemblyFormat = [{
+    $buffer `[` $first_row `]` `into` $descriptor `[` $coordinates `]` attr-dict `:`
+    type($buffer) `,` type($descriptor)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Warpgroup MMA
 //===----------------------------------------------------------------------===//

@@ -71,6 +71,9 @@ struct CompiledKernel {
   /// Also loads Q with TMA (TileConfig::loadsQWithTma; the sidecar's "q_tma": launches pass
   /// LaunchAbi.h's q_map after K's and V's).
   bool qTma = false;
+  /// Also stores O with TMA (TileConfig::storesOWithTma; the sidecar's "o_tma", only beside
+  /// "q_tma": launches pass LaunchAbi.h's o_map after Q's).
+  bool oTma = false;
   /// Persistent (TileConfig persistent; the sidecar's "persistent": launches start
   /// launch_abi::persistentPrograms CTAs).
   bool persistent = false;

@@ -107,6 +107,9 @@ struct KernelMetadata {
   /// A TMA kernel that also loads Q with TMA (optional key "q_tma", which needs "kv_tma" and a
   /// padded batch): launches pass LaunchAbi.h's q_map after K's and V's.
   bool qTma = false;
+  /// A TMA kernel that also stores O with TMA (optional key "o_tma", which needs "q_tma" and a
+  /// kernel that is not split-KV): launches pass LaunchAbi.h's o_map after Q's.
+  bool oTma = false;
   /// A persistent kernel (TileConfig persistent; optional key "persistent"): launches start
   /// launch_abi::persistentPrograms CTAs on a one-dimensional grid. Neither split, paged nor
   /// varlen.
@@ -170,7 +173,8 @@ struct AttentionBuffers {
 /// live on the device, unread here). A varlen kernel (metadata.varlen) needs `varlen` (device
 /// pointers; B counts sequences, M and N bound their lengths, the batch strides are not read,
 /// and the tensors have varlen->totalQ / totalK rows), any other none. A TMA kernel
-/// (metadata.kvTma) takes neither, and K and V must make valid tensor maps (kvTensorMap).
+/// (metadata.kvTma) takes neither, and K and V (Q with metadata.qTma, O with metadata.oTma) must
+/// make valid tensor maps (kvTensorMap).
 llvm::Error validateLaunch(const KernelMetadata &metadata, const AttentionBuffers &buffers,
                            const AttentionShape &shape, const AttentionStrides &strides,
                            const PagedKV *paged = nullptr, const Varlen *varlen = nullptr);
@@ -200,8 +204,9 @@ public:
   ///
   /// A paged-KV kernel (metadata.pagedKv) reads K and V through `paged`, a varlen kernel
   /// (metadata.varlen) its packed sequences through `varlen` (validateLaunch). For a TMA kernel
-  /// (metadata.kvTma) each launch encodes K's and V's tensor maps (cuTensorMapEncodeTiled, CUDA
-  /// 12.0: an older driver gets ErrorKind::NoDriver).
+  /// (metadata.kvTma) each launch encodes K's and V's tensor maps, then Q's and O's where the
+  /// kernel takes them (cuTensorMapEncodeTiled, CUDA 12.0: an older driver gets
+  /// ErrorKind::NoDriver).
   llvm::Error launch(CUstream_st *stream, const AttentionBuffers &buffers,
                      const AttentionShape &shape, const AttentionStrides &strides,
                      int64_t kvSplits = 0, const PagedKV *paged = nullptr,

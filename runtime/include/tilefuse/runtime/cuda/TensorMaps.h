@@ -1,10 +1,11 @@
 //===- TensorMaps.h - the tensor maps of TMA kernels ------------*- C++ -*-===//
 //
-// A TMA kernel (metadata "kv_tma") reads K and V, and Q where it says "q_tma", through
-// CUtensorMaps its launcher encodes with cuTensorMapEncodeTiled (LaunchAbi.h, "TMA kernels",
-// has the layout). kvTensorMap() works out that call's arguments and checks them against the
-// driver's documented rules, so that a launch the driver would refuse is refused here first,
-// with a message that names the tensor; it calls no driver and runs on any machine.
+// A TMA kernel (metadata "kv_tma") reads K and V, and Q where it says "q_tma", and stores O
+// where it says "o_tma", through CUtensorMaps its launcher encodes with
+// cuTensorMapEncodeTiled (LaunchAbi.h, "TMA kernels", has the layout). kvTensorMap() works out
+// that call's arguments and checks them against the driver's documented rules, so that a launch
+// the driver would refuse is refused here first, with a message that names the tensor; it calls
+// no driver and runs on any machine.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TILEFUSE_RUNTIME_CUDA_TENSORMAPS_H
@@ -44,10 +45,10 @@ struct TensorMapArguments {
 /// The map of K or V (`tensor`, for messages: "K", "V") at `base`, a B x Hkv x N x D tensor
 /// with `extents` {B, Hkv, N, D} and element strides `strides` {b, h, n} (D contiguous), of
 /// `dtype` (bf16 or f16), read in boxes of `blockN` rows; or of Q ("Q": B x H x M x D, strides
-/// {b, h, m}, boxes of block_m rows). Errors are ErrorKind::InvalidArgument
-/// and say which tensor and what the driver would refuse: a base that is not 16-byte aligned,
-/// a byte stride that is not a multiple of 16 or not below 2^40, a box dimension (block_n)
-/// outside [1, 256], a dimension outside [1, 2^32].
+/// {b, h, m}, boxes of block_m rows); or of O ("O": as Q, boxes of launch_abi::kOutputBoxRows
+/// rows). Errors are ErrorKind::InvalidArgument and say which tensor and what the driver would
+/// refuse: a base that is not 16-byte aligned, a byte stride that is not a multiple of 16 or
+/// not below 2^40, a box dimension (its rows) outside [1, 256], a dimension outside [1, 2^32].
 llvm::Expected<TensorMapArguments> kvTensorMap(llvm::StringRef tensor, DevicePtr base,
                                                const std::array<int64_t, 4> &extents,
                                                const std::array<int64_t, 3> &strides,

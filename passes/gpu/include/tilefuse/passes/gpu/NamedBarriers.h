@@ -25,6 +25,10 @@ inline constexpr int32_t kConsumersBarrier = 8;
 /// counts the CTA (tgpu-warp-specialize writes it on the op).
 inline constexpr int32_t kSplitArriveBarrier = 9;
 
+/// tgpu-store-output-by-tma: consumer warpgroup w's threads meet on kOutputStoreFirstBarrier + w
+/// around writing their rows of O into shared memory (at most 3 consumer warpgroups: 10 to 12).
+inline constexpr int32_t kOutputStoreFirstBarrier = 10;
+
 } // namespace tilefuse::tgpu
 
 #endif

@@ -301,4 +301,27 @@ def TGPUInsertBarriers : Pass<"tgpu-insert-barriers", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::NVVM::NVVMDialect"];
 }
 
+def TGPUStoreOutputByTma : Pass<"tgpu-store-output-by-tma", "mlir::func::FuncOp"> {
+  let summary = "Stores a warp-specialized kernel's O through shared memory by TMA";
+  let description = [{
+    FlashAttention-3's epilogue (o_tma=true in the module's tile.config, or the `force`
+    option): the consumers' `tile.block_store` of O becomes, per consumer warpgroup, a named
+    barrier of its own, a `tgpu.local_store` of its rows into a `canonical_128b` buffer, a proxy
+    fence, the barrier again, and one thread's `tgpu.tma_store` of the warpgroup's 64 rows
+    through the launch ABI's o_map (a `tgpu.tensor_map` of the O argument). In a loop (the
+    persistent tile loop) the issuing thread first waits until its previous store has read the
+    buffer (`nvvm.cp.async.bulk.wait_group 0 {read}`); at the end of the consumers' partition it
+    waits for its stores. Needs a padded batch's kernel whose producer loads Q with TMA (O's map
+    follows Q's); split, paged and varlen kernels are refused. Runs after tgpu-insert-barriers,
+    whose walk never sees the buffer.
+  }];
+  let options = [
+    Option<"force", "force", "bool", "false",
+           "Rewrite even when the module's tile.config does not ask for it (lit tests)">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
+                           "mlir::gpu::GPUDialect", "mlir::nvgpu::NVGPUDialect",
+                           "mlir::NVVM::NVVMDialect"];
+}
+
 #endif

@@ -232,15 +232,26 @@ constexpr SplitWorkspace splitWorkspace(long long S, long long B, long long H, l
 ///   q_map          the 4-D tiled map of Q over its base pointer: dimensions {D, M, H, B}; byte
 ///                  strides {q_m, q_h, q_b} x element bytes; box {tmaBoxColumns(element
 ///                  bytes), block_m, 1, 1}; otherwise as K's. Rows past M read as zeros.
+/// A kernel that also stores O with TMA (metadata "o_tma": true, which needs "q_tma"; TileConfig
+/// o_tma=true: tgpu-store-output-by-tma) takes a fourth map after Q's:
+///   o_map          the 4-D tiled map of O over its base pointer: dimensions {D, M, H, B}; byte
+///                  strides {o_m, o_h, o_b} x element bytes; box {tmaBoxColumns(element
+///                  bytes), kOutputBoxRows, 1, 1}; otherwise as K's. Each consumer warpgroup
+///                  stores its own rows of the tile, box by box; rows past M are not written.
 /// A box is one 128-byte panel of a `canonical_128b` shared tile (the kernel issues one transfer
 /// per panel, at column offsets of tmaBoxColumns), so SWIZZLE_128B writes the panel exactly as
 /// wgmma's 128-byte swizzle reads it; rows past N and columns past D arrive as zeros.
-inline constexpr const char *kTensorMapNames[] = {"k_map", "v_map", "q_map"};
+inline constexpr const char *kTensorMapNames[] = {"k_map", "v_map", "q_map", "o_map"};
 /// The tensor (its index in kTensors) each map maps, in map order.
-inline constexpr int kTensorMapTensors[] = {1, 2, 0};
-/// The most maps a kernel takes: K's and V's, then Q's where the kernel loads Q with TMA.
-inline constexpr int kTensorMapCount = 3;
-constexpr int tensorMapCount(bool qTma) { return qTma ? 3 : 2; }
+inline constexpr int kTensorMapTensors[] = {1, 2, 0, 3};
+/// The most maps a kernel takes: K's and V's, then Q's where the kernel loads Q with TMA, then
+/// O's where it also stores O with TMA.
+inline constexpr int kTensorMapCount = 4;
+constexpr int tensorMapCount(bool qTma, bool oTma = false) {
+  return 2 + (qTma ? 1 : 0) + (qTma && oTma ? 1 : 0);
+}
+/// Rows of an o_map box: one consumer warpgroup's rows of the tile (a wgmma accumulator's 64).
+inline constexpr int kOutputBoxRows = 64;
 /// The position among the maps of the map of kernel tensor `tensor` (0 Q, 1 K, 2 V), or -1.
 constexpr int tensorMapIndex(int tensor) {
   for (int i = 0; i < kTensorMapCount; ++i)
