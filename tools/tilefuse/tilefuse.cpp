@@ -25,7 +25,10 @@
 #include "TuneCommand.h"
 #include "CurrentGpu.h"
 
+#include "tilefuse/codegen/Passes.h"
 #include "tilefuse/kernels/Registry.h"
+#include "tilefuse/passes/Passes.h"
+#include "tilefuse/passes/gpu/Passes.h"
 #include "tilefuse/runtime/AotHeader.h"
 #include "tilefuse/runtime/Compiler.h"
 #include "tilefuse/runtime/CpuBackwardKernel.h"
@@ -1586,6 +1589,11 @@ static void hideLlvmOptions() {
 }
 
 int main(int argc, char **argv) {
+  // The compile pipeline's passes by name, so that --mlir-print-ir-after=PASS (and the other
+  // MLIR options `tilefuse compile --help` lists) can name them.
+  tilefuse::registerTilePasses();
+  tilefuse::tgpu::registerTGPUPasses();
+  tilefuse::registerCodegenPasses();
   registerCompilerCLOptions();
   moveMlirOptionsTo(compileCmd);
   tools::addTunedOptionsTo(compileCmd);

@@ -208,3 +208,60 @@ func.func @branchy(%q: !view, %n: index, %flag: i1) {
   } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
   return
 }
+
+// -----
+
+// Q in shared memory: tgpu-warp-specialize releases Q's stage right after the key loop. The
+// last pending P·V reads only a value stage, so it runs after that release (the producer loads
+// the next tile's Q while it runs); the value stage's own release stays in the epilogue.
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+!qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+!ring = !tgpu.ring<2 x 64x64xbf16, #tgpu.shared<canonical_128b>>
+!bars = !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+!qbar = !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>>
+
+// CHECK-LABEL: func.func @query_released_before_the_last_product
+// CHECK:         %[[QEMPTY:.+]] = tgpu.alloc : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>>
+// CHECK:         %[[LOOP:.+]]:4 = scf.for
+// CHECK:         nvgpu.mbarrier.arrive %[[QEMPTY]][
+// CHECK-NEXT:    %[[LAST:.+]]:2 = scf.if %[[LOOP]]#2
+// CHECK:           tgpu.wgmma %[[LOOP]]#3
+// CHECK:           nvgpu.mbarrier.arrive %[[VEMPTY:.+]][
+// CHECK:         tile.block_store %[[LAST]]#0
+func.func @query_released_before_the_last_product(%q: !view, %o: !view, %n: index) {
+  %qbuf = tgpu.alloc : !buf
+  %qempty = tgpu.alloc : !qbar
+  %kbuf = tgpu.alloc : !buf
+  %vring = tgpu.alloc : !ring
+  %vfull = tgpu.alloc : !bars
+  %vempty = tgpu.alloc : !bars
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %false = arith.constant false
+  %zero = arith.constant dense<0.0> : !acc
+  scf.forall (%b, %h, %r) in (%c1, %c1, %c1) {
+    tgpu.warp_specialize partition warps 4 registers 240 {
+      %res:2 = scf.for %j = %c0 to %n step %c1 iter_args(%acc = %zero, %vn = %c0) -> (!acc, index) {
+        %s = tgpu.wgmma %qbuf, %kbuf transpose_rhs : !buf, !buf -> !acc
+        %sw = tgpu.wgmma_wait %s pending 0 : !acc
+        %pa = tgpu.pack_operand_a %sw : !acc -> !qa
+        %vs = arith.remui %vn, %c2 : index
+        %vstage = tgpu.stage %vring[%vs] : !ring
+        nvgpu.mbarrier.try_wait.parity %vfull[%vs], %false, %c0 : !bars
+        %pv:2 = tgpu.wgmma %pa, %vstage acc %acc : !qa, !buf, !acc -> !acc, !qa
+        %pvw:2 = tgpu.wgmma_wait %pv#0, %pv#1 pending 0 : !acc, !qa
+        %vt = nvgpu.mbarrier.arrive %vempty[%vs] : !bars -> !nvgpu.mbarrier.token
+        %vn1 = arith.addi %vn, %c1 : index
+        scf.yield %pvw#0, %vn1 : !acc, index
+      }
+      %qt = nvgpu.mbarrier.arrive %qempty[%c0] : !qbar -> !nvgpu.mbarrier.token
+      tile.block_store %res#0, %o[%b, %h, %c0] bound %n : !acc, !view
+    } partition warps 4 registers 24 {
+    }
+  } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+  return
+}
