@@ -33,7 +33,6 @@
 
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
@@ -502,28 +501,6 @@ struct TGPUOverlapSoftmax
     return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, 0));
   }
 
-  /// The last of the barrier arrivals that directly follow `loop` and neither take its results
-  /// nor touch a barrier group the P·V part waits on or arrives at (else `loop` itself).
-  static Operation *releasesAfter(scf::ForOp loop, ArrayRef<Operation *> partOps) {
-    llvm::SmallPtrSet<Value, 4> partBarriers;
-    for (Operation *op : partOps) {
-      if (auto wait = dyn_cast<nvgpu::MBarrierTryWaitParityOp>(op))
-        partBarriers.insert(wait.getBarriers());
-      else if (auto arrive = dyn_cast<nvgpu::MBarrierArriveOp>(op))
-        partBarriers.insert(arrive.getBarriers());
-    }
-    Operation *last = loop;
-    for (Operation *next = loop->getNextNode(); next; next = next->getNextNode()) {
-      auto arrive = dyn_cast<nvgpu::MBarrierArriveOp>(next);
-      if (!arrive || partBarriers.contains(arrive.getBarriers()) ||
-          llvm::any_of(arrive->getOperands(),
-                       [&](Value v) { return v.getDefiningOp() == loop.getOperation(); }))
-        break;
-      last = next;
-    }
-    return last;
-  }
-
   LogicalResult rewriteLoop() {
     Location loc = loop.getLoc();
     IRRewriter rewriter(loop.getContext());
@@ -566,11 +543,7 @@ struct TGPUOverlapSoftmax
     Value nextAcc = modelTerminator->getOperand(accPosition);
     Value nextCounter = modelTerminator->getOperand(counterPosition);
     // The epilogue after the loop, cloned from the first body's part while it still exists.
-    // It goes after the stage releases that directly follow the loop (Q's, which
-    // tgpu-warp-specialize puts after the key loop): the last P·V reads none of their buffers,
-    // and releasing Q before it lets the producer load the next tile's Q (and its first key
-    // block, which waits behind Q) while the tensor cores still run this tile's last block.
-    rewriter.setInsertionPointAfter(releasesAfter(loop, partOps));
+    rewriter.setInsertionPointAfter(loop);
     Value lastHas = loop.getResult(original);
     SmallVector<Value> lastCarried;
     for (unsigned i = 0; i < carriedTypes.size(); ++i)
