@@ -66,6 +66,12 @@
 // RUN:   | FileCheck %s --check-prefix=IR
 // IR: IR Dump After TileTiling (tile-tiling)
 // IR: IR Dump After ConvertTGPUToNVVM (convert-tgpu-to-nvvm)
+// One pass by its name: the compile pipeline's passes are registered with the CLI.
+// RUN: tilefuse compile --kernel causal --head-dim 128 -o /dev/null \
+// RUN:   --mlir-print-ir-after=tgpu-warp-specialize 2>&1 | FileCheck %s --check-prefix=ONE-PASS
+// ONE-PASS: IR Dump After TGPUWarpSpecialize (tgpu-warp-specialize)
+// ONE-PASS: tgpu.warp_specialize
+// ONE-PASS-NOT: IR Dump After
 
 // RUN: env TILEFUSE_DUMP_IR=%t/dump tilefuse compile --kernel causal --head-dim 128 -o /dev/null
 // RUN: ls %t/dump/causal-* | FileCheck %s --check-prefix=DUMP

@@ -24,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/gpu/NamedBarriers.h"
+#include "tilefuse/passes/gpu/TensorMaps.h"
 #include "tilefuse/passes/gpu/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -146,14 +147,7 @@ struct TGPUStoreOutputByTma
     auto bufferType = BufferType::get(ctx, value.getShape(), element,
                                       SharedLayoutAttr::get(ctx, SharedSwizzle::Canonical128B));
     Value buffer = AllocOp::create(b, loc, bufferType, IntegerAttr());
-    int64_t boxColumns = launch_abi::tmaBoxColumns(elementBytes);
-    auto box = MemRefType::get({1, 1, boxRows, boxColumns}, element, MemRefLayoutAttrInterface(),
-                               IntegerAttr::get(IntegerType::get(ctx, 64), 3));
-    auto descriptorType = nvgpu::TensorMapDescriptorType::get(
-        ctx, box, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
-        nvgpu::TensorMapL2PromoKind::L2PROMO_256B, nvgpu::TensorMapOOBKind::OOB_ZERO,
-        nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
-    Value map = TensorMapOp::create(b, loc, descriptorType, output);
+    Value map = TensorMapOp::create(b, loc, panelMapType(ctx, boxRows, element), output);
 
     // The warpgroup's barrier, its index and its issuing thread.
     b.setInsertionPoint(store);

@@ -53,6 +53,7 @@
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/gpu/Passes.h"
 #include "tilefuse/passes/gpu/NamedBarriers.h"
+#include "tilefuse/passes/gpu/TensorMaps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -315,15 +316,8 @@ struct TGPUWarpSpecialize
       c.full = AllocOp::create(b, loc, barriers, IntegerAttr());
       c.empty = AllocOp::create(b, loc, barriers, IntegerAttr());
       int elementBytes = buffer.getSharedTile().elementBytes;
-      int64_t boxColumns = launch_abi::tmaBoxColumns(elementBytes);
-      auto box = MemRefType::get({1, 1, buffer.getRows(), boxColumns}, buffer.getElementType(),
-                                 MemRefLayoutAttrInterface(),
-                                 IntegerAttr::get(IntegerType::get(ctx, 64), 3));
-      auto descriptorType = nvgpu::TensorMapDescriptorType::get(
-          ctx, box, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
-          nvgpu::TensorMapL2PromoKind::L2PROMO_256B, nvgpu::TensorMapOOBKind::OOB_ZERO,
-          nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
-      c.descriptor = TensorMapOp::create(b, loc, descriptorType, c.view);
+      c.descriptor = TensorMapOp::create(
+          b, loc, panelMapType(ctx, buffer.getRows(), buffer.getElementType()), c.view);
       c.bytes = int64_t(launch_abi::tmaPanels(buffer.getCols(), elementBytes)) *
                 buffer.getRows() * launch_abi::kTmaBoxBytes;
     }
