@@ -56,7 +56,8 @@ void tilefuse::buildTileFrontEndPipeline(OpPassManager &pm, const FrontEndOption
   TileOrderRowBlocksOptions order;
   order.force = options.descendingRows;
   order.forceGrouped = options.groupedRows;
-  order.groupBytes = options.rowGroupBytes;
+  if (options.rowGroupBytes > 0) // else the pass's own default, its one definition
+    order.groupBytes = options.rowGroupBytes;
   pm.addNestedPass<func::FuncOp>(createTileOrderRowBlocks(order));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -52,8 +52,8 @@ struct CpuCompileOptions {
   /// Its (batch, head) pairs in L2-sized groups, each level by level (row_order=grouped).
   bool groupedRows = false;
   /// The K and V bytes of one such group (tile-order-row-blocks' group-bytes; tests make it
-  /// small to get several groups and a short last one).
-  int64_t rowGroupBytes = 25 << 20;
+  /// small to get several groups and a short last one). 0: the pass's default.
+  int64_t rowGroupBytes = 0;
 };
 
 /// Key/value blocks that ran, by class (only with CpuCompileOptions::instrument).

@@ -37,8 +37,9 @@ struct FrontEndOptions : public mlir::PassPipelineOptions<FrontEndOptions> {
                            llvm::cl::init(false)};
   Option<int64_t> rowGroupBytes{*this, "row-group-bytes",
                                 llvm::cl::desc("The K and V bytes of one group of (batch, head) "
-                                               "pairs under row_order=grouped"),
-                                llvm::cl::init(25 << 20)};
+                                               "pairs under row_order=grouped (0: "
+                                               "tile-order-row-blocks' group-bytes default)"),
+                                llvm::cl::init(0)};
   Option<bool> descendingRows{*this, "row-order-descending",
                               llvm::cl::desc("Run the grid's row blocks last first "
                                              "(tile-order-row-blocks; without it the module's "
