@@ -158,7 +158,11 @@ void fuse(Sweeps s) {
   Value mOut = fused.getResult(0), lOut = fused.getResult(1), accOut = fused.getResult(2);
   Value lZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, lOut, zeroRow);
   Value lSafe = arith::SelectOp::create(b, loc, lZero, splat(b, loc, rowTy, 1.0), lOut);
-  Value out = arith::DivFOp::create(b, loc, accOut, BroadcastOp::create(b, loc, accTy, lSafe));
+  // O = acc · (1 / l): one reciprocal a row and a multiply an element. Dividing every element
+  // (acc / l) costs an IEEE division each, a dozen instructions and a slow-path branch on the
+  // GPU: 17% of a causal d128 tile's issue slots at 1k keys (docs/perf.md, 2026-12-04).
+  Value rl = arith::DivFOp::create(b, loc, splat(b, loc, rowTy, 1.0), lSafe);
+  Value out = arith::MulFOp::create(b, loc, accOut, BroadcastOp::create(b, loc, accTy, rl));
   Value mNat = arith::MulFOp::create(b, loc, mOut, splat(b, loc, rowTy, kLn2));
 
   s.pv.getResult(0).replaceAllUsesWith(out);

@@ -279,8 +279,10 @@ struct TileSplitKVPass : public tilefuse::impl::TileSplitKVBase<TileSplitKVPass>
     // No weight at all (every share empty): O = 0 and LSE = -inf + log 0 = -inf.
     Value empty = arith::CmpFOp::create(b, mergeLoc, arith::CmpFPredicate::OEQ, sum, zeros);
     Value divisor = arith::SelectOp::create(b, mergeLoc, empty, ones, sum);
-    Value output = arith::DivFOp::create(b, mergeLoc, acc,
-                                         BroadcastOp::create(b, mergeLoc, accType, divisor));
+    // acc · (1 / sum): one reciprocal a row (as tile-online-softmax normalizes).
+    Value reciprocal = arith::DivFOp::create(b, mergeLoc, ones, divisor);
+    Value output = arith::MulFOp::create(b, mergeLoc, acc,
+                                         BroadcastOp::create(b, mergeLoc, accType, reciprocal));
     Value lse = arith::AddFOp::create(b, mergeLoc, max, math::LogOp::create(b, mergeLoc, sum));
     k.outputStore->moveBefore(merge.thenBlock()->getTerminator());
     k.lseStore->moveBefore(merge.thenBlock()->getTerminator());

@@ -49,12 +49,13 @@
 // CHECK-NEXT:      } {tile.kv_loop}
 // CHECK-NOT:       scf.for %
 //
-// Normalized once after the loop: O = acc / l (l = 0 -> 1); the max goes back to natural units
-// (m ln 2) for the logsumexp m + log(l).
+// Normalized once after the loop: O = acc · (1 / l) (l = 0 -> 1; one division a row, not one
+// an element); the max goes back to natural units (m ln 2) for the logsumexp m + log(l).
 // CHECK:           %[[LZERO:.+]] = arith.cmpf oeq, %[[R]]#1, %{{.+}} : tensor<64xf32>
 // CHECK:           %[[LSAFE:.+]] = arith.select %[[LZERO]], %{{.+}}, %[[R]]#1 : tensor<64xi1>, tensor<64xf32>
-// CHECK-NEXT:      %[[LB:.+]] = tile.broadcast %[[LSAFE]] : tensor<64xf32> -> tensor<64x64xf32>
-// CHECK-NEXT:      %[[OUT:.+]] = arith.divf %[[R]]#2, %[[LB]] : tensor<64x64xf32>
+// CHECK:           %[[RL:.+]] = arith.divf %{{.+}}, %[[LSAFE]] : tensor<64xf32>
+// CHECK-NEXT:      %[[LB:.+]] = tile.broadcast %[[RL]] : tensor<64xf32> -> tensor<64x64xf32>
+// CHECK-NEXT:      %[[OUT:.+]] = arith.mulf %[[R]]#2, %[[LB]] : tensor<64x64xf32>
 // CHECK-NEXT:      %[[LN2:.+]] = arith.constant dense<0.693147182> : tensor<64xf32>
 // CHECK-NEXT:      %[[MNAT:.+]] = arith.mulf %[[R]]#0, %[[LN2]] : tensor<64xf32>
 // CHECK:           %[[MNATSAFE:.+]] = arith.select %{{.+}}, %{{.+}}, %[[MNAT]] : tensor<64xi1>, tensor<64xf32>

@@ -43,7 +43,9 @@
 // CHECK:               arith.maximumf
 // CHECK-COUNT-2:       math.exp
 // CHECK:               scf.yield
-// CHECK:             arith.divf %[[M]]#2
+// CHECK:             %[[RS:.+]] = arith.divf %{{.+}}, %{{.+}} : tensor<16xf32>
+// CHECK:             tile.broadcast %[[RS]]
+// CHECK:             arith.mulf %[[M]]#2
 // CHECK:             math.log %[[M]]#1
 // CHECK:             tile.block_store %{{.+}}, %[[O]][%[[B]], %[[H]], %{{.+}}] bound
 // CHECK:             tile.block_store %{{.+}}, %[[LSE]][%[[B]], %[[H]], %{{.+}}] bound
