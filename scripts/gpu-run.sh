@@ -417,27 +417,16 @@ for step in "${steps[@]}"; do
       unset TILEFUSE_CACHE_DIR
       ;;
     sass)
-      # What ptxas made of every kernel (build-gpu/kernels and each build-gpu/variants/*): the
-      # matrix instructions (HGMMA on sm_90a, HMMA), local-memory traffic (LDL/STL: spills),
-      # barriers and the instruction count, one row per kernel; sass/NAME.sass keeps the
-      # listings of the defaults.
+      # What ptxas made of every kernel (build-gpu/kernels and each build-gpu/variants/*):
+      # registers, spills, the matrix instructions (HGMMA on sm_90a, HMMA), local-memory
+      # traffic (LDL/STL), barriers, the instruction count and the softmax exp2s ptxas left
+      # beside the pending P·V (scripts/sass-summary.py); sass/NAME.sass keeps the listings of
+      # the defaults.
       run_step sass bash -c '
-        mkdir -p "$0/sass"
-        printf "%-40s %5s %6s %6s %5s %5s %5s %6s\n" kernel regs HGMMA HMMA LDL STL BAR insts
-        for ptx in build-gpu/kernels/*.ptx build-gpu/variants/*/*.ptx; do
-          [ -f "$ptx" ] || continue
-          arch=$(grep -m1 -oE "^\.target sm_[0-9a]+" "$ptx" | cut -d" " -f2)
-          cubin=$(mktemp --suffix=.cubin)
-          regs=$(ptxas -arch="$arch" -v "$ptx" -o "$cubin" 2>&1 | grep -oE "Used [0-9]+ registers" | grep -oE "[0-9]+")
-          sass=$(cuobjdump --dump-sass "$cubin")
-          count() { grep -cE "^\s+/\*[0-9a-f]+\*/\s+(@!?U?P[0-9T] )?$1" <<<"$sass"; }
-          name=${ptx#build-gpu/}
-          printf "%-40s %5s %6s %6s %5s %5s %5s %6s\n" "${name%.ptx}" "$regs" "$(count HGMMA)" \
-            "$(count HMMA)" "$(count LDL)" "$(count STL)" "$(count BAR)" \
-            "$(grep -cE "^\s+/\*[0-9a-f]+\*/" <<<"$sass")"
-          case "$ptx" in build-gpu/kernels/*) echo "$sass" > "$0/sass/$(basename "$ptx" .ptx).sass" ;; esac
-          rm -f "$cubin"
-        done' "$out"
+        python3 scripts/sass-summary.py --keep "$0/sass" build-gpu/kernels/*.ptx
+        shopt -s nullglob
+        variants=(build-gpu/variants/*/*.ptx)
+        ((${#variants[@]} == 0)) || python3 scripts/sass-summary.py "${variants[@]}"' "$out"
       ;;
     ncu)
       # One launch each of tilefuse's forward and cuDNN's at one shape (NCU_SHAPE: bench.py
