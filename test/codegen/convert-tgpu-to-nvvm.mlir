@@ -706,3 +706,42 @@ module attributes {tilefuse.threads = {tma_output = 256 : i64}} {
     return
   }
 }
+
+// -----
+
+// A wait tgpu-overlap-softmax marked (tgpu.wait_after_preceding_code): a branch on %clock that
+// ptxas cannot fold ends the basic block just before it, so ptxas keeps the code written
+// before the wait (the softmax beside the pending P·V) before it. An unmarked wait has none.
+!qkv = memref<?x?x?x64xbf16>
+!lse = memref<?x?x?xf32>
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+!qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+!tile = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+// CHECK-LABEL: gpu.func @held_wait
+// CHECK:         wgmma.commit_group.sync.aligned;
+// CHECK:         llvm.inline_asm has_side_effects "{\0A\09.reg .pred %hold_p;
+// CHECK-SAME:      mov.u32 %hold_c, %clock;\0A\09setp.eq.u32 %hold_p, %hold_c, -1;\0A\09@%hold_p bra HOLD_${:uid};
+// CHECK-SAME:      HOLD_${:uid}:\0A\09}\0A\09wgmma.wait_group.sync.aligned 0;"
+// CHECK:         wgmma.commit_group.sync.aligned;
+// CHECK-NOT:     %clock
+// CHECK:         "wgmma.wait_group.sync.aligned 0;"
+// CHECK:         gpu.return
+module attributes {tilefuse.threads = {held_wait = 128 : i64}} {
+  func.func @held_wait(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %ring = tgpu.alloc {offset = 0 : i64} : !tgpu.ring<2 x 64x64xbf16, #tgpu.shared<canonical_128b>>
+    %m = memref.dim %Q, %c0 : !qkv
+    scf.forall (%b, %h, %r) in (%m, %m, %m) {
+      %q = tile.block_load %Q[%b, %h, %r] bound %m : !qkv -> !qa
+      %buf = tgpu.stage %ring[%c1] : !tgpu.ring<2 x 64x64xbf16, #tgpu.shared<canonical_128b>>
+      %s, %qf = tgpu.wgmma %q, %buf transpose_rhs : !qa, !tile -> !acc, !qa
+      %s1, %q1 = tgpu.wgmma_wait %s, %qf pending 0 {tgpu.wait_after_preceding_code} : !acc, !qa
+      %t, %tf = tgpu.wgmma %q1, %buf transpose_rhs : !qa, !tile -> !acc, !qa
+      %t1, %t2 = tgpu.wgmma_wait %t, %tf pending 0 : !acc, !qa
+      %sum = arith.addf %s1, %t1 : !acc
+      tile.block_store %sum, %O[%b, %h, %r] bound %m : !acc, !qkv
+    } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+    return
+  }
+}

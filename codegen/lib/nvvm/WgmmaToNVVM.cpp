@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "TGPUToNVVMPatterns.h"
 
+#include "tilefuse/dialect/TileGPUHints.h"
 #include "tilefuse/dialect/TileGPUOps.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -223,6 +224,14 @@ struct WgmmaWaitToPtx : OpConversionPattern<tgpu::WgmmaWaitOp> {
     }
     std::string text =
         "wgmma.wait_group.sync.aligned " + std::to_string(op.getPendingAttr().getInt()) + ";";
+    // A branch ptxas cannot fold ends the basic block before the wait, so its scheduler keeps
+    // the wait below the code before it (TileGPUHints.h). %clock never reads all ones within
+    // a kernel's lifetime; the branch costs about 4 instructions a key block.
+    if (op->hasAttr(tgpu::kWaitAfterPrecedingCodeAttr))
+      text = "{\n\t.reg .pred %hold_p;\n\t.reg .b32 %hold_c;\n\tmov.u32 %hold_c, %clock;\n"
+             "\tsetp.eq.u32 %hold_p, %hold_c, -1;\n\t@%hold_p bra HOLD_${:uid};\n"
+             "\tmembar.cta;\nHOLD_${:uid}:\n\t}\n\t" +
+             text;
     SmallVector<Value> pinned = pinRegisters(rewriter, loc, text, regs);
     SmallVector<Value> results;
     size_t at = 0;

@@ -39,6 +39,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "tilefuse/dialect/KernelConfig.h"
+#include "tilefuse/dialect/TileGPUHints.h"
 #include "tilefuse/dialect/TileGPUOps.h"
 #include "tilefuse/dialect/TileOps.h"
 #include "llvm/ADT/SetVector.h"
@@ -574,6 +575,18 @@ struct TGPUOverlapSoftmax
     counterOut.replaceUsesWithIf(epilogue.getResult(1), outsideEpilogue);
 
     Pending end = thread(loop.getBody(), state);
+    // In each rotated body the pending P·V's wait follows the softmax of this block: keep it
+    // there through ptxas (the lowering ends the basic block before it).
+    loop.walk([&](WgmmaWaitOp wait) {
+      auto product = wait.getValues().front().getDefiningOp<WgmmaOp>();
+      if (wait.getPending() != 0 || !product || !product.getAcc() || product.getTransposeRhs())
+        return;
+      for (Operation *op = wait->getPrevNode(); op; op = op->getPrevNode())
+        if (auto scores = dyn_cast<WgmmaWaitOp>(op); scores && scores.getPending() == 1) {
+          wait->setAttr(kWaitAfterPrecedingCodeAttr, UnitAttr::get(wait.getContext()));
+          return;
+        }
+    });
     auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
     yield.setOperand(original, end.has);
     for (unsigned i = 0; i < carriedTypes.size(); ++i)

@@ -44,7 +44,8 @@
 // The softmax of this block beside the P·V, then the wait for it, then P packed.
 // CHECK:               tile.reduce max %[[SW]]#0
 // CHECK:               %[[E:.+]] = math.exp2
-// CHECK:               %[[PVW:.+]]:2 = tgpu.wgmma_wait %[[PV]], %[[PF]] pending 0
+// The pending P·V's wait is marked to stay below the softmax through ptxas.
+// CHECK:               %[[PVW:.+]]:2 = tgpu.wgmma_wait %[[PV]], %[[PF]] pending 0 {tgpu.wait_after_preceding_code}
 // CHECK-NEXT:          nvgpu.mbarrier.arrive %[[VEMPTY:.+]]{{\[}}%[[VS]]]
 // CHECK:               %[[PNEW:.+]] = tgpu.pack_operand_a %[[E]]
 // CHECK:               scf.yield %{{.+}}, %{{.+}}, %[[PVW]]#0, %{{.+}}, %{{.+}}, %true, %{{.+}}, %[[PNEW]]
@@ -60,7 +61,7 @@
 // CHECK:         %[[LAST:.+]]:2 = scf.if %[[LOOP]]#5 -> (tensor<64x64xf32, {{.+}}>, index) {
 // CHECK:           tile.broadcast %[[LOOP]]#6
 // CHECK:           tgpu.wgmma %[[LOOP]]#7
-// CHECK:           tgpu.wgmma_wait {{.+}} pending 0
+// CHECK:           tgpu.wgmma_wait {{.+}} pending 0 :
 // CHECK:           nvgpu.mbarrier.arrive
 // CHECK:         } else {
 // CHECK:           scf.yield %[[LOOP]]#2, %[[LOOP]]#4
