@@ -415,6 +415,10 @@ struct TGPUOverlapSoftmax
         (deferred.contains(op) ? later : now).push_back(op);
       cloneAll(then, now, rest, block);
       cloneAll(then, body.complete, pending, block);
+      // The pending P·V's wait follows this block's softmax: keep it there through ptxas (the
+      // lowering ends the basic block before it; TileGPUHints.h).
+      pending.lookup(body.productWait.getOperation())
+          ->setAttr(kWaitAfterPrecedingCodeAttr, then.getUnitAttr());
       cloneAll(then, later, rest, block);
       finish(then, rest, &pending);
     }
@@ -575,18 +579,6 @@ struct TGPUOverlapSoftmax
     counterOut.replaceUsesWithIf(epilogue.getResult(1), outsideEpilogue);
 
     Pending end = thread(loop.getBody(), state);
-    // In each rotated body the pending P·V's wait follows the softmax of this block: keep it
-    // there through ptxas (the lowering ends the basic block before it).
-    loop.walk([&](WgmmaWaitOp wait) {
-      auto product = wait.getValues().front().getDefiningOp<WgmmaOp>();
-      if (wait.getPending() != 0 || !product || !product.getAcc() || product.getTransposeRhs())
-        return;
-      for (Operation *op = wait->getPrevNode(); op; op = op->getPrevNode())
-        if (auto scores = dyn_cast<WgmmaWaitOp>(op); scores && scores.getPending() == 1) {
-          wait->setAttr(kWaitAfterPrecedingCodeAttr, UnitAttr::get(wait.getContext()));
-          return;
-        }
-    });
     auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
     yield.setOperand(original, end.has);
     for (unsigned i = 0; i < carriedTypes.size(); ++i)
