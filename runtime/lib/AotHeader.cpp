@@ -1110,22 +1110,19 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
                "    if (result == CUDA_SUCCESS)\n"
                "      result = " + symbol + "_tensor_map_(&maps[1], " + base("v", v) + ", " +
                batches + ", Hkv, N, v_strides, " + blockN + ");\n";
-    if (qTma) {
-      std::string q = std::to_string(launch_abi::firstStride(0));
-      tmaPack += "    const int64_t q_strides[3] = {s[" + q + "], s[" + q + " + 1], s[" + q +
-                 " + 2]};\n"
+    // Q's and O's maps (B x H x M rows, their own strides): map `slot` of view `tensor`.
+    auto rowMap = [&](int slot, const std::string &view, int tensor, const std::string &rows) {
+      std::string at = std::to_string(launch_abi::firstStride(tensor));
+      tmaPack += "    const int64_t " + view + "_strides[3] = {s[" + at + "], s[" + at +
+                 " + 1], s[" + at + " + 2]};\n"
                  "    if (result == CUDA_SUCCESS)\n"
-                 "      result = " + symbol + "_tensor_map_(&maps[2], q, B, H, M, q_strides, " +
-                 blockM + ");\n";
-    }
-    if (oTma) {
-      std::string o = std::to_string(launch_abi::firstStride(3));
-      tmaPack += "    const int64_t o_strides[3] = {s[" + o + "], s[" + o + " + 1], s[" + o +
-                 " + 2]};\n"
-                 "    if (result == CUDA_SUCCESS)\n"
-                 "      result = " + symbol + "_tensor_map_(&maps[3], o, B, H, M, o_strides, " +
-                 std::to_string(launch_abi::kOutputBoxRows) + ");\n";
-    }
+                 "      result = " + symbol + "_tensor_map_(&maps[" + std::to_string(slot) +
+                 "], " + view + ", B, H, M, " + view + "_strides, " + rows + ");\n";
+    };
+    if (qTma)
+      rowMap(2, "q", 0, blockM);
+    if (oTma)
+      rowMap(3, "o", 3, std::to_string(launch_abi::kOutputBoxRows));
     tmaPack += "  }\n"
                "  if (result != CUDA_SUCCESS)\n"
                "    return result;\n";
