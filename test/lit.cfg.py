@@ -26,3 +26,12 @@ if os.access(_ptxas[0], os.X_OK):
 for _v in ("CUDA_HOME", "CUDA_PATH", "TILEFUSE_PTXAS"):
     if _v in os.environ:
         config.environment[_v] = os.environ[_v]
+
+# mlir-runner (mlir-22-tools) and its C runner utilities, for tests that execute lowered IR on
+# the CPU (the tile schedulers' deals: every tile exactly once).
+_mlir_runner = os.path.join(config.llvm_tools_dir, "mlir-runner")
+_c_runner_utils = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib",
+                               "libmlir_c_runner_utils.so")
+if os.access(_mlir_runner, os.X_OK) and os.path.exists(_c_runner_utils):
+    config.available_features.add("mlir-runner")
+    config.substitutions.append(("%mlir_c_runner_utils", _c_runner_utils))

@@ -32,7 +32,7 @@ bool TileConfig::isComplete() const {
 bool TileConfig::empty() const {
   return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue && !stages &&
          !packGqa && !ctasPerSm && !warpSpecialize && !softmaxOverlap && !pingpong &&
-         !persistent && !descendingRows && !groupedRows && !qTma && !prefetchValues && !oTma;
+         !persistent && !descendingRows && !groupedRows && !pairedRows && !qTma && !prefetchValues && !oTma;
 }
 
 bool TileConfig::operator==(const TileConfig &other) const {
@@ -42,6 +42,7 @@ bool TileConfig::operator==(const TileConfig &other) const {
          warpSpecialize == other.warpSpecialize && softmaxOverlap == other.softmaxOverlap &&
          pingpong == other.pingpong && persistent == other.persistent &&
          descendingRows == other.descendingRows && groupedRows == other.groupedRows &&
+         pairedRows == other.pairedRows &&
          qTma == other.qTma &&
          prefetchValues == other.prefetchValues && oTma == other.oTma;
 }
@@ -51,7 +52,8 @@ llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
                             config.qOperand, config.copyIssue, config.stages, config.packGqa,
                             config.ctasPerSm, config.warpSpecialize, config.softmaxOverlap,
                             config.pingpong, config.persistent, config.descendingRows,
-                            config.groupedRows, config.qTma, config.prefetchValues, config.oTma);
+                            config.groupedRows, config.pairedRows, config.qTma,
+                            config.prefetchValues, config.oTma);
 }
 
 std::string TileConfig::print() const {
@@ -82,6 +84,8 @@ std::string TileConfig::print() const {
     items.push_back(*persistent ? "persistent=true" : "persistent=false");
   if (groupedRows == true)
     items.push_back("row_order=grouped");
+  else if (pairedRows == true)
+    items.push_back("row_order=paired");
   else if (descendingRows)
     items.push_back(*descendingRows ? "row_order=descending" : "row_order=ascending");
   if (qTma)
@@ -143,13 +147,15 @@ llvm::Error TileConfig::set(llvm::StringRef key, llvm::StringRef value) {
     return choice(persistent, false, "false", true, "true");
   if (key == "row_order" || key == "row-order") {
     groupedRows.reset();
-    if (value == "grouped") {
+    pairedRows.reset();
+    if (value == "grouped" || value == "paired") {
       descendingRows = true;
-      groupedRows = true;
+      (value == "grouped" ? groupedRows : pairedRows) = true;
       return llvm::Error::success();
     }
     if (value != "ascending" && value != "descending")
-      return fail(key + " must be ascending, descending or grouped, not '" + value + "'");
+      return fail(key + " must be ascending, descending, grouped or paired, not '" + value +
+                  "'");
     descendingRows = value == "descending";
     return llvm::Error::success();
   }
@@ -211,6 +217,7 @@ TileConfig TileConfig::overriddenBy(const TileConfig &other) const {
   if (other.descendingRows) {
     out.descendingRows = other.descendingRows;
     out.groupedRows = other.groupedRows;
+    out.pairedRows = other.pairedRows;
   }
   if (other.qTma)
     out.qTma = other.qTma;
@@ -279,6 +286,12 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   if (groupedRows == true && persistent == true)
     return fail("row_order=grouped orders a one-tile-per-CTA grid: a persistent kernel's tile "
                 "loop has its own order (persistent=false, or row_order=descending)");
+  // The paired order deals a persistent kernel's tile loop; a one-tile-per-CTA grid has none.
+  if (pairedRows == true && descendingRows != true)
+    return fail("row_order=paired pairs each long row block with a short one of the "
+                "descending order");
+  if (pairedRows == true && persistent != true)
+    return fail("row_order=paired orders a persistent kernel's tile loop (persistent=true)");
   // The producer's rings already hold the value blocks ahead. (With stages > 2 tgpu-pipeline
   // deepens the value ring with the key ring.)
   if (prefetchValues == true && warpSpecialize.value_or(false))
@@ -634,7 +647,10 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   // Persistent by default where the kernel actually built loads Q with TMA (a request for Q in
   // registers, q_tma=false or no warp roles takes the default's persistence away), unless asked.
   // A grouped row order (one tile a CTA, verify) takes it away too.
-  if (!requested.persistent)
+  // A paired row order (a persistent tile loop's, verify) asks for persistence.
+  if (!requested.persistent && requested.pairedRows == true)
+    tiles.persistent = true;
+  else if (!requested.persistent)
     tiles.persistent = requested.groupedRows != true &&
                                persistentByDefault(tiles, headDim, keys, rowBlocksUnequal,
                                                    regionRegisters)

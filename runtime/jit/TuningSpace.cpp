@@ -262,6 +262,17 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
       sharedQuery.persistent = true;
       addVariant(sharedQuery);
     }
+    // A persistent longest-first default (a causal-like mask) with its tiles paired instead:
+    // each program's tiles two by two, row blocks i and R - 1 - i of one (batch, head), head by
+    // head, for K and V reused from L2 (the serpentine order reads them from DRAM once per row
+    // block at 1k and 4k, docs/perf.md, 2026-12-04), at a balance that is exact per two but
+    // quantized by them (0.97 of perfect at 4k and 16k, where serpentine's is 1.00).
+    if (defaults.persistent == true && defaults.descendingRows == true &&
+        defaults.pairedRows != true) {
+      TileConfig paired = defaults;
+      paired.pairedRows = true;
+      addVariant(paired);
+    }
     // The key block the default would take under the other kind of mask, where the two differ
     // (d128 with Q in shared memory: 176 for equal row blocks, 128 under a causal-like mask).
     // The causal default at Bc = 176 measured +4-5% from 8k keys and -5% at 1k (docs/perf.md,

@@ -25,7 +25,7 @@
 // DESC: result       PASS
 // RUN: not tilefuse run --backward --device cpu --row-order sideways 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=ORDER
-// ORDER: error: --row-order must be ascending or descending, not 'sideways'
+// ORDER: error: --row-order: row_order must be ascending, descending, grouped or paired, not 'sideways'
 // --config configures the GPU kernel (checked like compile's); the CPU backend takes its block
 // sizes and row order, and says so; --block-m given explicitly wins.
 // RUN: tilefuse run --backward --device cpu --kernel causal --B 1 --H 2 --M 37 --N 53 \

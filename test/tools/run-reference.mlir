@@ -41,3 +41,22 @@
 // RUN: not tilefuse compile %t.rem.mlir --emit reference --backward -o %t.rem.o 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=REM
 // REM: rem.mlir:20:11: error: 'arith.remf' op cannot be differentiated with respect to the score
+//
+// Every row order on the CPU backend: grouped and paired run their row blocks descending
+// there (the grouping is the GPU launch's; the pairing a persistent tile loop's).
+// RUN: tilefuse run --device cpu --kernel causal --B 1 --H 2 --M 77 --N 77 --block-m 16 \
+// RUN:   --block-n 16 --row-order paired | FileCheck %s --check-prefix=PAIRED
+// PAIRED: result       PASS
+// RUN: tilefuse run --device cpu --kernel causal --B 1 --H 2 --M 77 --N 77 --block-m 16 \
+// RUN:   --block-n 16 --row-order grouped | FileCheck %s --check-prefix=PAIRED
+//
+// On sm_90a the paired order is the persistent causal kernel's tile loop, in its metadata.
+// RUN: tilefuse compile --kernel causal --head-dim 128 --arch sm_90a --config row_order=paired \
+// RUN:   --emit ptx -o %t.paired.ptx
+// RUN: FileCheck %s --check-prefix=PAIRED-JSON < %t.paired.json
+// PAIRED-JSON: "persistent": true
+// PAIRED-JSON: "tile_config": "{{.*}}persistent=true,row_order=paired"
+// RUN: not tilefuse compile --kernel causal --head-dim 128 --arch sm_90a \
+// RUN:   --config row_order=paired,persistent=false --emit ptx -o %t.bad.ptx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=PAIRED-ONE-TILE
+// PAIRED-ONE-TILE: row_order=paired orders a persistent kernel's tile loop (persistent=true)

@@ -638,7 +638,7 @@ TEST(TileConfig, GroupedRowOrder) {
   EXPECT_EQ(descending.overriddenBy(grouped), grouped);
   auto bad = TileConfig::parse("row_order=sideways");
   ASSERT_FALSE(bool(bad));
-  EXPECT_NE(llvm::toString(bad.takeError()).find("ascending, descending or grouped"),
+  EXPECT_NE(llvm::toString(bad.takeError()).find("ascending, descending, grouped or paired"),
             std::string::npos);
   // d128 causal on sm_90a is persistent by default: grouped takes a one-tile-per-CTA grid.
   auto causal = resolveTileConfig(grouped, 128, "sm_90a", KeyLayout::Tensors,
@@ -649,6 +649,50 @@ TEST(TileConfig, GroupedRowOrder) {
   auto refused = resolveTileConfig(parsed("row_order=grouped,persistent=true"), 128, "sm_90a");
   ASSERT_FALSE(bool(refused));
   EXPECT_NE(llvm::toString(refused.takeError()).find("row_order=grouped orders a one-tile-per-CTA"),
+            std::string::npos);
+}
+
+/// row_order=paired: a persistent tile loop's twos of row blocks i and R - 1 - i. It
+/// round-trips, keys the kernel apart from descending and grouped, is replaced by another
+/// row_order, asks for persistence where nothing else is said, and refuses a one-tile grid.
+TEST(TileConfig, PairedRowOrder) {
+  TileConfig paired = parsed("row_order=paired");
+  EXPECT_EQ(paired.descendingRows, true);
+  EXPECT_EQ(paired.pairedRows, true);
+  EXPECT_EQ(paired.groupedRows, std::nullopt);
+  EXPECT_EQ(paired.print(), "row_order=paired");
+  EXPECT_EQ(parsed(paired.print()), paired);
+  TileConfig descending = parsed("row_order=descending");
+  TileConfig grouped = parsed("row_order=grouped");
+  EXPECT_NE(paired, descending);
+  EXPECT_NE(paired, grouped);
+  EXPECT_NE(hash_value(paired), hash_value(descending));
+  EXPECT_EQ(parsed("row_order=paired,row_order=grouped"), grouped);
+  EXPECT_EQ(parsed("row_order=grouped,row_order=paired"), paired);
+  EXPECT_EQ(paired.overriddenBy(descending), descending);
+  EXPECT_EQ(descending.overriddenBy(paired), paired);
+  // d128 causal on sm_90a: persistent already, the tile loop paired.
+  auto causal = resolveTileConfig(paired, 128, "sm_90a", KeyLayout::Tensors,
+                                  /*regionRegisters=*/0, /*rowBlocksUnequal=*/true);
+  ASSERT_TRUE(bool(causal)) << llvm::toString(causal.takeError());
+  EXPECT_EQ(causal->persistent, true);
+  EXPECT_EQ(causal->pairedRows, true);
+  EXPECT_EQ(parsed(causal->print()), *causal);
+  // d192 full on sm_90a (one tile a CTA by default): paired asks for persistence.
+  auto full = resolveTileConfig(paired, 192, "sm_90a", KeyLayout::Tensors,
+                                /*regionRegisters=*/0, /*rowBlocksUnequal=*/false);
+  ASSERT_TRUE(bool(full)) << llvm::toString(full.takeError());
+  EXPECT_EQ(full->persistent, true);
+  auto refused = resolveTileConfig(parsed("row_order=paired,persistent=false"), 128, "sm_90a");
+  ASSERT_FALSE(bool(refused));
+  EXPECT_NE(llvm::toString(refused.takeError())
+                .find("row_order=paired orders a persistent kernel's tile loop"),
+            std::string::npos);
+  // The one-warpgroup kernel (no warp roles) has no persistent form to pair.
+  auto oneWarpgroup =
+      resolveTileConfig(parsed("row_order=paired,warp_specialize=false"), 128, "sm_90a");
+  ASSERT_FALSE(bool(oneWarpgroup));
+  EXPECT_NE(llvm::toString(oneWarpgroup.takeError()).find("persistent=true needs warp_specialize"),
             std::string::npos);
 }
 

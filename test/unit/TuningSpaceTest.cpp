@@ -298,6 +298,13 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
     TileConfig pingponged = defaults;
     pingponged.pingpong = !defaults.pingpong.value_or(false);
     EXPECT_EQ(count(pingponged), 1);
+    // A persistent longest-first default (the causal one) with its tiles paired, once; the
+    // ascending default has no such variant.
+    TileConfig paired = defaults;
+    paired.pairedRows = true;
+    bool pairable = defaults.persistent == true && defaults.descendingRows == true;
+    EXPECT_EQ(pairable, unequalRows);
+    EXPECT_EQ(count(paired), pairable ? 1 : 0);
     // A default holding Q in registers would add its persistent form with Q in shared memory;
     // d128's defaults (full and causal) have Q there already, persistent.
     EXPECT_EQ(defaults.qOperand, QOperand::Shared);
@@ -308,10 +315,12 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
     EXPECT_EQ(defaults.blockN, unequalRows ? 128 : 176);
     EXPECT_EQ(count(otherKeyBlock), 1);
     // The default (persistent, which is no axis: no enumerated candidate) joins, with its
-    // other row order, its persistence toggled, ping-pong toggled and the other key block.
-    EXPECT_EQ(space.size(), enumerated + 5);
+    // other row order, its persistence toggled, ping-pong toggled, the other key block and,
+    // under a causal-like mask, its tiles paired.
+    EXPECT_EQ(space.size(), enumerated + 5 + (pairable ? 1 : 0));
     // Those and the default are the ones the tuner times first.
-    EXPECT_EQ(llvm::count_if(space, [](const Candidate &c) { return c.nearDefault; }), 5);
+    EXPECT_EQ(llvm::count_if(space, [](const Candidate &c) { return c.nearDefault; }),
+              5 + (pairable ? 1 : 0));
     for (const TileConfig &near : {defaults, reversed, toggled, pingponged, otherKeyBlock})
       EXPECT_TRUE(llvm::any_of(space, [&](const Candidate &c) {
         return c.nearDefault && c.config == near;

@@ -291,8 +291,10 @@ static cl::opt<std::string> runRowOrder(
     "row-order",
     cl::desc("The grid's row-block order (TileConfig row_order, tile-order-row-blocks): "
              "ascending, descending (the forward's row blocks and the backward's dQ grid last "
-             "first) or grouped (descending, the (batch, head) pairs in L2-sized groups run level "
-             "by level); on the GPU and the CPU backend alike. Not given: the kernel's default "
+             "first), grouped (descending, the (batch, head) pairs in L2-sized groups run level "
+             "by level) or paired (a persistent kernel's tile loop dealing row blocks i and "
+             "R - 1 - i of a pair to one program; descending on the CPU backend); on the GPU and "
+             "the CPU backend alike. Not given: the kernel's default "
              "(on sm_90a, descending for a padded forward whose mask compares q_idx with "
              "kv_idx; ascending elsewhere and on the CPU backend)"),
     cl::init("ascending"), cl::sub(runCmd), cl::cat(runCategory));
@@ -372,11 +374,12 @@ static int runMain() {
     fmt::print(stderr, "error: --deterministic is an option of --backward\n");
     return 2;
   }
-  if (runRowOrder != "ascending" && runRowOrder != "descending") {
-    fmt::print(stderr, "error: --row-order must be ascending or descending, not '{}'\n",
-               runRowOrder.getValue());
-    return 2;
-  }
+  // --row-order's value named as its own (runTileConfig sets it over --config's).
+  if (TileConfig probe; runRowOrder.getNumOccurrences())
+    if (llvm::Error error = probe.set("row_order", runRowOrder)) {
+      fmt::print(stderr, "error: --row-order: {}\n", llvm::toString(std::move(error)));
+      return 2;
+    }
   if (auto tiles = runTileConfig(); !tiles) {
     fmt::print(stderr, "error: --config: {}\n", llvm::toString(tiles.takeError()));
     return 2;

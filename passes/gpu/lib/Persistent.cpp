@@ -36,8 +36,22 @@
 //   instead measured 0.67x at d128 16k causal: with a stride of programs = 132 over 128 row
 //   blocks, program 0 got the 16 longest blocks of its heads and program 64 the 16 shortest.
 //
-// A static schedule cannot have both balance and L2 reuse under a causal mask; a dynamic one (an
-// atomic tile counter) can.
+// - Paired (row_order=paired, descending rows): balance and L2 reuse together, statically. A
+//   pair's row blocks i and R - 1 - i cost R + 1 key blocks together under a causal mask,
+//   whatever i is, so the tiles are dealt two at a time, such a two to a program, in a list
+//   that runs head by head: every program gets the same work, and the ~P programs in flight
+//   hold the twos of about 2·P / R consecutive (batch, head) pairs, which read the same K and V
+//   blocks at about the same time. Where R is odd, the odd pairs' sequences run backwards, so
+//   the middle row blocks of two pairs make a two (R + 1 as well). Longest first level by level
+//   across every pair (serpentine) has the 132 CTAs in flight on 132 different pairs: at d128
+//   1k causal under ncu the K and V came from DRAM once per row block that read them (DRAM 71%
+//   of peak; docs/perf.md, 2026-12-04). The balance needs the cost of row block r to be about
+//   linear in r (a causal mask; under a window or a prefix the twos are nearer equal than the
+//   row blocks, not equal), and a varlen grid's row blocks past a sequence's end are empty, so
+//   the pairing does not balance those.
+//
+// Without the paired order, a static schedule has either balance (serpentine) or L2 reuse
+// (head-major); a dynamic one (an atomic tile counter) can have both under any mask.
 //
 // Run before tgpu-warp-specialize, the tile loop is a loop holding the copies like the key loop:
 // the producer clones it and the fill counters run through it, so a CTA's rings, barriers and
@@ -71,7 +85,13 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
     func::FuncOp kernel = getOperation();
     if (kernel.isExternal())
       return;
-    FailureOr<TileConfig> config = tile::configForPass(kernel, TileConfig());
+    TileConfig options;
+    if (!rowOrder.empty())
+      if (llvm::Error error = options.set("row_order", rowOrder)) {
+        kernel.emitError("tgpu-persistent: ") << llvm::toString(std::move(error));
+        return signalPassFailure();
+      }
+    FailureOr<TileConfig> config = tile::configForPass(kernel, options);
     if (failed(config))
       return signalPassFailure();
     if (!config->persistent.value_or(false) && !force)
@@ -92,10 +112,16 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
                        "row block)");
       return signalPassFailure();
     }
-    loopOverTiles(grids.front(), config->descendingRows.value_or(false));
+    TileOrder order = !config->descendingRows.value_or(false) ? TileOrder::HeadMajor
+                      : config->pairedRows.value_or(false)    ? TileOrder::Paired
+                                                               : TileOrder::Serpentine;
+    loopOverTiles(grids.front(), order);
   }
 
-  void loopOverTiles(scf::ForallOp grid, bool longestFirst) {
+  /// How the tile loop deals the tiles (the file comment has the why of each).
+  enum class TileOrder { HeadMajor, Serpentine, Paired };
+
+  void loopOverTiles(scf::ForallOp grid, TileOrder order) {
     MLIRContext *ctx = grid.getContext();
     Location loc = grid.getLoc();
     OpBuilder b(grid);
@@ -114,7 +140,63 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
     Value program = persistent.getInductionVar(0);
     Value row, head;
     scf::ForOp tileLoop;
-    if (longestFirst) {
+    if (order == TileOrder::Paired) {
+      // The list is every (batch, head)'s row blocks in turn, each pair's in the sequence
+      // s(j) = R - 1 - j/2 for even j, j/2 for odd j (the body reverses it: row blocks 0, R - 1,
+      // 1, R - 2, ...), read backwards for odd pairs where R is odd. Cut into twos, every two
+      // is row blocks i and R - 1 - i, or for odd R a middle row block and the next pair's
+      // middle one: R + 1 key blocks under a causal mask either way. Program p takes twos p,
+      // p + P, ...: its k-th tile is t = 2·((k / 2)·P + p) + k mod 2. Its trip count: twice its
+      // twos, less one where it has the list's last two and that holds one tile.
+      Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+      Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+      Value c2 = arith::ConstantIndexOp::create(b, loc, 2);
+      Value twos = arith::CeilDivUIOp::create(b, loc, tiles, c2);
+      // ceil((twos - p) / P), zero where p >= twos (p < P, so the numerator stays >= 0).
+      Value mine = arith::DivUIOp::create(
+          b, loc,
+          arith::SubIOp::create(
+              b, loc,
+              arith::AddIOp::create(b, loc, twos,
+                                    arith::SubIOp::create(b, loc, programs, c1)),
+              program),
+          programs);
+      Value oddTiles = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                             arith::RemUIOp::create(b, loc, tiles, c2), c0);
+      Value lastOwner = arith::RemUIOp::create(
+          b, loc, arith::SubIOp::create(b, loc, twos, c1), programs);
+      Value ownsSingle = arith::AndIOp::create(
+          b, loc, oddTiles,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, program, lastOwner));
+      // (Sibling operands built one statement each: C++ leaves their order open.)
+      Value both = arith::MulIOp::create(b, loc, mine, c2);
+      Value less = arith::SelectOp::create(b, loc, ownsSingle, c1, c0);
+      Value trips = arith::SubIOp::create(b, loc, both, less);
+      tileLoop = scf::ForOp::create(b, loc, c0, trips, c1);
+      b.setInsertionPointToStart(tileLoop.getBody());
+      Value k = tileLoop.getInductionVar();
+      Value two = arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, k, c2), programs),
+          program);
+      Value first = arith::MulIOp::create(b, loc, two, c2);
+      Value t = arith::AddIOp::create(b, loc, first, arith::RemUIOp::create(b, loc, k, c2));
+      head = arith::DivUIOp::create(b, loc, t, rowBlocks);
+      Value place = arith::RemUIOp::create(b, loc, t, rowBlocks);
+      Value oddRows = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::ne, arith::RemUIOp::create(b, loc, rowBlocks, c2), c0);
+      Value oddHead = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::ne, arith::RemUIOp::create(b, loc, head, c2), c0);
+      Value lastRow = arith::SubIOp::create(b, loc, rowBlocks, c1);
+      Value backwards = arith::AndIOp::create(b, loc, oddRows, oddHead);
+      Value j = arith::SelectOp::create(b, loc, backwards,
+                                        arith::SubIOp::create(b, loc, lastRow, place), place);
+      Value half = arith::DivUIOp::create(b, loc, j, c2);
+      Value evenPlace = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                              arith::RemUIOp::create(b, loc, j, c2), c0);
+      row = arith::SelectOp::create(b, loc, evenPlace,
+                                    arith::SubIOp::create(b, loc, lastRow, half), half);
+    } else if (order == TileOrder::Serpentine) {
       // Round k of the list (tiles k·P to k·P + P - 1) goes to the programs in ascending order
       // when k is even and descending when odd, so the program that took a round's longest tile
       // takes the next round's shortest. Round by round every program's total stays within one

@@ -6,7 +6,8 @@
 // as many programs as the launcher starts, each looping over the tiles in the kernel's row
 // order: ascending (unset) keeps a head's row blocks together; descending (where
 // tile-order-row-blocks has already reversed the body's row block) takes row block index t /
-// (B·H), so every (batch, head)'s last row block runs before any second-to-last one.
+// (B·H), so every (batch, head)'s last row block runs before any second-to-last one; paired
+// deals each pair's row blocks i and R - 1 - i to one program, head by head.
 
 !view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
 !acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
@@ -97,6 +98,87 @@ func.func @kernel(%q: !view, %o: !view, %n: index) {
 // CHECK:           } {tgpu.tile_loop}
 module attributes {tile.config = #tile.config<"row_order=descending">} {
   func.func @longest_first(%q: !view, %o: !view) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c64 = arith.constant 64 : index
+    %B = memref.dim %q, %c0 : !view
+    %H = memref.dim %q, %c1 : !view
+    %M = memref.dim %q, %c2 : !view
+    %R = arith.ceildivui %M, %c64 : index
+    scf.forall (%b, %h, %r) in (%B, %H, %R) {
+      %row = arith.muli %r, %c64 : index
+      %zero = arith.constant dense<0.0> : !acc
+      tile.block_store %zero, %o[%b, %h, %row] bound %M : !acc, !view
+    } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+    return
+  }
+}
+
+// -----
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+
+// row_order=paired: the tiles two at a time, twos p, p + P, ... to program p, each two the
+// places 2q and 2q + 1 of the list that runs head by head (t / R the (batch, head), t mod R the
+// place j, read backwards in odd pairs where R is odd), place j holding row index R - 1 - j/2
+// for even j and j/2 for odd j. The trip count is twice the program's twos, less one where its
+// last two is the list's last and holds one tile. tgpu-persistent-deal.mlir runs the deal.
+// Its tile.config asks for persistent tiles: the pass runs without force too.
+// OFF-LABEL:   func.func @paired
+// OFF:           gpu.grid_dim x
+// CHECK-LABEL: func.func @paired
+// CHECK-DAG:     %[[B:.+]] = memref.dim %arg0, %c0
+// CHECK-DAG:     %[[H:.+]] = memref.dim %arg0, %c1
+// CHECK-DAG:     %[[R:.+]] = arith.ceildivui %{{.+}}, %c64
+// CHECK:         %[[PROGRAMS:.+]] = gpu.grid_dim x
+// CHECK:         scf.forall (%[[P:.+]]) in (%[[PROGRAMS]]) {
+// CHECK:           %[[BH0:.+]] = arith.muli %[[B]], %[[H]]
+// CHECK-NEXT:      %[[TILES:.+]] = arith.muli %[[BH0]], %[[R]] : index
+// CHECK:           %[[TWOS:.+]] = arith.ceildivui %[[TILES]], %[[TWO:.+]] : index
+// CHECK-NEXT:      %[[LASTP:.+]] = arith.subi %[[PROGRAMS]], %[[ONE:.+]] : index
+// CHECK-NEXT:      %[[UP:.+]] = arith.addi %[[TWOS]], %[[LASTP]]
+// CHECK-NEXT:      %[[LEFT:.+]] = arith.subi %[[UP]], %[[P]]
+// CHECK-NEXT:      %[[MINE:.+]] = arith.divui %[[LEFT]], %[[PROGRAMS]]
+// CHECK-NEXT:      %[[TPAR:.+]] = arith.remui %[[TILES]], %[[TWO]]
+// CHECK-NEXT:      %[[ODDT:.+]] = arith.cmpi ne, %[[TPAR]], %[[ZERO:.+]] : index
+// CHECK-NEXT:      %[[LASTTWO:.+]] = arith.subi %[[TWOS]], %[[ONE]]
+// CHECK-NEXT:      %[[OWNER:.+]] = arith.remui %[[LASTTWO]], %[[PROGRAMS]]
+// CHECK-NEXT:      %[[ISOWNER:.+]] = arith.cmpi eq, %[[P]], %[[OWNER]]
+// CHECK-NEXT:      %[[SINGLE:.+]] = arith.andi %[[ODDT]], %[[ISOWNER]]
+// CHECK-NEXT:      %[[DOUBLE:.+]] = arith.muli %[[MINE]], %[[TWO]]
+// CHECK-NEXT:      %[[LESS:.+]] = arith.select %[[SINGLE]], %[[ONE]], %[[ZERO]]
+// CHECK-NEXT:      %[[TRIPS:.+]] = arith.subi %[[DOUBLE]], %[[LESS]]
+// CHECK-NEXT:      scf.for %[[K:.+]] = %[[ZERO]] to %[[TRIPS]] step %[[ONE]] {
+// CHECK-NEXT:        %[[KH:.+]] = arith.divui %[[K]], %[[TWO]]
+// CHECK-NEXT:        %[[KHP:.+]] = arith.muli %[[KH]], %[[PROGRAMS]]
+// CHECK-NEXT:        %[[Q:.+]] = arith.addi %[[KHP]], %[[P]]
+// CHECK-NEXT:        %[[Q2:.+]] = arith.muli %[[Q]], %[[TWO]]
+// CHECK-NEXT:        %[[KP:.+]] = arith.remui %[[K]], %[[TWO]]
+// CHECK-NEXT:        %[[T:.+]] = arith.addi %[[Q2]], %[[KP]]
+// CHECK-NEXT:        %[[PAIR:.+]] = arith.divui %[[T]], %[[R]]
+// CHECK-NEXT:        %[[PLACE:.+]] = arith.remui %[[T]], %[[R]]
+// CHECK-NEXT:        %[[RPAR:.+]] = arith.remui %[[R]], %[[TWO]]
+// CHECK-NEXT:        %[[ODDR:.+]] = arith.cmpi ne, %[[RPAR]], %[[ZERO]]
+// CHECK-NEXT:        %[[HPAR:.+]] = arith.remui %[[PAIR]], %[[TWO]]
+// CHECK-NEXT:        %[[ODDH:.+]] = arith.cmpi ne, %[[HPAR]], %[[ZERO]]
+// CHECK-NEXT:        %[[LASTR:.+]] = arith.subi %[[R]], %[[ONE]]
+// CHECK-NEXT:        %[[BOTH:.+]] = arith.andi %[[ODDR]], %[[ODDH]]
+// CHECK-NEXT:        %[[BACK:.+]] = arith.subi %[[LASTR]], %[[PLACE]]
+// CHECK-NEXT:        %[[J:.+]] = arith.select %[[BOTH]], %[[BACK]], %[[PLACE]]
+// CHECK-NEXT:        %[[HALF:.+]] = arith.divui %[[J]], %[[TWO]]
+// CHECK-NEXT:        %[[JPAR:.+]] = arith.remui %[[J]], %[[TWO]]
+// CHECK-NEXT:        %[[EVENJ:.+]] = arith.cmpi eq, %[[JPAR]], %[[ZERO]]
+// CHECK-NEXT:        %[[LONG:.+]] = arith.subi %[[LASTR]], %[[HALF]]
+// CHECK-NEXT:        %[[ROW:.+]] = arith.select %[[EVENJ]], %[[LONG]], %[[HALF]]
+// CHECK-NEXT:        %[[BATCH:.+]] = arith.divui %[[PAIR]], %[[H]]
+// CHECK-NEXT:        %[[HB:.+]] = arith.remui %[[PAIR]], %[[H]]
+// CHECK-NEXT:        %[[ROW0:.+]] = arith.muli %[[ROW]], %c64
+// CHECK:             tile.block_store %{{.+}}, %arg1[%[[BATCH]], %[[HB]], %[[ROW0]]]
+// CHECK:           } {tgpu.tile_loop}
+module attributes {tile.config = #tile.config<"warp_specialize=true,persistent=true,row_order=paired">} {
+  func.func @paired(%q: !view, %o: !view) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c2 = arith.constant 2 : index

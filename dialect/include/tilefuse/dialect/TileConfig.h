@@ -116,6 +116,14 @@ struct TileConfig {
   /// costs the same r + 1 key blocks in every pair, so each group runs longest first, while
   /// the CTAs in flight read the K and V of one group. Unset: the head-by-head order.
   std::optional<bool> groupedRows;
+  /// row_order=paired (tgpu-persistent; with descendingRows, on a persistent kernel's tile
+  /// loop): each (batch, head) pair's row blocks in the sequence R - 1, 0, R - 2, 1, ...
+  /// (alternate pairs reversed where R is odd), dealt to the programs two at a time, so a
+  /// program's consecutive tiles are row blocks i and R - 1 - i of one pair. Under a causal
+  /// mask those cost R + 1 key blocks together whatever i is: every program gets equal work,
+  /// and the programs in flight cover a few pairs head by head, whose K and V stay in L2.
+  /// Unset: descending deals every pair's last row block before any second-to-last one.
+  std::optional<bool> pairedRows;
   /// Q by TMA (tgpu-warp-specialize; warp-specialized kernels with Q in shared memory): the
   /// producer loads each tile's Q through the launch ABI's q_map into a one-stage channel, or,
   /// false, the consumers copy it with cp.async (the kernel before this step, kept for the

@@ -155,14 +155,19 @@ def TGPUPersistent : Pass<"tgpu-persistent", "mlir::func::FuncOp"> {
     module's tile.config, or the `force` option): the program grid (batch, head, row block)
     becomes `scf.forall` over `gpu.grid_dim x` programs (`#tile.grid<program>`, as many as the
     launcher starts: LaunchAbi.h), each running an `scf.for` (`tgpu.tile_loop`) over the tiles
-    program, program + programs, ... of B·H·R, longest first: every (batch, head)'s last row
-    block (under a causal mask the longest) before any second-to-last. Runs before
-    tgpu-warp-specialize,
-    which then carries its rings and fill counters through the tile loop.
+    of B·H·R in the kernel's row order: ascending, a head's row blocks together (program,
+    program + programs, ...); descending, longest first, every (batch, head)'s last row block
+    (under a causal mask the longest) before any second-to-last, dealt serpentine; paired, each
+    pair's row blocks i and R - 1 - i (together R + 1 key blocks under a causal mask) to one
+    program, head by head. Runs before tgpu-warp-specialize, which then carries its rings and
+    fill counters through the tile loop.
   }];
   let options = [
     Option<"force", "force", "bool", "false",
-           "Loop over tiles even when the module's tile.config does not ask for it (lit tests)">
+           "Loop over tiles even when the module's tile.config does not ask for it (lit tests)">,
+    Option<"rowOrder", "row-order", "std::string", "\"\"",
+           "The tile order where the module's tile.config sets none: a row_order value "
+           "(ascending, descending or paired; lit tests)">
   ];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
                            "mlir::gpu::GPUDialect"];
