@@ -711,7 +711,8 @@ module attributes {tilefuse.threads = {tma_output = 256 : i64}} {
 
 // A wait tgpu-overlap-softmax marked (tgpu.wait_after_preceding_code): a branch on %clock that
 // ptxas cannot fold ends the basic block just before it, so ptxas keeps the code written
-// before the wait (the softmax beside the pending P·V) before it. An unmarked wait has none.
+// before the wait (the softmax beside the pending P·V) before it. The branch is always taken:
+// the fence it jumps over never runs. An unmarked wait has none.
 !qkv = memref<?x?x?x64xbf16>
 !lse = memref<?x?x?xf32>
 !acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
@@ -720,8 +721,8 @@ module attributes {tilefuse.threads = {tma_output = 256 : i64}} {
 // CHECK-LABEL: gpu.func @held_wait
 // CHECK:         wgmma.commit_group.sync.aligned;
 // CHECK:         llvm.inline_asm has_side_effects "{\0A\09.reg .pred %hold_p;
-// CHECK-SAME:      mov.u32 %hold_c, %clock;\0A\09setp.eq.u32 %hold_p, %hold_c, -1;\0A\09@%hold_p bra HOLD_${:uid};
-// CHECK-SAME:      HOLD_${:uid}:\0A\09}\0A\09wgmma.wait_group.sync.aligned 0;"
+// CHECK-SAME:      mov.u32 %hold_c, %clock;\0A\09setp.ne.u32 %hold_p, %hold_c, -1;\0A\09@%hold_p bra HOLD_${:uid};
+// CHECK-SAME:      membar.cta;\0A{{ *}}HOLD_${:uid}:\0A\09}\0A\09wgmma.wait_group.sync.aligned 0;"
 // CHECK:         wgmma.commit_group.sync.aligned;
 // CHECK-NOT:     %clock
 // CHECK:         "wgmma.wait_group.sync.aligned 0;"

@@ -226,10 +226,11 @@ struct WgmmaWaitToPtx : OpConversionPattern<tgpu::WgmmaWaitOp> {
         "wgmma.wait_group.sync.aligned " + std::to_string(op.getPendingAttr().getInt()) + ";";
     // A branch ptxas cannot fold ends the basic block before the wait, so its scheduler keeps
     // the wait below the code before it (TileGPUHints.h). %clock never reads all ones within
-    // a kernel's lifetime; the branch costs about 4 instructions a key block.
+    // a kernel's lifetime, so the branch is always taken and the fence it jumps over (there so
+    // that the branch has something to skip) never runs; about 4 instructions a key block.
     if (op->hasAttr(tgpu::kWaitAfterPrecedingCodeAttr))
       text = "{\n\t.reg .pred %hold_p;\n\t.reg .b32 %hold_c;\n\tmov.u32 %hold_c, %clock;\n"
-             "\tsetp.eq.u32 %hold_p, %hold_c, -1;\n\t@%hold_p bra HOLD_${:uid};\n"
+             "\tsetp.ne.u32 %hold_p, %hold_c, -1;\n\t@%hold_p bra HOLD_${:uid};\n"
              "\tmembar.cta;\nHOLD_${:uid}:\n\t}\n\t" +
              text;
     SmallVector<Value> pinned = pinRegisters(rewriter, loc, text, regs);
