@@ -266,10 +266,14 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
     // each program's tiles two by two, row blocks i and R - 1 - i of one (batch, head), head by
     // head, for K and V reused from L2 (the serpentine order reads them from DRAM once per row
     // block at 1k and 4k, docs/perf.md, 2026-12-04), at a balance that is exact per two but
-    // quantized by them (0.97 of perfect at 4k and 16k, where serpentine's is 1.00).
-    if (defaults.persistent == true && defaults.descendingRows == true &&
-        defaults.pairedRows != true) {
+    // quantized by them (0.97 of perfect at 4k and 16k, where serpentine's is 1.00). A
+    // longest-first default with one tile a CTA (causal from d192) gets the paired form of its
+    // persistent toggle too: persistence lost there at 1k in the serpentine order, which the
+    // pairing's L2 reuse may not.
+    if (defaults.descendingRows == true && defaults.pairedRows != true &&
+        defaults.groupedRows != true) {
       TileConfig paired = defaults;
+      paired.persistent = true;
       paired.pairedRows = true;
       addVariant(paired);
     }

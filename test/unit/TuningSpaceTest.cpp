@@ -356,6 +356,29 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
   EXPECT_EQ(plain.size(), 2u);
 }
 
+/// A longest-first default with one tile a CTA (causal at d192) gets, beside its serpentine
+/// persistent toggle, the persistent form with its tiles paired, timed first with it.
+TEST(TuningSpace, OneTileCausalDefaultGetsPairedPersistentForm) {
+  TileConfig defaults = defaultTileConfig(192, "sm_90a", KeyLayout::Tensors, 0,
+                                          /*rowBlocksUnequal=*/true);
+  ASSERT_EQ(defaults.warpSpecialize, true);
+  ASSERT_EQ(defaults.descendingRows, true);
+  ASSERT_NE(defaults.persistent, true);
+  std::vector<Candidate> space;
+  addDefaultCandidates(space, defaults, 192, "sm_90a");
+  TileConfig serpentine = defaults, paired = defaults;
+  serpentine.persistent = true;
+  paired.persistent = true;
+  paired.pairedRows = true;
+  for (const TileConfig &near : {serpentine, paired})
+    EXPECT_EQ(llvm::count_if(space,
+                             [&](const Candidate &c) {
+                               return c.nearDefault && c.config == near;
+                             }),
+              1)
+        << near.print();
+}
+
 /// A split default that prefetches its value blocks (splitKvTileConfig) gets the same kernel
 /// waiting for each value block in its iteration as a neighbour, timed first with it.
 TEST(TuningSpace, SplitDefaultWithoutPrefetchedValues) {
