@@ -270,7 +270,10 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
                 "warpgroups)");
   // The tile loop runs the producer's and the consumers' mbarrier rings on across tiles.
   if (persistent == true && !warpSpecialize.value_or(false))
-    return fail("persistent=true needs warp_specialize=true");
+    return fail(pairedRows == true
+                    ? "row_order=paired deals a persistent kernel's tiles, and persistent=true "
+                      "needs warp_specialize=true"
+                    : "persistent=true needs warp_specialize=true");
   // Only the producer issues TMA, and only into a Q buffer in shared memory.
   if (qTma == true && (!warpSpecialize.value_or(false) || qOperand != QOperand::Shared))
     return fail("q_tma=true needs warp_specialize=true and q=shared");

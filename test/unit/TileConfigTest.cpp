@@ -692,7 +692,9 @@ TEST(TileConfig, PairedRowOrder) {
   auto oneWarpgroup =
       resolveTileConfig(parsed("row_order=paired,warp_specialize=false"), 128, "sm_90a");
   ASSERT_FALSE(bool(oneWarpgroup));
-  EXPECT_NE(llvm::toString(oneWarpgroup.takeError()).find("persistent=true needs warp_specialize"),
+  EXPECT_NE(llvm::toString(oneWarpgroup.takeError())
+                .find("row_order=paired deals a persistent kernel's tiles, and persistent=true "
+                      "needs warp_specialize=true"),
             std::string::npos);
 }
 
