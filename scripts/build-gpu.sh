@@ -131,6 +131,11 @@ done
 KERNEL_SET=persist scripts/compile-kernels.sh "$out/kernels-persist" || exit 1
 HEAD_DIMS=128 PERSIST_CONFIG=mma=wgmma,q=shared,warp_specialize=true KERNEL_SET=persist \
   scripts/compile-kernels.sh "$out/kernels-persist-qs" || exit 1
+# The same tiles dealt row_order=paired (tgpu-persistent: row blocks i and R - 1 - i of a pair
+# to one program): scripts/gpu-run.sh tests-persist, bench.py --variant
+# paired=build-gpu/kernels-persist-paired.
+PERSIST_CONFIG=row_order=paired KERNEL_SET=persist \
+  scripts/compile-kernels.sh "$out/kernels-persist-paired" || exit 1
 # The ablation (issue 10, FlashAttention-3's Table 2): each technique of the defaults switched
 # the other way alone, attention and causal at head dims 64, 128, 192 and 256, one set each,
 # build-gpu/ablation/NAME (one folder, one path to carry; scripts/gpu-run.sh ablation times them

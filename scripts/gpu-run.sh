@@ -41,7 +41,8 @@
 #              (build-gpu/ablation/NAME: nows, noov, noqtma, nopersist, persist, pp,
 #              asc), FA2 and cuDNN, in one run (ABLATION_ARGS: the shapes; ablation.json)
 #   tests-persist  the persistent kernels (build-gpu/kernels-persist: d64 to d256, attention and
-#              causal; kernels-persist-qs: d128 with Q in shared memory) against float64, then
+#              causal; kernels-persist-qs: d128 with Q in shared memory; kernels-persist-paired:
+#              the same tiles dealt row_order=paired) against float64, then
 #              memcheck, racecheck and synccheck on small cases
 #   tests-split  the split-KV kernels (build-gpu/kernels-split, or SPLIT_KERNELS=DIR) at several
 #              split counts, and memcheck, racecheck and synccheck on their small cases
@@ -197,10 +198,12 @@ for step in "${steps[@]}"; do
         --print-limit 20 "$tests" --gtest_brief=1 --gtest_filter='GpuAttention*'
       ;;
     tests-persist)
-      # Persistent kernels (build-gpu/kernels-persist, -persist-qs): CTAs looping over tiles, the
-      # rings' phases and Q's one-stage ring (loaded by TMA) carried from tile to tile.
+      # Persistent kernels (build-gpu/kernels-persist, -persist-qs, -persist-paired): CTAs
+      # looping over tiles, the rings' phases and Q's one-stage ring (loaded by TMA) carried
+      # from tile to tile, in each deal (head by head, serpentine, paired).
       kernel_set_tests persist build-gpu/kernels-persist
       kernel_set_tests persist-qs build-gpu/kernels-persist-qs
+      kernel_set_tests persist-paired build-gpu/kernels-persist-paired
       run_sharded synccheck-persist env TILEFUSE_PTX_DIR=build-gpu/kernels-persist \
         TILEFUSE_GPU_SMALL=1 compute-sanitizer --tool synccheck --error-exitcode 1 \
         --print-limit 20 "$tests" --gtest_brief=1 --gtest_filter='GpuAttention*'
