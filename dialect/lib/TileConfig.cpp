@@ -32,7 +32,8 @@ bool TileConfig::isComplete() const {
 bool TileConfig::empty() const {
   return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue && !stages &&
          !packGqa && !ctasPerSm && !warpSpecialize && !softmaxOverlap && !pingpong &&
-         !persistent && !descendingRows && !groupedRows && !pairedRows && !qTma && !prefetchValues && !oTma;
+         !persistent && !descendingRows && !groupedRows && !pairedRows && !qTma &&
+         !prefetchValues && !oTma;
 }
 
 bool TileConfig::operator==(const TileConfig &other) const {
@@ -42,8 +43,7 @@ bool TileConfig::operator==(const TileConfig &other) const {
          warpSpecialize == other.warpSpecialize && softmaxOverlap == other.softmaxOverlap &&
          pingpong == other.pingpong && persistent == other.persistent &&
          descendingRows == other.descendingRows && groupedRows == other.groupedRows &&
-         pairedRows == other.pairedRows &&
-         qTma == other.qTma &&
+         pairedRows == other.pairedRows && qTma == other.qTma &&
          prefetchValues == other.prefetchValues && oTma == other.oTma;
 }
 

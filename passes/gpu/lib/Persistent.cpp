@@ -172,6 +172,10 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
       Value both = arith::MulIOp::create(b, loc, mine, c2);
       Value less = arith::SelectOp::create(b, loc, ownsSingle, c1, c0);
       Value trips = arith::SubIOp::create(b, loc, both, less);
+      // Whether odd pairs run backwards (R odd), and the last row block: the same every tile.
+      Value oddRows = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::ne, arith::RemUIOp::create(b, loc, rowBlocks, c2), c0);
+      Value lastRow = arith::SubIOp::create(b, loc, rowBlocks, c1);
       tileLoop = scf::ForOp::create(b, loc, c0, trips, c1);
       b.setInsertionPointToStart(tileLoop.getBody());
       Value k = tileLoop.getInductionVar();
@@ -183,11 +187,8 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
       Value t = arith::AddIOp::create(b, loc, first, arith::RemUIOp::create(b, loc, k, c2));
       head = arith::DivUIOp::create(b, loc, t, rowBlocks);
       Value place = arith::RemUIOp::create(b, loc, t, rowBlocks);
-      Value oddRows = arith::CmpIOp::create(
-          b, loc, arith::CmpIPredicate::ne, arith::RemUIOp::create(b, loc, rowBlocks, c2), c0);
       Value oddHead = arith::CmpIOp::create(
           b, loc, arith::CmpIPredicate::ne, arith::RemUIOp::create(b, loc, head, c2), c0);
-      Value lastRow = arith::SubIOp::create(b, loc, rowBlocks, c1);
       Value backwards = arith::AndIOp::create(b, loc, oddRows, oddHead);
       Value j = arith::SelectOp::create(b, loc, backwards,
                                         arith::SubIOp::create(b, loc, lastRow, place), place);
