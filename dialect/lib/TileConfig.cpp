@@ -5,6 +5,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -24,6 +25,19 @@ llvm::StringRef tilefuse::qOperandName(QOperand operand) {
 llvm::StringRef tilefuse::copyIssueName(CopyIssue issue) {
   return issue == CopyIssue::AtBarrier ? "at-barrier" : "eager";
 }
+llvm::StringRef tilefuse::rowOrderName(RowOrder order) {
+  switch (order) {
+  case RowOrder::Ascending:
+    return "ascending";
+  case RowOrder::Descending:
+    return "descending";
+  case RowOrder::Grouped:
+    return "grouped";
+  case RowOrder::Paired:
+    return "paired";
+  }
+  llvm_unreachable("unknown row order");
+}
 
 bool TileConfig::isComplete() const {
   return blockM && blockN && rowsPerWarp && mma && qOperand && copyIssue && stages && packGqa;
@@ -31,9 +45,8 @@ bool TileConfig::isComplete() const {
 
 bool TileConfig::empty() const {
   return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue && !stages &&
-         !packGqa && !ctasPerSm && !warpSpecialize && !softmaxOverlap && !pingpong &&
-         !persistent && !descendingRows && !groupedRows && !pairedRows && !qTma &&
-         !prefetchValues && !oTma;
+         !packGqa && !ctasPerSm && !warpSpecialize && !softmaxOverlap && !pingpong && !persistent &&
+         !rowOrder && !qTma && !prefetchValues && !oTma;
 }
 
 bool TileConfig::operator==(const TileConfig &other) const {
@@ -42,8 +55,7 @@ bool TileConfig::operator==(const TileConfig &other) const {
          stages == other.stages && packGqa == other.packGqa && ctasPerSm == other.ctasPerSm &&
          warpSpecialize == other.warpSpecialize && softmaxOverlap == other.softmaxOverlap &&
          pingpong == other.pingpong && persistent == other.persistent &&
-         descendingRows == other.descendingRows && groupedRows == other.groupedRows &&
-         pairedRows == other.pairedRows && qTma == other.qTma &&
+         rowOrder == other.rowOrder && qTma == other.qTma &&
          prefetchValues == other.prefetchValues && oTma == other.oTma;
 }
 
@@ -51,8 +63,7 @@ llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
   return llvm::hash_combine(config.blockM, config.blockN, config.rowsPerWarp, config.mma,
                             config.qOperand, config.copyIssue, config.stages, config.packGqa,
                             config.ctasPerSm, config.warpSpecialize, config.softmaxOverlap,
-                            config.pingpong, config.persistent, config.descendingRows,
-                            config.groupedRows, config.pairedRows, config.qTma,
+                            config.pingpong, config.persistent, config.rowOrder, config.qTma,
                             config.prefetchValues, config.oTma);
 }
 
@@ -82,12 +93,8 @@ std::string TileConfig::print() const {
     items.push_back(*pingpong ? "pingpong=true" : "pingpong=false");
   if (persistent)
     items.push_back(*persistent ? "persistent=true" : "persistent=false");
-  if (groupedRows == true)
-    items.push_back("row_order=grouped");
-  else if (pairedRows == true)
-    items.push_back("row_order=paired");
-  else if (descendingRows)
-    items.push_back(*descendingRows ? "row_order=descending" : "row_order=ascending");
+  if (rowOrder)
+    items.push_back(("row_order=" + rowOrderName(*rowOrder)).str());
   if (qTma)
     items.push_back(*qTma ? "q_tma=true" : "q_tma=false");
   if (prefetchValues)
@@ -146,18 +153,13 @@ llvm::Error TileConfig::set(llvm::StringRef key, llvm::StringRef value) {
   if (key == "persistent")
     return choice(persistent, false, "false", true, "true");
   if (key == "row_order" || key == "row-order") {
-    groupedRows.reset();
-    pairedRows.reset();
-    if (value == "grouped" || value == "paired") {
-      descendingRows = true;
-      (value == "grouped" ? groupedRows : pairedRows) = true;
-      return llvm::Error::success();
-    }
-    if (value != "ascending" && value != "descending")
-      return fail(key + " must be ascending, descending, grouped or paired, not '" + value +
-                  "'");
-    descendingRows = value == "descending";
-    return llvm::Error::success();
+    for (RowOrder order :
+         {RowOrder::Ascending, RowOrder::Descending, RowOrder::Grouped, RowOrder::Paired})
+      if (value == rowOrderName(order)) {
+        rowOrder = order;
+        return llvm::Error::success();
+      }
+    return fail(key + " must be ascending, descending, grouped or paired, not '" + value + "'");
   }
   if (key == "q_tma" || key == "q-tma")
     return choice(qTma, false, "false", true, "true");
@@ -213,12 +215,8 @@ TileConfig TileConfig::overriddenBy(const TileConfig &other) const {
     out.pingpong = other.pingpong;
   if (other.persistent)
     out.persistent = other.persistent;
-  // row_order is one setting: the other's order replaces this one's grouping too.
-  if (other.descendingRows) {
-    out.descendingRows = other.descendingRows;
-    out.groupedRows = other.groupedRows;
-    out.pairedRows = other.pairedRows;
-  }
+  if (other.rowOrder)
+    out.rowOrder = other.rowOrder;
   if (other.qTma)
     out.qTma = other.qTma;
   if (other.prefetchValues)
@@ -270,7 +268,7 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
                 "warpgroups)");
   // The tile loop runs the producer's and the consumers' mbarrier rings on across tiles.
   if (persistent == true && !warpSpecialize.value_or(false))
-    return fail(pairedRows == true
+    return fail(rowOrder == RowOrder::Paired
                     ? "row_order=paired deals a persistent kernel's tiles, and persistent=true "
                       "needs warp_specialize=true"
                     : "persistent=true needs warp_specialize=true");
@@ -284,16 +282,11 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
     return fail("o_tma=true needs warp_specialize=true, q=shared and Q by TMA (q_tma)");
   // The grouped order permutes a one-tile-per-CTA grid's programs; a persistent kernel's tile
   // loop has an order of its own (tgpu-persistent).
-  if (groupedRows == true && descendingRows != true)
-    return fail("row_order=grouped orders the row blocks descending within each group");
-  if (groupedRows == true && persistent == true)
+  if (rowOrder == RowOrder::Grouped && persistent == true)
     return fail("row_order=grouped orders a one-tile-per-CTA grid: a persistent kernel's tile "
                 "loop has its own order (persistent=false, or row_order=descending)");
   // The paired order deals a persistent kernel's tile loop; a one-tile-per-CTA grid has none.
-  if (pairedRows == true && descendingRows != true)
-    return fail("row_order=paired pairs each long row block with a short one of the "
-                "descending order");
-  if (pairedRows == true && persistent != true)
+  if (rowOrder == RowOrder::Paired && persistent != true)
     return fail("row_order=paired orders a persistent kernel's tile loop (persistent=true)");
   // The producer's rings already hold the value blocks ahead. (With stages > 2 tgpu-pipeline
   // deepens the value ring with the key ring.)
@@ -463,10 +456,10 @@ static int64_t oneWarpgroupKeyBlock(int64_t headDim, int64_t tuned, int64_t regi
 /// defaultTileConfig's row order: longest programs first where row blocks differ in work, on
 /// sm_90a for keys in tensors (measured on padded batches only: docs/perf.md, 2026-12-01,
 /// fifteenth session). Unset otherwise: the ascending grid.
-static std::optional<bool> defaultRowOrder(llvm::StringRef chip, KeyLayout keys,
-                                           bool rowBlocksUnequal) {
+static std::optional<RowOrder> defaultRowOrder(llvm::StringRef chip, KeyLayout keys,
+                                               bool rowBlocksUnequal) {
   if (chip == "sm_90a" && keys == KeyLayout::Tensors && rowBlocksUnequal)
-    return true;
+    return RowOrder::Descending;
   return std::nullopt;
 }
 
@@ -525,7 +518,7 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
     c.blockN = headDim <= 64 ? 128 : 64;
     c.rowsPerWarp = 16;
     c.mma = MmaKind::Wgmma;
-    c.descendingRows = defaultRowOrder(chip, keys, rowBlocksUnequal);
+    c.rowOrder = defaultRowOrder(chip, keys, rowBlocksUnequal);
     if (warpSpecializedByDefault(headDim, chip, keys, rowBlocksUnequal)) {
       warpSpecializedTiles(c, headDim,
                            warpSpecializedQuery(headDim, keys, rowBlocksUnequal, regionRegisters),
@@ -630,7 +623,7 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
     base.blockN = oneWarpgroupKeyBlock(headDim, *base.blockN, regionRegisters);
   // The row order from the kernel's own keys (baseKeys may stand in for "no warp roles"); in a
   // persistent kernel it orders the tile loop (tgpu-persistent).
-  base.descendingRows = defaultRowOrder(baseChip, keys, rowBlocksUnequal);
+  base.rowOrder = defaultRowOrder(baseChip, keys, rowBlocksUnequal);
   // Warp-specialized on request: its tiles for the Q operand asked for (warpSpecializedRows'
   // consumer warpgroups unless Br is set).
   bool requeried = eitherQuery && requested.qOperand && *requested.qOperand != defaultQuery &&
@@ -651,14 +644,14 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   // registers, q_tma=false or no warp roles takes the default's persistence away), unless asked.
   // A grouped row order (one tile a CTA, verify) takes it away too.
   // A paired row order (a persistent tile loop's, verify) asks for persistence.
-  if (!requested.persistent && requested.pairedRows == true)
+  if (!requested.persistent && requested.rowOrder == RowOrder::Paired)
     tiles.persistent = true;
   else if (!requested.persistent)
-    tiles.persistent = requested.groupedRows != true &&
-                               persistentByDefault(tiles, headDim, keys, rowBlocksUnequal,
-                                                   regionRegisters)
-                           ? std::optional<bool>(true)
-                           : std::nullopt;
+    tiles.persistent =
+        requested.rowOrder != RowOrder::Grouped &&
+                persistentByDefault(tiles, headDim, keys, rowBlocksUnequal, regionRegisters)
+            ? std::optional<bool>(true)
+            : std::nullopt;
   if (!requested.rowsPerWarp && *tiles.blockM % *tiles.rowsPerWarp)
     tiles.rowsPerWarp = 16; // an explicit Br the default rows-per-warp does not divide
   // The chip is left to convert-tgpu-to-nvvm, whose message names it.

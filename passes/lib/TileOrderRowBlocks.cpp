@@ -73,8 +73,8 @@ struct TileOrderRowBlocksPass
     FailureOr<TileConfig> config = tile::configForPass(fn, TileConfig());
     if (failed(config))
       return signalPassFailure();
-    bool grouped = forceGrouped || config->groupedRows.value_or(false);
-    if (!force && !grouped && !config->descendingRows.value_or(false))
+    bool grouped = forceGrouped || config->rowOrder == RowOrder::Grouped;
+    if (!force && !grouped && !config->longestFirst())
       return;
     bool failed = false;
     fn.walk([&](scf::ForallOp grid) {

@@ -494,7 +494,7 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
              int(c.rowsPerWarp != d.rowsPerWarp) + int(c.mma != d.mma) +
              int(c.qOperand != d.qOperand) + int(c.copyIssue != d.copyIssue) +
              int(c.stages != d.stages) + int(c.ctasPerSm != d.ctasPerSm) +
-             int(inDefaultRowOrder(c, d).descendingRows != d.descendingRows);
+             int(inDefaultRowOrder(c, d).longestFirst() != d.longestFirst());
     };
     // The default and its measured neighbours (Candidate::nearDefault) before all of them.
     std::vector<Slot *> order;

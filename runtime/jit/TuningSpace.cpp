@@ -197,8 +197,8 @@ std::vector<int64_t> jit::keySplitCandidates(int64_t programs, int64_t slots, in
 }
 
 TileConfig jit::inDefaultRowOrder(TileConfig config, const TileConfig &defaults) {
-  if (!config.descendingRows)
-    config.descendingRows = defaults.descendingRows;
+  if (!config.rowOrder)
+    config.rowOrder = defaults.rowOrder;
   return config;
 }
 
@@ -228,7 +228,7 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
     space.push_back(c);
   };
   TileConfig reversed = defaults;
-  reversed.descendingRows = !defaults.descendingRows.value_or(false);
+  reversed.rowOrder = defaults.longestFirst() ? RowOrder::Ascending : RowOrder::Descending;
   addVariant(reversed);
   // A split default prefetching its value blocks (splitKvTileConfig), without: the enumerated
   // candidates leave the field to that default, so only this one waits for each value block
@@ -270,11 +270,10 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
     // longest-first default with one tile a CTA (causal from d192) gets the paired form of its
     // persistent toggle too: persistence lost there at 1k in the serpentine order, which the
     // pairing's L2 reuse may not.
-    if (defaults.descendingRows == true && defaults.pairedRows != true &&
-        defaults.groupedRows != true) {
+    if (defaults.rowOrder == RowOrder::Descending) {
       TileConfig paired = defaults;
       paired.persistent = true;
-      paired.pairedRows = true;
+      paired.rowOrder = RowOrder::Paired;
       addVariant(paired);
     }
     // The key block the default would take under the other kind of mask, where the two differ

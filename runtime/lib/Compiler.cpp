@@ -169,7 +169,10 @@ static llvm::Expected<TileConfig> backwardTileConfig(const TileConfig &requested
   TileConfig forwardOnly = requested;
   forwardOnly.blockM = forwardOnly.blockN = forwardOnly.rowsPerWarp = std::nullopt;
   forwardOnly.mma = std::nullopt;
-  forwardOnly.descendingRows = std::nullopt;
+  // The dQ grid runs ascending or descending; grouped and paired order a forward kernel's
+  // programs (its one-tile-per-CTA grid, its persistent tile loop).
+  if (forwardOnly.rowOrder == RowOrder::Ascending || forwardOnly.rowOrder == RowOrder::Descending)
+    forwardOnly.rowOrder = std::nullopt;
   if (!forwardOnly.empty())
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
@@ -177,7 +180,7 @@ static llvm::Expected<TileConfig> backwardTileConfig(const TileConfig &requested
             forwardOnly.print() + " configures the forward kernel");
   TileConfig config;
   // The dQ grid's row blocks last first (tile-order-row-blocks).
-  config.descendingRows = requested.descendingRows;
+  config.rowOrder = requested.rowOrder;
   config.rowsPerWarp = requested.rowsPerWarp.value_or(16);
   config.mma = requested.mma.value_or(chip == "sm_90a" ? MmaKind::Wgmma : MmaKind::Sync);
   config.blockM = requested.blockM ? requested.blockM : requested.blockN;

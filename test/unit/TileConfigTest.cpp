@@ -578,15 +578,13 @@ func.func @rows(%s: tensor<?x?x?x?xf32>) -> tensor<?x?x?x?xf32> {
 TEST(TileConfig, UnequalRowBlocksRunLastFirstByDefault) {
   for (int64_t d : {64, 128, 256}) {
     SCOPED_TRACE("d" + std::to_string(d));
-    EXPECT_EQ(defaultTileConfig(d, "sm_90a", KeyLayout::Tensors, 0, true).descendingRows, true);
-    EXPECT_EQ(defaultTileConfig(d, "sm_90a", KeyLayout::Tensors, 0, false).descendingRows,
+    EXPECT_EQ(defaultTileConfig(d, "sm_90a", KeyLayout::Tensors, 0, true).rowOrder,
+              RowOrder::Descending);
+    EXPECT_EQ(defaultTileConfig(d, "sm_90a", KeyLayout::Tensors, 0, false).rowOrder, std::nullopt);
+    EXPECT_EQ(defaultTileConfig(d, "sm_90a", KeyLayout::PackedRows, 0, true).rowOrder,
               std::nullopt);
-    EXPECT_EQ(defaultTileConfig(d, "sm_90a", KeyLayout::PackedRows, 0, true).descendingRows,
-              std::nullopt);
-    EXPECT_EQ(defaultTileConfig(d, "sm_90a", KeyLayout::Gathered, 0, true).descendingRows,
-              std::nullopt);
-    EXPECT_EQ(defaultTileConfig(d, "sm_80", KeyLayout::Tensors, 0, true).descendingRows,
-              std::nullopt);
+    EXPECT_EQ(defaultTileConfig(d, "sm_90a", KeyLayout::Gathered, 0, true).rowOrder, std::nullopt);
+    EXPECT_EQ(defaultTileConfig(d, "sm_80", KeyLayout::Tensors, 0, true).rowOrder, std::nullopt);
   }
   auto resolved = [](llvm::StringRef text, bool unequal, KeyLayout keys = KeyLayout::Tensors) {
     auto c = resolveTileConfig(parsed(text), 128, "sm_90a", keys, 0, unequal);
@@ -596,27 +594,27 @@ TEST(TileConfig, UnequalRowBlocksRunLastFirstByDefault) {
     }
     return *c;
   };
-  EXPECT_EQ(resolved("", true).descendingRows, true);
-  EXPECT_EQ(resolved("", false).descendingRows, std::nullopt);
-  EXPECT_EQ(resolved("", true, KeyLayout::PackedRows).descendingRows, std::nullopt);
+  EXPECT_EQ(resolved("", true).rowOrder, RowOrder::Descending);
+  EXPECT_EQ(resolved("", false).rowOrder, std::nullopt);
+  EXPECT_EQ(resolved("", true, KeyLayout::PackedRows).rowOrder, std::nullopt);
   // Without warp roles (which resolveTileConfig asks of the defaults as gathered keys) the
   // kernel's keys are still tensors.
-  EXPECT_EQ(resolved("warp_specialize=false", true).descendingRows, true);
-  EXPECT_EQ(resolved("pack_gqa=true", true).descendingRows, true);
-  EXPECT_EQ(resolved("mma=sync", true).descendingRows, std::nullopt);
+  EXPECT_EQ(resolved("warp_specialize=false", true).rowOrder, RowOrder::Descending);
+  EXPECT_EQ(resolved("pack_gqa=true", true).rowOrder, RowOrder::Descending);
+  EXPECT_EQ(resolved("mma=sync", true).rowOrder, std::nullopt);
   // A persistent kernel's tile loop takes the row order: longest first across heads.
-  EXPECT_EQ(resolved("persistent=true", true).descendingRows, true);
-  EXPECT_EQ(resolved("persistent=true", false).descendingRows, std::nullopt);
-  EXPECT_EQ(resolved("persistent=true,row_order=ascending", true).descendingRows, false);
-  EXPECT_EQ(resolved("row_order=ascending", true).descendingRows, false);
-  EXPECT_EQ(resolved("row_order=descending", false).descendingRows, true);
+  EXPECT_EQ(resolved("persistent=true", true).rowOrder, RowOrder::Descending);
+  EXPECT_EQ(resolved("persistent=true", false).rowOrder, std::nullopt);
+  EXPECT_EQ(resolved("persistent=true,row_order=ascending", true).rowOrder, RowOrder::Ascending);
+  EXPECT_EQ(resolved("row_order=ascending", true).rowOrder, RowOrder::Ascending);
+  EXPECT_EQ(resolved("row_order=descending", false).rowOrder, RowOrder::Descending);
   // The rest of the configuration is the one without the fact, but for the key block (d128
   // causal: 128 with Q in shared memory, where the full mask takes 176) and persistence, which
   // follows the row order.
   TileConfig reversed = resolved("", true), plain = resolved("", false);
   EXPECT_EQ(reversed.blockN, 128);
   EXPECT_EQ(plain.blockN, 176);
-  reversed.descendingRows = std::nullopt;
+  reversed.rowOrder = std::nullopt;
   reversed.blockN = plain.blockN;
   EXPECT_EQ(reversed, plain);
 }
@@ -626,8 +624,8 @@ TEST(TileConfig, UnequalRowBlocksRunLastFirstByDefault) {
 /// tiles (and takes the persistent default away), and names its values when misspelt.
 TEST(TileConfig, GroupedRowOrder) {
   TileConfig grouped = parsed("row_order=grouped");
-  EXPECT_EQ(grouped.descendingRows, true);
-  EXPECT_EQ(grouped.groupedRows, true);
+  EXPECT_EQ(grouped.rowOrder, RowOrder::Grouped);
+  EXPECT_TRUE(grouped.longestFirst());
   EXPECT_EQ(grouped.print(), "row_order=grouped");
   EXPECT_EQ(parsed(grouped.print()), grouped);
   TileConfig descending = parsed("row_order=descending");
@@ -645,7 +643,7 @@ TEST(TileConfig, GroupedRowOrder) {
                                   /*regionRegisters=*/0, /*rowBlocksUnequal=*/true);
   ASSERT_TRUE(bool(causal)) << llvm::toString(causal.takeError());
   EXPECT_NE(causal->persistent, true);
-  EXPECT_EQ(causal->groupedRows, true);
+  EXPECT_EQ(causal->rowOrder, RowOrder::Grouped);
   auto refused = resolveTileConfig(parsed("row_order=grouped,persistent=true"), 128, "sm_90a");
   ASSERT_FALSE(bool(refused));
   EXPECT_NE(llvm::toString(refused.takeError()).find("row_order=grouped orders a one-tile-per-CTA"),
@@ -657,9 +655,8 @@ TEST(TileConfig, GroupedRowOrder) {
 /// row_order, asks for persistence where nothing else is said, and refuses a one-tile grid.
 TEST(TileConfig, PairedRowOrder) {
   TileConfig paired = parsed("row_order=paired");
-  EXPECT_EQ(paired.descendingRows, true);
-  EXPECT_EQ(paired.pairedRows, true);
-  EXPECT_EQ(paired.groupedRows, std::nullopt);
+  EXPECT_EQ(paired.rowOrder, RowOrder::Paired);
+  EXPECT_TRUE(paired.longestFirst());
   EXPECT_EQ(paired.print(), "row_order=paired");
   EXPECT_EQ(parsed(paired.print()), paired);
   TileConfig descending = parsed("row_order=descending");
@@ -676,7 +673,7 @@ TEST(TileConfig, PairedRowOrder) {
                                   /*regionRegisters=*/0, /*rowBlocksUnequal=*/true);
   ASSERT_TRUE(bool(causal)) << llvm::toString(causal.takeError());
   EXPECT_EQ(causal->persistent, true);
-  EXPECT_EQ(causal->pairedRows, true);
+  EXPECT_EQ(causal->rowOrder, RowOrder::Paired);
   EXPECT_EQ(parsed(causal->print()), *causal);
   // d192 full on sm_90a (one tile a CTA by default): paired asks for persistence.
   auto full = resolveTileConfig(paired, 192, "sm_90a", KeyLayout::Tensors,

@@ -375,7 +375,7 @@ TEST(AutotunerGpu, TunesCausalAndTheRuntimeReusesTheDatabase) {
   EXPECT_GE(timed, 2);
   // The default's grid reversed (row_order=descending) is one more candidate, timed like any.
   EXPECT_TRUE(llvm::any_of(report->candidates, [](const CandidateReport &c) {
-    return c.config.descendingRows == true && c.medianMs > 0;
+    return c.config.rowOrder == RowOrder::Descending && c.medianMs > 0;
   }));
 
   // Stored, a runtime in Cached mode takes it without tuning.

@@ -32,7 +32,7 @@ TEST(TuningSpace, EveryCandidateIsCompleteConsistentAndDistinct) {
     // persistence is no axis: addDefaultCandidates adds the persistent default.)
     TileConfig defaults = defaultTileConfig(128, chip, KeyLayout::Tensors, 0,
                                             /*rowBlocksUnequal=*/true);
-    defaults.descendingRows = std::nullopt;
+    defaults.rowOrder = std::nullopt;
     defaults.persistent = std::nullopt;
     // Candidates say whether they are warp-specialized; the default may leave it to the chip.
     defaults.warpSpecialize = defaults.warpSpecialize.value_or(false);
@@ -280,10 +280,10 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
       return llvm::count_if(space, [&](const Candidate &c) { return c.config == config; });
     };
     TileConfig reversed = defaults;
-    reversed.descendingRows = !defaults.descendingRows.value_or(false);
+    reversed.rowOrder = defaults.longestFirst() ? RowOrder::Ascending : RowOrder::Descending;
     EXPECT_EQ(count(defaults), 1);
     EXPECT_EQ(count(reversed), 1);
-    EXPECT_EQ(reversed.descendingRows, !unequalRows);
+    EXPECT_EQ(reversed.rowOrder, unequalRows ? RowOrder::Ascending : RowOrder::Descending);
     // The default's kernel once: under its own spelling only.
     EXPECT_EQ(llvm::count_if(space,
                              [&](const Candidate &c) {
@@ -301,8 +301,8 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
     // A persistent longest-first default (the causal one) with its tiles paired, once; the
     // ascending default has no such variant.
     TileConfig paired = defaults;
-    paired.pairedRows = true;
-    bool pairable = defaults.persistent == true && defaults.descendingRows == true;
+    paired.rowOrder = RowOrder::Paired;
+    bool pairable = defaults.persistent == true && defaults.rowOrder == RowOrder::Descending;
     EXPECT_EQ(pairable, unequalRows);
     EXPECT_EQ(count(paired), pairable ? 1 : 0);
     // A default holding Q in registers would add its persistent form with Q in shared memory;
@@ -335,10 +335,10 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
   addDefaultCandidates(space, persistent, 128, "sm_90a");
   ASSERT_EQ(space.size(), 5u);
   EXPECT_EQ(space[0].config, persistent);
-  EXPECT_EQ(space[1].config.descendingRows, true);
+  EXPECT_EQ(space[1].config.rowOrder, RowOrder::Descending);
   EXPECT_EQ(space[1].config.persistent, true);
   EXPECT_EQ(space[2].config.persistent, false);
-  EXPECT_EQ(space[2].config.descendingRows, persistent.descendingRows);
+  EXPECT_EQ(space[2].config.rowOrder, persistent.rowOrder);
   EXPECT_EQ(space[3].config.pingpong, true);
   EXPECT_EQ(space[3].config.persistent, true);
   EXPECT_EQ(space[4].config.qOperand, QOperand::Shared);
@@ -362,14 +362,14 @@ TEST(TuningSpace, OneTileCausalDefaultGetsPairedPersistentForm) {
   TileConfig defaults = defaultTileConfig(192, "sm_90a", KeyLayout::Tensors, 0,
                                           /*rowBlocksUnequal=*/true);
   ASSERT_EQ(defaults.warpSpecialize, true);
-  ASSERT_EQ(defaults.descendingRows, true);
+  ASSERT_EQ(defaults.rowOrder, RowOrder::Descending);
   ASSERT_NE(defaults.persistent, true);
   std::vector<Candidate> space;
   addDefaultCandidates(space, defaults, 192, "sm_90a");
   TileConfig serpentine = defaults, paired = defaults;
   serpentine.persistent = true;
   paired.persistent = true;
-  paired.pairedRows = true;
+  paired.rowOrder = RowOrder::Paired;
   for (const TileConfig &near : {serpentine, paired})
     EXPECT_EQ(llvm::count_if(space,
                              [&](const Candidate &c) {

@@ -621,8 +621,8 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
   opts.blockM = br;
   opts.blockN = bc;
   opts.instrument = true;
-  opts.descendingRows = tiles.descendingRows.value_or(false);
-  opts.groupedRows = tiles.groupedRows.value_or(false);
+  opts.descendingRows = tiles.longestFirst();
+  opts.groupedRows = tiles.rowOrder == RowOrder::Grouped;
   // The split kernel packed as the GPU compiles it (splitKvTileConfig's pack_gqa).
   opts.splitKv = runSplitKv;
   opts.packGqa = runSplitKv && splitKvTileConfig(0, "").packGqa.value_or(false);
@@ -806,7 +806,7 @@ static int runBackwardOnCpu(const std::string &text, const std::string &bufferNa
   opts.blockN = bc;
   opts.deterministic = runDeterministic;
   opts.instrument = true;
-  opts.descendingRows = tiles.descendingRows.value_or(false);
+  opts.descendingRows = tiles.longestFirst();
   auto t0 = std::chrono::steady_clock::now();
   auto kernel = CpuBackwardKernel::compile(text, bufferName, opts);
   if (!kernel) {
@@ -891,7 +891,7 @@ static int runBackwardOnGpu(const std::string &text, const std::string &bufferNa
   // the backward's (Br = Bc), which takes its own fields of the whole configuration.
   TileConfig tiles = cantFail(runTileConfig());
   opts.tiles = cantFail(TileConfig::parse(runConfig));
-  opts.tiles.descendingRows = tiles.descendingRows;
+  opts.tiles.rowOrder = tiles.rowOrder;
   auto t0 = std::chrono::steady_clock::now();
   auto forwardPtx = compileToPTX(text, bufferName, opts);
   if (!forwardPtx) {
@@ -904,7 +904,9 @@ static int runBackwardOnGpu(const std::string &text, const std::string &bufferNa
   backwardOpts.tiles.blockN = tiles.blockN;
   backwardOpts.tiles.rowsPerWarp = tiles.rowsPerWarp;
   backwardOpts.tiles.mma = tiles.mma;
-  backwardOpts.tiles.descendingRows = tiles.descendingRows;
+  // The dQ grid takes the order's direction: grouped and paired order the forward's programs.
+  if (tiles.rowOrder)
+    backwardOpts.tiles.rowOrder = tiles.longestFirst() ? RowOrder::Descending : RowOrder::Ascending;
   backwardOpts.deterministic = runDeterministic;
   auto backwardPtx = compileBackwardToPTX(text, bufferName, backwardOpts);
   if (!backwardPtx) {

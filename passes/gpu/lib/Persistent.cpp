@@ -112,9 +112,9 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
                        "row block)");
       return signalPassFailure();
     }
-    TileOrder order = !config->descendingRows.value_or(false) ? TileOrder::HeadMajor
-                      : config->pairedRows.value_or(false)    ? TileOrder::Paired
-                                                               : TileOrder::Serpentine;
+    TileOrder order = config->rowOrder == RowOrder::Paired ? TileOrder::Paired
+                      : config->longestFirst()             ? TileOrder::Serpentine
+                                                           : TileOrder::HeadMajor;
     loopOverTiles(grids.front(), order);
   }
 

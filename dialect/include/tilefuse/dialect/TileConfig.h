@@ -16,11 +16,12 @@
 // and, where set, warp_specialize=true|false (the producer/consumer kernel; unset: the head
 // dimension's default), softmax_overlap=true|false (a warp-specialized kernel's rotated key loop),
 // pingpong=true|false (its consumer warpgroups taking turns), persistent=true|false (its CTAs
-// looping over tiles), row_order=ascending|descending|grouped (the order of a grid's row blocks) and
-// q_tma=true|false (a warp-specialized shared Q loaded by the producer's TMA or copied by the
-// consumers; unset: TMA where it applies), prefetch_values=true|false (the cp.async kernel's
-// value blocks in a ring as deep as its key blocks') and ctas_per_sm=N (the register budget: not part of a complete
-// configuration, whose kernels get no budget beyond the hardware's).
+// looping over tiles), row_order=ascending|descending|grouped|paired (RowOrder: the order of a
+// grid's row blocks) and q_tma=true|false (a warp-specialized shared Q loaded by the producer's
+// TMA or copied by the consumers; unset: TMA where it applies), prefetch_values=true|false (the
+// cp.async kernel's value blocks in a ring as deep as its key blocks') and ctas_per_sm=N (the
+// register budget: not part of a complete configuration, whose kernels get no budget beyond the
+// hardware's).
 //
 // A field may be unset ("the tuned default": defaultTileConfig for the head dimension and chip);
 // print() leaves unset fields out, so "" is the all-default configuration. parse() also takes the
@@ -50,10 +51,38 @@ enum class QOperand { Registers, Shared };
 /// When key/value copies into a buffer with pending readers start: eager (barrier, then copy) or
 /// at the next barrier (one barrier fewer per block).
 enum class CopyIssue { Eager, AtBarrier };
+/// The order in which a kernel's row blocks run: its grid's programs (tile-order-row-blocks), or
+/// a persistent kernel's tiles (tgpu-persistent).
+enum class RowOrder {
+  /// Row block 0 first, as the grid lists them; a persistent kernel's tile loop runs a head's
+  /// row blocks together.
+  Ascending,
+  /// Last first (tile-order-row-blocks): the program with block index x takes row block
+  /// R - 1 - x, so the GPU, which starts CTAs in index order, starts each head's last row blocks
+  /// first. Under a causal mask those have the most key blocks, and the short ones then fill
+  /// the tail of the launch. A persistent kernel's tile loop (tgpu-persistent) runs every
+  /// head's last row block before any second-to-last one.
+  Descending,
+  /// Descending within L2-sized groups (tile-order-row-blocks; a one-tile-per-CTA grid): the
+  /// launch order visits the (batch, head) pairs in groups whose K and V fit in L2 together,
+  /// and within a group every pair's last row block before any pair's second-to-last
+  /// (FlashAttention-3's single-tile longest-first scheduler). Under a causal mask row block r
+  /// costs the same r + 1 key blocks in every pair, so each group runs longest first, while
+  /// the CTAs in flight read the K and V of one group.
+  Grouped,
+  /// Descending row blocks dealt in twos (tgpu-persistent; a persistent kernel's tile loop):
+  /// each (batch, head) pair's row blocks in the sequence R - 1, 0, R - 2, 1, ... (alternate
+  /// pairs reversed where R is odd), dealt to the programs two at a time, so a program's
+  /// consecutive tiles are row blocks i and R - 1 - i of one pair. Under a causal mask those
+  /// cost R + 1 key blocks together whatever i is: every program gets equal work, and the
+  /// programs in flight cover a few pairs head by head, whose K and V stay in L2.
+  Paired,
+};
 
 llvm::StringRef mmaKindName(MmaKind kind);
 llvm::StringRef qOperandName(QOperand operand);
 llvm::StringRef copyIssueName(CopyIssue issue);
+llvm::StringRef rowOrderName(RowOrder order);
 
 struct TileConfig {
   std::optional<int64_t> blockM;      ///< Br: rows of Q per program, multiple of 16, <= 256
@@ -99,31 +128,10 @@ struct TileConfig {
   /// (and outside isComplete): off; resolved, on where the producer loads Q with TMA, the row
   /// blocks are equal work and the regions take no registers (defaultTileConfig).
   std::optional<bool> persistent;
-  /// The row blocks of the forward's grid in descending order (tile-order-row-blocks): the
-  /// program with block index x takes row block R - 1 - x, so the GPU, which starts CTAs in
-  /// index order, starts each head's last row blocks first. Under a causal mask those have the
-  /// most key blocks, and the short ones then fill the tail of the launch. With persistent=true
-  /// it orders the tile loop (tgpu-persistent): descending runs every head's last row block
-  /// before any second-to-last one, else a head's row blocks run together. Unset (and outside
-  /// isComplete):
-  /// the kernel's default, descending where its mask compares rows with columns on sm_90a for
-  /// padded batches (defaultTileConfig's rowBlocksUnequal), else ascending.
-  std::optional<bool> descendingRows;
-  /// row_order=grouped (tile-order-row-blocks; with descendingRows, on a one-tile-per-CTA
-  /// grid): the launch order visits the (batch, head) pairs in groups whose K and V fit in L2
-  /// together, and within a group every pair's last row block before any pair's second-to-last
-  /// (FlashAttention-3's single-tile longest-first scheduler). Under a causal mask row block r
-  /// costs the same r + 1 key blocks in every pair, so each group runs longest first, while
-  /// the CTAs in flight read the K and V of one group. Unset: the head-by-head order.
-  std::optional<bool> groupedRows;
-  /// row_order=paired (tgpu-persistent; with descendingRows, on a persistent kernel's tile
-  /// loop): each (batch, head) pair's row blocks in the sequence R - 1, 0, R - 2, 1, ...
-  /// (alternate pairs reversed where R is odd), dealt to the programs two at a time, so a
-  /// program's consecutive tiles are row blocks i and R - 1 - i of one pair. Under a causal
-  /// mask those cost R + 1 key blocks together whatever i is: every program gets equal work,
-  /// and the programs in flight cover a few pairs head by head, whose K and V stay in L2.
-  /// Unset: descending deals every pair's last row block before any second-to-last one.
-  std::optional<bool> pairedRows;
+  /// The order of the row blocks (RowOrder). Unset (and outside isComplete): the kernel's
+  /// default, descending where its mask compares rows with columns on sm_90a for padded batches
+  /// (defaultTileConfig's rowBlocksUnequal), else ascending.
+  std::optional<RowOrder> rowOrder;
   /// Q by TMA (tgpu-warp-specialize; warp-specialized kernels with Q in shared memory): the
   /// producer loads each tile's Q through the launch ABI's q_map into a one-stage channel, or,
   /// false, the consumers copy it with cp.async (the kernel before this step, kept for the
@@ -179,6 +187,9 @@ struct TileConfig {
   bool storesOWithTma(bool packed, bool splitKv) const {
     return oTma.value_or(false) && loadsQWithTma(packed) && !splitKv;
   }
+  /// Whether the last row blocks run first (the longest, under a causal mask): descending, and
+  /// the grouped and paired orders, which deal the descending row blocks in their own way.
+  bool longestFirst() const { return rowOrder && *rowOrder != RowOrder::Ascending; }
   /// Threads of the producer warpgroup (warp_specialize) or 0.
   int64_t producerThreads() const { return warpSpecialize.value_or(false) ? 128 : 0; }
   /// Registers a producer thread keeps (setmaxnreg); the rest go to the consumers. It only

@@ -19,6 +19,8 @@ using tilefuse::mmaKindName;
 using tilefuse::QOperand;
 using tilefuse::qOperandName;
 using tilefuse::resolveTileConfig;
+using tilefuse::RowOrder;
+using tilefuse::rowOrderName;
 using tilefuse::TileConfig;
 } // namespace tilefuse::runtime
 
