@@ -156,8 +156,10 @@ static cl::opt<std::string> cConfig(
     cl::desc("Comma-separated KEY=VALUE settings that override the options above: Br or block_m, "
              "Bc or block_n, D or head_dim, dtype, and the tile configuration's keys (mma, q, "
              "stages, pack_gqa, warp_specialize=true|false, softmax_overlap=true|false, "
-             "pingpong=true|false, persistent=true|false, row_order=ascending|descending|grouped, "
-             "q_tma=true|false, o_tma=true|false, prefetch_values=true|false, ctas_per_sm; e.g. --config Br=128,Bc=64 or --config warp_specialize=false)"),
+             "pingpong=true|false, persistent=true|false, "
+             "row_order=ascending|descending|grouped|paired, q_tma=true|false, o_tma=true|false, "
+             "prefetch_values=true|false, ctas_per_sm; e.g. --config Br=128,Bc=64 or --config "
+             "warp_specialize=false)"),
     cl::init(""), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<std::string> cEmit("emit",
                                   cl::desc("What to write: ptx (+ .json), cubin (+ .json, needs "
