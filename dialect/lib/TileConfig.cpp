@@ -46,7 +46,7 @@ bool TileConfig::isComplete() const {
 bool TileConfig::empty() const {
   return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue && !stages &&
          !packGqa && !ctasPerSm && !warpSpecialize && !softmaxOverlap && !pingpong && !persistent &&
-         !rowOrder && !qTma && !prefetchValues && !oTma;
+         !rowOrder && !qTma && !prefetchValues && !oTma && !overlapTiles;
 }
 
 bool TileConfig::operator==(const TileConfig &other) const {
@@ -56,7 +56,8 @@ bool TileConfig::operator==(const TileConfig &other) const {
          warpSpecialize == other.warpSpecialize && softmaxOverlap == other.softmaxOverlap &&
          pingpong == other.pingpong && persistent == other.persistent &&
          rowOrder == other.rowOrder && qTma == other.qTma &&
-         prefetchValues == other.prefetchValues && oTma == other.oTma;
+         prefetchValues == other.prefetchValues && oTma == other.oTma &&
+         overlapTiles == other.overlapTiles;
 }
 
 llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
@@ -64,7 +65,7 @@ llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
                             config.qOperand, config.copyIssue, config.stages, config.packGqa,
                             config.ctasPerSm, config.warpSpecialize, config.softmaxOverlap,
                             config.pingpong, config.persistent, config.rowOrder, config.qTma,
-                            config.prefetchValues, config.oTma);
+                            config.prefetchValues, config.oTma, config.overlapTiles);
 }
 
 std::string TileConfig::print() const {
@@ -103,6 +104,8 @@ std::string TileConfig::print() const {
     items.push_back(*oTma ? "o_tma=true" : "o_tma=false");
   if (ctasPerSm)
     items.push_back("ctas_per_sm=" + std::to_string(*ctasPerSm));
+  if (overlapTiles)
+    items.push_back(*overlapTiles ? "overlap_tiles=true" : "overlap_tiles=false");
   return llvm::join(items, ",");
 }
 
@@ -167,10 +170,12 @@ llvm::Error TileConfig::set(llvm::StringRef key, llvm::StringRef value) {
     return choice(prefetchValues, false, "false", true, "true");
   if (key == "o_tma" || key == "o-tma")
     return choice(oTma, false, "false", true, "true");
+  if (key == "overlap_tiles" || key == "overlap-tiles")
+    return choice(overlapTiles, false, "false", true, "true");
   return fail("unknown setting '" + key +
               "' (Br, Bc, rows_per_warp, mma, q, copy_issue, stages, pack_gqa, ctas_per_sm, "
               "warp_specialize, softmax_overlap, pingpong, persistent, row_order, q_tma, "
-              "prefetch_values, o_tma)");
+              "prefetch_values, o_tma, overlap_tiles)");
 }
 
 llvm::Expected<TileConfig> TileConfig::parse(llvm::StringRef text) {
@@ -223,6 +228,8 @@ TileConfig TileConfig::overriddenBy(const TileConfig &other) const {
     out.prefetchValues = other.prefetchValues;
   if (other.oTma)
     out.oTma = other.oTma;
+  if (other.overlapTiles)
+    out.overlapTiles = other.overlapTiles;
   return out;
 }
 
@@ -280,6 +287,15 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   if (oTma == true && (!warpSpecialize.value_or(false) || qOperand != QOperand::Shared ||
                        qTma == false))
     return fail("o_tma=true needs warp_specialize=true, q=shared and Q by TMA (q_tma)");
+  // The next tile's first key block runs the previous tile's last P·V beside its softmax: the
+  // rotated key loop of a persistent consumer. StoreOutputByTma moves the epilogue's stores
+  // into a shared buffer the overlap does not carry; ping-pong orders the GEMMs by turns.
+  if (overlapTiles == true &&
+      (!warpSpecialize.value_or(false) || softmaxOverlap != true || persistent != true))
+    return fail("overlap_tiles=true needs warp_specialize=true, softmax_overlap=true and "
+                "persistent=true");
+  if (overlapTiles == true && (pingpong == true || oTma == true))
+    return fail("overlap_tiles=true does not go with pingpong=true or o_tma=true");
   // The grouped order permutes a one-tile-per-CTA grid's programs; a persistent kernel's tile
   // loop has an order of its own (tgpu-persistent).
   if (rowOrder == RowOrder::Grouped && persistent == true)

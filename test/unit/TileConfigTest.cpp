@@ -354,6 +354,48 @@ TEST(TileConfig, OutputTmaSwitch) {
             std::string::npos);
 }
 
+/// Tile boundaries overlapped (overlap_tiles) are asked for, never a default: they key a kernel
+/// of their own, print last (the printed configurations before them unchanged), and are refused
+/// without a persistent rotated warp-specialized consumer, or beside ping-pong or O by TMA.
+TEST(TileConfig, OverlapTilesSwitch) {
+  auto plain = resolveTileConfig(parsed("persistent=true"), 128, "sm_90a");
+  ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
+  EXPECT_FALSE(plain->overlapTiles);
+  EXPECT_EQ(plain->print().find("overlap_tiles"), std::string::npos);
+  auto overlapped = resolveTileConfig(parsed("persistent=true,overlap_tiles=true"), 128, "sm_90a");
+  ASSERT_TRUE(bool(overlapped)) << llvm::toString(overlapped.takeError());
+  EXPECT_EQ(overlapped->overlapTiles, true);
+  EXPECT_EQ(parsed(overlapped->print()), *overlapped);
+  EXPECT_EQ(overlapped->print(), plain->print() + ",overlap_tiles=true");
+  EXPECT_NE(hash_value(*overlapped), hash_value(*plain));
+  EXPECT_NE(*overlapped, *plain);
+  EXPECT_EQ(plain->overriddenBy(parsed("overlap_tiles=true")).overlapTiles, true);
+  EXPECT_FALSE(parsed("overlap_tiles=false").empty());
+  EXPECT_EQ(parsed("overlap-tiles=true").overlapTiles, true);
+  for (const char *bad :
+       {"overlap_tiles=true,persistent=false", "overlap_tiles=true,warp_specialize=false",
+        "overlap_tiles=true,persistent=true,softmax_overlap=false"}) {
+    auto config = resolveTileConfig(parsed(bad), 128, "sm_90a");
+    ASSERT_FALSE(bool(config)) << bad;
+    std::string message = llvm::toString(config.takeError());
+    EXPECT_NE(message.find("overlap_tiles=true needs warp_specialize=true, softmax_overlap=true "
+                           "and persistent=true"),
+              std::string::npos)
+        << bad << ": " << message;
+  }
+  for (const char *bad : {"overlap_tiles=true,persistent=true,pingpong=true",
+                          "overlap_tiles=true,persistent=true,o_tma=true"}) {
+    auto config = resolveTileConfig(parsed(bad), 128, "sm_90a");
+    ASSERT_FALSE(bool(config)) << bad;
+    std::string message = llvm::toString(config.takeError());
+    EXPECT_NE(message.find("overlap_tiles=true does not go with pingpong=true or o_tma=true"),
+              std::string::npos)
+        << bad << ": " << message;
+  }
+  EXPECT_NE(parseError("overlap_tiles=1").find("overlap_tiles must be false or true"),
+            std::string::npos);
+}
+
 /// Value blocks prefetched (prefetch_values) are the cp.async kernel's: asking for them rules
 /// out the warp-specialized default (d128), they round-trip and key the kernel, and beside warp
 /// roles they are refused; a deeper ring (stages=3) deepens the value ring too.

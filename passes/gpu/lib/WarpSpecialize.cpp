@@ -138,6 +138,7 @@ struct TGPUWarpSpecialize
     depth = config->stages.value_or(stages);
     queryByTma = config->qTma.value_or(true);
     ctasPerSm = config->ctasPerSm.value_or(1);
+    queryStages = config->overlapTiles.value_or(false) ? 2 : 1;
     if (depth < 2 || depth > 8) {
       kernel.emitError() << "tgpu-warp-specialize: stages must be 2 to 8, not " << depth;
       return signalPassFailure();
@@ -147,6 +148,8 @@ struct TGPUWarpSpecialize
   }
 
   int64_t depth = 2, ctasPerSm = 1;
+  /// Q's ring depth: one, two under overlap_tiles=true.
+  int64_t queryStages = 1;
   /// A varlen kernel: K and V are packed, their rows offset by the copies' batch index.
   bool packed = false;
   /// Q's copy becomes the producer's TMA load (TileConfig::loadsQWithTma): not on a packed
@@ -265,7 +268,10 @@ struct TGPUWarpSpecialize
         Channel channel;
         channel.buffer = alloc;
         channel.view = view;
-        channel.stages = query ? 1 : depth;
+        // Q gets a second stage where the tile boundaries overlap (tgpu-overlap-tiles): the
+        // next tile's first Q·Kᵀ issues before this tile's Q is released, so its Q must
+        // already be in the other stage.
+        channel.stages = query ? queryStages : depth;
         channel.query = query;
         channels.push_back(channel);
       } else if (channels[it->second].view != view) {

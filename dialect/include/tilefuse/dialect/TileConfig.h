@@ -21,7 +21,8 @@
 // TMA or copied by the consumers; unset: TMA where it applies), prefetch_values=true|false (the
 // cp.async kernel's value blocks in a ring as deep as its key blocks') and ctas_per_sm=N (the
 // register budget: not part of a complete configuration, whose kernels get no budget beyond the
-// hardware's).
+// hardware's), then overlap_tiles=true|false (a persistent consumer's tile boundaries overlapped:
+// tgpu-overlap-tiles).
 //
 // A field may be unset ("the tuned default": defaultTileConfig for the head dimension and chip);
 // print() leaves unset fields out, so "" is the all-default configuration. parse() also takes the
@@ -151,6 +152,12 @@ struct TileConfig {
   /// accumulator fragments to global memory, so a persistent CTA's consumers leave the epilogue
   /// once the buffer is written. Unset (and outside isComplete): off.
   std::optional<bool> oTma;
+  /// Tile boundaries overlapped (tgpu-overlap-tiles; persistent, warp-specialized, rotated
+  /// kernels): each tile's last P·V and epilogue run inside the next tile's first key block,
+  /// beside its first softmax, so the tensor cores do not idle across the boundary. Q gets a
+  /// second stage (the next tile's Q is loaded while this one computes). Unset (and outside
+  /// isComplete): off.
+  std::optional<bool> overlapTiles;
 
   /// Every field set (ctasPerSm aside) (what compileToPTX compiles, what the tuner enumerates and stores).
   bool isComplete() const;
