@@ -42,7 +42,8 @@
 #              asc), FA2 and cuDNN, in one run (ABLATION_ARGS: the shapes; ablation.json)
 #   tests-persist  the persistent kernels (build-gpu/kernels-persist: d64 to d256, attention and
 #              causal; kernels-persist-qs: d128 with Q in shared memory; kernels-persist-paired:
-#              the same tiles dealt row_order=paired) against float64, then
+#              the same tiles dealt row_order=paired; kernels-overlap-tiles: d64 and d128
+#              with overlap_tiles=true) against float64, then
 #              memcheck, racecheck and synccheck on small cases
 #   tests-split  the split-KV kernels (build-gpu/kernels-split, or SPLIT_KERNELS=DIR) at several
 #              split counts, and memcheck, racecheck and synccheck on their small cases
@@ -198,12 +199,14 @@ for step in "${steps[@]}"; do
         --print-limit 20 "$tests" --gtest_brief=1 --gtest_filter='GpuAttention*'
       ;;
     tests-persist)
-      # Persistent kernels (build-gpu/kernels-persist, -persist-qs, -persist-paired): CTAs
+      # Persistent kernels (build-gpu/kernels-persist, -persist-qs, -persist-paired,
+      # -overlap-tiles: a tile's last P·V and epilogue in the next tile, Q in two stages): CTAs
       # looping over tiles, the rings' phases and Q's one-stage ring (loaded by TMA) carried
       # from tile to tile, in each deal (head by head, serpentine, paired).
       kernel_set_tests persist build-gpu/kernels-persist
       kernel_set_tests persist-qs build-gpu/kernels-persist-qs
       kernel_set_tests persist-paired build-gpu/kernels-persist-paired
+      kernel_set_tests overlap-tiles build-gpu/kernels-overlap-tiles
       run_sharded synccheck-persist env TILEFUSE_PTX_DIR=build-gpu/kernels-persist \
         TILEFUSE_GPU_SMALL=1 compute-sanitizer --tool synccheck --error-exitcode 1 \
         --print-limit 20 "$tests" --gtest_brief=1 --gtest_filter='GpuAttention*'

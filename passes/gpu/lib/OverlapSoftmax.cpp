@@ -31,6 +31,8 @@
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/gpu/Passes.h"
 
+#include "OverlapUtils.h"
+
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -52,6 +54,8 @@ namespace tilefuse::tgpu {
 using namespace mlir;
 using namespace tilefuse;
 using namespace tilefuse::tgpu;
+using tilefuse::tgpu::overlap::cloneAll;
+using tilefuse::tgpu::overlap::placeholder;
 
 namespace {
 
@@ -313,21 +317,6 @@ struct TGPUOverlapSoftmax
   // Rewriting
   //===--------------------------------------------------------------------===//
 
-  /// Clones `ops` at the builder with `map`; constants of the body they read are cloned too.
-  void cloneAll(OpBuilder &b, ArrayRef<Operation *> ops, IRMapping &map, Block *from) {
-    for (Operation *op : ops) {
-      op->walk([&](Operation *inner) {
-        for (Value v : inner->getOperands()) {
-          Operation *def = v.getDefiningOp();
-          if (def && def->getBlock() == from && !map.contains(v) &&
-              matchPattern(def, m_Constant()))
-            b.clone(*def, map);
-        }
-      });
-      b.clone(*op, map);
-    }
-  }
-
   /// The body's ops outside the P·V part, in order, split at the Q·Kᵀ wait.
   void restOf(BlockBody &body, SmallVector<Operation *> &upToScores,
               SmallVector<Operation *> &afterScoresWait) {
@@ -489,21 +478,6 @@ struct TGPUOverlapSoftmax
                            replacement.getResults().end());
     }
     return state;
-  }
-
-  /// A splat of `type` (the pending state before the first block: never read).
-  Value placeholder(OpBuilder &b, Location loc, Type type) {
-    if (auto tensor = dyn_cast<RankedTensorType>(type)) {
-      Type elt = tensor.getElementType();
-      Attribute zero = isa<FloatType>(elt) ? Attribute(b.getFloatAttr(elt, 0.0))
-                                           : Attribute(b.getIntegerAttr(elt, 0));
-      return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(tensor, zero));
-    }
-    if (isa<IndexType>(type))
-      return arith::ConstantIndexOp::create(b, loc, 0);
-    if (isa<FloatType>(type))
-      return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 0.0));
-    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, 0));
   }
 
   LogicalResult rewriteLoop() {

@@ -9,7 +9,8 @@
 //                   and its derived backward, tiled, to the LLVM dialect
 //   tile-to-ptx     tile-specialize{config}, the front end, tile-pipeline, the GPU-level passes
 //                   (tgpu-assign-layouts, tile-to-tgpu, tgpu-pipeline{config's stages},
-//                   tgpu-persistent, tgpu-warp-specialize, tgpu-overlap-softmax, tgpu-pingpong,
+//                   tgpu-persistent, tgpu-warp-specialize, tgpu-overlap-softmax,
+//                   tgpu-overlap-tiles, tgpu-pingpong,
 //                   tgpu-insert-barriers, tgpu-store-output-by-tma,
 //                   tgpu-allocate-shared-memory), convert-tgpu-to-nvvm and PTX generation
 //   tile-to-f64-reference-llvm
@@ -111,6 +112,8 @@ static void buildForwardToTGPU(OpPassManager &pm, const GpuPipelineOptions &opti
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUWarpSpecialize());
   // Their key loop rotated (softmax_overlap, on where warp-specialized).
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUOverlapSoftmax());
+  // A persistent consumer's tile boundaries overlapped (overlap_tiles).
+  pm.addNestedPass<func::FuncOp>(tgpu::createTGPUOverlapTiles());
   // Their consumer warpgroups taking turns at the tensor cores (pingpong).
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUPingPong());
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUInsertBarriers());

@@ -220,6 +220,28 @@ def TGPUOverlapSoftmax : Pass<"tgpu-overlap-softmax", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
 }
 
+def TGPUOverlapTiles : Pass<"tgpu-overlap-tiles", "mlir::func::FuncOp"> {
+  let summary = "Runs a persistent consumer's last P·V and epilogue of each tile inside the "
+                "next tile's first key block";
+  let description = [{
+    The tile boundary of a persistent, warp-specialized kernel whose key loop
+    tgpu-overlap-softmax rotated (overlap_tiles=true, or the `force` option): the first key
+    block of each tile is peeled off the key loop, and where the previous tile left a P·V
+    pending it issues this tile's first Q·Kᵀ, then that P·V, waits for Q·Kᵀ alone
+    (`pending 1`), runs the first softmax beside the P·V, then waits for it and runs the
+    previous tile's epilogue (O · 1/l and the stores). The tile loop carries the previous tile's
+    pending state, accumulator, row statistics and the coordinates its epilogue stores at;
+    after the tile loop the last tile's P·V and epilogue run. The Q ring has two stages under
+    overlap_tiles (tgpu-warp-specialize), so the next tile's Q is loaded while this one runs.
+    Runs right after tgpu-overlap-softmax.
+  }];
+  let options = [
+    Option<"force", "force", "bool", "false",
+           "Overlap even when the module's tile.config does not ask for it (lit tests)">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
+}
+
 def TGPUPingPong : Pass<"tgpu-pingpong", "mlir::func::FuncOp"> {
   let summary = "Makes a warp-specialized kernel's consumer warpgroups issue their GEMMs in turn";
   let description = [{
