@@ -511,11 +511,22 @@ static void warpSpecializedTiles(TileConfig &c, int64_t headDim, QOperand q,
 /// persistent producer kept 32 registers the tile loop's state spilled on top of the regions'
 /// (softcap at d64: 284 bytes, ptxas -v; none since). At d128 with Q loaded by TMA the causal
 /// tiles are persistent too: +6% at 1k and +9% at 4k, within 1% at 16k (twentieth session; at
-/// d192 and d256 persistence under a causal mask lost 3-13% at 1k, eighteenth session).
+/// d192 and d256 persistence under a causal mask lost 3-13% at 1k in the serpentine order,
+/// eighteenth session). Dealt paired (persistentRowOrder) the causal tiles are persistent from
+/// d128: against the one-tile grid, d192 and d256 +2-3% at 1k and +4-8% at 4k, -3-4% at 16k
+/// (H100, docs/perf.md, 2026-12-06), which brings every causal row from 4k over cuDNN there.
 static bool persistentByDefault(const TileConfig &c, int64_t headDim, KeyLayout keys,
                                 bool rowBlocksUnequal, int64_t regionRegisters) {
-  return (!rowBlocksUnequal || headDim == 128) && regionRegisters == 0 &&
+  return (!rowBlocksUnequal || headDim >= 128) && regionRegisters == 0 &&
          c.loadsQWithTma(/*packed=*/keys != KeyLayout::Tensors);
+}
+
+/// A persistent kernel's longest-first default dealt paired (tgpu-persistent): each program
+/// runs row blocks i and R - 1 - i of one (batch, head), head by head, so K and V come from L2
+/// where the serpentine deal read them from DRAM once per row block. Causal d128 against
+/// serpentine: +33% at 1k, +1.5% at 4k, -1.7% at 16k (H100, docs/perf.md, 2026-12-06).
+static std::optional<RowOrder> persistentRowOrder(std::optional<RowOrder> order) {
+  return order == RowOrder::Descending ? RowOrder::Paired : order;
 }
 
 TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, KeyLayout keys,
@@ -539,8 +550,10 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
       warpSpecializedTiles(c, headDim,
                            warpSpecializedQuery(headDim, keys, rowBlocksUnequal, regionRegisters),
                            regionRegisters, rowBlocksUnequal);
-      if (persistentByDefault(c, headDim, keys, rowBlocksUnequal, regionRegisters))
+      if (persistentByDefault(c, headDim, keys, rowBlocksUnequal, regionRegisters)) {
         c.persistent = true;
+        c.rowOrder = persistentRowOrder(c.rowOrder);
+      }
     } else if (regionRegisters > 0 && keys != KeyLayout::Gathered) {
       // Gathered (paged) keys keep their key block: its page-size constraints are their own.
       c.blockN = oneWarpgroupKeyBlock(headDim, *c.blockN, regionRegisters);
@@ -668,6 +681,10 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
                 persistentByDefault(tiles, headDim, keys, rowBlocksUnequal, regionRegisters)
             ? std::optional<bool>(true)
             : std::nullopt;
+  // The default row order of what turned out persistent; one-tile grids keep descending.
+  if (!requested.rowOrder)
+    tiles.rowOrder = tiles.persistent == true ? persistentRowOrder(base.rowOrder)
+                                              : base.rowOrder;
   if (!requested.rowsPerWarp && *tiles.blockM % *tiles.rowsPerWarp)
     tiles.rowsPerWarp = 16; // an explicit Br the default rows-per-warp does not divide
   // The chip is left to convert-tgpu-to-nvvm, whose message names it.

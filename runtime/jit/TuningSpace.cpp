@@ -245,6 +245,9 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
   if (defaults.warpSpecialize.value_or(false)) {
     TileConfig toggled = defaults;
     toggled.persistent = !defaults.persistent.value_or(false);
+    // A one-tile grid deals no pairs: it runs the paired default's row blocks longest first.
+    if (toggled.rowOrder == RowOrder::Paired)
+      toggled.rowOrder = RowOrder::Descending;
     addVariant(toggled);
     // Ping-pong the other way (two or more consumer warpgroups; verify refuses one): on the
     // rotated loop it measured +2-4% at 1k keys from d128 and -2-4% on some 4k and 16k rows
@@ -262,19 +265,20 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
       sharedQuery.persistent = true;
       addVariant(sharedQuery);
     }
-    // A persistent longest-first default (a causal-like mask) with its tiles paired instead:
-    // each program's tiles two by two, row blocks i and R - 1 - i of one (batch, head), head by
-    // head, for K and V reused from L2 (the serpentine order reads them from DRAM once per row
-    // block at 1k and 4k, docs/perf.md, 2026-12-04), at a balance that is exact per two but
-    // quantized by them (0.97 of perfect at 4k and 16k, where serpentine's is 1.00). A
-    // longest-first default with one tile a CTA (causal from d192) gets the paired form of its
-    // persistent toggle too: persistence lost there at 1k in the serpentine order, which the
-    // pairing's L2 reuse may not.
-    if (defaults.rowOrder == RowOrder::Descending) {
-      TileConfig paired = defaults;
-      paired.persistent = true;
-      paired.rowOrder = RowOrder::Paired;
-      addVariant(paired);
+    // The other deal of a persistent longest-first default (a causal-like mask): paired (each
+    // program's tiles two by two, row blocks i and R - 1 - i of one (batch, head), head by
+    // head, K and V reused from L2) or serpentine (every pair's last row block before any
+    // second-to-last one: a balance of 1.00 at 4k and 16k, where the twos quantize it to 0.97,
+    // but K and V read from DRAM once per row block at 1k and 4k). The paired default measured
+    // +33% at 1k and -1.7% at 16k against serpentine (causal d128, H100, docs/perf.md,
+    // 2026-12-06), so the length bucket picks. A longest-first default with one tile a CTA gets
+    // the paired form of its persistent toggle.
+    if (defaults.rowOrder == RowOrder::Descending || defaults.rowOrder == RowOrder::Paired) {
+      TileConfig otherDeal = defaults;
+      otherDeal.persistent = true;
+      otherDeal.rowOrder =
+          defaults.rowOrder == RowOrder::Paired ? RowOrder::Descending : RowOrder::Paired;
+      addVariant(otherDeal);
     }
     // The key block the default would take under the other kind of mask, where the two differ
     // (d128 with Q in shared memory: 176 for equal row blocks, 128 under a causal-like mask).

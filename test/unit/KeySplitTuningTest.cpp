@@ -267,7 +267,7 @@ TEST(AutotunerCandidates, WarpSpecializedPersistentForm) {
   EXPECT_EQ(form->persistent, true);
   EXPECT_EQ(form->blockM, 192);
   EXPECT_EQ(form->qOperand, QOperand::Shared);
-  EXPECT_EQ(form->rowOrder, RowOrder::Descending);
+  EXPECT_EQ(form->rowOrder, RowOrder::Paired); // persistent, so its longest-first tiles paired
   EXPECT_TRUE(form->isComplete());
   options.chip = "sm_80";
   EXPECT_FALSE(warpSpecializedForm(causal->text, causal->fileName, options));

@@ -272,8 +272,9 @@ TEST(TileConfig, PersistentWhereQueryLoadsByTma) {
   for (int64_t d : {64, 128, 192, 256}) {
     EXPECT_EQ(resolved("", d).persistent, true) << d;
     EXPECT_EQ(defaultTileConfig(d, "sm_90a").persistent, true) << d;
-    // Causal-like masks: persistent at d128 only, whose Q is in shared memory there too.
-    EXPECT_EQ(resolved("", d, /*unequal=*/true).persistent.value_or(false), d == 128) << d;
+    // Causal-like masks: persistent from d128, whose Q is in shared memory there too (the
+    // tiles paired); d64's causal default has one warpgroup.
+    EXPECT_EQ(resolved("", d, /*unequal=*/true).persistent.value_or(false), d >= 128) << d;
     EXPECT_FALSE(resolved("q_tma=false", d).persistent) << d;
     EXPECT_EQ(resolved("persistent=false", d).persistent, false) << d;
   }
@@ -615,13 +616,13 @@ func.func @rows(%s: tensor<?x?x?x?xf32>) -> tensor<?x?x?x?xf32> {
 }
 
 /// Kernels whose row blocks differ in work run them last first by default on sm_90a (padded
-/// batches, the measured case), persistent kernels' tile loops too; packed and gathered keys,
-/// mma.sync and an explicit row order keep theirs.
+/// batches, the measured case), persistent kernels' tile loops paired; packed and gathered
+/// keys, mma.sync and an explicit row order keep theirs.
 TEST(TileConfig, UnequalRowBlocksRunLastFirstByDefault) {
   for (int64_t d : {64, 128, 256}) {
     SCOPED_TRACE("d" + std::to_string(d));
     EXPECT_EQ(defaultTileConfig(d, "sm_90a", KeyLayout::Tensors, 0, true).rowOrder,
-              RowOrder::Descending);
+              d == 64 ? RowOrder::Descending : RowOrder::Paired);
     EXPECT_EQ(defaultTileConfig(d, "sm_90a", KeyLayout::Tensors, 0, false).rowOrder, std::nullopt);
     EXPECT_EQ(defaultTileConfig(d, "sm_90a", KeyLayout::PackedRows, 0, true).rowOrder,
               std::nullopt);
@@ -636,7 +637,7 @@ TEST(TileConfig, UnequalRowBlocksRunLastFirstByDefault) {
     }
     return *c;
   };
-  EXPECT_EQ(resolved("", true).rowOrder, RowOrder::Descending);
+  EXPECT_EQ(resolved("", true).rowOrder, RowOrder::Paired);
   EXPECT_EQ(resolved("", false).rowOrder, std::nullopt);
   EXPECT_EQ(resolved("", true, KeyLayout::PackedRows).rowOrder, std::nullopt);
   // Without warp roles (which resolveTileConfig asks of the defaults as gathered keys) the
@@ -644,8 +645,12 @@ TEST(TileConfig, UnequalRowBlocksRunLastFirstByDefault) {
   EXPECT_EQ(resolved("warp_specialize=false", true).rowOrder, RowOrder::Descending);
   EXPECT_EQ(resolved("pack_gqa=true", true).rowOrder, RowOrder::Descending);
   EXPECT_EQ(resolved("mma=sync", true).rowOrder, std::nullopt);
-  // A persistent kernel's tile loop takes the row order: longest first across heads.
-  EXPECT_EQ(resolved("persistent=true", true).rowOrder, RowOrder::Descending);
+  // A persistent kernel's tile loop takes the row order: longest first, paired (serpentine
+  // across heads when asked for descending); one tile a CTA, plain descending.
+  EXPECT_EQ(resolved("persistent=true", true).rowOrder, RowOrder::Paired);
+  EXPECT_EQ(resolved("persistent=true,row_order=descending", true).rowOrder,
+            RowOrder::Descending);
+  EXPECT_EQ(resolved("persistent=false", true).rowOrder, RowOrder::Descending);
   EXPECT_EQ(resolved("persistent=true", false).rowOrder, std::nullopt);
   EXPECT_EQ(resolved("persistent=true,row_order=ascending", true).rowOrder, RowOrder::Ascending);
   EXPECT_EQ(resolved("row_order=ascending", true).rowOrder, RowOrder::Ascending);
@@ -770,11 +775,11 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
   EXPECT_EQ(resolved("q=registers", 128, "sm_90a"),
             "Br=128,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false,warp_specialize=true,softmax_overlap=true");
-  // Causal: Q in shared memory at Bc = 128, persistent, the tile loop longest first.
+  // Causal: Q in shared memory at Bc = 128, persistent, the tile loop longest first, paired.
   EXPECT_EQ(causal("", 128),
             "Br=128,Bc=128,rows_per_warp=16,mma=wgmma,q=shared,copy_issue=eager,stages=2,"
             "pack_gqa=false,warp_specialize=true,softmax_overlap=true,persistent=true,"
-            "row_order=descending");
+            "row_order=paired");
   EXPECT_EQ(causal("q=registers", 128),
             "Br=128,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false,warp_specialize=true,softmax_overlap=true,row_order=descending");

@@ -290,21 +290,25 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
                                return inDefaultRowOrder(c.config, defaults) == defaults;
                              }),
               1);
-    // The warp-specialized default with its persistence toggled, once.
+    // The warp-specialized default with its persistence toggled, once; a one-tile grid runs
+    // the paired default's row blocks longest first.
     TileConfig toggled = defaults;
     toggled.persistent = !defaults.persistent.value_or(false);
+    if (toggled.rowOrder == RowOrder::Paired)
+      toggled.rowOrder = RowOrder::Descending;
     EXPECT_EQ(count(toggled), 1);
     // And with ping-pong toggled (two consumer warpgroups at d128), once.
     TileConfig pingponged = defaults;
     pingponged.pingpong = !defaults.pingpong.value_or(false);
     EXPECT_EQ(count(pingponged), 1);
-    // A persistent longest-first default (the causal one) with its tiles paired, once; the
-    // ascending default has no such variant.
-    TileConfig paired = defaults;
-    paired.rowOrder = RowOrder::Paired;
-    bool pairable = defaults.persistent == true && defaults.rowOrder == RowOrder::Descending;
+    // A persistent longest-first default (the causal one: paired) with its tiles dealt
+    // serpentine instead, once; the ascending default has no such variant.
+    TileConfig serpentine = defaults;
+    serpentine.rowOrder = RowOrder::Descending;
+    bool pairable = defaults.persistent == true && defaults.rowOrder == RowOrder::Paired;
     EXPECT_EQ(pairable, unequalRows);
-    EXPECT_EQ(count(paired), pairable ? 1 : 0);
+    if (pairable) // (the full mask's serpentine is its reversed row order, above)
+      EXPECT_EQ(count(serpentine), 1);
     // A default holding Q in registers would add its persistent form with Q in shared memory;
     // d128's defaults (full and causal) have Q there already, persistent.
     EXPECT_EQ(defaults.qOperand, QOperand::Shared);
@@ -316,7 +320,7 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
     EXPECT_EQ(count(otherKeyBlock), 1);
     // The default (persistent, which is no axis: no enumerated candidate) joins, with its
     // other row order, its persistence toggled, ping-pong toggled, the other key block and,
-    // under a causal-like mask, its tiles paired.
+    // under a causal-like mask, its tiles dealt serpentine.
     EXPECT_EQ(space.size(), enumerated + 5 + (pairable ? 1 : 0));
     // Those and the default are the ones the tuner times first.
     EXPECT_EQ(llvm::count_if(space, [](const Candidate &c) { return c.nearDefault; }),
@@ -356,22 +360,32 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
   EXPECT_EQ(plain.size(), 2u);
 }
 
-/// A longest-first default with one tile a CTA (causal at d192) gets, beside its serpentine
-/// persistent toggle, the persistent form with its tiles paired, timed first with it.
-TEST(TuningSpace, OneTileCausalDefaultGetsPairedPersistentForm) {
+/// The causal default at d192 (persistent, its tiles paired) gets, timed first with it, the
+/// serpentine deal and the one-tile grid longest first; a one-tile longest-first default gets
+/// the paired persistent form.
+TEST(TuningSpace, PairedCausalDefaultGetsSerpentineAndOneTileForms) {
   TileConfig defaults = defaultTileConfig(192, "sm_90a", KeyLayout::Tensors, 0,
                                           /*rowBlocksUnequal=*/true);
   ASSERT_EQ(defaults.warpSpecialize, true);
-  ASSERT_EQ(defaults.rowOrder, RowOrder::Descending);
-  ASSERT_NE(defaults.persistent, true);
+  ASSERT_EQ(defaults.rowOrder, RowOrder::Paired);
+  ASSERT_EQ(defaults.persistent, true);
   std::vector<Candidate> space;
   addDefaultCandidates(space, defaults, 192, "sm_90a");
-  TileConfig serpentine = defaults, paired = defaults;
-  serpentine.persistent = true;
-  paired.persistent = true;
-  paired.rowOrder = RowOrder::Paired;
-  for (const TileConfig &near : {serpentine, paired})
+  TileConfig serpentine = defaults, oneTile = defaults;
+  serpentine.rowOrder = RowOrder::Descending;
+  oneTile.persistent = false;
+  oneTile.rowOrder = RowOrder::Descending;
+  for (const TileConfig &near : {serpentine, oneTile})
     EXPECT_EQ(llvm::count_if(space,
+                             [&](const Candidate &c) {
+                               return c.nearDefault && c.config == near;
+                             }),
+              1)
+        << near.print();
+  std::vector<Candidate> fromOneTile;
+  addDefaultCandidates(fromOneTile, oneTile, 192, "sm_90a");
+  for (const TileConfig &near : {serpentine, defaults})
+    EXPECT_EQ(llvm::count_if(fromOneTile,
                              [&](const Candidate &c) {
                                return c.nearDefault && c.config == near;
                              }),

@@ -404,10 +404,12 @@ struct TGPUOverlapSoftmax
         (deferred.contains(op) ? later : now).push_back(op);
       cloneAll(then, now, rest, block);
       cloneAll(then, body.complete, pending, block);
-      // The pending P·V's wait follows this block's softmax: keep it there through ptxas (the
-      // lowering ends the basic block before it; TileGPUHints.h).
-      pending.lookup(body.productWait.getOperation())
-          ->setAttr(kWaitAfterPrecedingCodeAttr, then.getUnitAttr());
+      // The pending P·V's wait follows this block's softmax; held there through ptxas only on
+      // request (the lowering ends the basic block before it; TileGPUHints.h): it measured 1-6%
+      // slower at every head dim on the H100 (docs/perf.md, 2026-12-06).
+      if (holdProductWait)
+        pending.lookup(body.productWait.getOperation())
+            ->setAttr(kWaitAfterPrecedingCodeAttr, then.getUnitAttr());
       cloneAll(then, later, rest, block);
       finish(then, rest, &pending);
     }

@@ -1,5 +1,8 @@
+// RUN: tilefuse-opt %s -split-input-file -verify-diagnostics \
+// RUN:   -tgpu-overlap-softmax="force=true hold-product-wait=true" | FileCheck %s
 // RUN: tilefuse-opt %s -split-input-file -verify-diagnostics -tgpu-overlap-softmax="force=true" \
-// RUN:   | FileCheck %s
+// RUN:   | FileCheck %s --check-prefix=UNHELD
+// UNHELD-NOT: tgpu.wait_after_preceding_code
 // RUN: tilefuse-opt %s -split-input-file -tgpu-overlap-softmax 2>&1 | FileCheck %s --check-prefix=OFF
 
 // tgpu-overlap-softmax: the consumers' key loop of a warp-specialized kernel, rotated. Each key
@@ -44,7 +47,7 @@
 // The softmax of this block beside the P·V, then the wait for it, then P packed.
 // CHECK:               tile.reduce max %[[SW]]#0
 // CHECK:               %[[E:.+]] = math.exp2
-// The pending P·V's wait is marked to stay below the softmax through ptxas.
+// The pending P·V's wait is marked to stay below the softmax through ptxas (hold-product-wait).
 // CHECK:               %[[PVW:.+]]:2 = tgpu.wgmma_wait %[[PV]], %[[PF]] pending 0 {tgpu.wait_after_preceding_code}
 // CHECK-NEXT:          nvgpu.mbarrier.arrive %[[VEMPTY:.+]]{{\[}}%[[VS]]]
 // CHECK:               %[[PNEW:.+]] = tgpu.pack_operand_a %[[E]]

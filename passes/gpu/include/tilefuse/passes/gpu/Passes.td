@@ -215,7 +215,10 @@ def TGPUOverlapSoftmax : Pass<"tgpu-overlap-softmax", "mlir::func::FuncOp"> {
   }];
   let options = [
     Option<"force", "force", "bool", "false",
-           "Rotate even when the module's tile.config does not ask for it (lit tests)">
+           "Rotate even when the module's tile.config does not ask for it (lit tests)">,
+    Option<"holdProductWait", "hold-product-wait", "bool", "false",
+           "Mark the pending P·V's wait (tgpu.wait_after_preceding_code) so that ptxas keeps "
+           "it below the softmax; off: ptxas hoists it above the exps, and measured faster">
   ];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
 }
