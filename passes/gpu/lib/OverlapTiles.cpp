@@ -492,10 +492,11 @@ struct TGPUOverlapTiles : public tilefuse::tgpu::impl::TGPUOverlapTilesBase<TGPU
       wait.setPendingAttr(then.getI32IntegerAttr(1));
       cloneAll(then, first.now, rest, block);
       cloneAll(then, flushComplete, prev, flushBlock);
-      // The P·V's wait follows this block's softmax: keep it there through ptxas (the lowering
-      // ends the basic block before it; TileGPUHints.h).
-      prev.lookup(productWait.getOperation())
-          ->setAttr(kWaitAfterPrecedingCodeAttr, then.getUnitAttr());
+      // The P·V's wait follows this block's softmax; held there through ptxas only on request,
+      // as tgpu-overlap-softmax's (TileGPUHints.h; measured slower there, docs/perf.md).
+      if (holdProductWait)
+        prev.lookup(productWait.getOperation())
+            ->setAttr(kWaitAfterPrecedingCodeAttr, then.getUnitAttr());
       for (unsigned i = 0; i < flush.getNumResults(); ++i)
         prev.map(flush.getResult(i), prev.lookup(flushYield.getOperand(i)));
       cloneAll(then, epilogue, prev, tiles.getBody());

@@ -1,5 +1,8 @@
 // RUN: tilefuse-opt %s -split-input-file -verify-diagnostics -tgpu-overlap-softmax="force=true" \
-// RUN:   -tgpu-overlap-tiles="force=true" | FileCheck %s
+// RUN:   -tgpu-overlap-tiles="force=true hold-product-wait=true" | FileCheck %s
+// RUN: tilefuse-opt %s -split-input-file -verify-diagnostics -tgpu-overlap-softmax="force=true" \
+// RUN:   -tgpu-overlap-tiles="force=true" | FileCheck %s --check-prefix=UNHELD
+// UNHELD-NOT: tgpu.wait_after_preceding_code
 // RUN: tilefuse-opt %s -split-input-file -tgpu-overlap-softmax="force=true" \
 // RUN:   -tgpu-overlap-tiles 2>&1 | FileCheck %s --check-prefix=OFF
 

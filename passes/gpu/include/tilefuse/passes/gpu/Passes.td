@@ -240,7 +240,10 @@ def TGPUOverlapTiles : Pass<"tgpu-overlap-tiles", "mlir::func::FuncOp"> {
   }];
   let options = [
     Option<"force", "force", "bool", "false",
-           "Overlap even when the module's tile.config does not ask for it (lit tests)">
+           "Overlap even when the module's tile.config does not ask for it (lit tests)">,
+    Option<"holdProductWait", "hold-product-wait", "bool", "false",
+           "Mark the previous tile's P·V wait to stay below the softmax through ptxas "
+           "(as tgpu-overlap-softmax's option)">
   ];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
 }
