@@ -681,10 +681,12 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
                 persistentByDefault(tiles, headDim, keys, rowBlocksUnequal, regionRegisters)
             ? std::optional<bool>(true)
             : std::nullopt;
-  // The default row order of what turned out persistent; one-tile grids keep descending.
+  // The default row order of what turned out persistent; one-tile grids keep descending (and
+  // a persistence that verify refuses, without warp roles, is refused as asked for).
   if (!requested.rowOrder)
-    tiles.rowOrder = tiles.persistent == true ? persistentRowOrder(base.rowOrder)
-                                              : base.rowOrder;
+    tiles.rowOrder = tiles.persistent == true && tiles.warpSpecialize == true
+                         ? persistentRowOrder(base.rowOrder)
+                         : base.rowOrder;
   if (!requested.rowsPerWarp && *tiles.blockM % *tiles.rowsPerWarp)
     tiles.rowsPerWarp = 16; // an explicit Br the default rows-per-warp does not divide
   // The chip is left to convert-tgpu-to-nvvm, whose message names it.

@@ -258,6 +258,17 @@ TEST(TileConfig, PingPongAndPersistentNeedWarpSpecialization) {
   }
 }
 
+/// persistent=true on the d64 causal default (one warpgroup, no warp roles) is refused for what
+/// was asked, not for the paired deal a persistent causal kernel would take by default.
+TEST(TileConfig, PersistenceWithoutWarpRolesRefusedAsAsked) {
+  auto config = resolveTileConfig(parsed("persistent=true"), 64, "sm_90a", KeyLayout::Tensors, 0,
+                                  /*rowBlocksUnequal=*/true);
+  ASSERT_FALSE(bool(config));
+  std::string why = llvm::toString(config.takeError());
+  EXPECT_NE(why.find("persistent=true needs warp_specialize=true"), std::string::npos) << why;
+  EXPECT_EQ(why.find("paired"), std::string::npos) << why;
+}
+
 /// Persistent by default where the producer loads Q with TMA and the row blocks are equal work:
 /// d64 (Br = 192), d128 (Bc = 176), d192 and d256 full masks on padded batches; not under a
 /// causal-like mask, not at d96 or with Q in registers, not on packed batches, and not once a
