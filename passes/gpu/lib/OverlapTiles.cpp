@@ -59,6 +59,7 @@
 #include "tilefuse/dialect/KernelConfig.h"
 #include "tilefuse/dialect/TileGPUHints.h"
 #include "tilefuse/dialect/TileGPUOps.h"
+#include "tilefuse/dialect/TileOps.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace tilefuse::tgpu {
@@ -73,10 +74,6 @@ using tilefuse::tgpu::overlap::cloneAll;
 using tilefuse::tgpu::overlap::placeholder;
 
 namespace {
-
-/// The key loop's marker (tile-tiling's tile::kKVLoopAttr; the GPU passes do not link the
-/// tile-level ones).
-constexpr llvm::StringLiteral kKeyLoopAttr = "tile.kv_loop";
 
 struct TGPUOverlapTiles : public tilefuse::tgpu::impl::TGPUOverlapTilesBase<TGPUOverlapTiles> {
   using Base::Base;
@@ -167,7 +164,7 @@ struct TGPUOverlapTiles : public tilefuse::tgpu::impl::TGPUOverlapTilesBase<TGPU
     pendingBranches.clear();
     Block *body = tiles.getBody();
     for (auto loop : body->getOps<scf::ForOp>()) {
-      if (!loop->hasAttr(kKeyLoopAttr))
+      if (!loop->hasAttr(tile::kKVLoopAttr))
         continue;
       if (keys)
         return refuse(loop, "the tile loop holds more than one key loop");

@@ -22,6 +22,10 @@
 #include "tilefuse/dialect/TileOps.h.inc"
 
 namespace tilefuse::tile {
+/// Marks every loop over key/value blocks (tile-tiling's sweeps, and the fused loop); the GPU
+/// passes find the consumers' key loop by it too.
+constexpr llvm::StringLiteral kKVLoopAttr = "tile.kv_loop";
+
 /// On a kernel tile-split-kv split: after (Q, K, V, O, LSE) it takes the workspace views
 /// (O_part, LSE_part, the arrival counters) and the split count; its grid has a split dimension.
 /// The GPU launch ABI's split form follows from it (tilefuse/runtime/device/LaunchAbi.h).

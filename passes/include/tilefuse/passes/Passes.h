@@ -21,8 +21,7 @@ namespace tilefuse {
 
 /// Attribute names shared by the passes: which sweep of the tiled softmax a key/value loop is.
 constexpr llvm::StringLiteral kSweepAttr = "tile.sweep";
-/// Marks every loop over key/value blocks (the sweeps, and the fused loop).
-constexpr llvm::StringLiteral kKVLoopAttr = "tile.kv_loop";
+using tile::kKVLoopAttr;
 /// Marks a backward kernel's loop over query blocks (dK and dV of one key block); pruned like a
 /// key/value loop, with the mask's intervals the other way round.
 constexpr llvm::StringLiteral kQueryLoopAttr = "tile.query_loop";
