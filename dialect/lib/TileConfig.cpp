@@ -512,12 +512,12 @@ static void warpSpecializedTiles(TileConfig &c, int64_t headDim, QOperand q,
 /// (softcap at d64: 284 bytes, ptxas -v; none since). At d128 with Q loaded by TMA the causal
 /// tiles are persistent too: +6% at 1k and +9% at 4k, within 1% at 16k (twentieth session; at
 /// d192 and d256 persistence under a causal mask lost 3-13% at 1k in the serpentine order,
-/// eighteenth session). Paired, d192 and d256 causal measured +2-7% at 1k and 4k (H100,
-/// docs/perf.md, 2026-12-06), but sliding_window d256 persistent crashed on the GPU at M = 1000,
-/// N = 17 (tiles with no key block), so they stay one tile a CTA until that is fixed.
+/// eighteenth session). Dealt paired (persistentRowOrder) the causal tiles are persistent from
+/// d128: against the one-tile grid, d192 and d256 +2-3% at 1k and +4-8% at 4k, -3-4% at 16k
+/// (H100, docs/perf.md, 2026-12-06), which brings every causal row from 4k over cuDNN there.
 static bool persistentByDefault(const TileConfig &c, int64_t headDim, KeyLayout keys,
                                 bool rowBlocksUnequal, int64_t regionRegisters) {
-  return (!rowBlocksUnequal || headDim == 128) && regionRegisters == 0 &&
+  return (!rowBlocksUnequal || headDim >= 128) && regionRegisters == 0 &&
          c.loadsQWithTma(/*packed=*/keys != KeyLayout::Tensors);
 }
 

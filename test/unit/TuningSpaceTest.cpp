@@ -366,8 +366,6 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
 TEST(TuningSpace, PairedCausalDefaultGetsSerpentineAndOneTileForms) {
   TileConfig defaults = defaultTileConfig(192, "sm_90a", KeyLayout::Tensors, 0,
                                           /*rowBlocksUnequal=*/true);
-  defaults.persistent = true; // (the d192 default is one tile a CTA: docs/perf.md, 2026-12-06)
-  defaults.rowOrder = RowOrder::Paired;
   ASSERT_EQ(defaults.warpSpecialize, true);
   ASSERT_EQ(defaults.rowOrder, RowOrder::Paired);
   ASSERT_EQ(defaults.persistent, true);

@@ -37,7 +37,8 @@
 // The pieces are read from the IR tgpu-overlap-softmax leaves: the flush is the scf.if on the
 // key loop's pending flag right after it; its then block holds the P·V (what goes before its
 // wait is issued, the rest completes it). The Q release is the mbarrier arrive after the key
-// loop that reads none of its results (none where Q is in registers); the epilogue is every
+// loop that reads none of its results (none where Q is in registers), with the wait for Q's
+// fill right before it; the epilogue is every
 // other op after the flush. What the
 // flush and the epilogue read from the key loop (its results but the value counter) and from
 // the tile's body before it (the coordinates) is what the tile loop carries for the previous
@@ -249,6 +250,12 @@ struct TGPUOverlapTiles : public tilefuse::tgpu::impl::TGPUOverlapTilesBase<TGPU
     };
     Operation *terminator = body->getTerminator();
     for (Operation *op = flush->getNextNode(); op != terminator; op = op->getNextNode()) {
+      // Q's release waits for Q's fill first (tgpu-warp-specialize: a tile whose key loop ran
+      // no block waited for none); the wait stays with the release.
+      if (auto wait = dyn_cast<nvgpu::MBarrierTryWaitParityOp>(op);
+          wait && !readsTail(op) && isa_and_nonnull<nvgpu::MBarrierArriveOp>(op->getNextNode()) &&
+          !readsTail(op->getNextNode()))
+        continue;
       if (isa<nvgpu::MBarrierArriveOp>(op) && !readsTail(op)) {
         if (queryRelease)
           return refuse(op, "more than one mbarrier arrive follows the key loop (one Q "

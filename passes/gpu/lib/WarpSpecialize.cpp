@@ -775,7 +775,19 @@ struct TGPUWarpSpecialize
     }
     if (!last)
       return copy.emitOpError("fills Q's buffer, which no wgmma reads");
+    // (The wait's tick count goes before the copy, so the release after the key loop is two
+    // ops, which tgpu-overlap-tiles keeps together in the tile.)
+    rewriter.setInsertionPoint(copy);
+    Value ticks = arith::ConstantIndexOp::create(rewriter, copy.getLoc(), 0);
     rewriter.setInsertionPointAfter(last);
+    // Wait for Q's fill before releasing it, also where the key loop ran no block and so
+    // waited for none (a sliding window's rows past the band's end, M > N + window): a release
+    // without the wait let the producer arm the full barrier for the next tile's Q while this
+    // fill's bytes were still in flight, two arrivals on one phase (undefined; sliding_window
+    // d256 persistent failed its launch at M = 1000, N = 17). Where a block waited, it passes
+    // at once: the phase cannot move on before this release.
+    nvgpu::MBarrierTryWaitParityOp::create(rewriter, copy.getLoc(), c.full, slot.phase, ticks,
+                                           slot.stage);
     nvgpu::MBarrierArriveOp::create(rewriter, copy.getLoc(),
                                     nvgpu::MBarrierTokenType::get(rewriter.getContext()),
                                     c.empty, slot.stage);

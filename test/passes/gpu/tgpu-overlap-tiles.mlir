@@ -86,7 +86,9 @@
 // CHECK:           %[[SECOND:.+]] = arith.addi %[[LO]], %{{.+}}
 // CHECK-NEXT:      %[[KEYS:.+]]:8 = scf.for %{{.+}} = %[[SECOND]] to %[[HI]] step %{{.+}} iter_args(%{{.+}} = %[[FIRST]]#0, %{{.+}} = %[[FIRST]]#1, %{{.+}} = %[[FIRST]]#2, %{{.+}} = %[[FIRST]]#3, %{{.+}} = %[[FIRST]]#4, %{{.+}} = %[[FIRST]]#5, %{{.+}} = %[[FIRST]]#6, %{{.+}} = %[[FIRST]]#7)
 // CHECK:           } {tile.kv_loop}
-// The Q release stays in its tile, right after the key loop; no flush or store follows.
+// The Q release (its wait for Q's fill, then the arrive) stays in its tile, right after the
+// key loop; no flush or store follows.
+// CHECK-NEXT:      nvgpu.mbarrier.try_wait.parity
 // CHECK-NEXT:      nvgpu.mbarrier.arrive
 // CHECK-NOT:       tile.block_store
 // CHECK:           scf.yield %{{.+}}, %[[KEYS]]#3, %[[KEYS]]#4, %true{{[_0-9]*}}, %[[KEYS]]#1, %[[KEYS]]#2, %[[KEYS]]#5, %[[KEYS]]#6, %[[KEYS]]#7, %{{.+}}, %{{.+}} :
@@ -168,6 +170,7 @@ func.func @kernel(%q: !view, %k: !view, %v: !view, %o: !view, %n: index, %count:
         }
         scf.yield %next#0, %next#1, %next#2, %next#3, %next#4 : !rows, !rows, !acc, index, index
       } {tile.kv_loop}
+      nvgpu.mbarrier.try_wait.parity %qfull[%qs], %false, %c0 : !bars
       %qt = nvgpu.mbarrier.arrive %qempty[%qs] : !bars -> !nvgpu.mbarrier.token
       %lb = tile.broadcast %res#1 : !rows -> !acc
       %on = arith.divf %res#2, %lb : !acc

@@ -191,7 +191,9 @@ func.func @output(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
 // launch ABI's q_map, boxes of the buffer's 64 rows) before the tile's keys. The consumers wait
 // on its full barrier where they waited for their copy, every wgmma that read the buffer reads
 // the stage, and after the key loop, the last op holding one of their waits, each consumer
-// thread releases it.
+// thread releases it, having waited for the fill first: where the key loop ran no block (a
+// sliding window's rows past its band) nothing else waited, and the producer's next fill of Q
+// must not arm the full barrier while this one's bytes are in flight.
 // CHECK-LABEL: func.func @shared_query
 // CHECK-DAG:     %[[QRING:.+]] = tgpu.alloc : !tgpu.ring<1 x 64x64xbf16, #tgpu.shared<canonical_128b>>
 // CHECK-DAG:     %[[QMAP:.+]] = tgpu.tensor_map %arg0 : {{.+}} -> <tensor = memref<1x1x64x64xbf16, 3>, swizzle = swizzle_128b
@@ -210,6 +212,7 @@ func.func @output(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
 // CHECK:             tgpu.wgmma %[[QSTAGE]], %{{.+}} acc %{{.+}} transpose_rhs
 // CHECK:             tgpu.wgmma_wait
 // CHECK:           }
+// CHECK-NEXT:      nvgpu.mbarrier.try_wait.parity %[[QFULL]][%[[QS]]]
 // CHECK-NEXT:      nvgpu.mbarrier.arrive %[[QEMPTY]][%[[QS]]]
 // CHECK-NEXT:      tile.block_store
 // CHECK:         } partition warps 4 registers 56 {
