@@ -55,10 +55,10 @@ compile() { # compile OUTPUT_NAME (--kernel NAME | FILE) [tilefuse compile optio
 }
 
 if [ "${KERNEL_SET:-full}" = head-dims ]; then
-  # Every bundled variant and the test-only ones at head dims 96, 192 and 256, as compiled by
+  # Every bundled variant and the test-only ones at head dims 96, 128, 192 and 256, as compiled by
   # default: warp-specialized and rotated at 96 and 192, with the key block the score and mask
   # regions' register cost leaves (ScoreRegionCost.h), one warpgroup at 256.
-  for d in ${HEAD_DIMS:-96 192 256}; do
+  for d in ${HEAD_DIMS:-96 128 192 256}; do
     for kernel in $("$tilefuse" list | awk '{print $1}'); do
       compile "${kernel}_d$d" --kernel "$kernel" --head-dim "$d" "$@"
     done

@@ -30,7 +30,7 @@
 #              the disk cache). A few minutes.
 #   sass       ptxas + cuobjdump of every kernel (and of build-gpu/variants/*): registers, HGMMA,
 #              HMMA, LDL/STL (spills), barriers, instructions; the listings under $OUT/sass/
-#   tests-head-dims  every bundled and test-only variant at head dims 96, 192 and 256
+#   tests-head-dims  every bundled and test-only variant at head dims 96, 128, 192 and 256
 #              (build-gpu/kernels-head-dims), then memcheck, racecheck and synccheck on small cases
 #   tests-d64-ws  every variant at head dim 64 warp-specialized with three consumer warpgroups
 #              (Br = 192, Q in shared memory: build-gpu/kernels-d64-ws192), then memcheck,
@@ -183,7 +183,7 @@ for step in "${steps[@]}"; do
       run_step capi-test env LD_LIBRARY_PATH=build-gpu build-gpu/tilefuse-capi-test
       ;;
     tests-head-dims)
-      # Every variant at head dims 96, 192 and 256 (build-gpu/kernels-head-dims): the key blocks
+      # Every variant at head dims 96, 128, 192 and 256 (build-gpu/kernels-head-dims): the key blocks
       # the region cost picks; synccheck too, for the warp-specialized ones.
       kernel_set_tests head-dims build-gpu/kernels-head-dims
       run_sharded synccheck-head-dims env TILEFUSE_PTX_DIR=build-gpu/kernels-head-dims \

@@ -529,6 +529,20 @@ static std::optional<RowOrder> persistentRowOrder(std::optional<RowOrder> order)
   return order == RowOrder::Descending ? RowOrder::Paired : order;
 }
 
+/// Tile boundaries overlapped by default (tgpu-overlap-tiles) on the persistent causal d128
+/// kernel: Br = 128, Bc = 128, two stages, Q in shared memory by TMA, rotated, neither ping-pong
+/// nor O by TMA, no region registers (softcap's spilled 40 bytes under it). Its short tiles
+/// (causal row blocks average half the keys) are where the idle tensor cores across a boundary
+/// cost most: +6% at 1k, +3% at 4k, +0.5% at 16k against the paired default (H100, docs/perf.md,
+/// 2026-12-06). Bc = 176 (full masks) leaves no room for Q's second stage, nor do d192 and d256.
+static bool overlapTilesByDefault(const TileConfig &c, int64_t headDim, bool rowBlocksUnequal,
+                                  int64_t regionRegisters) {
+  return headDim == 128 && rowBlocksUnequal && regionRegisters == 0 && c.persistent == true &&
+         c.warpSpecialize == true && c.softmaxOverlap == true &&
+         c.qOperand == QOperand::Shared && c.qTma != false && c.blockM == 128 &&
+         c.blockN == 128 && c.stages == 2 && c.pingpong != true && c.oTma != true;
+}
+
 TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, KeyLayout keys,
                                        int64_t regionRegisters, bool rowBlocksUnequal) {
   TileConfig c;
@@ -553,6 +567,8 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
       if (persistentByDefault(c, headDim, keys, rowBlocksUnequal, regionRegisters)) {
         c.persistent = true;
         c.rowOrder = persistentRowOrder(c.rowOrder);
+        if (overlapTilesByDefault(c, headDim, rowBlocksUnequal, regionRegisters))
+          c.overlapTiles = true;
       }
     } else if (regionRegisters > 0 && keys != KeyLayout::Gathered) {
       // Gathered (paged) keys keep their key block: its page-size constraints are their own.
@@ -687,6 +703,13 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
     tiles.rowOrder = tiles.persistent == true && tiles.warpSpecialize == true
                          ? persistentRowOrder(base.rowOrder)
                          : base.rowOrder;
+  // Overlapped tile boundaries where the kernel actually built is the default's shape for them
+  // (a request for another key block, one tile a CTA, ping-pong or O by TMA takes them away).
+  if (!requested.overlapTiles)
+    tiles.overlapTiles =
+        overlapTilesByDefault(tiles, headDim, rowBlocksUnequal, regionRegisters)
+            ? std::optional<bool>(true)
+            : std::nullopt;
   if (!requested.rowsPerWarp && *tiles.blockM % *tiles.rowsPerWarp)
     tiles.rowsPerWarp = 16; // an explicit Br the default rows-per-warp does not divide
   // The chip is left to convert-tgpu-to-nvvm, whose message names it.

@@ -41,6 +41,10 @@ ResourceEstimate jit::estimateResources(const TileConfig &config, int64_t headDi
   // and take 16 bytes less; the estimate stays on the safe side).
   if (config.loadsQWithTma(/*packed=*/false))
     e.sharedBytes += 2 * 8;
+  // Overlapped tile boundaries give Q a second stage (the next tile's, while this one's last
+  // P·V is in flight) and its two mbarriers.
+  if (config.overlapTiles.value_or(false) && config.qOperand == QOperand::Shared)
+    e.sharedBytes += buffer(br * d * elementBytes) + 2 * 8;
   e.seedSharedBytes = 4 * br * d + 4 * bc * d + 2 * br * bc + 8 * br;
   int64_t accumulator = rows * d / 32, scores = rows * bc / 32;
   int64_t query = config.qOperand == QOperand::Shared ? 0 : rows * d / 64;
@@ -245,6 +249,9 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
   if (defaults.warpSpecialize.value_or(false)) {
     TileConfig toggled = defaults;
     toggled.persistent = !defaults.persistent.value_or(false);
+    // (Overlapped tile boundaries are a persistent kernel's; a one-tile grid has none.)
+    if (!*toggled.persistent)
+      toggled.overlapTiles.reset();
     // A one-tile grid deals no pairs: it runs the paired default's row blocks longest first.
     if (toggled.rowOrder == RowOrder::Paired)
       toggled.rowOrder = RowOrder::Descending;
@@ -254,7 +261,21 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
     // (docs/perf.md, 2026-12-02 ablation), so the length bucket picks it.
     TileConfig pingponged = defaults;
     pingponged.pingpong = !defaults.pingpong.value_or(false);
+    if (*pingponged.pingpong)
+      pingponged.overlapTiles.reset(); // (verify: the two do not go together)
     addVariant(pingponged);
+    // Overlapped tile boundaries the other way, for a persistent rotated default: the causal
+    // d128 default's gain shrinks with the tiles' length (+6% at 1k, +0.5% at 16k; docs/perf.md,
+    // 2026-12-06), so the length bucket picks; only where Q's second stage fits (not beside the
+    // full mask's Bc = 176, nor from d192).
+    if (defaults.persistent == true && defaults.softmaxOverlap == true &&
+        defaults.pingpong != true && defaults.oTma != true) {
+      TileConfig overlapped = defaults;
+      overlapped.overlapTiles = !defaults.overlapTiles.value_or(false);
+      if (estimateResources(overlapped, headDim).sharedBytes <=
+          ChipLimits::forChip(chip).sharedBytesPerBlock)
+        addVariant(overlapped);
+    }
     // A default holding Q in registers (d96, d128) with Q in shared memory, loaded by the
     // producer's TMA, and persistent: the next tile's Q loads while this one stores its output,
     // which measured +12% at d128 1k full, +6% at 1k causal and +3% at 4k causal, and lost 4-7%
@@ -292,6 +313,7 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
           (*defaults.blockN == equalRows || *defaults.blockN == unequalRows)) {
         TileConfig otherKeyBlock = defaults;
         otherKeyBlock.blockN = *defaults.blockN == equalRows ? unequalRows : equalRows;
+        otherKeyBlock.overlapTiles.reset(); // (Bc = 176 leaves no room for Q's second stage)
         addVariant(otherKeyBlock);
       }
     }

@@ -674,6 +674,10 @@ TEST(TileConfig, UnequalRowBlocksRunLastFirstByDefault) {
   EXPECT_EQ(plain.blockN, 176);
   reversed.rowOrder = std::nullopt;
   reversed.blockN = plain.blockN;
+  // (and the overlapped tile boundaries, for which the causal key block leaves room)
+  EXPECT_EQ(reversed.overlapTiles, true);
+  EXPECT_EQ(plain.overlapTiles, std::nullopt);
+  reversed.overlapTiles = std::nullopt;
   EXPECT_EQ(reversed, plain);
 }
 
@@ -786,11 +790,17 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
   EXPECT_EQ(resolved("q=registers", 128, "sm_90a"),
             "Br=128,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false,warp_specialize=true,softmax_overlap=true");
-  // Causal: Q in shared memory at Bc = 128, persistent, the tile loop longest first, paired.
+  // Causal: Q in shared memory at Bc = 128, persistent, the tile loop longest first, paired,
+  // each tile's last P·V and epilogue in the next tile; the other key block, one tile a CTA,
+  // ping-pong or O by TMA take the overlapped boundaries away.
   EXPECT_EQ(causal("", 128),
             "Br=128,Bc=128,rows_per_warp=16,mma=wgmma,q=shared,copy_issue=eager,stages=2,"
             "pack_gqa=false,warp_specialize=true,softmax_overlap=true,persistent=true,"
-            "row_order=paired");
+            "row_order=paired,overlap_tiles=true");
+  for (const char *away : {"block_n=176", "persistent=false", "pingpong=true", "o_tma=true",
+                           "stages=3"})
+    EXPECT_EQ(causal(away, 128).find("overlap_tiles"), std::string::npos) << away;
+  EXPECT_NE(causal("overlap_tiles=false", 128).find("overlap_tiles=false"), std::string::npos);
   EXPECT_EQ(causal("q=registers", 128),
             "Br=128,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false,warp_specialize=true,softmax_overlap=true,row_order=descending");

@@ -34,6 +34,7 @@ TEST(TuningSpace, EveryCandidateIsCompleteConsistentAndDistinct) {
                                             /*rowBlocksUnequal=*/true);
     defaults.rowOrder = std::nullopt;
     defaults.persistent = std::nullopt;
+    defaults.overlapTiles = std::nullopt; // (a persistent kernel's, no axis either)
     // Candidates say whether they are warp-specialized; the default may leave it to the chip.
     defaults.warpSpecialize = defaults.warpSpecialize.value_or(false);
     auto it = llvm::find_if(space, [&](const Candidate &c) { return c.config == defaults; });
@@ -296,11 +297,20 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
     toggled.persistent = !defaults.persistent.value_or(false);
     if (toggled.rowOrder == RowOrder::Paired)
       toggled.rowOrder = RowOrder::Descending;
+    toggled.overlapTiles.reset(); // (a one-tile grid has no tile boundaries to overlap)
     EXPECT_EQ(count(toggled), 1);
-    // And with ping-pong toggled (two consumer warpgroups at d128), once.
+    // And with ping-pong toggled (two consumer warpgroups at d128), once, without overlapped
+    // tile boundaries (verify: the two do not go together).
     TileConfig pingponged = defaults;
     pingponged.pingpong = !defaults.pingpong.value_or(false);
+    pingponged.overlapTiles.reset();
     EXPECT_EQ(count(pingponged), 1);
+    // The causal default overlaps its tile boundaries (Bc = 128: Q's second stage fits) and
+    // gets the form without, once; the full mask's (Bc = 176) has no room for the second stage.
+    EXPECT_EQ(defaults.overlapTiles, unequalRows ? std::optional<bool>(true) : std::nullopt);
+    TileConfig overlapped = defaults;
+    overlapped.overlapTiles = !defaults.overlapTiles.value_or(false);
+    EXPECT_EQ(count(overlapped), unequalRows ? 1 : 0);
     // A persistent longest-first default (the causal one: paired) with its tiles dealt
     // serpentine instead, once; the ascending default has no such variant.
     TileConfig serpentine = defaults;
@@ -316,15 +326,17 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
     // And with the other mask's key block: 176 under a causal-like mask, 128 without one.
     TileConfig otherKeyBlock = defaults;
     otherKeyBlock.blockN = unequalRows ? 176 : 128;
+    otherKeyBlock.overlapTiles.reset();
     EXPECT_EQ(defaults.blockN, unequalRows ? 128 : 176);
     EXPECT_EQ(count(otherKeyBlock), 1);
     // The default (persistent, which is no axis: no enumerated candidate) joins, with its
     // other row order, its persistence toggled, ping-pong toggled, the other key block and,
-    // under a causal-like mask, its tiles dealt serpentine.
-    EXPECT_EQ(space.size(), enumerated + 5 + (pairable ? 1 : 0));
+    // under a causal-like mask, its tiles dealt serpentine and its tile boundaries not
+    // overlapped.
+    EXPECT_EQ(space.size(), enumerated + 5 + (pairable ? 2 : 0));
     // Those and the default are the ones the tuner times first.
     EXPECT_EQ(llvm::count_if(space, [](const Candidate &c) { return c.nearDefault; }),
-              5 + (pairable ? 1 : 0));
+              5 + (pairable ? 2 : 0));
     for (const TileConfig &near : {defaults, reversed, toggled, pingponged, otherKeyBlock})
       EXPECT_TRUE(llvm::any_of(space, [&](const Candidate &c) {
         return c.nearDefault && c.config == near;
@@ -337,7 +349,7 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
   persistent.persistent = true;
   std::vector<Candidate> space;
   addDefaultCandidates(space, persistent, 128, "sm_90a");
-  ASSERT_EQ(space.size(), 5u);
+  ASSERT_EQ(space.size(), 6u);
   EXPECT_EQ(space[0].config, persistent);
   EXPECT_EQ(space[1].config.rowOrder, RowOrder::Descending);
   EXPECT_EQ(space[1].config.persistent, true);
@@ -345,8 +357,10 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
   EXPECT_EQ(space[2].config.rowOrder, persistent.rowOrder);
   EXPECT_EQ(space[3].config.pingpong, true);
   EXPECT_EQ(space[3].config.persistent, true);
-  EXPECT_EQ(space[4].config.qOperand, QOperand::Shared);
+  EXPECT_EQ(space[4].config.overlapTiles, true); // (Q in registers: no second Q stage)
   EXPECT_EQ(space[4].config.persistent, true);
+  EXPECT_EQ(space[5].config.qOperand, QOperand::Shared);
+  EXPECT_EQ(space[5].config.persistent, true);
   // One consumer warpgroup (Br = 64) has no ping-pong: verify refuses it.
   TileConfig narrow = persistent;
   narrow.blockM = 64;
