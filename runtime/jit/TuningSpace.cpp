@@ -311,9 +311,20 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
       int64_t unequalRows = warpSpecializedKeyBlock(headDim, *defaults.qOperand, true);
       if (equalRows != unequalRows &&
           (*defaults.blockN == equalRows || *defaults.blockN == unequalRows)) {
+        // With overlapped tile boundaries where Q's second stage fits beside it (persistent
+        // rotated defaults): the full mask's d128 default at Bc = 128 measured +2.6% at 1k
+        // overlapped and -1.3% without (H100, docs/perf.md, 2026-12-06); Bc = 176 has no room.
         TileConfig otherKeyBlock = defaults;
         otherKeyBlock.blockN = *defaults.blockN == equalRows ? unequalRows : equalRows;
-        otherKeyBlock.overlapTiles.reset(); // (Bc = 176 leaves no room for Q's second stage)
+        otherKeyBlock.overlapTiles.reset();
+        if (defaults.persistent == true && defaults.softmaxOverlap == true &&
+            defaults.pingpong != true && defaults.oTma != true) {
+          TileConfig overlapped = otherKeyBlock;
+          overlapped.overlapTiles = true;
+          if (estimateResources(overlapped, headDim).sharedBytes <=
+              ChipLimits::forChip(chip).sharedBytesPerBlock)
+            otherKeyBlock = overlapped;
+        }
         addVariant(otherKeyBlock);
       }
     }

@@ -324,9 +324,10 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
     EXPECT_EQ(defaults.qOperand, QOperand::Shared);
     EXPECT_EQ(defaults.persistent, true);
     // And with the other mask's key block: 176 under a causal-like mask, 128 without one.
+    // (The full mask's default at Bc = 128 with overlapped tile boundaries, which fit there.)
     TileConfig otherKeyBlock = defaults;
     otherKeyBlock.blockN = unequalRows ? 176 : 128;
-    otherKeyBlock.overlapTiles.reset();
+    otherKeyBlock.overlapTiles = unequalRows ? std::nullopt : std::optional<bool>(true);
     EXPECT_EQ(defaults.blockN, unequalRows ? 128 : 176);
     EXPECT_EQ(count(otherKeyBlock), 1);
     // The default (persistent, which is no axis: no enumerated candidate) joins, with its
