@@ -219,6 +219,15 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
   }
   for (Candidate &c : space)
     c.nearDefault |= c.config == defaults;
+  // Whether `config` can take overlapped tile boundaries (tgpu-overlap-tiles): a persistent
+  // rotated kernel without ping-pong or O by TMA (verify), with room for Q's second stage.
+  auto overlapFits = [&](TileConfig config) {
+    config.overlapTiles = true;
+    return config.persistent == true && config.softmaxOverlap == true &&
+           config.pingpong != true && config.oTma != true &&
+           estimateResources(config, headDim).sharedBytes <=
+               ChipLimits::forChip(chip).sharedBytesPerBlock;
+  };
   // The default changed in one setting, where that still verifies.
   auto addVariant = [&](const TileConfig &config) {
     if (llvm::Error error = config.verify(chip)) {
@@ -268,13 +277,10 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
     // d128 default's gain shrinks with the tiles' length (+6% at 1k, +0.5% at 16k; docs/perf.md,
     // 2026-12-06), so the length bucket picks; only where Q's second stage fits (not beside the
     // full mask's Bc = 176, nor from d192).
-    if (defaults.persistent == true && defaults.softmaxOverlap == true &&
-        defaults.pingpong != true && defaults.oTma != true) {
+    if (overlapFits(defaults)) {
       TileConfig overlapped = defaults;
       overlapped.overlapTiles = !defaults.overlapTiles.value_or(false);
-      if (estimateResources(overlapped, headDim).sharedBytes <=
-          ChipLimits::forChip(chip).sharedBytesPerBlock)
-        addVariant(overlapped);
+      addVariant(overlapped);
     }
     // A default holding Q in registers (d96, d128) with Q in shared memory, loaded by the
     // producer's TMA, and persistent: the next tile's Q loads while this one stores its output,
@@ -317,14 +323,8 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
         TileConfig otherKeyBlock = defaults;
         otherKeyBlock.blockN = *defaults.blockN == equalRows ? unequalRows : equalRows;
         otherKeyBlock.overlapTiles.reset();
-        if (defaults.persistent == true && defaults.softmaxOverlap == true &&
-            defaults.pingpong != true && defaults.oTma != true) {
-          TileConfig overlapped = otherKeyBlock;
-          overlapped.overlapTiles = true;
-          if (estimateResources(overlapped, headDim).sharedBytes <=
-              ChipLimits::forChip(chip).sharedBytesPerBlock)
-            otherKeyBlock = overlapped;
-        }
+        if (overlapFits(otherKeyBlock))
+          otherKeyBlock.overlapTiles = true;
         addVariant(otherKeyBlock);
       }
     }

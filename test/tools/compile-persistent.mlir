@@ -26,8 +26,8 @@
 // RUN: FileCheck %s --check-prefix=OVERLAP --input-file %t/ot-attention64.json
 
 // PAIRED: "persistent": true
-// PAIRED: "tile_config": "{{.*}}warp_specialize=true{{.*}}persistent=true,row_order=paired"
-// SERPENTINE: "tile_config": "{{.*}}persistent=true,row_order=descending"
+// PAIRED: "tile_config": "{{.*}}warp_specialize=true{{.*}}persistent=true,row_order=paired{{(,overlap_tiles=true)?}}"
+// SERPENTINE: "tile_config": "{{.*}}persistent=true,row_order=descending,overlap_tiles=true"
 // HEADMAJOR: "persistent": true
 // HEADMAJOR-NOT: row_order
 // OVERLAP: "tile_config": "{{.*}}persistent=true{{.*}}overlap_tiles=true"

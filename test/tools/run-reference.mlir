@@ -55,7 +55,7 @@
 // RUN:   --emit ptx -o %t.paired.ptx
 // RUN: FileCheck %s --check-prefix=PAIRED-JSON < %t.paired.json
 // PAIRED-JSON: "persistent": true
-// PAIRED-JSON: "tile_config": "{{.*}}persistent=true,row_order=paired"
+// PAIRED-JSON: "tile_config": "{{.*}}persistent=true,row_order=paired{{(,overlap_tiles=true)?}}"
 // RUN: not tilefuse compile --kernel causal --head-dim 128 --arch sm_90a \
 // RUN:   --config row_order=paired,persistent=false --emit ptx -o %t.bad.ptx 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=PAIRED-ONE-TILE
