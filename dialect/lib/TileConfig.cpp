@@ -513,8 +513,8 @@ static void warpSpecializedTiles(TileConfig &c, int64_t headDim, QOperand q,
 /// tiles are persistent too: +6% at 1k and +9% at 4k, within 1% at 16k (twentieth session; at
 /// d192 and d256 persistence under a causal mask lost 3-13% at 1k in the serpentine order,
 /// eighteenth session). Dealt paired (persistentRowOrder) the causal tiles are persistent from
-/// d128: against the one-tile grid, d192 and d256 +2-3% at 1k and +4-8% at 4k, -3-4% at 16k
-/// (H100, docs/perf.md, 2026-12-06), which brings every causal row from 4k over cuDNN there.
+/// d128: against the one-tile grid, d192 and d256 +2.6-3.5% at 1k and +4.6-8.4% at 4k, -3% at
+/// 16k (H100, docs/perf.md, 2026-12-06), which brings every causal row from 4k over cuDNN there.
 static bool persistentByDefault(const TileConfig &c, int64_t headDim, KeyLayout keys,
                                 bool rowBlocksUnequal, int64_t regionRegisters) {
   return (!rowBlocksUnequal || headDim >= 128) && regionRegisters == 0 &&
@@ -530,17 +530,25 @@ static std::optional<RowOrder> persistentRowOrder(std::optional<RowOrder> order)
 }
 
 /// Tile boundaries overlapped by default (tgpu-overlap-tiles) on the persistent causal d128
-/// kernel: Br = 128, Bc = 128, two stages, Q in shared memory by TMA, rotated, neither ping-pong
-/// nor O by TMA, no region registers (softcap's spilled 40 bytes under it). Its short tiles
-/// (causal row blocks average half the keys) are where the idle tensor cores across a boundary
-/// cost most: +6% at 1k, +3% at 4k, +0.5% at 16k against the paired default (H100, docs/perf.md,
-/// 2026-12-06). Bc = 176 (full masks) leaves no room for Q's second stage, nor do d192 and d256.
+/// kernel, where verify admits them (persistent, warp roles, rotated, no ping-pong or O by TMA):
+/// Br = Bc = 128 with two stages and Q in shared memory by TMA, whose second Q stage fits (Bc =
+/// 176 under full masks, d192 and d256 leave no room), and no region registers (softcap spills
+/// 8 bytes under it, ptxas -v). Its short tiles (causal row blocks average half the keys) are
+/// where idle tensor cores across a boundary cost most: +7.3% at 1k, +3.7% at 4k, -0.9% at 16k
+/// against the same kernel without (H100, docs/perf.md, 2026-12-06, twenty-eighth session).
 static bool overlapTilesByDefault(const TileConfig &c, int64_t headDim, bool rowBlocksUnequal,
                                   int64_t regionRegisters) {
-  return headDim == 128 && rowBlocksUnequal && regionRegisters == 0 && c.persistent == true &&
-         c.warpSpecialize == true && c.softmaxOverlap == true &&
-         c.qOperand == QOperand::Shared && c.qTma != false && c.blockM == 128 &&
-         c.blockN == 128 && c.stages == 2 && c.pingpong != true && c.oTma != true;
+  if (headDim != 128 || !rowBlocksUnequal || regionRegisters != 0 ||
+      c.qOperand != QOperand::Shared || c.qTma == false || c.blockM != 128 ||
+      c.blockN != 128 || c.stages != 2)
+    return false;
+  TileConfig overlapped = c;
+  overlapped.overlapTiles = true;
+  if (llvm::Error error = overlapped.verify()) {
+    llvm::consumeError(std::move(error));
+    return false;
+  }
+  return true;
 }
 
 TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, KeyLayout keys,

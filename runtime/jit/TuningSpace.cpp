@@ -219,14 +219,16 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
   }
   for (Candidate &c : space)
     c.nearDefault |= c.config == defaults;
-  // Whether `config` can take overlapped tile boundaries (tgpu-overlap-tiles): a persistent
-  // rotated kernel without ping-pong or O by TMA (verify), with room for Q's second stage.
+  // Whether `config` can take overlapped tile boundaries (tgpu-overlap-tiles): verify admits
+  // them, and Q's second stage fits.
   auto overlapFits = [&](TileConfig config) {
     config.overlapTiles = true;
-    return config.persistent == true && config.softmaxOverlap == true &&
-           config.pingpong != true && config.oTma != true &&
-           estimateResources(config, headDim).sharedBytes <=
-               ChipLimits::forChip(chip).sharedBytesPerBlock;
+    if (llvm::Error error = config.verify(chip)) {
+      llvm::consumeError(std::move(error));
+      return false;
+    }
+    return estimateResources(config, headDim).sharedBytes <=
+           ChipLimits::forChip(chip).sharedBytesPerBlock;
   };
   // The default changed in one setting, where that still verifies.
   auto addVariant = [&](const TileConfig &config) {
