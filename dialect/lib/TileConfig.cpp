@@ -517,8 +517,9 @@ static void warpSpecializedTiles(TileConfig &c, int64_t headDim, QOperand q,
 /// 16k (H100, docs/perf.md, 2026-12-06), which brings every causal row from 4k over cuDNN there.
 static bool persistentByDefault(const TileConfig &c, int64_t headDim, KeyLayout keys,
                                 bool rowBlocksUnequal, int64_t regionRegisters) {
+  // Packed batches load Q with TMA too, but their persistent tile loop is not measured yet.
   return (!rowBlocksUnequal || headDim >= 128) && regionRegisters == 0 &&
-         c.loadsQWithTma(/*packed=*/keys != KeyLayout::Tensors);
+         keys == KeyLayout::Tensors && c.loadsQWithTma();
 }
 
 /// A persistent kernel's longest-first default dealt paired (tgpu-persistent): each program
@@ -681,9 +682,13 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   // consumer warpgroups unless Br is set).
   bool requeried = eitherQuery && requested.qOperand && *requested.qOperand != defaultQuery &&
                    base.warpSpecialize.value_or(false);
-  if ((requested.warpSpecialize == true || requeried) && !syncOnly)
+  // The packed one-warpgroup default's third CTA an SM (ctas_per_sm=3) is that kernel's
+  // register budget; warp roles take their own unless one is asked for.
+  if ((requested.warpSpecialize == true || requeried) && !syncOnly) {
     warpSpecializedTiles(base, headDim, requested.qOperand.value_or(defaultQuery),
                          regionRegisters, rowBlocksUnequal);
+    base.ctasPerSm.reset();
+  }
   TileConfig tiles = base.overriddenBy(requested);
   // Rotated where it fits the key block actually chosen (an explicit Bc may not), unless asked.
   if (tiles.warpSpecialize.value_or(false) && !requested.softmaxOverlap)

@@ -37,9 +37,8 @@ ResourceEstimate jit::estimateResources(const TileConfig &config, int64_t headDi
     e.sharedBytes = 2 * stages * keyBlock + 4 * stages * 8;
   if (config.qOperand == QOperand::Shared)
     e.sharedBytes += buffer(br * d * elementBytes);
-  // Q loaded by the producer: its one stage's two mbarriers (a packed batch's consumers copy Q
-  // and take 16 bytes less; the estimate stays on the safe side).
-  if (config.loadsQWithTma(/*packed=*/false))
+  // Q loaded by the producer: its one stage's two mbarriers.
+  if (config.loadsQWithTma())
     e.sharedBytes += 2 * 8;
   // Overlapped tile boundaries give Q a second stage (the next tile's, while this one's last
   // P·V is in flight) and its two mbarriers.

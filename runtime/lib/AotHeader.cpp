@@ -573,7 +573,8 @@ static constexpr llvm::StringLiteral tmaMap = R"tilefuse_c(#if CUDA_VERSION < 12
 
 /* The tensor map of k, v, q or o at `base` with element strides {b, h, row} (launch_abi's
  * k_map, v_map, q_map, o_map): dimensions {D, rows, heads, B}, innermost first (a packed batch:
- * B = total_k + 1 and b's stride the row's, over a base N rows before the tensor's); boxes of
+ * B = total_k + 1 (q's: total_q + 1) and b's stride the row's, over a base N (q's: M) rows
+ * before the tensor's); boxes of
  * one 128-byte panel of `box_rows` rows (@UPPER@_BLOCK_N for k and v, @UPPER@_BLOCK_M for q,
  * @TMA_OUTPUT_BOX_ROWS@ for o), swizzled as wgmma reads them; elements out of bounds read as
  * zero (and are not written). */
@@ -1046,18 +1047,20 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
   if (tma && (kernel.blockN < 1 || kernel.blockN > 256))
     return fail("the TMA kernel's block_n " + llvm::Twine(kernel.blockN) +
                 " is outside a tensor map's boxes [1, 256]");
-  // Q's map (launch_abi's q_map): a padded batch's, with boxes of block_m rows.
+  // Q's map (launch_abi's q_map), with boxes of block_m rows: a padded batch's, or packed rows
+  // as K's and V's.
   bool qTma = kernel.qTma;
-  if (qTma && (!tma || varlen))
-    return fail("a kernel that loads Q with TMA reads K and V with TMA on a padded batch");
+  if (qTma && !tma)
+    return fail("a kernel that loads Q with TMA reads K and V with TMA");
   if (qTma && (kernel.blockM < 1 || kernel.blockM > 256))
     return fail("the TMA kernel's block_m " + llvm::Twine(kernel.blockM) +
                 " is outside a tensor map's boxes [1, 256]");
-  // O's map (launch_abi's o_map): over the same padded tensor as Q's, with boxes of one
-  // consumer warpgroup's rows; a split kernel stores partial outputs, not O.
+  // O's map (launch_abi's o_map): over a padded tensor, with boxes of one consumer warpgroup's
+  // rows; a split kernel stores partial outputs, not O.
   bool oTma = kernel.oTma;
-  if (oTma && (!qTma || split))
-    return fail("a kernel that stores O with TMA loads Q with TMA and is not split");
+  if (oTma && (!qTma || split || varlen))
+    return fail("a kernel that stores O with TMA loads Q with TMA and is neither split nor "
+                "varlen");
   int mapCount = launch_abi::tensorMapCount(qTma, oTma);
   int firstMap = firstSplit + (split ? launch_abi::kSplitParameterCount : 0);
   if (tma)
@@ -1077,20 +1080,27 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
   std::string tmaPack;
   if (tma) {
     // Packed (varlen), a row is addressed through two dimensions of the row stride over a base
-    // N rows before the tensor's, so that each sequence's rows end in zeros (LaunchAbi.h).
+    // N (Q's: M) rows before the tensor's, so that each sequence's rows end in zeros
+    // (LaunchAbi.h).
     std::string k = std::to_string(launch_abi::firstStride(1));
     std::string v = std::to_string(launch_abi::firstStride(2));
+    std::string q = std::to_string(launch_abi::firstStride(0));
     auto strides = [&](const std::string &first) {
       std::string row = "s[" + first + " + 2]";
       return "{" + (varlen ? row : "s[" + first + "]") + ", s[" + first + " + 1], " + row + "}";
     };
-    std::string batches = varlen ? "(total_k > 0 ? total_k : 0) + 1" : "B";
+    auto batches = [&](const std::string &total) {
+      return varlen ? "(" + total + " > 0 ? " + total + " : 0) + 1" : std::string("B");
+    };
     std::string upper = llvm::StringRef(symbol).upper();
-    auto base = [&](const std::string &tensor, const std::string &first) {
+    auto back = [&](const std::string &rows, const std::string &first) {
+      return rows + " * s[" + first + " + 2] * " + upper + "_ELEMENT_BYTES";
+    };
+    auto base = [&](const std::string &tensor, const std::string &rows,
+                    const std::string &first) {
       if (!varlen)
         return tensor;
-      return "(const char *)" + tensor + " - N * s[" + first + " + 2] * " + upper +
-             "_ELEMENT_BYTES";
+      return "(const char *)" + tensor + " - " + back(rows, first);
     };
     tmaPack = std::string("  /* The TMA form: the tensor maps of k and v") +
               (qTma ? (oTma ? " (then q, then o)" : " (then q)") : "") + ", last. */\n"
@@ -1098,26 +1108,28 @@ llvm::Expected<std::string> tilefuse::runtime::emitAotHeader(const CompiledKerne
               "    const int64_t k_strides[3] = " + strides(k) + ";\n"
               "    const int64_t v_strides[3] = " + strides(v) + ";\n";
     if (varlen)
-      tmaPack += "    /* Their base, N rows before the tensor's, must not wrap. */\n"
-                 "    if ((uint64_t)(uintptr_t)k < (uint64_t)(N * s[" + k + " + 2] * " + upper +
-                 "_ELEMENT_BYTES) ||\n"
-                 "        (uint64_t)(uintptr_t)v < (uint64_t)(N * s[" + v + " + 2] * " + upper +
-                 "_ELEMENT_BYTES))\n"
+      tmaPack += "    /* Their base, N (q's: M) rows before the tensor's, must not wrap. */\n"
+                 "    if ((uint64_t)(uintptr_t)k < (uint64_t)(" + back("N", k) + ") ||\n"
+                 "        (uint64_t)(uintptr_t)v < (uint64_t)(" + back("N", v) + ")" +
+                 (qTma ? " ||\n        (uint64_t)(uintptr_t)q < (uint64_t)(" + back("M", q) + ")"
+                       : std::string()) +
+                 ")\n"
                  "      return CUDA_ERROR_INVALID_VALUE;\n";
     std::string blockN = upper + "_BLOCK_N", blockM = upper + "_BLOCK_M";
-    tmaPack += "    result = " + symbol + "_tensor_map_(&maps[0], " + base("k", k) + ", " +
-               batches + ", Hkv, N, k_strides, " + blockN + ");\n"
+    tmaPack += "    result = " + symbol + "_tensor_map_(&maps[0], " + base("k", "N", k) + ", " +
+               batches("total_k") + ", Hkv, N, k_strides, " + blockN + ");\n"
                "    if (result == CUDA_SUCCESS)\n"
-               "      result = " + symbol + "_tensor_map_(&maps[1], " + base("v", v) + ", " +
-               batches + ", Hkv, N, v_strides, " + blockN + ");\n";
-    // Q's and O's maps (B x H x M rows, their own strides): map `slot` of view `tensor`.
+               "      result = " + symbol + "_tensor_map_(&maps[1], " + base("v", "N", v) +
+               ", " + batches("total_k") + ", Hkv, N, v_strides, " + blockN + ");\n";
+    // Q's and O's maps (B x H x M rows, their own strides; Q's packed as K's): map `slot` of
+    // view `tensor`.
     auto rowMap = [&](int slot, const std::string &view, int tensor, const std::string &rows) {
       std::string at = std::to_string(launch_abi::firstStride(tensor));
-      tmaPack += "    const int64_t " + view + "_strides[3] = {s[" + at + "], s[" + at +
-                 " + 1], s[" + at + " + 2]};\n"
+      tmaPack += "    const int64_t " + view + "_strides[3] = " + strides(at) + ";\n"
                  "    if (result == CUDA_SUCCESS)\n"
                  "      result = " + symbol + "_tensor_map_(&maps[" + std::to_string(slot) +
-                 "], " + view + ", B, H, M, " + view + "_strides, " + rows + ");\n";
+                 "], " + base(view, "M", at) + ", " + batches("total_q") + ", H, M, " + view +
+                 "_strides, " + rows + ");\n";
     };
     if (qTma)
       rowMap(2, "q", 0, blockM);

@@ -417,7 +417,7 @@ compileKernels(StringRef source, StringRef bufferName, const PtxCompileOptions &
   k.blockN = *tiles.blockN;
   k.threads = tiles.threads();
   k.kvTma = tiles.warpSpecialize.value_or(false);
-  k.qTma = tiles.loadsQWithTma(options.varlen);
+  k.qTma = tiles.loadsQWithTma();
   k.oTma = tiles.storesOWithTma(options.varlen, options.splitKv);
   k.persistent = tiles.persistent.value_or(false);
 

@@ -1106,7 +1106,7 @@ TEST(LaunchValidation, TmaKernels) {
   // Packed, the maps' base is N rows before K's and V's: accepted where that does not wrap.
   KernelMetadata packed = m;
   packed.varlen = true;
-  EXPECT_NE(refusal(packed, nullptr, &varlen).find("where the tensor maps' base"),
+  EXPECT_NE(refusal(packed, nullptr, &varlen).find("where its tensor map's base"),
             std::string::npos);
   AttentionBuffers high{0x10000000, 0x20000000, 0x30000000, 0x40000000, 0x50000000};
   if (llvm::Error error = validateLaunch(packed, high, shape, strides, nullptr, &varlen))

@@ -28,6 +28,25 @@
 // WSJSON: "kv_tma": true
 // WSJSON: warp_specialize=true
 
+// Q in shared memory, asked for: the producer loads Q too, through the packed q_map (the last
+// parameter, after K's and V's), so no cp.async is left; the tile loop is persistent on
+// request, with the causal d128 persistent kernel's overlapped tile boundaries.
+// RUN: tilefuse compile --kernel causal --head-dim 128 --varlen \
+// RUN:   --config mma=wgmma,warp_specialize=true,q=shared,persistent=true --emit ptx -o %t/wsq.ptx
+// RUN: FileCheck %s --check-prefix=WSQ --input-file %t/wsq.ptx
+// RUN: FileCheck %s --check-prefix=WSQJSON --input-file %t/wsq.json
+// WSQ:      .entry causal(
+// WSQ:        .param .align 64 .b8 causal_param_28[128]
+// WSQ-NEXT:  )
+// WSQ:       mov.b64 %[[QMAP:rd[0-9]+]], causal_param_28;
+// WSQ-NOT:   cp.async.cg.shared.global
+// WSQ:       cp.async.bulk.tensor.4d
+// WSQ-NOT:   cp.async.cg.shared.global
+// WSQJSON: "q_tma": true
+// WSQJSON: q=shared
+// WSQJSON: persistent=true,overlap_tiles=true
+// WSQJSON: "varlen": true
+
 // RUN: tilefuse compile --kernel attention --head-dim 128 --varlen \
 // RUN:   --config ctas_per_sm=3,warp_specialize=false --emit ptx -o %t/budget.ptx
 // RUN: FileCheck %s --check-prefix=BUDGET --input-file %t/budget.ptx

@@ -122,8 +122,8 @@ TEST(LaunchAbi, SidecarSaysPersistent) {
   EXPECT_TRUE(packed->persistent && packed->varlen);
 }
 
-// The sidecar's "q_tma": read, and refused without "kv_tma" or beside "varlen" (Q's map is a
-// padded batch's).
+// The sidecar's "q_tma": read, and refused without "kv_tma"; beside "varlen" Q's map addresses
+// the packed rows as K's and V's do.
 TEST(LaunchAbi, SidecarSaysQueryTma) {
   namespace cuda = runtime::cuda;
   std::string sidecar = R"({"name": "attention", "block_m": 128, "block_n": 128,
@@ -135,21 +135,38 @@ TEST(LaunchAbi, SidecarSaysQueryTma) {
   auto metadata = cuda::KernelMetadata::parse(sidecar, "q.json");
   ASSERT_TRUE(bool(metadata)) << llvm::toString(metadata.takeError());
   EXPECT_TRUE(metadata->qTma && metadata->kvTma);
-  for (std::string changed : {std::string(sidecar).replace(sidecar.find("\"kv_tma\": true"),
-                                                           14, "\"kv_tma\": false"),
-                              std::string(sidecar).insert(sidecar.find("\"q_tma\""),
-                                                          "\"varlen\": true, ")}) {
-    auto refused = cuda::KernelMetadata::parse(changed, "q.json");
-    ASSERT_FALSE(bool(refused)) << changed;
-    EXPECT_NE(llvm::toString(refused.takeError()).find("loads Q with TMA"), std::string::npos);
-  }
+  std::string changed = std::string(sidecar).replace(sidecar.find("\"kv_tma\": true"), 14,
+                                                     "\"kv_tma\": false");
+  auto refused = cuda::KernelMetadata::parse(changed, "q.json");
+  ASSERT_FALSE(bool(refused)) << changed;
+  EXPECT_NE(llvm::toString(refused.takeError()).find("loads Q with TMA"), std::string::npos);
+
+  // Packed: Q's map lies over a base M rows before q (LaunchAbi.h), which must not wrap.
+  auto packed = cuda::KernelMetadata::parse(
+      std::string(sidecar).insert(sidecar.find("\"q_tma\""), "\"varlen\": true, "), "q.json");
+  ASSERT_TRUE(bool(packed)) << llvm::toString(packed.takeError());
+  EXPECT_TRUE(packed->varlen && packed->qTma);
+  cuda::AttentionShape shape{1, 4, 4, 100, 256, 64};
+  cuda::AttentionStrides strides = cuda::AttentionStrides::contiguous(shape);
+  int32_t offsets[2] = {0, 100};
+  runtime::Varlen varlen = runtime::Varlen::of(offsets, offsets, 100, 100);
+  // M rows of q's row stride: 100 x 64 x 2 bytes = 0x3200.
+  cuda::AttentionBuffers buffers{0x3200, 0x10000, 0x20000, 0x30000, 0x40000};
+  llvm::Error accepted = cuda::validateLaunch(*packed, buffers, shape, strides, nullptr, &varlen);
+  EXPECT_FALSE(bool(accepted)) << llvm::toString(std::move(accepted));
+  buffers.q = 0x3100;
+  llvm::Error wraps = cuda::validateLaunch(*packed, buffers, shape, strides, nullptr, &varlen);
+  ASSERT_TRUE(bool(wraps));
+  std::string message = llvm::toString(std::move(wraps));
+  EXPECT_NE(message.find("a packed Q below address 12800 (M rows)"), std::string::npos)
+      << message;
   static_assert(launch_abi::tensorMapCount(false) == 2 && launch_abi::tensorMapCount(true) == 3);
   static_assert(launch_abi::tensorMapIndex(1) == 0 && launch_abi::tensorMapIndex(2) == 1 &&
                 launch_abi::tensorMapIndex(0) == 2 && launch_abi::tensorMapIndex(4) == -1);
 }
 
-// The sidecar's "o_tma": read, and refused without "q_tma" (O's map is the padded batch's Q's
-// map is) or beside "split_kv" (a split kernel stores partial outputs, not O).
+// The sidecar's "o_tma": read, and refused without "q_tma", beside "varlen" (O's map is a
+// padded batch's) or beside "split_kv" (a split kernel stores partial outputs, not O).
 TEST(LaunchAbi, SidecarSaysOutputTma) {
   namespace cuda = runtime::cuda;
   std::string sidecar = R"({"name": "attention", "block_m": 128, "block_n": 128,
@@ -164,7 +181,9 @@ TEST(LaunchAbi, SidecarSaysOutputTma) {
   for (std::string changed : {std::string(sidecar).replace(sidecar.find("\"q_tma\": true"),
                                                            13, "\"q_tma\": false"),
                               std::string(sidecar).insert(sidecar.find("\"o_tma\""),
-                                                          "\"split_kv\": true, ")}) {
+                                                          "\"split_kv\": true, "),
+                              std::string(sidecar).insert(sidecar.find("\"o_tma\""),
+                                                          "\"varlen\": true, ")}) {
     auto refused = cuda::KernelMetadata::parse(changed, "o.json");
     ASSERT_FALSE(bool(refused)) << changed;
     EXPECT_NE(llvm::toString(refused.takeError()).find("stores O with TMA"), std::string::npos)

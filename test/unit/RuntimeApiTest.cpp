@@ -598,11 +598,24 @@ TEST(AotHeader, TmaKernelsEncodeTheirTensorMaps) {
         "result = attention_tensor_map_(&maps[2], q, B, H, M, q_strides, ATTENTION_BLOCK_M);",
         "parameters[26] = &maps[2];\n"})
     EXPECT_NE(header->find(part), std::string::npos) << part;
+  // Packed (varlen), Q's map addresses the rows as K's and V's do: over a base M rows before q,
+  // total_q + 1 batches of the row stride.
   runtime::CompiledKernel packedQuery = query;
   packedQuery.varlen = true;
-  auto refusedQuery = runtime::emitAotHeader(packedQuery, "x", {});
-  ASSERT_FALSE(bool(refusedQuery));
-  EXPECT_NE(llvm::toString(refusedQuery.takeError()).find("on a padded batch"),
+  header = runtime::emitAotHeader(packedQuery, "x", {});
+  ASSERT_TRUE(bool(header)) << llvm::toString(header.takeError());
+  for (const char *part :
+       {"const int64_t q_strides[3] = {s[0 + 2], s[0 + 1], s[0 + 2]};",
+        "(uint64_t)(uintptr_t)q < (uint64_t)(M * s[0 + 2] * ATTENTION_ELEMENT_BYTES)",
+        "result = attention_tensor_map_(&maps[2], (const char *)q - M * s[0 + 2] * "
+        "ATTENTION_ELEMENT_BYTES, (total_q > 0 ? total_q : 0) + 1, H, M, q_strides, "
+        "ATTENTION_BLOCK_M);"})
+    EXPECT_NE(header->find(part), std::string::npos) << part << "\n" << *header;
+  runtime::CompiledKernel packedOutput = packedQuery;
+  packedOutput.oTma = true;
+  auto refusedOutput = runtime::emitAotHeader(packedOutput, "x", {});
+  ASSERT_FALSE(bool(refusedOutput));
+  EXPECT_NE(llvm::toString(refusedOutput.takeError()).find("neither split nor varlen"),
             std::string::npos);
 
   // O stored with TMA too ("o_tma"): a fourth map, O's, over o with O's strides and boxes of

@@ -175,7 +175,7 @@ TEST(TileConfig, WarpSpecializeAddsAProducerWarpgroup) {
                                   "sm_90a");
   ASSERT_TRUE(bool(packed)) << llvm::toString(packed.takeError());
   EXPECT_EQ(packed->qOperand, QOperand::Registers);
-  EXPECT_FALSE(packed->loadsQWithTma(/*packed=*/false));
+  EXPECT_FALSE(packed->loadsQWithTma());
   EXPECT_EQ(packed->threads(), 128 + 128);
   for (const char *bad : {"warp_specialize=true,mma=sync", "warp_specialize=maybe"}) {
     std::string message = problemWith(bad);
@@ -304,18 +304,17 @@ TEST(TileConfig, PersistentWhereQueryLoadsByTma) {
   EXPECT_EQ(resolved("persistent=true", 128, /*unequal=*/true).persistent, true);
 }
 
-/// Q by TMA is the default of a warp-specialized shared-Q kernel on a padded batch; q_tma=false
+/// Q by TMA is the default of a warp-specialized shared-Q kernel, padded or packed; q_tma=false
 /// (the ablation's kernel) keys a kernel of its own whose consumers copy Q, and q_tma=true where
 /// no producer or no shared Q buffer exists is refused.
 TEST(TileConfig, QueryTmaSwitch) {
   auto d192 = resolveTileConfig(parsed(""), 192, "sm_90a");
   ASSERT_TRUE(bool(d192)) << llvm::toString(d192.takeError());
   EXPECT_FALSE(d192->qTma);
-  EXPECT_TRUE(d192->loadsQWithTma(/*packed=*/false));
-  EXPECT_FALSE(d192->loadsQWithTma(/*packed=*/true));
+  EXPECT_TRUE(d192->loadsQWithTma());
   auto copied = resolveTileConfig(parsed("q_tma=false"), 192, "sm_90a");
   ASSERT_TRUE(bool(copied)) << llvm::toString(copied.takeError());
-  EXPECT_FALSE(copied->loadsQWithTma(/*packed=*/false));
+  EXPECT_FALSE(copied->loadsQWithTma());
   EXPECT_EQ(parsed(copied->print()), *copied);
   EXPECT_NE(copied->print().find("q_tma=false"), std::string::npos);
   EXPECT_NE(hash_value(*copied), hash_value(*d192));
@@ -821,13 +820,25 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
     EXPECT_TRUE(bool(config)) << llvm::toString(config.takeError());
     return config ? config->print() : std::string();
   };
-  // (Packed, Q stays in registers at d128: its rows end at each sequence's end, which no map
-  // bounds.)
+  // (Packed, Q stays in registers at d128 by default; Q in shared memory, loaded by the
+  // producer's TMA through the packed q_map, is asked for, one tile a CTA unless asked.)
   EXPECT_EQ(packed("", 128, 0), resolved("q=registers", 128, "sm_90a"));
+  EXPECT_EQ(packed("mma=wgmma,warp_specialize=true,q=shared", 128, 0),
+            "Br=128,Bc=176,rows_per_warp=16,mma=wgmma,q=shared,copy_issue=eager,stages=2,"
+            "pack_gqa=false,warp_specialize=true,softmax_overlap=true");
+  auto packedShared = resolveTileConfig(parsed("mma=wgmma,warp_specialize=true,q=shared"), 128,
+                                        "sm_90a", KeyLayout::PackedRows);
+  ASSERT_TRUE(bool(packedShared));
+  EXPECT_TRUE(packedShared->loadsQWithTma());
+  EXPECT_FALSE(packedShared->storesOWithTma(/*packed=*/true, /*splitKv=*/false));
   EXPECT_EQ(packed("", 64, 0),
             "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false,ctas_per_sm=3");
   EXPECT_EQ(packed("", 64, 36), resolved("q=registers", 64, "sm_90a"));
+  // Warp roles asked for drop that kernel's budget: the padded d64 tile, Q by TMA.
+  EXPECT_EQ(packed("mma=wgmma,warp_specialize=true,q=shared", 64, 0),
+            "Br=192,Bc=128,rows_per_warp=16,mma=wgmma,q=shared,copy_issue=eager,stages=2,"
+            "pack_gqa=false,warp_specialize=true,softmax_overlap=true");
   EXPECT_EQ(packed("ctas_per_sm=2", 64, 0),
             "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false,ctas_per_sm=2");

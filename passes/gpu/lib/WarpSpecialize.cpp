@@ -36,17 +36,17 @@
 // release it once every wgmma that read it has completed, after the last op of the tile's body
 // that holds one (the key loops). In a persistent kernel the producer's next fill of Q waits
 // for that release, so the next tile's Q (and keys) load while the consumers finish this tile:
-// normalize and store O. A packed batch's Q has no map (its rows end at each sequence's end):
-// there, and with q_tma=false (the ablation's kernel), the consumers copy Q themselves, shared
-// by their threads alone (the copy's `threads`).
+// normalize and store O. With q_tma=false (the ablation's kernel) the consumers copy Q
+// themselves, shared by their threads alone (the copy's `threads`).
 //
-// A varlen kernel (tile.varlen: a packed batch) reads K and V as one packed tensor: its copies'
-// batch index is the sequence's first row `start` and their bound the sequence's length `len`.
-// Rows past a sequence's end must read as zeros, as cp.async's bound makes them: they belong
-// to the next sequence or to no sequence (anything, NaN included, and 0 · NaN in P·V is NaN).
-// A tensor map bounds each of its dimensions, so the maps (LaunchAbi.h) address a packed row
-// through two dimensions of the same stride, a of extent N (the longest sequence) and b, over
-// a base N rows before the tensor's: row r of the sequence is a = r + N - len, b = start + len,
+// A varlen kernel (tile.varlen: a packed batch) reads Q, K and V as packed tensors: their
+// copies' batch index is the sequence's first row `start` and their bound the sequence's length
+// `len`. Rows past a sequence's end must read as zeros, as cp.async's bound makes them: they
+// belong to the next sequence or to no sequence (anything, NaN included, and 0 · NaN in P·V is
+// NaN; a query row past the end is not stored, but zeros keep its softmax finite). A tensor map
+// bounds each of its dimensions, so the maps (LaunchAbi.h) address a packed row through two
+// dimensions of the same stride, a of extent N (the longest sequence; Q's: M) and b, over a
+// base N rows before the tensor's: row r of the sequence is a = r + N - len, b = start + len,
 // at base + (a + b - N) rows = start + r. Its rows r < len have a < N; those past its end have
 // a >= N and read as zeros.
 //
@@ -150,10 +150,10 @@ struct TGPUWarpSpecialize
   int64_t depth = 2, ctasPerSm = 1;
   /// Q's ring depth: one, two under overlap_tiles=true.
   int64_t queryStages = 1;
-  /// A varlen kernel: K and V are packed, their rows offset by the copies' batch index.
+  /// A varlen kernel: Q, K and V are packed, their rows offset by the copies' batch index.
   bool packed = false;
-  /// Q's copy becomes the producer's TMA load (TileConfig::loadsQWithTma): not on a packed
-  /// batch, nor with q_tma=false.
+  /// Q's copy becomes the producer's TMA load (TileConfig::loadsQWithTma): not with
+  /// q_tma=false.
   bool queryByTma = true;
   SmallVector<Channel> channels;
   DenseMap<Operation *, unsigned> channelOf; // AsyncCopyOp -> channel
@@ -170,7 +170,6 @@ struct TGPUWarpSpecialize
                               "their TMA loads are not implemented (use "
                               "warp_specialize=false)");
     packed = kernel->hasAttr(tile::kVarlenAttr);
-    queryByTma = queryByTma && !packed;
     auto grids = llvm::to_vector(kernel.getBody().front().getOps<scf::ForallOp>());
     if (grids.size() != 1)
       return kernel.emitError("tgpu-warp-specialize: expects one program grid (scf.forall)");
@@ -240,9 +239,9 @@ struct TGPUWarpSpecialize
       auto view = dyn_cast<BlockArgument>(copy.getView());
       bool query =
           view && view.getOwner() == &kernel.getBody().front() && view.getArgNumber() == 0;
-      // Q in shared memory (q=shared) on a packed batch, or with q_tma=false: the consumers copy
-      // it themselves, once per tile; its copy, group and wait stay in the consumer partition,
-      // and tgpu-insert-barriers orders it among the consumers.
+      // Q in shared memory (q=shared) with q_tma=false: the consumers copy it themselves, once
+      // per tile; its copy, group and wait stay in the consumer partition, and
+      // tgpu-insert-barriers orders it among the consumers.
       // (TileConfig::loadsQWithTma says the same for the launch metadata.)
       if (query && !queryByTma) {
         consumerCopies.push_back(copy);
@@ -253,14 +252,15 @@ struct TGPUWarpSpecialize
                                 "argument: only those have tensor maps in the launch ABI");
       // The tensor map's row extent bounds the rows (zeros past it, as cp.async's bound): N,
       // the length of K and of V alike (the launch ABI gives both one N), or Q's M. Packed, the
-      // bound is the sequence's, which the last key block's mask applies (the file comment).
+      // bound is the sequence's length, which the maps' two row dimensions apply (the file
+      // comment).
       auto dim = copy.getBound().getDefiningOp<memref::DimOp>();
       std::optional<int64_t> dimIndex = dim ? dim.getConstantIndex() : std::nullopt;
       auto dimOf = dim ? dyn_cast<BlockArgument>(dim.getSource()) : BlockArgument();
       bool ownLength = dimOf && dimOf.getOwner() == view.getOwner() && dimIndex == 2 &&
                        (query ? dimOf.getArgNumber() == 0
                               : dimOf.getArgNumber() >= 1 && dimOf.getArgNumber() <= 2);
-      if ((!packed || query) && !ownLength)
+      if (!packed && !ownLength)
         return copy.emitOpError("bounds its rows by something other than the view's length: a "
                                 "TMA load reads zeros past the tensor's own extent only");
       auto [it, inserted] = channelOfAlloc.try_emplace(alloc, channels.size());

@@ -12,6 +12,7 @@
 #include "llvm/Support/Path.h"
 
 #include <algorithm>
+#include <tuple>
 #include <climits>
 #include <cstring>
 #include <limits>
@@ -208,15 +209,15 @@ llvm::Expected<KernelMetadata> KernelMetadata::parse(llvm::StringRef json,
   // paged cache (LaunchAbi.h).
   if (metadata.kvTma && metadata.pagedKv)
     return fail("a TMA kernel (\"kv_tma\") is not paged (\"paged_kv\")");
-  // Q's map covers a padded B x H x M x D tensor (LaunchAbi.h).
-  if (metadata.qTma && (!metadata.kvTma || metadata.varlen))
-    return fail("a kernel that loads Q with TMA (\"q_tma\") reads K and V with TMA (\"kv_tma\") "
-                "on a padded batch (not \"varlen\")");
-  // O's map covers the same padded tensor as Q's, and a split kernel stores partial outputs to
+  // Q's map covers a B x H x M x D tensor, or packed rows, as K's and V's do (LaunchAbi.h).
+  if (metadata.qTma && !metadata.kvTma)
+    return fail("a kernel that loads Q with TMA (\"q_tma\") reads K and V with TMA "
+                "(\"kv_tma\")");
+  // O's map covers a padded B x H x M x D tensor, and a split kernel stores partial outputs to
   // its workspace, not O (LaunchAbi.h).
-  if (metadata.oTma && (!metadata.qTma || metadata.splitKv))
+  if (metadata.oTma && (!metadata.qTma || metadata.splitKv || metadata.varlen))
     return fail("a kernel that stores O with TMA (\"o_tma\") loads Q with TMA (\"q_tma\") and "
-                "is not split (\"split_kv\")");
+                "is neither split (\"split_kv\") nor varlen (\"varlen\")");
   // The persistent grid covers the program grid, plain or varlen (LaunchAbi.h).
   if (metadata.persistent && (metadata.splitKv || metadata.pagedKv))
     return fail("a persistent kernel (\"persistent\") is neither split (\"split_kv\") nor "
@@ -315,30 +316,40 @@ llvm::Error tilefuse::runtime::cuda::checkDeclaredSizes(const DeclaredSizes &dec
 /// A TMA kernel's tensor maps of K and V, then Q's where it loads Q with TMA, then O's where it
 /// also stores O with TMA (kvTensorMap), in launch_abi::kTensorMapNames order; errors name the
 /// launch.
-/// Packed (varlen), a row of K or V is addressed through two dimensions of its row stride, over
-/// a base N rows before the tensor's (LaunchAbi.h), so that each sequence's rows end in zeros.
+/// Packed (varlen), a row of K, V or Q is addressed through two dimensions of its row stride,
+/// over a base N (Q's: M) rows before the tensor's (LaunchAbi.h), so that each sequence's rows
+/// end in zeros.
 static llvm::Expected<llvm::SmallVector<TensorMapArguments, launch_abi::kTensorMapCount>>
 tensorMaps(const KernelMetadata &metadata, const AttentionBuffers &buffers,
              const AttentionShape &shape, const AttentionStrides &strides,
              const Varlen *varlen) {
   std::array<int64_t, 4> extents = {shape.B, shape.Hkv, shape.N, shape.D};
+  std::array<int64_t, 4> queryExtents = {shape.B, shape.H, shape.M, shape.D};
   std::array<int64_t, 3> kStrides = {strides.kB, strides.kH, strides.kN},
-                         vStrides = {strides.vB, strides.vH, strides.vN};
-  DevicePtr kBase = buffers.k, vBase = buffers.v;
+                         vStrides = {strides.vB, strides.vH, strides.vN},
+                         qStrides = {strides.qB, strides.qH, strides.qM};
+  DevicePtr kBase = buffers.k, vBase = buffers.v, qBase = buffers.q;
   if (varlen) {
     extents = {std::max<int64_t>(varlen->totalK, 0) + 1, shape.Hkv, shape.N, shape.D};
+    queryExtents = {std::max<int64_t>(varlen->totalQ, 0) + 1, shape.H, shape.M, shape.D};
     kStrides[0] = strides.kN;
     vStrides[0] = strides.vN;
+    qStrides[0] = strides.qM;
     uint64_t elementBytes = metadata.dtype == ElementType::F32 ? 4 : 2;
     uint64_t kBack = uint64_t(shape.N) * uint64_t(strides.kN) * elementBytes;
     uint64_t vBack = uint64_t(shape.N) * uint64_t(strides.vN) * elementBytes;
-    if (kBase < kBack || vBase < vBack)
-      return makeError(ErrorKind::InvalidArgument,
-                       "launch of '" + metadata.name + "': a packed K or V below address " +
-                           llvm::Twine(std::max(kBack, vBack)) + " (N rows), where the tensor "
-                           "maps' base (N rows before the tensor) would wrap");
+    uint64_t qBack = metadata.qTma ? uint64_t(shape.M) * uint64_t(strides.qM) * elementBytes : 0;
+    for (auto [tensor, base, back, rows] :
+         {std::tuple{"K", kBase, kBack, "N"}, {"V", vBase, vBack, "N"}, {"Q", qBase, qBack, "M"}})
+      if (base < back)
+        return makeError(ErrorKind::InvalidArgument,
+                         "launch of '" + metadata.name + "': a packed " + tensor +
+                             " below address " + llvm::Twine(back) + " (" + rows +
+                             " rows), where its tensor map's base (" + rows +
+                             " rows before the tensor) would wrap");
     kBase -= kBack;
     vBase -= vBack;
+    qBase -= qBack;
   }
   struct {
     const char *name;
@@ -349,8 +360,7 @@ tensorMaps(const KernelMetadata &metadata, const AttentionBuffers &buffers,
   } tensors[] = {
       {launch_abi::kTensors[1].name, kBase, extents, kStrides, metadata.blockN},
       {launch_abi::kTensors[2].name, vBase, extents, vStrides, metadata.blockN},
-      {launch_abi::kTensors[0].name, buffers.q, {shape.B, shape.H, shape.M, shape.D},
-       {strides.qB, strides.qH, strides.qM}, metadata.blockM},
+      {launch_abi::kTensors[0].name, qBase, queryExtents, qStrides, metadata.blockM},
       {launch_abi::kTensors[3].name, buffers.o, {shape.B, shape.H, shape.M, shape.D},
        {strides.oB, strides.oH, strides.oM}, launch_abi::kOutputBoxRows}};
   static_assert(std::size(tensors) == launch_abi::kTensorMapCount);

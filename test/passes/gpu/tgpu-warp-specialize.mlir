@@ -460,21 +460,34 @@ func.func @packed(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse,
 !acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
 !buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
 
-// Q in shared memory on a packed batch: no map bounds Q's rows at each sequence's end, so the
-// consumers copy it themselves; the copy, group and wait stay in their partition, shared by
-// their 128 threads alone (the producer's never reach it), and the producer issues nothing
-// for Q.
+// Q in shared memory on a packed batch: the producer loads it by TMA through the packed q_map
+// as it loads K and V, row r of the sequence at (column, r + M - len, head, start + len), so
+// that rows past the sequence's end read as zeros; the consumers wait for its fill before their
+// first Q·Kᵀ and again before they release it.
 // CHECK-LABEL: func.func @packed_shared_query
-// CHECK-NOT:     tgpu.tensor_map %arg0
+// CHECK:         %[[QMAP:.+]] = tgpu.tensor_map %arg0
 // CHECK:         tgpu.warp_specialize
-// CHECK:           %[[TQ:.+]] = tgpu.async_copy %arg0{{.+}} into %[[QBUF:.+]] {threads = 128 : i64}
-// CHECK-NEXT:      %[[GQ:.+]] = nvgpu.device_async_create_group %[[TQ]]
-// CHECK-NEXT:      nvgpu.device_async_wait %[[GQ]]
+// CHECK-NOT:       tgpu.async_copy
+// CHECK:           %[[QSTAGE:.+]] = tgpu.stage %[[QRING:.+]][%{{.+}}]
+// CHECK:           nvgpu.mbarrier.try_wait.parity %[[QFULL:.+]][%{{.+}}], %{{.+}}, %{{.+}}
 // CHECK:           scf.for
-// CHECK:             tgpu.wgmma %[[QBUF]], %{{.+}} acc %{{.+}} transpose_rhs
+// CHECK:             tgpu.wgmma %[[QSTAGE]], %{{.+}} acc %{{.+}} transpose_rhs
+// CHECK:           nvgpu.mbarrier.try_wait.parity %[[QFULL]]
+// CHECK-NEXT:      nvgpu.mbarrier.arrive %[[QEMPTY:.+]][%{{.+}}]
 // CHECK:         } partition warps 4 registers 56 {
 // CHECK-NOT:       tgpu.async_copy
-// CHECK:           tgpu.tma_load
+// CHECK:           %[[START:.+]] = arith.index_castui %{{.+}} : i32 to index
+// CHECK:           %[[LEN:.+]] = arith.subi %{{.+}}, %[[START]] : index
+// CHECK:           nvgpu.mbarrier.try_wait.parity %[[QEMPTY]]
+// CHECK:           nvgpu.mbarrier.arrive.expect_tx %[[QFULL]][%{{.+}}], %c8192
+// CHECK:           %[[M:.+]] = memref.dim %arg0, %c2
+// CHECK-NEXT:      %[[SHIFTED:.+]] = arith.addi %c0, %[[M]] : index
+// CHECK-NEXT:      %[[A:.+]] = arith.subi %[[SHIFTED]], %[[LEN]] : index
+// CHECK-NEXT:      %[[B:.+]] = arith.addi %[[START]], %[[LEN]] : index
+// CHECK-NEXT:      %[[ZERO:.+]] = arith.constant 0 : index
+// CHECK-NEXT:      tgpu.tma_load %[[QMAP]][%[[ZERO]], %[[A]], %{{.+}}, %[[B]]], %[[QFULL]]
+// CHECK:           scf.for
+// CHECK:             tgpu.tma_load
 func.func @packed_shared_query(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse,
                                %cu_q: memref<?xi32>, %cu_k: memref<?xi32>)
     attributes {tile.varlen} {

@@ -181,18 +181,17 @@ struct TileConfig {
   /// warp_specialize); needs blockM and rowsPerWarp.
   int64_t threads() const;
   /// Whether the producer loads each tile's Q with TMA (launch_abi's q_map; metadata "q_tma"):
-  /// a warp-specialized kernel with Q in shared memory on a padded batch, unless q_tma=false. A
-  /// packed batch's consumers copy Q themselves (its rows end at each sequence's end, which no
-  /// map bounds).
-  bool loadsQWithTma(bool packed) const {
-    return warpSpecialize.value_or(false) && qOperand == QOperand::Shared && !packed &&
-           qTma.value_or(true);
+  /// a warp-specialized kernel with Q in shared memory, unless q_tma=false. A packed batch's
+  /// map addresses each sequence's rows as K's and V's do (LaunchAbi.h), so that its rows end
+  /// at the sequence's end.
+  bool loadsQWithTma() const {
+    return warpSpecialize.value_or(false) && qOperand == QOperand::Shared && qTma.value_or(true);
   }
   /// Whether the consumers store O through shared memory by TMA (o_tma=true; launch ABI o_map,
-  /// metadata "o_tma"): needs the producer's Q by TMA (a padded batch's map bounds the rows) and
-  /// a kernel that stores O once, where the tile stored it (not split-KV).
+  /// metadata "o_tma"): needs the producer's Q by TMA, a padded batch (the o_map bounds B x M
+  /// rows) and a kernel that stores O once, where the tile stored it (not split-KV).
   bool storesOWithTma(bool packed, bool splitKv) const {
-    return oTma.value_or(false) && loadsQWithTma(packed) && !splitKv;
+    return oTma.value_or(false) && loadsQWithTma() && !packed && !splitKv;
   }
   /// Whether the last row blocks run first (the longest, under a causal mask): descending, and
   /// the grouped and paired orders, which deal the descending row blocks in their own way.

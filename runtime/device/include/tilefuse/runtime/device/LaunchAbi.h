@@ -227,13 +227,15 @@ constexpr SplitWorkspace splitWorkspace(long long S, long long B, long long H, l
 ///                  row `start` is (a, b) = (r + N - len, start + len), in bounds (a < N)
 ///                  exactly while r < len. A paged kernel has no maps.
 /// A kernel that also loads Q with TMA (metadata "q_tma": true, which needs "kv_tma"; TileConfig
-/// q=shared on a padded batch: tgpu-warp-specialize's producer loads each tile's Q) takes a
-/// third map after those two:
+/// q=shared: tgpu-warp-specialize's producer loads each tile's Q) takes a third map after those
+/// two:
 ///   q_map          the 4-D tiled map of Q over its base pointer: dimensions {D, M, H, B}; byte
 ///                  strides {q_m, q_h, q_b} x element bytes; box {tmaBoxColumns(element
 ///                  bytes), block_m, 1, 1}; otherwise as K's. Rows past M read as zeros.
-/// A kernel that also stores O with TMA (metadata "o_tma": true, which needs "q_tma"; TileConfig
-/// o_tma=true: tgpu-store-output-by-tma) takes a fourth map after Q's:
+///                  Varlen, packed as K's: dimensions {D, M, H, total_q + 1}, byte strides
+///                  {q_m, q_h, q_m} x element bytes, over the base q - M · q_m elements.
+/// A kernel that also stores O with TMA (metadata "o_tma": true, which needs "q_tma" and a padded
+/// batch; TileConfig o_tma=true: tgpu-store-output-by-tma) takes a fourth map after Q's:
 ///   o_map          the 4-D tiled map of O over its base pointer: dimensions {D, M, H, B}; byte
 ///                  strides {o_m, o_h, o_b} x element bytes; box {tmaBoxColumns(element
 ///                  bytes), kOutputBoxRows, 1, 1}; otherwise as K's. Each consumer warpgroup
