@@ -8,6 +8,7 @@
 #   build-gpu/aot/causal.ptx      the PTX both come from, with causal.ptx.json (for reference)
 #   build-gpu/aot/causal_split.h  `--split-kv --emit header --name causal_split`: the split launcher
 #   build-gpu/aot/causal_varlen.h `--varlen --emit header --name causal_varlen`: the varlen launcher
+#   build-gpu/aot/causal_varlen_qtma.h  the same with Q in shared memory, loaded by TMA (sm_90a)
 #   build-gpu/aot/causal_paged.h  `--paged-kv --emit header --name causal_paged`: the paged launcher
 #   build-gpu/aot/causal_paged_varlen.h  `--paged-kv --varlen`: the chunked-prefill launcher
 #   build-gpu/aot/causal_backward.h  `--backward --emit header`: the derived backward's three
@@ -57,6 +58,12 @@ mv "$out/causal.json" "$out/causal.ptx.json"
   -o "$out/causal_split.h"
 "$tilefuse" compile --kernel causal "${dims[@]}" --arch "$arch" --varlen --emit header --name causal_varlen \
   -o "$out/causal_varlen.h"
+# The varlen launcher again with Q in shared memory, loaded by TMA through the packed q_map
+# (sm_90a; on sm_80 the plain varlen kernel under this name).
+qtma=()
+[ "$arch" = sm_90a ] && qtma=(--config mma=wgmma,warp_specialize=true,q=shared)
+"$tilefuse" compile --kernel causal "${dims[@]}" --arch "$arch" --varlen "${qtma[@]}" --emit header \
+  --name causal_varlen_qtma -o "$out/causal_varlen_qtma.h"
 "$tilefuse" compile --kernel causal "${dims[@]}" --arch "$arch" --paged-kv --emit header --name causal_paged \
   -o "$out/causal_paged.h"
 "$tilefuse" compile --kernel causal "${dims[@]}" --arch "$arch" --paged-kv --varlen --emit header \

@@ -3,8 +3,9 @@
 # build-gpu/aot/ on the development machine and build-gpu/ was carried over. Needs gcc, the CUDA
 # driver and cuda.h (CUDA_HOME, CUDA_PATH or /usr/local/cuda); no LLVM and nothing of tilefuse:
 #
-#   1. causal.h, causal_split.h, causal_varlen.h, causal_paged.h, causal_paged_varlen.h,
-#      gqa.h and causal_backward.h, the headers `tilefuse compile --emit header` wrote,
+#   1. causal.h, causal_split.h, causal_varlen.h, causal_varlen_qtma.h, causal_paged.h,
+#      causal_paged_varlen.h, gqa.h and causal_backward.h, the headers `tilefuse compile
+#      --emit header` wrote,
 #      compile as plain C99 with gcc -Wall -Werror (and -Wextra -pedantic, cuda.h as a system
 #      header);
 #   2. AotCheck.c (test/gpu/AotCheck.c) compiles with gcc against them and links -lcuda;
@@ -39,7 +40,8 @@ say() { echo "$*" | tee -a "$log"; }
 
 if [ ! -f "$aot/causal.h" ] || [ ! -f "$aot/gqa.h" ] || [ ! -f "$aot/AotCheck.c" ] ||
   [ ! -f "$aot/causal.cubin" ] || [ ! -f "$aot/causal_split.h" ] ||
-  [ ! -f "$aot/causal_varlen.h" ] || [ ! -f "$aot/causal_paged.h" ] ||
+  [ ! -f "$aot/causal_varlen.h" ] || [ ! -f "$aot/causal_varlen_qtma.h" ] ||
+  [ ! -f "$aot/causal_paged.h" ] ||
   [ ! -f "$aot/causal_paged_varlen.h" ] || [ ! -f "$aot/causal_backward.h" ]; then
   say "gpu-check-aot: $aot/ is incomplete (run scripts/build-aot.sh on the development machine)"
   say "FAIL"
@@ -89,6 +91,8 @@ run "causal_split.h as C99, -Wextra -pedantic" gcc -std=c99 -Wall -Wextra -pedan
   -isystem "$cuda/include" -x c -c "$aot/causal_split.h" -o "$work/h4.o"
 run "causal_varlen.h as C99, -Wextra -pedantic" gcc -std=c99 -Wall -Wextra -pedantic -Werror \
   -isystem "$cuda/include" -x c -c "$aot/causal_varlen.h" -o "$work/h5.o"
+run "causal_varlen_qtma.h as C99, -Wextra -pedantic" gcc -std=c99 -Wall -Wextra -pedantic \
+  -Werror -isystem "$cuda/include" -x c -c "$aot/causal_varlen_qtma.h" -o "$work/h5q.o"
 run "causal_paged.h as C99, -Wextra -pedantic" gcc -std=c99 -Wall -Wextra -pedantic -Werror \
   -isystem "$cuda/include" -x c -c "$aot/causal_paged.h" -o "$work/h6.o"
 run "causal_paged_varlen.h as C99, -Wextra -pedantic" gcc -std=c99 -Wall -Wextra -pedantic \

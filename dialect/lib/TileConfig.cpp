@@ -334,12 +334,17 @@ int64_t TileConfig::threads() const {
 /// -2% at 1k, on padded batches (sixteenth session). Under a mask whose row blocks differ in work
 /// (`rowBlocksUnequal`: causal) they are +4% / +15% at 4k / 16k but -17% at 1k, where a 192-row
 /// block crosses the diagonal over two to three key blocks; those keep the one-warpgroup kernel.
+/// Packed (varlen) batches take the same d64 tile with Q loaded by TMA through the packed q_map,
+/// one tile a CTA: against the one-warpgroup kernel with three CTAs an SM, full masks +12% at
+/// max 4096 and +15% at 16384, -1% at 1024; causal +2% / +16% at 4096 / 16384 but -19% at 1024
+/// (H100, docs/perf.md, 2026-12-06, twenty-ninth session), so causal-like masks keep the
+/// one-warpgroup kernel there too.
 static bool warpSpecializedByDefault(int64_t headDim, llvm::StringRef chip, KeyLayout keys,
                                      bool rowBlocksUnequal) {
   if (chip != "sm_90a" || keys == KeyLayout::Gathered)
     return false;
   if (headDim > 48 && headDim <= 64)
-    return keys == KeyLayout::Tensors && !rowBlocksUnequal;
+    return !rowBlocksUnequal;
   return headDim >= 96 && (headDim <= 192 || (headDim <= 256 && keys == KeyLayout::Tensors));
 }
 
@@ -348,8 +353,8 @@ static bool warpSpecializedByDefault(int64_t headDim, llvm::StringRef chip, KeyL
 /// a consumer thread for a wider key block: on the H200 d192 at Bc = 112 is +4-9% over Q in
 /// registers at Bc = 80, d256 at Bc = 80 +31-80% over the one-warpgroup kernel (docs/perf.md,
 /// 2026-12-01, sixteenth session). At d128 the same step measured within -3..+3%, so Q stays in
-/// registers there; packed batches were not measured with it. At d64 Q in shared memory is what
-/// lets three consumer warpgroups fit (warpSpecializedTiles).
+/// registers there. At d64 Q in shared memory is what lets three consumer warpgroups fit
+/// (warpSpecializedTiles), padded or packed.
 ///
 /// At d128 under a mask whose row blocks are equal work, for kernels whose regions take no
 /// registers, Q in shared memory takes FlashAttention-3's 128 x 176 tile (the rotated loop fits
@@ -362,6 +367,11 @@ static bool warpSpecializedByDefault(int64_t headDim, llvm::StringRef chip, KeyL
 /// row blocks differ in work take it too.
 static QOperand warpSpecializedQuery(int64_t headDim, KeyLayout keys, bool rowBlocksUnequal,
                                      int64_t regionRegisters) {
+  // Packed batches: the d64 tile as padded (Q by TMA through the packed q_map); at d128 Q in
+  // shared memory measured within ±3% of Q in registers (H100, twenty-ninth session) and stays
+  // in registers, as it does from d192, where packed batches were not measured with it.
+  if (keys == KeyLayout::PackedRows && headDim <= 64)
+    return QOperand::Shared;
   if (keys != KeyLayout::Tensors)
     return QOperand::Registers;
   if (headDim >= 192 || headDim <= 64)
@@ -584,7 +594,7 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
       c.blockN = oneWarpgroupKeyBlock(headDim, *c.blockN, regionRegisters);
     } else if (keys == KeyLayout::PackedRows && headDim <= 64 && regionRegisters == 0) {
       // A packed batch's grid holds many programs with no rows (each sequence is as long as the
-      // longest in the grid): a third CTA an SM hides them, 1.12-1.37x on the H200 (docs/perf.md,
+      // longest in the grid; here under a causal-like mask, or at d32): a third CTA an SM hides them, 1.12-1.37x on the H200 (docs/perf.md,
       // 2026-12-01, eighth session; again 1.18-1.29x at d64 in the eleventh). The plain kernels
       // fit it without spills (164-168 registers, ptxas -v); the regions' registers would not
       // (alibi: 152 bytes).

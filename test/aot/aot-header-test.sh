@@ -82,6 +82,16 @@ step "causal_varlen_tma.h encodes maps N rows before k" grep -q \
   "(const char \*)k - N \* s\[3 + 2\] \* CAUSAL_VARLEN_TMA_ELEMENT_BYTES" causal_varlen_tma.h
 step "causal_varlen_tma.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra \
   -pedantic -Werror -isystem "$cuda_include" -x c -c causal_varlen_tma.h -o header_varlen_tma.o
+# Q in shared memory, loaded by TMA through the packed q_map (M rows before q): AotCheck.c runs
+# it beside causal_varlen.h.
+step "--emit header --varlen, Q by TMA" "$tilefuse" compile --kernel causal --varlen \
+  --config mma=wgmma,warp_specialize=true,q=shared --emit header --name causal_varlen_qtma \
+  -o causal_varlen_qtma.h
+step "causal_varlen_qtma.h encodes Q's map M rows before q" grep -q \
+  "(const char \*)q - M \* s\[0 + 2\] \* CAUSAL_VARLEN_QTMA_ELEMENT_BYTES, (total_q > 0 ? total_q : 0) + 1" \
+  causal_varlen_qtma.h
+step "causal_varlen_qtma.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra \
+  -pedantic -Werror -isystem "$cuda_include" -x c -c causal_varlen_qtma.h -o header_varlen_qtma.o
 step "--emit header --paged-kv" "$tilefuse" compile --kernel causal --paged-kv --emit header \
   --name causal_paged -o causal_paged.h
 step "causal_paged.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra \
@@ -190,7 +200,7 @@ fi
 step "gqa.h: C99 -Wall -Wextra -pedantic -Werror" "$cc" -std=c99 -Wall -Wextra -pedantic \
   -Werror -isystem "$cuda_include" -x c -c gqa.h -o header4.o
 step "three headers in one translation unit" sh -c "printf '#include \"causal.h\"\n#include \"causal_f16_d128.h\"\n#include \"causal_backward.h\"\n' > both.c && '$cc' -std=c99 -Wall -Werror -I. -I'$cuda_include' -c both.c -o both.o"
-step "AotCheck.c builds against causal.h, causal_backward.h, causal_split.h, causal_varlen.h, causal_paged.h, causal_paged_varlen.h and gqa.h" "$cc" -std=c99 -O2 -Wall -Wextra -Werror \
+step "AotCheck.c builds against causal.h, causal_backward.h, causal_split.h, causal_varlen.h, causal_varlen_qtma.h, causal_paged.h, causal_paged_varlen.h and gqa.h" "$cc" -std=c99 -O2 -Wall -Wextra -Werror \
   -I. -I"$cuda_include" "$check_c" -o aot-check -L"$cuda_lib" -lcuda -lpthread -lm
 if [ "$status" = 0 ]; then
   # Without a driver, the toolkit's stub stands in for libcuda.so.1 (its calls all fail).

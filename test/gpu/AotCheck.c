@@ -22,6 +22,8 @@
  *   7. causal_varlen.h, the causal kernel with --varlen: sequences of one length packed one
  *      after another ([tokens, heads, D], LSE [H, tokens]) through cu_seqlens_q / cu_seqlens_k,
  *      grouped heads, M = N and M != N; on the host, NULL offsets and NULL strides are refused;
+ *      the same cases through causal_varlen_qtma.h (Q in shared memory, loaded by TMA through
+ *      the packed q_map on sm_90a);
  *   8. causal_paged.h, the causal kernel with --paged-kv: K and V in caches of 16-row pages
  *      ([pages, 16, Hkv, D]) through a page table, a length per sequence; on the host, a NULL
  *      table and NULL strides are refused;
@@ -55,6 +57,7 @@
 #include "causal_paged.h"
 #include "causal_paged_varlen.h"
 #include "causal_varlen.h"
+#include "causal_varlen_qtma.h"
 #include "gqa.h"
 
 #include <math.h>
@@ -410,17 +413,26 @@ static void splitLaunches(CUstream stream) {
 /* Test 7: the varlen header on B sequences of M query and N key rows each, packed: Q and O are
  * [B*M, H, D] (the B x M x H x D strides of a padded batch), K and V [B*N, Hkv, D], LSE [H, B*M]
  * (lse_b = M, lse_h = B*M), so the padded float64 check reads them as they are. */
+typedef CUresult (*VarlenLaunch)(CUstream, const void *, const void *, const void *, void *,
+                                 float *, int64_t, int64_t, int64_t, int64_t, int64_t,
+                                 const int64_t *, const int32_t *, const int32_t *, int64_t,
+                                 int64_t);
+
 static void varlenLaunches(CUstream stream) {
   static const struct {
     const char *name;
     int64_t B, H, Hkv, M, N;
+    int qtma; /* 1: causal_varlen_qtma.h's launcher */
   } cases[] = {
-      {"varlen: 3 sequences of 300", 3, 4, 2, 300, 300},
-      {"varlen: 2 sequences, 100 queries and 333 keys each", 2, 2, 1, 100, 333},
+      {"varlen: 3 sequences of 300", 3, 4, 2, 300, 300, 0},
+      {"varlen: 2 sequences, 100 queries and 333 keys each", 2, 2, 1, 100, 333, 0},
+      {"varlen, Q by TMA: 3 sequences of 300", 3, 4, 2, 300, 300, 1},
+      {"varlen, Q by TMA: 2 sequences, 100 queries and 333 keys each", 2, 2, 1, 100, 333, 1},
   };
   size_t i;
   int64_t b;
   for (i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    VarlenLaunch launch = cases[i].qtma ? causal_varlen_qtma_launch : causal_varlen_launch;
     Problem p;
     Outputs out;
     CUresult r;
@@ -444,11 +456,11 @@ static void varlenLaunches(CUstream stream) {
     CHECK_CU(cuMemAlloc(&dcuK, sizeof cuK));
     CHECK_CU(cuMemcpyHtoD(dcuQ, cuQ, sizeof cuQ));
     CHECK_CU(cuMemcpyHtoD(dcuK, cuK, sizeof cuK));
-    r = causal_varlen_launch(stream, (const void *)(uintptr_t)p.dq,
-                             (const void *)(uintptr_t)p.dk, (const void *)(uintptr_t)p.dv,
-                             (void *)(uintptr_t)out.o, (float *)(uintptr_t)out.lse, p.B, p.H,
-                             p.Hkv, p.M, p.N, p.s, (const int32_t *)(uintptr_t)dcuQ,
-                             (const int32_t *)(uintptr_t)dcuK, p.B * p.M, p.B * p.N);
+    r = launch(stream, (const void *)(uintptr_t)p.dq, (const void *)(uintptr_t)p.dk,
+               (const void *)(uintptr_t)p.dv, (void *)(uintptr_t)out.o,
+               (float *)(uintptr_t)out.lse, p.B, p.H, p.Hkv, p.M, p.N, p.s,
+               (const int32_t *)(uintptr_t)dcuQ, (const int32_t *)(uintptr_t)dcuK, p.B * p.M,
+               p.B * p.N);
     if (r != CUDA_SUCCESS) {
       fail(cases[i].name, errorName(r));
     } else {

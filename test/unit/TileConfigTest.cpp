@@ -812,11 +812,14 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
   EXPECT_EQ(gathered->print(),
             "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false");
-  // A packed varlen batch: warp-specialized as padded at 128; at 64 the one-warpgroup kernel
-  // with 3 CTAs an SM, unless the regions take registers or a budget is set.
-  auto packed = [&](llvm::StringRef text, int64_t headDim, int64_t regionRegisters) {
+  // A packed varlen batch: warp-specialized as padded at 128; at 64 the padded full mask's tile
+  // (three consumer warpgroups, Q by TMA through the packed q_map), and under a causal-like mask
+  // the one-warpgroup kernel with 3 CTAs an SM, unless the regions take registers or a budget is
+  // set.
+  auto packed = [&](llvm::StringRef text, int64_t headDim, int64_t regionRegisters,
+                    bool rowBlocksUnequal = false) {
     auto config = resolveTileConfig(parsed(text), headDim, "sm_90a", KeyLayout::PackedRows,
-                                    regionRegisters);
+                                    regionRegisters, rowBlocksUnequal);
     EXPECT_TRUE(bool(config)) << llvm::toString(config.takeError());
     return config ? config->print() : std::string();
   };
@@ -831,17 +834,31 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
   ASSERT_TRUE(bool(packedShared));
   EXPECT_TRUE(packedShared->loadsQWithTma());
   EXPECT_FALSE(packedShared->storesOWithTma(/*packed=*/true, /*splitKv=*/false));
+  // d64, a full mask: the padded tile, one tile a CTA (not persistent, unlike padded).
   EXPECT_EQ(packed("", 64, 0),
-            "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
-            "pack_gqa=false,ctas_per_sm=3");
-  EXPECT_EQ(packed("", 64, 36), resolved("q=registers", 64, "sm_90a"));
-  // Warp roles asked for drop that kernel's budget: the padded d64 tile, Q by TMA.
-  EXPECT_EQ(packed("mma=wgmma,warp_specialize=true,q=shared", 64, 0),
             "Br=192,Bc=128,rows_per_warp=16,mma=wgmma,q=shared,copy_issue=eager,stages=2,"
             "pack_gqa=false,warp_specialize=true,softmax_overlap=true");
-  EXPECT_EQ(packed("ctas_per_sm=2", 64, 0),
+  auto packedD64 = resolveTileConfig(parsed(""), 64, "sm_90a", KeyLayout::PackedRows);
+  ASSERT_TRUE(bool(packedD64));
+  EXPECT_TRUE(packedD64->loadsQWithTma());
+  // With the regions' registers the key block shrinks, as padded.
+  EXPECT_EQ(packed("", 64, 36),
+            "Br=192,Bc=112,rows_per_warp=16,mma=wgmma,q=shared,copy_issue=eager,stages=2,"
+            "pack_gqa=false,warp_specialize=true,softmax_overlap=true");
+  // d64 under a causal-like mask: the one-warpgroup kernel, a third CTA an SM without regions.
+  EXPECT_EQ(packed("", 64, 0, /*rowBlocksUnequal=*/true),
+            "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
+            "pack_gqa=false,ctas_per_sm=3");
+  EXPECT_EQ(packed("", 64, 36, /*rowBlocksUnequal=*/true),
+            "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
+            "pack_gqa=false");
+  EXPECT_EQ(packed("ctas_per_sm=2", 64, 0, /*rowBlocksUnequal=*/true),
             "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false,ctas_per_sm=2");
+  // Warp roles asked for under a causal-like mask drop the one-warpgroup kernel's budget.
+  EXPECT_EQ(packed("mma=wgmma,warp_specialize=true,q=shared", 64, 0, /*rowBlocksUnequal=*/true),
+            "Br=192,Bc=128,rows_per_warp=16,mma=wgmma,q=shared,copy_issue=eager,stages=2,"
+            "pack_gqa=false,warp_specialize=true,softmax_overlap=true");
   EXPECT_EQ(resolved("pack_gqa=true", 128, "sm_90a"),
             "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=true");

@@ -570,6 +570,14 @@ struct TGPUWarpSpecialize
       Value shifted = arith::AddIOp::create(b, loc, indices[2], longest);
       indices[2] = arith::SubIOp::create(b, loc, shifted, length);
       indices[0] = arith::AddIOp::create(b, loc, indices[0], length);
+      // A query tile past its sequence's end (a row block of a shorter sequence) would be a box
+      // wholly outside the map, which faulted on large tensors (H100, 67 MB of Q); its rows are
+      // never stored, so it starts at the map's last row instead and reads that row.
+      if (c.query) {
+        Value one = arith::ConstantIndexOp::create(b, loc, 1);
+        Value last = arith::SubIOp::create(b, loc, longest, one);
+        indices[2] = arith::MinUIOp::create(b, loc, indices[2], last);
+      }
     }
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     SmallVector<Value> coordinates = {zero};

@@ -462,8 +462,9 @@ func.func @packed(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse,
 
 // Q in shared memory on a packed batch: the producer loads it by TMA through the packed q_map
 // as it loads K and V, row r of the sequence at (column, r + M - len, head, start + len), so
-// that rows past the sequence's end read as zeros; the consumers wait for its fill before their
-// first Q·Kᵀ and again before they release it.
+// that rows past the sequence's end read as zeros; a tile wholly past the end starts at row
+// M - 1 instead (a box wholly outside the map faulted); the consumers wait for its fill before
+// their first Q·Kᵀ and again before they release it.
 // CHECK-LABEL: func.func @packed_shared_query
 // CHECK:         %[[QMAP:.+]] = tgpu.tensor_map %arg0
 // CHECK:         tgpu.warp_specialize
@@ -484,8 +485,11 @@ func.func @packed(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse,
 // CHECK-NEXT:      %[[SHIFTED:.+]] = arith.addi %c0, %[[M]] : index
 // CHECK-NEXT:      %[[A:.+]] = arith.subi %[[SHIFTED]], %[[LEN]] : index
 // CHECK-NEXT:      %[[B:.+]] = arith.addi %[[START]], %[[LEN]] : index
+// CHECK-NEXT:      %[[ONE:.+]] = arith.constant 1 : index
+// CHECK-NEXT:      %[[LAST:.+]] = arith.subi %[[M]], %[[ONE]] : index
+// CHECK-NEXT:      %[[AQ:.+]] = arith.minui %[[A]], %[[LAST]] : index
 // CHECK-NEXT:      %[[ZERO:.+]] = arith.constant 0 : index
-// CHECK-NEXT:      tgpu.tma_load %[[QMAP]][%[[ZERO]], %[[A]], %{{.+}}, %[[B]]], %[[QFULL]]
+// CHECK-NEXT:      tgpu.tma_load %[[QMAP]][%[[ZERO]], %[[AQ]], %{{.+}}, %[[B]]], %[[QFULL]]
 // CHECK:           scf.for
 // CHECK:             tgpu.tma_load
 func.func @packed_shared_query(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse,
