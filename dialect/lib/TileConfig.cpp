@@ -510,7 +510,7 @@ static void warpSpecializedTiles(TileConfig &c, int64_t headDim, QOperand q,
 }
 
 /// Persistent programs by default (tgpu-persistent) where the producer loads Q with TMA
-/// (loadsQWithTma: padded batches with Q in shared memory, the d64 Br = 192, d128 Bc = 176, d192
+/// on a padded batch (loadsQWithTma with Q in shared memory, the d64 Br = 192, d128 Bc = 176, d192
 /// and d256 defaults) and every row block is the same work (no causal-like mask). There the next tile's Q
 /// and first key blocks load while the consumers finish this one. Measured on the H200 against
 /// the one-tile-per-CTA grid (docs/perf.md, 2026-12-02, eighteenth session, two runs), full
@@ -527,7 +527,9 @@ static void warpSpecializedTiles(TileConfig &c, int64_t headDim, QOperand q,
 /// 16k (H100, docs/perf.md, 2026-12-06), which brings every causal row from 4k over cuDNN there.
 static bool persistentByDefault(const TileConfig &c, int64_t headDim, KeyLayout keys,
                                 bool rowBlocksUnequal, int64_t regionRegisters) {
-  // Packed batches load Q with TMA too, but their persistent tile loop is not measured yet.
+  // Packed batches load Q with TMA too, but their tile loop deals every row block of the
+  // longest sequence's grid, the empty ones included: 5-35% slower than one tile a CTA (H100,
+  // docs/perf.md, twenty-ninth session).
   return (!rowBlocksUnequal || headDim >= 128) && regionRegisters == 0 &&
          keys == KeyLayout::Tensors && c.loadsQWithTma();
 }

@@ -97,8 +97,10 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
     if (!config->persistent.value_or(false) && !force)
       return;
     // A varlen grid is (sequences, heads, row blocks of the longest sequence): a tile past its
-    // sequence's end runs no key block and stores nothing (its bounds say so), which in the
-    // tile loop costs a few instructions where the one-tile-per-CTA grid launches a CTA.
+    // sequence's end runs no key block and stores nothing (its bounds say so), but the tile
+    // loop still deals it, and with Q loaded by TMA fills its Q; measured 5-35% slower than
+    // one tile a CTA (docs/perf.md, twenty-ninth session), so varlen is persistent on request
+    // only. A tile list without the empty row blocks is what would change that.
     if (kernel->hasAttr(tile::kPagedKVAttr) || kernel->hasAttr(tile::kSplitKVAttr)) {
       kernel.emitError("persistent: paged and split-KV kernels are not persistent yet "
                        "(use persistent=false)");

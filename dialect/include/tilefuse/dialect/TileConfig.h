@@ -220,11 +220,11 @@ enum class KeyLayout { Tensors, PackedRows, Gathered };
 /// packed), and at 256 for padded batches, the warp-specialized kernel with its key loop rotated
 /// (Br = 128; Bc = 160 and 128 at d96 and d128 with Q in registers; Q in shared memory from d192
 /// for padded batches, Bc = 112 at d192 and 80 at d256; packed d192: Q in registers, Bc = 80).
-/// At d64, for padded batches whose row blocks are equal work (not `rowBlocksUnequal`), three
-/// consumer warpgroups (Br = 192, Bc = 128, Q in shared memory: FlashAttention-3's d64 tile).
-/// Where the producer then loads Q with TMA (padded batches with Q in shared memory) and the
-/// mask leaves the row blocks equal work (not `rowBlocksUnequal`), persistent programs, for
-/// kernels whose regions take no registers (`regionRegisters` 0).
+/// At d64, for padded and packed batches whose row blocks are equal work (not
+/// `rowBlocksUnequal`), three consumer warpgroups (Br = 192, Bc = 128, Q in shared memory:
+/// FlashAttention-3's d64 tile). Where the producer then loads Q with TMA (Q in shared memory)
+/// on a padded batch and the mask leaves the row blocks equal work (not `rowBlocksUnequal`),
+/// persistent programs, for kernels whose regions take no registers (`regionRegisters` 0).
 /// The autotuner's baseline.
 ///
 /// `regionRegisters` is what the kernel's score and mask regions take per consumer thread beyond

@@ -101,14 +101,14 @@ struct KernelMetadata {
   /// launches pass LaunchAbi.h's varlen parameters (a Varlen).
   bool varlen = false;
   /// A TMA kernel (TileConfig warp_specialize; optional key "kv_tma"): it reads K and V through
-  /// LaunchAbi.h's tensor maps, which each launch encodes (TensorMaps.h). Neither paged nor
-  /// varlen (for now); split-KV may be.
+  /// LaunchAbi.h's tensor maps, which each launch encodes (TensorMaps.h), padded or packed
+  /// (varlen); not paged; split-KV may be.
   bool kvTma = false;
-  /// A TMA kernel that also loads Q with TMA (optional key "q_tma", which needs "kv_tma" and a
-  /// padded batch): launches pass LaunchAbi.h's q_map after K's and V's.
+  /// A TMA kernel that also loads Q with TMA (optional key "q_tma", which needs "kv_tma"):
+  /// launches pass LaunchAbi.h's q_map after K's and V's (packed as theirs where varlen).
   bool qTma = false;
   /// A TMA kernel that also stores O with TMA (optional key "o_tma", which needs "q_tma" and a
-  /// kernel that is not split-KV): launches pass LaunchAbi.h's o_map after Q's.
+  /// padded kernel that is not split-KV): launches pass LaunchAbi.h's o_map after Q's.
   bool oTma = false;
   /// A persistent kernel (TileConfig persistent; optional key "persistent"): launches start
   /// launch_abi::persistentPrograms CTAs on a one-dimensional grid. Neither split, paged nor
