@@ -29,7 +29,10 @@ FlashAttention's varlen API takes them); every other column runs the same sequen
 MAX in a B x H x MAX x D batch. A packed column's TFLOP/s counts the sequences' own FLOPs
 (4 H L^2 D each, halved for causal), a padded column's the padded batch's: the same measure of
 how busy each keeps the GPU. "useful" TFLOP/s (the sequences' FLOPs over every column's time)
-are in the JSON.
+are in the JSON. So is each packed column's block-quantization bound ("block_bound", the last
+printed column for the first packed one): the packed/padded ratio a perfectly busy GPU would
+reach with that kernel's Br x Bc blocks (each sequence computes whole blocks, under a causal
+mask the ones it visits), against which a measured ratio reads.
 
 Tile configurations side by side: --variant NAME=DIR (repeatable) adds a column "tf:NAME" timing
 the kernels of DIR (e.g. compiled with other --block-m/--rows-per-warp/--q-operand).
@@ -268,6 +271,26 @@ class Tilefuse:
         if meta.get("varlen"):
             self.varlen.add(key)
 
+    def _varlen_key(self, causal, head_dim, dtype, max_len):
+        """The varlen kernel tuned for the longest sequence's bucket (`tilefuse tune --varlen`),
+        else one without a bucket; None if neither."""
+        for key in ((causal, head_dim, dtype, seq_bucket(max_len)),
+                    (causal, head_dim, dtype, None)):
+            if key in self.varlen:
+                return key
+        return None
+
+    def varlen_blocks(self, causal, head_dim, dtype, max_len):
+        """(block_m, block_n) of the varlen kernel prepare_varlen runs, from its sidecar."""
+        key = self._varlen_key(causal, head_dim, dtype, max_len)
+        if key is None:
+            return None
+        try:
+            meta = json.loads(pathlib.Path(self.kernels[key][1]).read_text())
+            return int(meta["block_m"]), int(meta["block_n"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
     def prepare_varlen(self, torch, q, k, v, cu_q, cu_k, max_q, max_k, causal, scale):
         """q, k, v: packed [tokens, heads, D]; cu_q, cu_k: the B + 1 int32 offsets (device);
         max_q, max_k: the longest query and key sequences."""
@@ -276,12 +299,8 @@ class Tilefuse:
         T, H, D = q.shape
         Hkv = k.shape[1]
         dtype = "bf16" if q.dtype == torch.bfloat16 else "f16"
-        # The kernel tuned for the longest sequence's bucket (`tilefuse tune --varlen`), else
-        # one without a bucket.
-        key = (causal, D, dtype, seq_bucket(max(max_q, max_k)))
-        if key not in self.varlen:
-            key = (causal, D, dtype, None)
-        if key not in self.varlen:
+        key = self._varlen_key(causal, D, dtype, max(max_q, max_k))
+        if key is None:
             raise Unavailable(f"no varlen {'causal' if causal else 'attention'} kernel for D={D}")
         kernel = self.kernels[key]
         o = torch.empty_like(q)
@@ -997,6 +1016,29 @@ def varlen_lengths(max_len, tokens, seed):
     return lengths
 
 
+def visited_blocks(length, block_m, block_n, causal):
+    """Elements of the Br x Bc blocks a tiled kernel computes for one sequence of `length` rows
+    and keys: every block, or under a causal mask row block i's first ceil(min(L, (i+1)Br) / Bc)
+    key blocks."""
+    row_blocks = -(-length // block_m)
+    if not causal:
+        return row_blocks * block_m * -(-length // block_n) * block_n
+    return sum(-(-min(length, (i + 1) * block_m) // block_n)
+               for i in range(row_blocks)) * block_m * block_n
+
+
+def block_bound(lengths, max_len, block_m, block_n, causal):
+    """The packed/padded TFLOP/s ratio at which a perfectly busy GPU would run the packed
+    sequences with Br x Bc blocks: the share of its block elements that are the sequences' own
+    (L^2, halved under a causal mask), over the same share for the padded batch's sequences of
+    max_len."""
+    div = 2 if causal else 1
+    packed = (sum(L * L for L in lengths) / div /
+              sum(visited_blocks(L, block_m, block_n, causal) for L in lengths))
+    padded = max_len * max_len / div / visited_blocks(max_len, block_m, block_n, causal)
+    return packed / padded
+
+
 def run_varlen(args, torch, device, flush, impls, preparers, variants, variant_kernels):
     """Varlen prefill rows: packed columns (varlen kernels) against padded ones (module doc)."""
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}; "
@@ -1005,7 +1047,8 @@ def run_varlen(args, torch, device, flush, impls, preparers, variants, variant_k
     header = list(impls)
     if "tilefuse" in impls:
         header.insert(header.index("tilefuse") + 1, "tilefuse:bshd")
-    print(f"{'config':<40}" + "".join(f"{i:>18}" for i in header) + f"{'varlen err':>14}")
+    print(f"{'config':<40}" + "".join(f"{i:>18}" for i in header) + f"{'varlen err':>14}" +
+          f"{'bound':>8}")
     results = []
     for head_dim in [int(x) for x in args.head_dims.split(",")]:
         for max_len in [int(x) for x in args.varlen.split(",")]:
@@ -1028,7 +1071,7 @@ def run_varlen(args, torch, device, flush, impls, preparers, variants, variant_k
                 result = {"mode": "varlen", "dtype": "bf16", "head_dim": head_dim, "H": H,
                           "lengths": lengths, "causal": causal, "flops": real,
                           "padded_flops": padded, "ms": {}, "tflops": {}, "useful_tflops": {},
-                          "packed": [], "n/a": {}, "max_rel_err": {}}
+                          "packed": [], "n/a": {}, "max_rel_err": {}, "block_bound": {}}
                 ready, outputs = {}, {}
                 columns = list(impls)
                 if "tilefuse" in impls:
@@ -1040,6 +1083,10 @@ def run_varlen(args, torch, device, flush, impls, preparers, variants, variant_k
                     kernels = variant_kernels.get(impl)
                     if kernels is not None and kernels.varlen:
                         result["packed"].append(impl)
+                        blocks = kernels.varlen_blocks(causal, head_dim, "bf16", max_len)
+                        if blocks:
+                            result["block_bound"][impl] = block_bound(lengths, max_len, *blocks,
+                                                                      causal)
                         prepare = (lambda kernels=kernels: kernels.prepare_varlen(
                             torch, *packed, cu, cu, max_len, max_len, causal, scale))
                     elif impl == "tilefuse:bshd":
@@ -1073,8 +1120,11 @@ def run_varlen(args, torch, device, flush, impls, preparers, variants, variant_k
                 errs = list(result["max_rel_err"].values())
                 err_text = "n/a" if not errs else ("NaN" if any(map(math.isnan, errs)) else
                                                     f"{max(errs):.1e}")
+                bounds = [result["block_bound"][i] for i in result["packed"]
+                          if i in result["block_bound"]]
+                bound_text = f"{bounds[0]:.3f}" if bounds else "n/a"
                 print(f"{config:<40}" + "".join(f"{fmt_tflops(result, i):>18}" for i in columns) +
-                      f"{err_text:>14}", flush=True)
+                      f"{err_text:>14}{bound_text:>8}", flush=True)
                 results.append(result)
             del q, k, v, packed, bshd, outputs
     return results
