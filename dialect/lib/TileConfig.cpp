@@ -596,8 +596,9 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
       c.blockN = oneWarpgroupKeyBlock(headDim, *c.blockN, regionRegisters);
     } else if (keys == KeyLayout::PackedRows && headDim <= 64 && regionRegisters == 0) {
       // A packed batch's grid holds many programs with no rows (each sequence is as long as the
-      // longest in the grid; here under a causal-like mask, or at d32): a third CTA an SM hides them, 1.12-1.37x on the H200 (docs/perf.md,
-      // 2026-12-01, eighth session; again 1.18-1.29x at d64 in the eleventh). The plain kernels
+      // longest in the grid; here under a causal-like mask, or at d32): a third CTA an SM hides
+      // them, 1.12-1.37x on the H200 (docs/perf.md, 2026-12-01, eighth session; again
+      // 1.18-1.29x at d64 in the eleventh). The plain kernels
       // fit it without spills (164-168 registers, ptxas -v); the regions' registers would not
       // (alibi: 152 bytes).
       c.ctasPerSm = 3;

@@ -12,11 +12,11 @@
 #include "llvm/Support/Path.h"
 
 #include <algorithm>
-#include <tuple>
 #include <climits>
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <tuple>
 
 using namespace tilefuse::runtime;
 using namespace tilefuse::runtime::cuda;
