@@ -105,7 +105,6 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
       return signalPassFailure();
     if (!config->persistent.value_or(false) && !force)
       return;
-
     if (kernel->hasAttr(tile::kPagedKVAttr) || kernel->hasAttr(tile::kSplitKVAttr)) {
       kernel.emitError("persistent: paged and split-KV kernels are not persistent yet "
                        "(use persistent=false)");
