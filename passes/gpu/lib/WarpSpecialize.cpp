@@ -48,13 +48,7 @@
 // dimensions of the same stride, a of extent N (the longest sequence; Q's: M) and b, over a
 // base N rows before the tensor's: row r of the sequence is a = r + N - len, b = start + len,
 // at base + (a + b - N) rows = start + r. Its rows r < len have a < N; those past its end have
-// a >= N and read as zeros. A Q tile wholly past its sequence's end (a row block of a shorter
-// sequence than the longest) starts at a = M - 1 instead: a box wholly outside a map faulted
-// (illegal address at the UTMALDG on a 67 MB Q, H100). One tile a CTA, such a tile loads no Q
-// at all (skipsEmptyQueryTiles): the fill, the consumers' wait outside the key loops and their
-// release are guarded by the tile's first row being before the sequence's end, and its key
-// loops run no block; the CTA exits without a TMA round trip. A persistent tile loop keeps
-// every fill, so that both sides count the same fills.
+// a >= N and read as zeros.
 //
 //===----------------------------------------------------------------------===//
 #include "tilefuse/passes/gpu/Passes.h"
@@ -161,10 +155,6 @@ struct TGPUWarpSpecialize
   /// Q's copy becomes the producer's TMA load (TileConfig::loadsQWithTma): not with
   /// q_tma=false.
   bool queryByTma = true;
-  /// A packed batch, one tile a CTA: Q is loaded, waited for and released only where the tile
-  /// has rows (a varlen grid's row blocks past a shorter sequence's end have none). A
-  /// persistent kernel's tile loop keeps every fill, so that the two sides' counters agree.
-  bool skipsEmptyQueryTiles = false;
   SmallVector<Channel> channels;
   DenseMap<Operation *, unsigned> channelOf; // AsyncCopyOp -> channel
   /// The copies the consumers keep (Q with q=shared).
@@ -183,9 +173,6 @@ struct TGPUWarpSpecialize
                               "their TMA loads are not implemented (use "
                               "warp_specialize=false)");
     packed = kernel->hasAttr(tile::kVarlenAttr);
-    bool tileLoop = false;
-    kernel.walk([&](scf::ForOp loop) { tileLoop |= loop->hasAttr(kTileLoopAttr); });
-    skipsEmptyQueryTiles = packed && !tileLoop;
     auto grids = llvm::to_vector(kernel.getBody().front().getOps<scf::ForallOp>());
     if (grids.size() != 1)
       return kernel.emitError("tgpu-warp-specialize: expects one program grid (scf.forall)");
@@ -586,18 +573,9 @@ struct TGPUWarpSpecialize
   }
 
   /// Waits for the stage to be empty, arms its full barrier with the tile's bytes and loads it.
-  void emitFill(OpBuilder &outer, AsyncCopyOp copy, IRMapping &map, const Channel &c,
+  void emitFill(OpBuilder &b, AsyncCopyOp copy, IRMapping &map, const Channel &c,
                 Value &counter) {
     Location loc = copy.getLoc();
-    // One tile a CTA on a packed batch: a tile past its sequence's end loads no Q (the
-    // consumers neither wait for it nor release it: skipsEmptyQueryTiles), so the CTA exits
-    // without a TMA round trip. The counter moves on regardless; nothing reads it after.
-    OpBuilder b = outer;
-    if (c.query && skipsEmptyQueryTiles) {
-      auto fill = scf::IfOp::create(b, loc, queryTileHasRows(b, copy, map),
-                                    /*withElseRegion=*/false);
-      b.setInsertionPointToStart(fill.thenBlock());
-    }
     Slot slot = slotOf(b, loc, counter, c.stages);
     // The empty barrier's phase before the first consumer release is the one "before" phase 0:
     // waiting on the opposite parity passes at once for the first round of stages.
@@ -632,29 +610,8 @@ struct TGPUWarpSpecialize
     SmallVector<Value> coordinates = {zero};
     coordinates.append(indices.rbegin(), indices.rend());
     TmaLoadOp::create(b, loc, c.descriptor, coordinates, c.full, slot.stage, buffer);
-    Value one = arith::ConstantIndexOp::create(outer, loc, 1);
-    counter = arith::AddIOp::create(outer, loc, counter, one);
-  }
-
-  /// Whether `op` is nested in a loop below `block`.
-  static bool insideLoopOf(Operation *op, Block *block) {
-    for (Block *at = op->getBlock(); at && at != block;) {
-      Operation *parent = at->getParentOp();
-      if (!parent)
-        return false;
-      if (isa<LoopLikeOpInterface>(parent))
-        return true;
-      at = parent->getBlock();
-    }
-    return false;
-  }
-
-  /// Whether Q's copy `copy` (its indices and bound through `map`) has rows: its first row is
-  /// before the sequence's end.
-  Value queryTileHasRows(OpBuilder &b, AsyncCopyOp copy, const IRMapping &map) {
-    Value row = map.lookupOrDefault(copy.getIndices()[2]);
-    Value length = map.lookupOrDefault(copy.getBound());
-    return arith::CmpIOp::create(b, copy.getLoc(), arith::CmpIPredicate::ult, row, length);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    counter = arith::AddIOp::create(b, loc, counter, one);
   }
 
   //===--------------------------------------------------------------------===//
@@ -770,15 +727,6 @@ struct TGPUWarpSpecialize
             return user->emitOpError("uses Q's copy group other than by waiting for it");
           rewriter.setInsertionPoint(wait);
           Value ticks = arith::ConstantIndexOp::create(rewriter, loc, 0);
-          // Where tiles without rows load no Q, a wait outside the key loops is guarded as the
-          // fill is; the key loops run no block in such a tile (tile-varlen: a program past
-          // its sequence's end has no keys), so the waits in them need no guard.
-          if (skipsEmptyQueryTiles && !insideLoopOf(wait, copy->getBlock())) {
-            IRMapping same;
-            auto guard = scf::IfOp::create(rewriter, loc, queryTileHasRows(rewriter, copy, same),
-                                           /*withElseRegion=*/false);
-            rewriter.setInsertionPointToStart(guard.thenBlock());
-          }
           nvgpu::MBarrierTryWaitParityOp::create(rewriter, loc, c.full, slot.phase, ticks,
                                                  slot.stage);
           rewriter.eraseOp(wait);
@@ -873,14 +821,6 @@ struct TGPUWarpSpecialize
     // fill's bytes were still in flight, two arrivals on one phase (undefined; sliding_window
     // d256 persistent failed its launch at M = 1000, N = 17). Where a block waited, it passes
     // at once: the phase cannot move on before this release.
-    // (One tile a CTA on a packed batch, a tile without rows loaded no Q: neither.)
-    if (skipsEmptyQueryTiles) {
-      IRMapping same;
-      auto release = scf::IfOp::create(rewriter, copy.getLoc(),
-                                       queryTileHasRows(rewriter, copy, same),
-                                       /*withElseRegion=*/false);
-      rewriter.setInsertionPointToStart(release.thenBlock());
-    }
     nvgpu::MBarrierTryWaitParityOp::create(rewriter, copy.getLoc(), c.full, slot.phase, ticks,
                                            slot.stage);
     nvgpu::MBarrierArriveOp::create(rewriter, copy.getLoc(),

@@ -514,40 +514,33 @@ func.func @carried_position(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !l
 // Q in shared memory on a packed batch: the producer loads it by TMA through the packed q_map
 // as it loads K and V, row r of the sequence at (column, r + M - len, head, start + len), so
 // that rows past the sequence's end read as zeros; a tile wholly past the end starts at row
-// M - 1 instead (a box wholly outside the map faulted). One tile a CTA, a tile without rows
-// (its first row at or past the sequence's end) loads no Q: the fill, the consumers' wait
-// outside the key loop and their release are all guarded by row < len.
+// M - 1 instead (a box wholly outside the map faulted); the consumers wait for its fill before
+// their first Q·Kᵀ and again before they release it.
 // CHECK-LABEL: func.func @packed_shared_query
 // CHECK:         %[[QMAP:.+]] = tgpu.tensor_map %arg0
 // CHECK:         tgpu.warp_specialize
 // CHECK-NOT:       tgpu.async_copy
 // CHECK:           %[[QSTAGE:.+]] = tgpu.stage %[[QRING:.+]][%{{.+}}]
-// CHECK:           %[[ROWS:.+]] = arith.cmpi ult, %c0, %[[CLEN:.+]] : index
-// CHECK-NEXT:      scf.if %[[ROWS]] {
-// CHECK-NEXT:        nvgpu.mbarrier.try_wait.parity %[[QFULL:.+]][%{{.+}}], %{{.+}}, %{{.+}}
+// CHECK:           nvgpu.mbarrier.try_wait.parity %[[QFULL:.+]][%{{.+}}], %{{.+}}, %{{.+}}
 // CHECK:           scf.for
 // CHECK:             tgpu.wgmma %[[QSTAGE]], %{{.+}} acc %{{.+}} transpose_rhs
-// CHECK:           %[[ROWS2:.+]] = arith.cmpi ult, %c0, %[[CLEN]] : index
-// CHECK-NEXT:      scf.if %[[ROWS2]] {
-// CHECK-NEXT:        nvgpu.mbarrier.try_wait.parity %[[QFULL]]
-// CHECK-NEXT:        nvgpu.mbarrier.arrive %[[QEMPTY:.+]][%{{.+}}]
+// CHECK:           nvgpu.mbarrier.try_wait.parity %[[QFULL]]
+// CHECK-NEXT:      nvgpu.mbarrier.arrive %[[QEMPTY:.+]][%{{.+}}]
 // CHECK:         } partition warps 4 registers 56 {
 // CHECK-NOT:       tgpu.async_copy
 // CHECK:           %[[START:.+]] = arith.index_castui %{{.+}} : i32 to index
 // CHECK:           %[[LEN:.+]] = arith.subi %{{.+}}, %[[START]] : index
-// CHECK:           %[[PROWS:.+]] = arith.cmpi ult, %c0, %[[LEN]] : index
-// CHECK-NEXT:      scf.if %[[PROWS]] {
-// CHECK:             nvgpu.mbarrier.try_wait.parity %[[QEMPTY]]
-// CHECK:             nvgpu.mbarrier.arrive.expect_tx %[[QFULL]][%{{.+}}], %c8192
-// CHECK:             %[[M:.+]] = memref.dim %arg0, %c2
-// CHECK-NEXT:        %[[SHIFTED:.+]] = arith.addi %c0, %[[M]] : index
-// CHECK-NEXT:        %[[A:.+]] = arith.subi %[[SHIFTED]], %[[LEN]] : index
-// CHECK-NEXT:        %[[B:.+]] = arith.addi %[[START]], %[[LEN]] : index
-// CHECK-NEXT:        %[[ONE:.+]] = arith.constant 1 : index
-// CHECK-NEXT:        %[[LAST:.+]] = arith.subi %[[M]], %[[ONE]] : index
-// CHECK-NEXT:        %[[AQ:.+]] = arith.minui %[[A]], %[[LAST]] : index
-// CHECK-NEXT:        %[[ZERO:.+]] = arith.constant 0 : index
-// CHECK-NEXT:        tgpu.tma_load %[[QMAP]][%[[ZERO]], %[[AQ]], %{{.+}}, %[[B]]], %[[QFULL]]
+// CHECK:           nvgpu.mbarrier.try_wait.parity %[[QEMPTY]]
+// CHECK:           nvgpu.mbarrier.arrive.expect_tx %[[QFULL]][%{{.+}}], %c8192
+// CHECK:           %[[M:.+]] = memref.dim %arg0, %c2
+// CHECK-NEXT:      %[[SHIFTED:.+]] = arith.addi %c0, %[[M]] : index
+// CHECK-NEXT:      %[[A:.+]] = arith.subi %[[SHIFTED]], %[[LEN]] : index
+// CHECK-NEXT:      %[[B:.+]] = arith.addi %[[START]], %[[LEN]] : index
+// CHECK-NEXT:      %[[ONE:.+]] = arith.constant 1 : index
+// CHECK-NEXT:      %[[LAST:.+]] = arith.subi %[[M]], %[[ONE]] : index
+// CHECK-NEXT:      %[[AQ:.+]] = arith.minui %[[A]], %[[LAST]] : index
+// CHECK-NEXT:      %[[ZERO:.+]] = arith.constant 0 : index
+// CHECK-NEXT:      tgpu.tma_load %[[QMAP]][%[[ZERO]], %[[AQ]], %{{.+}}, %[[B]]], %[[QFULL]]
 // CHECK:           scf.for
 // CHECK:             tgpu.tma_load
 func.func @packed_shared_query(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse,
