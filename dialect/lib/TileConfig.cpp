@@ -549,9 +549,10 @@ static std::optional<RowOrder> persistentRowOrder(std::optional<RowOrder> order)
 /// 8 bytes under it, ptxas -v). Its short tiles (causal row blocks average half the keys) are
 /// where idle tensor cores across a boundary cost most: +7.3% at 1k, +3.7% at 4k, -0.9% at 16k
 /// against the same kernel without (H100, docs/perf.md, 2026-12-06, twenty-eighth session).
-static bool overlapTilesByDefault(const TileConfig &c, int64_t headDim, bool rowBlocksUnequal,
-                                  int64_t regionRegisters) {
-  if (headDim != 128 || !rowBlocksUnequal || regionRegisters != 0 ||
+static bool overlapTilesByDefault(const TileConfig &c, int64_t headDim, KeyLayout keys,
+                                  bool rowBlocksUnequal, int64_t regionRegisters) {
+  // (A varlen kernel's tile loops run per sequence: tgpu-overlap-tiles refuses them.)
+  if (keys != KeyLayout::Tensors || headDim != 128 || !rowBlocksUnequal || regionRegisters != 0 ||
       c.qOperand != QOperand::Shared || c.qTma == false || c.blockM != 128 ||
       c.blockN != 128 || c.stages != 2)
     return false;
@@ -588,7 +589,7 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
       if (persistentByDefault(c, headDim, keys, rowBlocksUnequal, regionRegisters)) {
         c.persistent = true;
         c.rowOrder = persistentRowOrder(c.rowOrder);
-        if (overlapTilesByDefault(c, headDim, rowBlocksUnequal, regionRegisters))
+        if (overlapTilesByDefault(c, headDim, keys, rowBlocksUnequal, regionRegisters))
           c.overlapTiles = true;
       }
     } else if (regionRegisters > 0 && keys != KeyLayout::Gathered) {
@@ -733,7 +734,7 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   // (a request for another key block, one tile a CTA, ping-pong or O by TMA takes them away).
   if (!requested.overlapTiles)
     tiles.overlapTiles =
-        overlapTilesByDefault(tiles, headDim, rowBlocksUnequal, regionRegisters)
+        overlapTilesByDefault(tiles, headDim, keys, rowBlocksUnequal, regionRegisters)
             ? std::optional<bool>(true)
             : std::nullopt;
   if (!requested.rowsPerWarp && *tiles.blockM % *tiles.rowsPerWarp)

@@ -29,8 +29,9 @@
 // WSJSON: warp_specialize=true
 
 // Q in shared memory, asked for: the producer loads Q too, through the packed q_map (the last
-// parameter, after K's and V's), so no cp.async is left; the tile loop is persistent on
-// request, with the causal d128 persistent kernel's overlapped tile boundaries.
+// parameter, after K's and V's), so no cp.async is left; persistent on request, over a tile list
+// of each sequence's own row blocks (a loop over the sequences, tgpu-persistent), without
+// overlapped tile boundaries (tgpu-overlap-tiles refuses a tile loop inside another loop).
 // RUN: tilefuse compile --kernel causal --head-dim 128 --varlen \
 // RUN:   --config mma=wgmma,warp_specialize=true,q=shared,persistent=true --emit ptx -o %t/wsq.ptx
 // RUN: FileCheck %s --check-prefix=WSQ --input-file %t/wsq.ptx
@@ -44,8 +45,17 @@
 // WSQ-NOT:   cp.async.cg.shared.global
 // WSQJSON: "q_tma": true
 // WSQJSON: q=shared
-// WSQJSON: persistent=true,overlap_tiles=true
+// WSQJSON: persistent=true"
 // WSQJSON: "varlen": true
+
+// RUN: not tilefuse compile --kernel causal --head-dim 128 --varlen \
+// RUN:   --config mma=wgmma,warp_specialize=true,q=shared,persistent=true,overlap_tiles=true \
+// RUN:   --emit ptx -o %t/wsqot.ptx 2>&1 | FileCheck %s --check-prefix=WSQOT
+// WSQOT: error: 'scf.for' op tgpu-overlap-tiles: the tile loop runs inside another loop
+// RUN: not tilefuse compile --kernel causal --head-dim 128 --varlen \
+// RUN:   --config mma=wgmma,warp_specialize=true,q=shared,persistent=true,row_order=paired \
+// RUN:   --emit ptx -o %t/wsqpaired.ptx 2>&1 | FileCheck %s --check-prefix=WSQPAIRED
+// WSQPAIRED: error: persistent: a varlen kernel's tile list runs each sequence's row blocks in ascending order
 
 // RUN: tilefuse compile --kernel attention --head-dim 128 --varlen \
 // RUN:   --config ctas_per_sm=3,warp_specialize=false --emit ptx -o %t/budget.ptx

@@ -102,9 +102,19 @@ struct TGPUOverlapTiles : public tilefuse::tgpu::impl::TGPUOverlapTilesBase<TGPU
                          "warp_specialize=true");
       return signalPassFailure();
     }
-    for (scf::ForOp loop : tileLoops)
+    for (scf::ForOp loop : tileLoops) {
+      // A varlen kernel's tile loops run inside its loop over the sequences (tgpu-persistent):
+      // the boundary between two sequences' tiles would need the rotation across that loop,
+      // which this pass does not do.
+      if (loop->getParentOfType<scf::ForOp>()) {
+        loop.emitOpError("tgpu-overlap-tiles: the tile loop runs inside another loop (a varlen "
+                         "kernel's loop over its sequences); overlapped tile boundaries need "
+                         "one tile loop over every tile (use overlap_tiles=false)");
+        return signalPassFailure();
+      }
       if (failed(analyze(loop)) || failed(rewrite()))
         return signalPassFailure();
+    }
   }
 
   //===--------------------------------------------------------------------===//

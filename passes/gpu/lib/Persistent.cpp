@@ -53,6 +53,14 @@
 // Without the paired order, a static schedule has either balance (serpentine) or L2 reuse
 // (head-major); a dynamic one (an atomic tile counter) can have both under any mask.
 //
+// - Varlen (a packed batch): the grid's row blocks are the longest sequence's, so a list of
+//   them holds the empty row blocks of every shorter sequence (35-49% of the tiles at the
+//   bench's mixes), which persistence measured 5-35% slower for. The list is each sequence's
+//   own row blocks instead, head by head (loopOverSequences): a loop over the sequences carries
+//   the count of tiles before each, and a tile loop per sequence takes the program's share.
+//   Ascending only (the row orders that reverse the body's row block count from the longest
+//   sequence's last block).
+//
 // Run before tgpu-warp-specialize, the tile loop is a loop holding the copies like the key loop:
 // the producer clones it and the fill counters run through it, so a CTA's rings, barriers and
 // register split carry on from tile to tile, and the producer loads the next tile's keys while
@@ -63,6 +71,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "tilefuse/dialect/KernelConfig.h"
@@ -96,11 +105,6 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
       return signalPassFailure();
     if (!config->persistent.value_or(false) && !force)
       return;
-    // A varlen grid is (sequences, heads, row blocks of the longest sequence): a tile past its
-    // sequence's end runs no key block and stores nothing (its bounds say so), but the tile
-    // loop still deals it, and with Q loaded by TMA fills its Q; measured 5-35% slower than
-    // one tile a CTA (docs/perf.md, twenty-ninth session), so varlen is persistent on request
-    // only. A tile list without the empty row blocks is what would change that.
     if (kernel->hasAttr(tile::kPagedKVAttr) || kernel->hasAttr(tile::kSplitKVAttr)) {
       kernel.emitError("persistent: paged and split-KV kernels are not persistent yet "
                        "(use persistent=false)");
@@ -117,11 +121,117 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
     TileOrder order = config->rowOrder == RowOrder::Paired ? TileOrder::Paired
                       : config->longestFirst()             ? TileOrder::Serpentine
                                                            : TileOrder::HeadMajor;
+    if (kernel->hasAttr(tile::kVarlenAttr)) {
+      // The tile list holds each sequence's own row blocks (not the longest one's), counted
+      // from the queries' offsets; its orders are the ascending one's.
+      if (order != TileOrder::HeadMajor) {
+        kernel.emitError("persistent: a varlen kernel's tile list runs each sequence's row "
+                         "blocks in ascending order (row_order=ascending)");
+        return signalPassFailure();
+      }
+      if (!config->blockM) {
+        kernel.emitError("persistent: a varlen kernel's tile list needs the row block (Br)");
+        return signalPassFailure();
+      }
+      Value offsets = queryOffsets(kernel);
+      if (!offsets) {
+        kernel.emitError("persistent: a varlen kernel takes the queries' offsets "
+                         "(memref<?xi32>) after its views");
+        return signalPassFailure();
+      }
+      loopOverSequences(grids.front(), offsets, *config->blockM);
+      return;
+    }
     loopOverTiles(grids.front(), order);
   }
 
   /// How the tile loop deals the tiles (the file comment has the why of each).
   enum class TileOrder { HeadMajor, Serpentine, Paired };
+
+  /// A varlen kernel's cu_seqlens_q: its first memref<?xi32> argument, after the views
+  /// (LaunchAbi.h's varlen form: the queries' offsets, then the keys').
+  static Value queryOffsets(func::FuncOp kernel) {
+    for (BlockArgument argument : kernel.getArguments()) {
+      auto type = dyn_cast<MemRefType>(argument.getType());
+      if (type && type.getRank() == 1 && type.getElementType().isInteger(32))
+        return argument;
+    }
+    return Value();
+  }
+
+  /// A varlen kernel's tile list: sequence b's tiles are its H · ceil(len_b / Br) (head, row
+  /// block) pairs, head by head, after the H · Σ_{c<b} ceil(len_c / Br) tiles of the sequences
+  /// before it, so no tile lies past its sequence's end. Program p takes the tiles t = p, p + P,
+  /// ...: a loop over the sequences carries the count of tiles before each, and within sequence
+  /// b the tile loop runs its local tiles u ≡ p - before (mod P):
+  ///
+  ///   scf.for %b = 0 to B iter_args(%before = 0) {
+  ///     %n = H · ceil(len_b / Br)
+  ///     scf.for %u = (p - %before) mod P to %n step P {   tgpu.tile_loop
+  ///       (h, r) = (u / ceil(len_b / Br), u mod ceil(len_b / Br));  body(b, h, r)
+  ///     }
+  ///     scf.yield %before + %n
+  ///   }
+  ///
+  /// Every program walks the B sequences (two loads of the offsets each); the producer of
+  /// tgpu-warp-specialize carries %before as the consumers do.
+  void loopOverSequences(scf::ForallOp grid, Value offsets, int64_t blockM) {
+    MLIRContext *ctx = grid.getContext();
+    Location loc = grid.getLoc();
+    OpBuilder b(grid);
+    SmallVector<Value> bounds =
+        getValueOrCreateConstantIndexOp(b, loc, grid.getMixedUpperBound());
+    Value sequences = bounds[0], heads = bounds[1];
+    Value programs = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+    auto persistent = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{programs}, ValueRange{},
+        ArrayAttr::get(ctx, {tile::GridDimAttr::get(ctx, tile::GridDim::Program)}));
+    persistent->setDiscardableAttrs(grid->getDiscardableAttrDictionary());
+
+    b.setInsertionPointToStart(persistent.getBody());
+    Value program = persistent.getInductionVar(0);
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+    Value rows = arith::ConstantIndexOp::create(b, loc, blockM);
+    auto sequenceLoop = scf::ForOp::create(b, loc, c0, sequences, c1, ValueRange{c0});
+    b.setInsertionPointToStart(sequenceLoop.getBody());
+    Value sequence = sequenceLoop.getInductionVar();
+    Value before = sequenceLoop.getRegionIterArgs()[0];
+    auto offsetAt = [&](Value index) {
+      Value raw = memref::LoadOp::create(b, loc, offsets, index);
+      return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), raw).getResult();
+    };
+    Value start = offsetAt(sequence);
+    Value end = offsetAt(arith::AddIOp::create(b, loc, sequence, c1));
+    Value length = arith::SubIOp::create(b, loc, end, start);
+    Value rowBlocks = arith::CeilDivUIOp::create(b, loc, length, rows);
+    Value tiles = arith::MulIOp::create(b, loc, heads, rowBlocks);
+    // (p - before) mod P, kept non-negative: (p + P - before mod P) mod P.
+    Value behind = arith::RemUIOp::create(b, loc, before, programs);
+    Value first = arith::RemUIOp::create(
+        b, loc,
+        arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, program, programs), behind),
+        programs);
+    auto tileLoop = scf::ForOp::create(b, loc, first, tiles, programs);
+    tileLoop->setAttr(tgpu::kTileLoopAttr, UnitAttr::get(ctx));
+    Value after = arith::AddIOp::create(b, loc, before, tiles);
+    scf::YieldOp::create(b, loc, after);
+
+    b.setInsertionPointToStart(tileLoop.getBody());
+    Value u = tileLoop.getInductionVar();
+    Value head = arith::DivUIOp::create(b, loc, u, rowBlocks);
+    Value row = arith::RemUIOp::create(b, loc, u, rowBlocks);
+
+    Block *body = grid.getBody();
+    Block *loopBody = tileLoop.getBody();
+    Operation *yield = loopBody->getTerminator();
+    body->getTerminator()->erase();
+    loopBody->getOperations().splice(yield->getIterator(), body->getOperations());
+    for (auto [arg, value] : llvm::zip(grid.getInductionVars(),
+                                       ValueRange{sequence, head, row}))
+      arg.replaceAllUsesWith(value);
+    grid.erase();
+  }
 
   void loopOverTiles(scf::ForallOp grid, TileOrder order) {
     MLIRContext *ctx = grid.getContext();

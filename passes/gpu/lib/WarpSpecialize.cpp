@@ -167,6 +167,9 @@ struct TGPUWarpSpecialize
   DenseMap<Operation *, Value> counterAt;
   /// Loops and branches that hold copies: they carry the counters.
   DenseSet<Operation *> carriers;
+  /// The carriers' own loop-carried integers that the producer needs (producerSlice): it
+  /// carries them beside its counters.
+  llvm::SetVector<BlockArgument> carriedArgs;
 
   LogicalResult run(func::FuncOp kernel) {
     if (kernel->hasAttr(tile::kPagedKVAttr))
@@ -478,9 +481,16 @@ struct TGPUWarpSpecialize
         if (auto loop = dyn_cast<scf::ForOp>(owner); loop && carriers.contains(loop)) {
           if (arg == loop.getInductionVar())
             continue;
-          // A loop-carried value (the softmax state) steering a copy: the producer lacks it.
-          return loop.emitOpError("carries a value that a copy's index or a branch around it "
-                                  "depends on; the producer cannot compute it");
+          // A loop-carried integer steering a copy (a varlen tile list's count of the tiles
+          // before a sequence, tgpu-persistent): the producer carries it too, from the same
+          // init and what the body yields for it. The softmax state (tensors) it lacks.
+          if (!arg.getType().isIntOrIndex())
+            return loop.emitOpError("carries a value that a copy's index or a branch around "
+                                    "it depends on; the producer cannot compute it");
+          if (carriedArgs.insert(arg))
+            worklist.append({loop.getTiedLoopInit(arg)->get(),
+                             loop.getTiedLoopYieldedValue(arg)->get()});
+          continue;
         }
         needed.insert(owner);
         useOperandsOf(owner);
@@ -514,16 +524,33 @@ struct TGPUWarpSpecialize
       }
       if (carriers.contains(&op)) {
         if (auto loop = dyn_cast<scf::ForOp>(op)) {
+          // The loop's own carried integers the producer needs first, then the counters.
+          SmallVector<BlockArgument> kept;
+          SmallVector<Value> inits;
+          for (BlockArgument arg : loop.getRegionIterArgs())
+            if (carriedArgs.contains(arg)) {
+              kept.push_back(arg);
+              inits.push_back(map.lookupOrDefault(loop.getTiedLoopInit(arg)->get()));
+            }
+          inits.append(counters);
           auto cloned = scf::ForOp::create(
               b, loop.getLoc(), map.lookupOrDefault(loop.getLowerBound()),
               map.lookupOrDefault(loop.getUpperBound()), map.lookupOrDefault(loop.getStep()),
-              counters, /*bodyBuilder=*/nullptr, loop.getUnsignedCmp());
+              inits, /*bodyBuilder=*/nullptr, loop.getUnsignedCmp());
           map.map(loop.getInductionVar(), cloned.getInductionVar());
+          for (auto [i, arg] : llvm::enumerate(kept))
+            map.map(arg, cloned.getRegionIterArgs()[i]);
           OpBuilder inner = OpBuilder::atBlockBegin(cloned.getBody());
-          SmallVector<Value> carried(cloned.getRegionIterArgs());
+          SmallVector<Value> carried(cloned.getRegionIterArgs().drop_front(kept.size()));
           cloneProducer(*loop.getBody(), inner, map, needed, carried);
-          scf::YieldOp::create(inner, loop.getLoc(), carried);
-          counters.assign(cloned.getResults().begin(), cloned.getResults().end());
+          SmallVector<Value> yielded;
+          for (BlockArgument arg : kept)
+            yielded.push_back(map.lookupOrDefault(loop.getTiedLoopYieldedValue(arg)->get()));
+          yielded.append(carried);
+          scf::YieldOp::create(inner, loop.getLoc(), yielded);
+          for (auto [i, arg] : llvm::enumerate(kept))
+            map.map(loop.getTiedLoopResult(arg), cloned.getResult(i));
+          counters.assign(cloned.getResults().begin() + kept.size(), cloned.getResults().end());
         } else {
           auto branch = cast<scf::IfOp>(op);
           SmallVector<Type> types(counters.size(), b.getIndexType());

@@ -201,15 +201,41 @@ module attributes {tile.config = #tile.config<"warp_specialize=true,persistent=t
 !view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
 !acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
 
-// A varlen grid (sequences, heads, the longest sequence's row blocks) loops the same way: a tile
-// past its sequence's end keeps its bounds (it runs no key block and stores nothing).
+// A varlen grid (sequences, heads, the longest sequence's row blocks) becomes a tile list of each
+// sequence's own row blocks: a loop over the sequences carries the tiles before each, and the
+// tile loop runs the sequence's H · ceil(len / Br) tiles u ≡ p - before (mod P), head by head,
+// so no tile lies past its sequence's end. (Br from the module's tile.config.)
 // CHECK-LABEL: func.func @varlen
+// CHECK-DAG:     %[[S:.+]] = arith.subi %{{.+}}, %c1
+// CHECK-DAG:     %[[H:.+]] = memref.dim %arg0, %c1
 // CHECK:         %[[PROGRAMS:.+]] = gpu.grid_dim x
 // CHECK:         scf.forall (%[[P:.+]]) in (%[[PROGRAMS]]) {
-// CHECK:           scf.for %{{.+}} = %[[P]] to %{{.+}} step %[[PROGRAMS]] {
-// CHECK:             memref.load %arg2
-// CHECK:             tile.block_store %{{.+}}, %arg1[%{{.+}}] bound %[[LEN:.+]] :
-// CHECK:           } {tgpu.tile_loop}
+// CHECK-DAG:       %[[ZERO:.+]] = arith.constant 0 : index
+// CHECK-DAG:       %[[ONE:.+]] = arith.constant 1 : index
+// CHECK-DAG:       %[[BR:.+]] = arith.constant 64 : index
+// CHECK:           %[[BEFORE_END:.+]] = scf.for %[[SEQ:.+]] = %[[ZERO]] to %[[S]] step %[[ONE]] iter_args(%[[BEFORE:.+]] = %[[ZERO]]) -> (index) {
+// CHECK-NEXT:        %[[START32:.+]] = memref.load %arg2[%[[SEQ]]]
+// CHECK-NEXT:        %[[START:.+]] = arith.index_castui %[[START32]]
+// CHECK-NEXT:        %[[NEXT:.+]] = arith.addi %[[SEQ]], %[[ONE]]
+// CHECK-NEXT:        %[[END32:.+]] = memref.load %arg2[%[[NEXT]]]
+// CHECK-NEXT:        %[[END:.+]] = arith.index_castui %[[END32]]
+// CHECK-NEXT:        %[[LEN:.+]] = arith.subi %[[END]], %[[START]]
+// CHECK-NEXT:        %[[RB:.+]] = arith.ceildivui %[[LEN]], %[[BR]]
+// CHECK-NEXT:        %[[TILES:.+]] = arith.muli %[[H]], %[[RB]]
+// CHECK-NEXT:        %[[BEHIND:.+]] = arith.remui %[[BEFORE]], %[[PROGRAMS]]
+// CHECK-NEXT:        %[[PP:.+]] = arith.addi %[[P]], %[[PROGRAMS]]
+// CHECK-NEXT:        %[[D:.+]] = arith.subi %[[PP]], %[[BEHIND]]
+// CHECK-NEXT:        %[[FIRST:.+]] = arith.remui %[[D]], %[[PROGRAMS]]
+// CHECK-NEXT:        scf.for %[[U:.+]] = %[[FIRST]] to %[[TILES]] step %[[PROGRAMS]] {
+// CHECK-NEXT:          %[[HEAD:.+]] = arith.divui %[[U]], %[[RB]]
+// CHECK-NEXT:          %[[ROW:.+]] = arith.remui %[[U]], %[[RB]]
+// CHECK:               memref.load %arg2[%[[SEQ]]]
+// CHECK:               tile.block_store %{{.+}}, %arg1[%{{.+}}, %[[HEAD]], %{{.+}}] bound
+// CHECK:             } {tgpu.tile_loop}
+// CHECK-NEXT:        %[[AFTER:.+]] = arith.addi %[[BEFORE]], %[[TILES]]
+// CHECK-NEXT:        scf.yield %[[AFTER]] : index
+// CHECK:         } {mapping = [#tile.grid<program>]}
+module attributes {tile.config = #tile.config<"Br=64">} {
 func.func @varlen(%q: !view, %o: !view, %cu: memref<?xi32>) attributes {tile.varlen} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -232,6 +258,7 @@ func.func @varlen(%q: !view, %o: !view, %cu: memref<?xi32>) attributes {tile.var
     tile.block_store %zero, %o[%first, %h, %row] bound %len : !acc, !view
   } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
   return
+}
 }
 
 // -----

@@ -370,26 +370,30 @@ func.func @split(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse,
 !acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
 !qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
 
-// A copy whose row the loop carries (not the induction variable): the producer, which runs the
-// loop without the consumers' state, cannot compute it.
+// A copy whose row derives from a carried float (consumer state, not a position the producer
+// can carry as an integer): the producer, which runs the loop without the consumers' state,
+// cannot compute it. (Carried integers it carries itself: @carried_position.)
 func.func @carried_row(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
   %kbuf = tgpu.alloc : !buf
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
-  %c64 = arith.constant 64 : index
+  %f0 = arith.constant 0.0 : f32
+  %f64 = arith.constant 64.0 : f32
   %N = memref.dim %k, %c2 : !view
   scf.forall (%b, %h, %r) in (%c1, %c1, %c1) {
     %qb = tile.block_load %q[%b, %h, %c0] bound %N : !view -> !qa
     // expected-error @+1 {{carries a value that a copy's index or a branch around it depends on}}
-    %end = scf.for %j = %c0 to %c2 step %c1 iter_args(%row = %c0) -> (index) {
+    %end = scf.for %j = %c0 to %c2 step %c1 iter_args(%rowf = %f0) -> (f32) {
+      %row32 = arith.fptoui %rowf : f32 to i32
+      %row = arith.index_castui %row32 : i32 to index
       %tk = tgpu.async_copy %k[%b, %h, %row] bound %N into %kbuf : !view, !buf
       %gk = nvgpu.device_async_create_group %tk
       nvgpu.device_async_wait %gk
       %s:2 = tgpu.wgmma %qb, %kbuf transpose_rhs : !qa, !buf -> !acc, !qa
       %sw:2 = tgpu.wgmma_wait %s#0, %s#1 pending 0 : !acc, !qa
-      %next = arith.addi %row, %c64 : index
-      scf.yield %next : index
+      %next = arith.addf %rowf, %f64 : f32
+      scf.yield %next : f32
     }
   } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
   return
@@ -450,6 +454,53 @@ func.func @packed(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse,
     }
     tile.block_store %out, %o[%first, %h, %c0] bound %n : !acc, !view
   } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+  return
+}
+
+// -----
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+!qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+
+// A loop-carried integer that steers the copies (a varlen tile list's count of the tiles before
+// each sequence, tgpu-persistent): the producer carries it too, first among its loop's
+// iter_args, from the same init and what the body yields for it, beside its fill counter.
+// CHECK-LABEL: func.func @carried_position
+// CHECK:         tgpu.warp_specialize
+// CHECK:         } partition warps 4 registers 56 {
+// CHECK:           %[[OUTER:.+]]:2 = scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[BEFORE:.+]] = %[[INIT:.+]], %[[COUNT:.+]] = %{{.+}}) -> (index, index) {
+// CHECK:             %[[INNER:.+]] = scf.for %[[T:.+]] = %[[BEFORE]] to %{{.+}} step %{{.+}} iter_args(%{{.+}} = %[[COUNT]]) -> (index) {
+// CHECK:               tgpu.tma_load
+// CHECK:             %[[AFTER:.+]] = arith.addi %[[BEFORE]], %{{.+}} : index
+// CHECK:             scf.yield %[[AFTER]], %[[INNER]] : index, index
+func.func @carried_position(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
+  %kbuf = tgpu.alloc : !buf
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %n = memref.dim %k, %c2 : !view
+  %blocks = arith.ceildivui %n, %c64 : index
+  %zero = arith.constant dense<0.0> : !acc
+  scf.forall (%p) in (%c1) {
+    %qb = tile.block_load %q[%c0, %c0, %c0] bound %n : !view -> !qa
+    %end = scf.for %s = %c0 to %c2 step %c1 iter_args(%before = %c0) -> (index) {
+      scf.for %t = %before to %blocks step %c1 {
+        %row = arith.muli %t, %c64 : index
+        %tk = tgpu.async_copy %k[%s, %c0, %row] bound %n into %kbuf : !view, !buf
+        %gk = nvgpu.device_async_create_group %tk
+        nvgpu.device_async_wait %gk
+        %sc:2 = tgpu.wgmma %qb, %kbuf transpose_rhs : !qa, !buf -> !acc, !qa
+        %sw:2 = tgpu.wgmma_wait %sc#0, %sc#1 pending 0 : !acc, !qa
+        tile.block_store %sw#0, %o[%s, %c0, %row] bound %n : !acc, !view
+      }
+      %after = arith.addi %before, %c1 : index
+      scf.yield %after : index
+    }
+  } {mapping = [#tile.grid<program>]}
   return
 }
 
