@@ -46,7 +46,7 @@ bool TileConfig::isComplete() const {
 bool TileConfig::empty() const {
   return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue && !stages &&
          !packGqa && !ctasPerSm && !warpSpecialize && !softmaxOverlap && !pingpong && !persistent &&
-         !rowOrder && !qTma && !prefetchValues && !oTma && !overlapTiles;
+         !rowOrder && !qTma && !prefetchValues && !oTma && !overlapTiles && !alignRowsToEnd;
 }
 
 bool TileConfig::operator==(const TileConfig &other) const {
@@ -57,7 +57,7 @@ bool TileConfig::operator==(const TileConfig &other) const {
          pingpong == other.pingpong && persistent == other.persistent &&
          rowOrder == other.rowOrder && qTma == other.qTma &&
          prefetchValues == other.prefetchValues && oTma == other.oTma &&
-         overlapTiles == other.overlapTiles;
+         overlapTiles == other.overlapTiles && alignRowsToEnd == other.alignRowsToEnd;
 }
 
 llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
@@ -65,7 +65,8 @@ llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
                             config.qOperand, config.copyIssue, config.stages, config.packGqa,
                             config.ctasPerSm, config.warpSpecialize, config.softmaxOverlap,
                             config.pingpong, config.persistent, config.rowOrder, config.qTma,
-                            config.prefetchValues, config.oTma, config.overlapTiles);
+                            config.prefetchValues, config.oTma, config.overlapTiles,
+                            config.alignRowsToEnd);
 }
 
 std::string TileConfig::print() const {
@@ -106,6 +107,8 @@ std::string TileConfig::print() const {
     items.push_back("ctas_per_sm=" + std::to_string(*ctasPerSm));
   if (overlapTiles)
     items.push_back(*overlapTiles ? "overlap_tiles=true" : "overlap_tiles=false");
+  if (alignRowsToEnd)
+    items.push_back(*alignRowsToEnd ? "row_align=end" : "row_align=start");
   return llvm::join(items, ",");
 }
 
@@ -172,10 +175,12 @@ llvm::Error TileConfig::set(llvm::StringRef key, llvm::StringRef value) {
     return choice(oTma, false, "false", true, "true");
   if (key == "overlap_tiles" || key == "overlap-tiles")
     return choice(overlapTiles, false, "false", true, "true");
+  if (key == "row_align" || key == "row-align")
+    return choice(alignRowsToEnd, false, "start", true, "end");
   return fail("unknown setting '" + key +
               "' (Br, Bc, rows_per_warp, mma, q, copy_issue, stages, pack_gqa, ctas_per_sm, "
               "warp_specialize, softmax_overlap, pingpong, persistent, row_order, q_tma, "
-              "prefetch_values, o_tma, overlap_tiles)");
+              "prefetch_values, o_tma, overlap_tiles, row_align)");
 }
 
 llvm::Expected<TileConfig> TileConfig::parse(llvm::StringRef text) {
@@ -230,6 +235,8 @@ TileConfig TileConfig::overriddenBy(const TileConfig &other) const {
     out.oTma = other.oTma;
   if (other.overlapTiles)
     out.overlapTiles = other.overlapTiles;
+  if (other.alignRowsToEnd)
+    out.alignRowsToEnd = other.alignRowsToEnd;
   return out;
 }
 
@@ -296,6 +303,11 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
                 "persistent=true");
   if (overlapTiles == true && (pingpong == true || oTma == true))
     return fail("overlap_tiles=true does not go with pingpong=true or o_tma=true");
+  // O's map stores a tile's whole box: the first row block's box would also write the rows
+  // the second stores.
+  if (alignRowsToEnd == true && oTma == true)
+    return fail("row_align=end does not go with o_tma=true (the first row block's box would "
+                "overwrite the second's rows)");
   // The grouped order permutes a one-tile-per-CTA grid's programs; a persistent kernel's tile
   // loop has an order of its own (tgpu-persistent).
   if (rowOrder == RowOrder::Grouped && persistent == true)

@@ -144,8 +144,8 @@ DenseElementsAttr splat(RankedTensorType ty, double v) {
 class TilingEmitter {
 public:
   TilingEmitter(OpBuilder &b, Location loc, AttentionChain c, int64_t br, int64_t bc,
-                bool packGqa)
-      : b(b), loc(loc), c(c), br(br), bc(bc), packGqa(packGqa) {
+                bool packGqa, bool alignEnd)
+      : b(b), loc(loc), c(c), br(br), bc(bc), packGqa(packGqa), alignEnd(alignEnd) {
     f32 = b.getF32Type();
     rowTy = RankedTensorType::get({br}, f32);
     scoreTy = RankedTensorType::get({br, bc}, f32);
@@ -186,7 +186,6 @@ public:
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(forall.getBody());
     bIdx = forall.getInductionVar(0);
-    row0 = arith::MulIOp::create(b, loc, forall.getInductionVar(2), idx(br));
     if (pageTable) {
       Value length = memref::LoadOp::create(b, loc, c.k.getKvLengths(), ValueRange{bIdx});
       N = arith::IndexCastUIOp::create(b, loc, b.getIndexType(), length);
@@ -209,6 +208,26 @@ public:
       kBatch = start;
       colBlocks = arith::CeilDivUIOp::create(b, loc, N, idx(bc));
     }
+    // The program's first row, and the bound of the rows it stores (its own).
+    Value start = arith::MulIOp::create(b, loc, forall.getInductionVar(2), idx(br));
+    row0 = start;
+    Value storeBound = rowBound;
+    if (alignEnd) {
+      // Row block r covers [r·Br - s, (r + 1)·Br - s), s = ceil(rows / Br)·Br - rows: the first
+      // starts at row 0 instead and stores only its Br - s rows (the second stores the rest).
+      Value s = arith::SubIOp::create(
+          b, loc,
+          arith::MulIOp::create(b, loc, arith::CeilDivUIOp::create(b, loc, rowBound, idx(br)),
+                                idx(br)),
+          rowBound);
+      Value clipped = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, start, s);
+      row0 = arith::SelectOp::create(b, loc, clipped, c0,
+                                     arith::SubIOp::create(b, loc, start, s));
+      // (r + 1)·Br - s >= Br - s > 0; at most rowBound for the blocks that have rows.
+      storeBound = arith::MinUIOp::create(
+          b, loc, rowBound,
+          arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, start, idx(br)), s));
+    }
     if (c.q.getSequences()) {
       // Rows all past the sequence's end: no keys, so no key block runs and no key is copied
       // (the first block's copy is issued before the loop), and nothing is stored.
@@ -216,7 +235,7 @@ public:
       N = arith::SelectOp::create(b, loc, live, N, c0);
       colBlocks = arith::CeilDivUIOp::create(b, loc, N, idx(bc));
     }
-    qAccess = {qBatch, row0, rowBound};
+    qAccess = {qBatch, row0, rowBound, storeBound};
     kAccess = {kBatch, N};
     if (packGqa) {
       // hIdx is the group's first query head; a row's own head comes from its packed row.
@@ -277,12 +296,14 @@ public:
                                                     /*transpose_rhs=*/false);
                         });
     BlockStoreOp::create(b, loc, pvLoop.getResult(0), c.outStore.getView(),
-                         ValueRange{qAccess.batch, hIdx, qAccess.row}, qAccess.bound, headRows);
+                         ValueRange{qAccess.batch, hIdx, qAccess.row}, qAccess.storeBound,
+                         headRows);
     if (c.lseStore) {
       // logsumexp = m + log(l); -inf for rows with no kept score.
       Value lse = arith::AddFOp::create(b, loc, mSafe, math::LogOp::create(b, loc, l));
       BlockStoreOp::create(b, loc, lse, c.lseStore.getView(),
-                           ValueRange{qAccess.batch, hIdx, qAccess.row}, qAccess.bound, headRows);
+                           ValueRange{qAccess.batch, hIdx, qAccess.row}, qAccess.storeBound,
+                           headRows);
     }
   }
 
@@ -384,14 +405,16 @@ private:
   AttentionChain c;
   int64_t br, bc;
   bool packGqa;
+  bool alignEnd; // TileConfig row_align=end
   Type f32;
   RankedTensorType rowTy, scoreTy, accTy;
   Value M, N, rowBound, bIdx, hIdx, row0, hkv, qBlock;
   Value pageTable; // the K/V cache's page table when paged (tile.load `pages`), else null
   /// How the Q/O/LSE blocks are addressed: the batch index, the first row and the rows' bound
-  /// (a packed batch: cu[b], row0 and cu[b + 1] - cu[b]).
+  /// (a packed batch: cu[b], row0 and cu[b + 1] - cu[b]), and the bound of the rows the program
+  /// stores (the rows' bound, or with alignEnd the end of its own rows).
   struct QueryAccess {
-    Value batch, row, bound;
+    Value batch, row, bound, storeBound;
   } qAccess;
   /// How the K/V blocks are: the batch index and the rows' bound (packed: cu[b] and the
   /// sequence's length).
@@ -410,6 +433,8 @@ struct TileTilingPass : public tilefuse::impl::TileTilingBase<TileTilingPass> {
     options.blockM = blockM;
     options.blockN = blockN;
     options.packGqa = packGqa;
+    if (alignRowsToEnd)
+      options.alignRowsToEnd = true;
     FailureOr<TileConfig> config = tile::configForPass(getOperation(), options);
     if (failed(config))
       return signalPassFailure();
@@ -431,7 +456,9 @@ struct TileTilingPass : public tilefuse::impl::TileTilingBase<TileTilingPass> {
         last = chain->lseStore;
       bool packGqa = config->packGqa.value_or(false);
       OpBuilder b(last);
-      TilingEmitter(b, softmax.getLoc(), *chain, br, bc, packGqa).emit();
+      TilingEmitter(b, softmax.getLoc(), *chain, br, bc, packGqa,
+                    config->alignRowsToEnd.value_or(false))
+          .emit();
 
       IRRewriter rewriter(&getContext());
       rewriter.eraseOp(chain->outStore);

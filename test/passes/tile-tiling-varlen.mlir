@@ -1,4 +1,6 @@
 // RUN: tilefuse-opt %s -split-input-file -tile-tiling="block-m=64 block-n=32" -verify-diagnostics | FileCheck %s
+// RUN: tilefuse-opt %s -split-input-file -tile-tiling="block-m=64 block-n=32 row-align-end" \
+// RUN:   -verify-diagnostics | FileCheck %s --check-prefix=END
 
 // A packed batch (tile.load / tile.store `sequences`): the grid runs over the sequences (the
 // offsets' size minus one); each program reads its sequence's first rows and lengths from the
@@ -17,7 +19,6 @@
 // CHECK:         %[[OFFSETS:.+]] = memref.dim %[[CUQ]], %{{.+}} : memref<?xi32>
 // CHECK:         %[[SEQUENCES:.+]] = arith.subi %[[OFFSETS]], %{{.+}} : index
 // CHECK:         scf.forall (%[[B:[^,]+]], %[[H:[^,]+]], %{{.+}}) in (%[[SEQUENCES]],
-// CHECK:           %[[ROW0:.+]] = arith.muli
 // CHECK:           %[[QS:.+]] = arith.index_castui %{{.+}} : i32 to index
 // CHECK:           %[[QE:.+]] = arith.index_castui %{{.+}} : i32 to index
 // CHECK:           %[[M:.+]] = arith.subi %[[QE]], %[[QS]] : index
@@ -25,6 +26,7 @@
 // CHECK:           %[[KS:.+]] = arith.index_castui %{{.+}} : i32 to index
 // CHECK:           %[[KE:.+]] = arith.index_castui %{{.+}} : i32 to index
 // CHECK:           %[[KEYS:.+]] = arith.subi %[[KE]], %[[KS]] : index
+// CHECK:           %[[ROW0:.+]] = arith.muli
 // CHECK:           %[[LIVE:.+]] = arith.cmpi ult, %[[ROW0]], %[[M]] : index
 // CHECK:           %[[N:.+]] = arith.select %[[LIVE]], %[[KEYS]], %{{.+}} : index
 // CHECK:           %[[LOOPEND:.+]] = arith.ceildivui %[[N]], %{{.+}} : index
@@ -37,6 +39,29 @@
 // CHECK:           tile.block_load %[[V]][%[[KS]], %{{.+}}, %{{.+}}] bound %[[N]]
 // CHECK:           tile.block_store %{{.+}}, %[[O]][%[[QS]], %[[H]], %[[ROW0]]] bound %[[M]]
 // CHECK:           tile.block_store %{{.+}}, %[[LSE]][%[[QS]], %[[H]], %[[ROW0]]] bound %[[M]]
+// Row blocks aligned to each sequence's end (row_align=end): s = ceil(len / Br)·Br - len; row
+// block r starts at r·Br - s, the first at 0 (clipped), and stores its rows up to
+// min(len, r·Br + Br - s); a program past the sequence's end starts at or past len, so it is
+// not live, as before.
+// END-LABEL: func.func @varlen
+// END:         scf.forall
+// END:           %[[QS:.+]] = arith.index_castui
+// END:           %[[M:.+]] = arith.subi %{{.+}}, %[[QS]] : index
+// END:           %[[START:.+]] = arith.muli %{{.+}}, %[[BR:.+]] : index
+// END:           %[[BLOCKS:.+]] = arith.ceildivui %[[M]], %{{.+}} : index
+// END:           %[[SPAN:.+]] = arith.muli %[[BLOCKS]], %{{.+}} : index
+// END:           %[[S:.+]] = arith.subi %[[SPAN]], %[[M]] : index
+// END:           %[[CLIPPED:.+]] = arith.cmpi ult, %[[START]], %[[S]] : index
+// END:           %[[SHIFTED:.+]] = arith.subi %[[START]], %[[S]] : index
+// END:           %[[ROW0:.+]] = arith.select %[[CLIPPED]], %{{.+}}, %[[SHIFTED]] : index
+// END:           %[[END:.+]] = arith.addi %[[START]], %{{.+}} : index
+// END:           %[[OWN:.+]] = arith.subi %[[END]], %[[S]] : index
+// END:           %[[STOREBOUND:.+]] = arith.minui %[[M]], %[[OWN]] : index
+// END:           %[[LIVE:.+]] = arith.cmpi ult, %[[ROW0]], %[[M]] : index
+// END:           tile.block_load %{{.+}}[%{{.+}}, %{{.+}}, %[[ROW0]]] bound %[[M]]
+// END:           tile.block_mask %{{.+}} at(%{{.+}}, %{{.+}}, %[[ROW0]], %{{.+}})
+// END:           tile.block_store %{{.+}}[%{{.+}}, %{{.+}}, %[[ROW0]]] bound %[[STOREBOUND]]
+// END:           tile.block_store %{{.+}}[%{{.+}}, %{{.+}}, %[[ROW0]]] bound %[[STOREBOUND]]
 func.func @varlen(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse,
                   %cuq: memref<?xi32>, %cuk: memref<?xi32>) {
   %q = tile.load %Q sequences %cuq : !qkv -> !in

@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
 
+#include "tilefuse/kernels/Registry.h"
+
 #include <gtest/gtest.h>
 
 using namespace tilefuse;
@@ -103,5 +105,61 @@ std::vector<Case> allCases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllVariants, CpuNumerics, testing::ValuesIn(allCases()), caseName);
+
+/// Row blocks aligned to the rows' end (TileConfig row_align=end): the first row block starts
+/// at row 0 and stores only the rows the second does not. Against float64 at lengths that are
+/// and are not multiples of Br, M != N both ways; and it visits at most the key blocks the
+/// start-aligned grid does (fewer under a causal mask where Br is not a multiple of Bc).
+class EndAlignedRows : public testing::TestWithParam<std::string> {};
+
+TEST_P(EndAlignedRows, MatchesFloat64ReferenceAndVisitsNoMoreBlocks) {
+  const std::string &name = GetParam();
+  const kernels::KernelSource *src = kernels::find(name);
+  ASSERT_NE(src, nullptr);
+  auto reference = test::compileBundledReference(name);
+  ASSERT_TRUE(reference);
+  auto compile = [&](bool alignEnd) {
+    CpuCompileOptions opts;
+    opts.blockM = 48;
+    opts.blockN = 32;
+    opts.instrument = true;
+    opts.elementType = "bf16";
+    opts.alignRowsToEnd = alignEnd;
+    auto kernel = CpuKernel::compile(src->text, src->fileName, opts);
+    EXPECT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+    return kernel ? std::move(*kernel) : nullptr;
+  };
+  auto aligned = compile(true), started = compile(false);
+  ASSERT_TRUE(aligned && started);
+  bool fixedHeads = name == "gqa" || name == "mqa";
+  unsigned seed = 11;
+  for (auto [M, N] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 1}, {17, 17}, {48, 48}, {100, 100}, {200, 130}, {130, 200}, {289, 289}}) {
+    reference::Problem p;
+    p.M = M;
+    p.N = N;
+    p.D = aligned->headDim();
+    p.B = 2;
+    p.H = fixedHeads ? 8 : 4;
+    p.Hkv = name == "gqa" ? 2 : name == "mqa" ? 1 : name == "attention" ? 2 : p.H;
+    SCOPED_TRACE(testing::Message() << name << " M=" << M << " N=" << N);
+    test::RunResult r = test::runAgainstReference(*aligned, *reference, p, seed);
+    EXPECT_TRUE(r.allWritten) << "poison left in the output: some element was not written";
+    EXPECT_TRUE(r.lseInfMatches) << "fully masked rows must have logsumexp -inf, others finite";
+    EXPECT_LE(r.outError, 8e-3);
+    EXPECT_LE(r.lseError, 1e-5);
+    test::RunResult s = test::runAgainstReference(*started, *reference, p, seed++);
+    EXPECT_LE(r.counts.visited(), s.counts.visited());
+    // M = N = 100 (Br = 48, Bc = 32): start-aligned [0, 48), [48, 96), [96, 144) visit 2, 3
+    // and 4 key blocks; end-aligned [0, 48) (clipped), [4, 52), [52, 100) 2, 2 and 4.
+    if (name == "causal" && M == 100 && N == 100) {
+      EXPECT_LT(r.counts.visited(), s.counts.visited());
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, EndAlignedRows,
+                         testing::Values("attention", "causal", "sliding_window", "prefix_lm",
+                                         "alibi", "gqa"));
 
 } // namespace

@@ -407,6 +407,30 @@ TEST(TileConfig, OverlapTilesSwitch) {
             std::string::npos);
 }
 
+/// Row blocks aligned to the rows' end (row_align=end|start): a switch of its own that prints
+/// last, keys the kernel, is kept by the resolution where asked, and is refused beside O by
+/// TMA (whose box would store the first row block's rows the second owns).
+TEST(TileConfig, RowAlignSwitch) {
+  auto plain = resolveTileConfig(parsed("persistent=true"), 64, "sm_90a");
+  ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
+  EXPECT_EQ(plain->print().find("row_align"), std::string::npos);
+  auto aligned = resolveTileConfig(parsed("persistent=true,row_align=end"), 64, "sm_90a");
+  ASSERT_TRUE(bool(aligned)) << llvm::toString(aligned.takeError());
+  EXPECT_EQ(aligned->alignRowsToEnd, true);
+  EXPECT_EQ(aligned->print(), plain->print() + ",row_align=end");
+  EXPECT_EQ(parsed(aligned->print()), *aligned);
+  EXPECT_NE(hash_value(*aligned), hash_value(*plain));
+  EXPECT_EQ(parsed("row-align=start").alignRowsToEnd, false);
+  EXPECT_FALSE(parsed("row_align=start").empty());
+  EXPECT_EQ(plain->overriddenBy(parsed("row_align=end")).alignRowsToEnd, true);
+  auto refused = resolveTileConfig(parsed("row_align=end,o_tma=true"), 128, "sm_90a");
+  ASSERT_FALSE(bool(refused));
+  EXPECT_NE(llvm::toString(refused.takeError()).find("row_align=end does not go with o_tma=true"),
+            std::string::npos);
+  EXPECT_NE(parseError("row_align=last").find("row_align must be start or end, not 'last'"),
+            std::string::npos);
+}
+
 /// Value blocks prefetched (prefetch_values) are the cp.async kernel's: asking for them rules
 /// out the warp-specialized default (d128), they round-trip and key the kernel, and beside warp
 /// roles they are refused; a deeper ring (stages=3) deepens the value ring too.

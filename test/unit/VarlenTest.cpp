@@ -95,6 +95,23 @@ TEST_P(VarlenCases, GroupedGridMatchesFloat64ReferencePerSequence) {
   expectMatchesReference(GetParam(), opts, {lengths, lengths}, nullptr, 1, 41);
 }
 
+// Row blocks aligned to each sequence's end (row_align=end): a sequence's first row block
+// starts at its row 0 and stores only the rows its second does not; sequences shorter than a
+// block, without rows, and a multiple of the block; split and GQA-packed too (the merge stores
+// what its row block owns).
+TEST_P(VarlenCases, EndAlignedRowsMatchFloat64ReferencePerSequence) {
+  CpuCompileOptions opts;
+  opts.blockM = 48;
+  opts.blockN = 32;
+  opts.alignRowsToEnd = true;
+  std::vector<int64_t> lengths = {64, 3, 100, 0, 96, 17};
+  expectMatchesReference(GetParam(), opts, {lengths, lengths}, nullptr, 1, 43);
+  opts.splitKv = true;
+  opts.packGqa = true;
+  std::vector<int64_t> queryLengths = {3, 1, 0, 17, 1}, keyLengths = {500, 77, 30, 200, 0};
+  expectMatchesReference(GetParam(), opts, {queryLengths, keyLengths}, nullptr, 3, 44);
+}
+
 // Over a paged cache (chunked prefill, prefill and decode in one batch): packed queries, each
 // sequence's keys its lengths' rows of its pages (an odd page size, pages shuffled); a decode
 // sequence (one query row over many keys), one without queries, one with fewer keys than

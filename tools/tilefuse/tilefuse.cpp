@@ -617,7 +617,7 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
   CpuCompileOptions opts;
   opts.elementType = dtype;
   opts.headDim = runHeadDim;
-  // Of the configuration the CPU backend takes the block sizes and the row order.
+  // Of the configuration the CPU backend takes the block sizes, the row order and alignment.
   TileConfig tiles = cantFail(runTileConfig());
   const int64_t br = tiles.blockM.value_or(blockM), bc = tiles.blockN.value_or(blockN);
   opts.blockM = br;
@@ -625,6 +625,7 @@ static int runOnCpu(const std::string &text, const std::string &bufferName,
   opts.instrument = true;
   opts.descendingRows = tiles.longestFirst();
   opts.groupedRows = tiles.rowOrder == RowOrder::Grouped;
+  opts.alignRowsToEnd = tiles.alignRowsToEnd.value_or(false);
   // The split kernel packed as the GPU compiles it (splitKvTileConfig's pack_gqa).
   opts.splitKv = runSplitKv;
   opts.packGqa = runSplitKv && splitKvTileConfig(0, "").packGqa.value_or(false);

@@ -44,6 +44,7 @@ void tilefuse::buildTileFrontEndPipeline(OpPassManager &pm, const FrontEndOption
   tiling.blockM = options.blockM;
   tiling.blockN = options.blockN;
   tiling.packGqa = options.packGqa;
+  tiling.alignRowsToEnd = options.alignRowsToEnd;
   pm.addNestedPass<func::FuncOp>(createTileTiling(tiling));
   pm.addNestedPass<func::FuncOp>(createTileOnlineSoftmax());
   pm.addNestedPass<func::FuncOp>(createTileUnscaledRowMax());

@@ -154,6 +154,7 @@ CpuKernel::compile(llvm::StringRef source, llvm::StringRef bufferName,
   feo.pageSize = options.pageSize;
   feo.varlen = options.varlen;
   feo.descendingRows = options.descendingRows;
+  feo.alignRowsToEnd = options.alignRowsToEnd;
   feo.groupedRows = options.groupedRows;
   feo.rowGroupBytes = options.rowGroupBytes;
   impl->pageSize = options.pageSize;

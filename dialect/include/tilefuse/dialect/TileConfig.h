@@ -158,6 +158,14 @@ struct TileConfig {
   /// second stage (the next tile's Q is loaded while this one computes). Unset (and outside
   /// isComplete): off.
   std::optional<bool> overlapTiles;
+  /// Row blocks aligned to the rows' end (tile-tiling; row_align=end): row block r covers rows
+  /// [r·Br - s, (r + 1)·Br - s), s = ceil(M / Br)·Br - M, the first clipped to start at row 0
+  /// (it computes the second block's first s rows again and stores only its own). The partial
+  /// row block is then the first, to which a causal mask gives the fewest keys, not the last,
+  /// to which it gives the most: Br = 192 over Bc = 128 visits 12.5% fewer blocks at M = N =
+  /// 1k, 5.2% at 4k and 1.5% at 16k. Per sequence on a packed batch. Unset (and outside
+  /// isComplete): start (row block r at r·Br).
+  std::optional<bool> alignRowsToEnd;
 
   /// Every field set (ctasPerSm aside) (what compileToPTX compiles, what the tuner enumerates and stores).
   bool isComplete() const;

@@ -106,7 +106,9 @@ def TileTiling : Pass<"tile-tiling", "mlir::func::FuncOp"> {
     (loads past the bound read zero, the key bound joins the mask region), so any M and N work.
     With GQA packing a program is instead a Br-row block of the G·M packed rows of the G query
     heads that share one key/value head (grid (batch, kv head, ceil(G·M / Br))), so each key
-    block is read once per group.
+    block is read once per group. With row_align=end (TileConfig) the row blocks end at the
+    rows' end: the first starts at row 0 and stores only the rows the second does not, so the
+    partial block is the one a causal mask gives the fewest keys.
   }];
   let options = [
     Option<"blockM", "block-m", "int64_t", "64",
@@ -115,7 +117,10 @@ def TileTiling : Pass<"tile-tiling", "mlir::func::FuncOp"> {
            "Bc: columns of K/V per loop iteration, where the module's tile.config sets no Bc">,
     Option<"packGqa", "pack-gqa", "bool", "false",
            "Pack the query heads of a key/value head into one program's rows, where the "
-           "module's tile.config sets no pack_gqa">
+           "module's tile.config sets no pack_gqa">,
+    Option<"alignRowsToEnd", "row-align-end", "bool", "false",
+           "Align the row blocks to the rows' end (the partial one first, clipped at row 0), "
+           "where the module's tile.config sets no row_align">
   ];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
                            "mlir::math::MathDialect", "mlir::tensor::TensorDialect",

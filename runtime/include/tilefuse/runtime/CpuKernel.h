@@ -49,6 +49,8 @@ struct CpuCompileOptions {
   bool varlen = false;
   /// The grid's row blocks last first (TileConfig row_order=descending, tile-order-row-blocks).
   bool descendingRows = false;
+  /// The row blocks aligned to the rows' end (TileConfig row_align=end, tile-tiling).
+  bool alignRowsToEnd = false;
   /// Its (batch, head) pairs in L2-sized groups, each level by level (row_order=grouped).
   bool groupedRows = false;
   /// The K and V bytes of one such group (tile-order-row-blocks' group-bytes; tests make it

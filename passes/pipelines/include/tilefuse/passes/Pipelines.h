@@ -40,6 +40,11 @@ struct FrontEndOptions : public mlir::PassPipelineOptions<FrontEndOptions> {
                                                "pairs under row_order=grouped (0: "
                                                "tile-order-row-blocks' group-bytes default)"),
                                 llvm::cl::init(0)};
+  Option<bool> alignRowsToEnd{*this, "row-align-end",
+                              llvm::cl::desc("Align the row blocks to the rows' end (tile-tiling's "
+                                             "row-align-end; without it the module's tile.config "
+                                             "decides)"),
+                              llvm::cl::init(false)};
   Option<bool> descendingRows{*this, "row-order-descending",
                               llvm::cl::desc("Run the grid's row blocks last first "
                                              "(tile-order-row-blocks; without it the module's "
