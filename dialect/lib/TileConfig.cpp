@@ -6,6 +6,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -351,12 +352,21 @@ int64_t TileConfig::threads() const {
 /// max 4096 and +15% at 16384, -1% at 1024; causal +2% / +16% at 4096 / 16384 but -19% at 1024
 /// (H100, docs/perf.md, 2026-12-06, twenty-ninth session), so causal-like masks keep the
 /// one-warpgroup kernel there too.
+///
+/// Padded causal-like d64 kernels without region registers take it beyond short sequences:
+/// persistent and paired, with the row blocks aligned to the rows' end (alignRowsByDefault),
+/// the 192-row tile is +8.8% at 4k and +8.7% at 16k over the one-warpgroup kernel and -6.7% at
+/// 1k (H100, docs/perf.md, 2026-12-06, thirtieth session), so sequences of up to 1024 keys
+/// (`shortSequences`) keep the one-warpgroup kernel. Kernels whose regions take registers spill
+/// at Br = 192 under them (alibi, gqa_head_window: 276-356 bytes) and keep it too.
 static bool warpSpecializedByDefault(int64_t headDim, llvm::StringRef chip, KeyLayout keys,
-                                     bool rowBlocksUnequal) {
+                                     bool rowBlocksUnequal, int64_t regionRegisters,
+                                     bool shortSequences) {
   if (chip != "sm_90a" || keys == KeyLayout::Gathered)
     return false;
   if (headDim > 48 && headDim <= 64)
-    return !rowBlocksUnequal;
+    return !rowBlocksUnequal ||
+           (keys == KeyLayout::Tensors && regionRegisters == 0 && !shortSequences);
   return headDim >= 96 && (headDim <= 192 || (headDim <= 256 && keys == KeyLayout::Tensors));
 }
 
@@ -541,9 +551,22 @@ static bool persistentByDefault(const TileConfig &c, int64_t headDim, KeyLayout 
                                 bool rowBlocksUnequal, int64_t regionRegisters) {
   // Packed batches load Q with TMA too, but their tile loop deals every row block of the
   // longest sequence's grid, the empty ones included: 5-35% slower than one tile a CTA (H100,
-  // docs/perf.md, twenty-ninth session).
-  return (!rowBlocksUnequal || headDim >= 128) && regionRegisters == 0 &&
-         keys == KeyLayout::Tensors && c.loadsQWithTma();
+  // docs/perf.md, twenty-ninth session). Under a causal-like mask d64's three-warpgroup tile is
+  // persistent and paired too (the tuner's form measured so, +5-8% from 4k; twenty-ninth and
+  // thirtieth sessions); d96 holds Q in registers.
+  (void)headDim;
+  (void)rowBlocksUnequal;
+  return regionRegisters == 0 && keys == KeyLayout::Tensors && c.loadsQWithTma();
+}
+
+/// Row blocks aligned to the rows' end (row_align=end) by default under a causal-like mask
+/// where Br is not a power of two (192: three consumer warpgroups at d64): at lengths that are
+/// powers of two its last row block is the partial one and, aligned to the start, the one with
+/// the most keys. Aligned to the end the partial block is the first: 12.5% fewer key blocks at
+/// 1k, 5.2% at 4k, 1.5% at 16k, measured +7.1% / +3.4% / +0.4% on the d64 paired persistent
+/// tile (H100, docs/perf.md, 2026-12-06, thirtieth session). Not beside O by TMA (verify).
+static bool alignRowsByDefault(const TileConfig &c, bool rowBlocksUnequal) {
+  return rowBlocksUnequal && c.blockM && !llvm::isPowerOf2_64(*c.blockM) && c.oTma != true;
 }
 
 /// A persistent kernel's longest-first default dealt paired (tgpu-persistent): each program
@@ -578,7 +601,8 @@ static bool overlapTilesByDefault(const TileConfig &c, int64_t headDim, KeyLayou
 }
 
 TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, KeyLayout keys,
-                                       int64_t regionRegisters, bool rowBlocksUnequal) {
+                                       int64_t regionRegisters, bool rowBlocksUnequal,
+                                       bool shortSequences) {
   TileConfig c;
   c.qOperand = QOperand::Registers;
   c.copyIssue = CopyIssue::Eager;
@@ -594,7 +618,8 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
     c.rowsPerWarp = 16;
     c.mma = MmaKind::Wgmma;
     c.rowOrder = defaultRowOrder(chip, keys, rowBlocksUnequal);
-    if (warpSpecializedByDefault(headDim, chip, keys, rowBlocksUnequal)) {
+    if (warpSpecializedByDefault(headDim, chip, keys, rowBlocksUnequal, regionRegisters,
+                                 shortSequences)) {
       warpSpecializedTiles(c, headDim,
                            warpSpecializedQuery(headDim, keys, rowBlocksUnequal, regionRegisters),
                            regionRegisters, rowBlocksUnequal);
@@ -604,6 +629,8 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
         if (overlapTilesByDefault(c, headDim, keys, rowBlocksUnequal, regionRegisters))
           c.overlapTiles = true;
       }
+      if (alignRowsByDefault(c, rowBlocksUnequal))
+        c.alignRowsToEnd = true;
     } else if (regionRegisters > 0 && keys != KeyLayout::Gathered) {
       // Gathered (paged) keys keep their key block: its page-size constraints are their own.
       c.blockN = oneWarpgroupKeyBlock(headDim, *c.blockN, regionRegisters);
@@ -656,7 +683,8 @@ TileConfig tilefuse::splitKvTileConfig(int64_t headDim, llvm::StringRef chip,
 llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &requested,
                                                        int64_t headDim, llvm::StringRef chip,
                                                        KeyLayout keys, int64_t regionRegisters,
-                                                       bool rowBlocksUnequal) {
+                                                       bool rowBlocksUnequal,
+                                                       bool shortSequences) {
   // The fields one by one first, so a bad value is named as such, not as a bad combination.
   TileConfig alone;
   alone.blockM = requested.blockM;
@@ -693,8 +721,8 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
                      requested.prefetchValues == true || otherQuery;
   llvm::StringRef baseChip = syncOnly ? llvm::StringRef("sm_80") : chip;
   KeyLayout baseKeys = noWarpRoles ? KeyLayout::Gathered : keys;
-  TileConfig base =
-      defaultTileConfig(headDim, baseChip, baseKeys, regionRegisters, rowBlocksUnequal);
+  TileConfig base = defaultTileConfig(headDim, baseChip, baseKeys, regionRegisters,
+                                      rowBlocksUnequal, shortSequences);
   // Gathered stands in for "no warp roles" above; a one-warpgroup kernel of keys in tensors
   // still fits its key block to the regions' registers, as defaultTileConfig's does (d256 with
   // warp_specialize=false or Q in registers).
@@ -749,6 +777,11 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
         overlapTilesByDefault(tiles, headDim, keys, rowBlocksUnequal, regionRegisters)
             ? std::optional<bool>(true)
             : std::nullopt;
+  // Row blocks aligned to the end where the tile actually built is the default's shape for it
+  // (an explicit Br, or O by TMA, may take it away), unless asked.
+  if (!requested.alignRowsToEnd)
+    tiles.alignRowsToEnd =
+        alignRowsByDefault(tiles, rowBlocksUnequal) ? std::optional<bool>(true) : std::nullopt;
   if (!requested.rowsPerWarp && *tiles.blockM % *tiles.rowsPerWarp)
     tiles.rowsPerWarp = 16; // an explicit Br the default rows-per-warp does not divide
   // The chip is left to convert-tgpu-to-nvvm, whose message names it.

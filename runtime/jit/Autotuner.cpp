@@ -101,6 +101,8 @@ TuningKey jit::tuningKeyFor(llvm::StringRef source, const PtxCompileOptions &opt
   PtxCompileOptions identity = options;
   identity.tiles = TileConfig();
   identity.dumpIRDirectory.clear();
+  // The sequence bucket below tells the lengths apart (the defaults' short sequences with it).
+  identity.shortSequences = false;
   identity.elementType = compiled.dtype;
   identity.headDim = compiled.headDim;
   TuningKey key;
@@ -419,6 +421,8 @@ llvm::Expected<TuningReport> jit::tune(const TuningProblem &problem,
   PtxCompileOptions base = problem.options;
   base.tiles = TileConfig();
   base.dumpIRDirectory.clear();
+  // The default the runtime would run at this length (its short-sequence kernel, maybe).
+  base.shortSequences = isShortSequence(problem.seqLength);
   auto defaultKernel = compileToPTX(problem.source, problem.bufferName, base);
   if (!defaultKernel)
     return defaultKernel.takeError();

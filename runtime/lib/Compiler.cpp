@@ -408,7 +408,8 @@ compileKernels(StringRef source, StringRef bufferName, const PtxCompileOptions &
   // reversed split grids have run on the CPU backend only.
   bool rowBlocksUnequal = !options.splitKv && tilefuse::maskComparesRowsWithColumns(kernel);
   auto resolved = resolveTileConfig(requested, k.headDim, options.chip, keys,
-                                    tilefuse::scoreRegionRegisters(kernel), rowBlocksUnequal);
+                                    tilefuse::scoreRegionRegisters(kernel), rowBlocksUnequal,
+                                    options.shortSequences);
   if (!resolved)
     return badConfig(resolved.takeError());
   const TileConfig &tiles = *resolved;

@@ -96,6 +96,9 @@ static std::string keyText(llvm::StringRef header, llvm::StringRef source,
     os << "page_size=" << options.pageSize << "\n";
   if (options.varlen)
     os << "varlen=1\n";
+  // The short-sequence defaults may be another kernel (defaultTileConfig).
+  if (options.shortSequences)
+    os << "short_sequences=1\n";
   os << "head_dim=" << options.headDim << "\n"
      << "dtype=" << options.elementType << "\n"
      << "source_bytes=" << source.size() << "\n"

@@ -389,6 +389,7 @@ Status Runtime::getKernel(const KernelSpec &spec, std::shared_ptr<const Kernel> 
   options.pagedKv = spec.pagedKv;
   options.pageSize = spec.pageSize;
   options.varlen = spec.varlen;
+  options.shortSequences = rt::isShortSequence(spec.seqLen);
   if (Status s = impl->gpuOptions(spec, options); !s.ok())
     return s;
 

@@ -24,7 +24,7 @@
 // HELP-DAG: --ptxas=<string>
 
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: tilefuse compile --kernel causal --config Br=128,Bc=32 --emit ptx -o %t/causal.ptx
+// RUN: tilefuse compile --kernel causal --config Br=128,Bc=32 --seq-len 1000 --emit ptx -o %t/causal.ptx
 // RUN: FileCheck %s --check-prefix=PTX --input-file %t/causal.ptx
 // RUN: FileCheck %s --check-prefix=JSON --input-file %t/causal.json
 // PTX: .target sm_90a
@@ -32,10 +32,24 @@
 // PTX: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
 // JSON-DAG: "block_m": 128
 // JSON-DAG: "block_n": 32
-// sm_90a takes wgmma (the tuned choice): 128 rows are two warpgroups of 4 warps.
+// sm_90a takes wgmma (the tuned choice): 128 rows are two warpgroups of 4 warps. For sequences
+// of up to 1024 keys (--seq-len) causal at d64 has no warp roles; the sidecar records the
+// length's bucket, which bench.py matches rows against.
 // JSON-DAG: "threads": 256
 // JSON-DAG: "name": "causal"
 // JSON-DAG: "shared_bytes": 12288
+// JSON-DAG: "seq_bucket": 1024
+
+// Any length (no --seq-len): the three-warpgroup tile, persistent and paired, its row blocks
+// aligned to the rows' end; no seq_bucket.
+// RUN: tilefuse compile --kernel causal --emit ptx -o %t/causal-long.ptx
+// RUN: FileCheck %s --check-prefix=LONG --implicit-check-not=seq_bucket \
+// RUN:   --input-file %t/causal-long.json
+// LONG: "block_m": 192
+// LONG: "tile_config": "Br=192,Bc=128,{{.*}},warp_specialize=true,softmax_overlap=true,persistent=true,row_order=paired,row_align=end"
+// RUN: not tilefuse compile --kernel causal --seq-len -5 --emit ptx -o %t/bad.ptx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD-SEQ
+// BAD-SEQ: error: --seq-len must be positive (or 0: any length), not -5
 
 // The metadata records every static size of the signature (null: any), which launches check:
 // gqa declares 8 query heads and 2 key/value heads.

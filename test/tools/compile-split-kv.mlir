@@ -17,10 +17,10 @@
 // CHECK:     ld.volatile.global.v2.b32
 // JSON: "split_kv": true
 
-// The unsplit kernel keeps the 24 parameters and no split protocol (causal at head dim 64, the
-// one-warpgroup kernel: attention there and every kernel at 128 are warp-specialized and take
-// their two tensor maps after them).
-// RUN: tilefuse compile --kernel causal --head-dim 64 --emit ptx -o %t/whole.ptx
+// The unsplit kernel keeps the 24 parameters and no split protocol (causal at head dim 64 for
+// short sequences, the one-warpgroup kernel: its long-sequence form, attention there and every
+// kernel at 128 are warp-specialized and take their two tensor maps after them).
+// RUN: tilefuse compile --kernel causal --head-dim 64 --seq-len 1024 --emit ptx -o %t/whole.ptx
 // RUN: FileCheck %s --check-prefix=WHOLE --input-file %t/whole.ptx
 // WHOLE:     .param .u64 causal_param_23{{$}}
 // WHOLE-NEXT: )

@@ -64,13 +64,24 @@ TEST(RuntimeApi, GetsABundledKernelThenHitsTheCache) {
   EXPECT_EQ(kernel->dtype(), "bf16");
   EXPECT_EQ(kernel->arch(), "sm_90a");
   EXPECT_EQ(kernel->headDim(), 64);
-  EXPECT_EQ(kernel->blockM(), 64); // the tuned sm_90a default for D = 64: one warpgroup
-  EXPECT_EQ(kernel->threads(), 128);
+  // The sm_90a default for D = 64 under a causal mask, any length: three consumer warpgroups
+  // and the producer.
+  EXPECT_EQ(kernel->blockM(), 192);
+  EXPECT_EQ(kernel->threads(), 512);
   EXPECT_EQ(kernel->origin(), "compiled");
   EXPECT_NE(kernel->ptx().find(".entry causal"), std::string::npos);
   EXPECT_NE(kernel->ptx().find("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"),
             std::string::npos);
   EXPECT_NE(kernel->metadataJson().find("\"head_dim\": 64"), std::string::npos);
+
+  // For sequences of up to 1024 keys: the one-warpgroup kernel, another cache entry.
+  KernelSpec shortSpec = causalSpec();
+  shortSpec.seqLen = 1024;
+  std::shared_ptr<const Kernel> shortKernel;
+  ASSERT_TRUE(runtime.getKernel(shortSpec, shortKernel).ok());
+  EXPECT_EQ(shortKernel->blockM(), 64);
+  EXPECT_EQ(shortKernel->threads(), 128);
+  EXPECT_NE(shortKernel->cacheKey(), kernel->cacheKey());
 
   std::shared_ptr<const Kernel> again;
   ASSERT_TRUE(runtime.getKernel(causalSpec(), again).ok());
@@ -82,7 +93,7 @@ TEST(RuntimeApi, GetsABundledKernelThenHitsTheCache) {
   EXPECT_EQ(again->origin(), "disk");
   EXPECT_EQ(again->ptx(), kernel->ptx());
   RuntimeStats stats = runtime.stats();
-  EXPECT_EQ(stats.compiles, 1u);
+  EXPECT_EQ(stats.compiles, 2u); // the kernel and its short-sequence form
   EXPECT_EQ(stats.memoryHits, 1u);
   EXPECT_EQ(other.stats().diskHits, 1u);
 }
@@ -105,8 +116,11 @@ TEST(RuntimeApi, SpecializesAndConfigures) {
   // Head dim 128 on sm_90a is warp-specialized by default: 8 consumer warps and a producer
   // warpgroup.
   EXPECT_EQ(kernel->threads(), 384);
+  // (Short sequences: the one-warpgroup kernel, whose cp.async copies could read a paged cache.)
+  KernelSpec plainSpec = causalSpec();
+  plainSpec.seqLen = 1024;
   std::shared_ptr<const Kernel> plain;
-  ASSERT_TRUE(runtime.getKernel(causalSpec(), plain).ok());
+  ASSERT_TRUE(runtime.getKernel(plainSpec, plain).ok());
   EXPECT_NE(plain->cacheKey(), kernel->cacheKey());
   // Split-KV is its own kernel: another cache entry, the split launch ABI in its metadata.
   KernelSpec splitSpec = causalSpec();

@@ -139,14 +139,19 @@ TEST(TileConfig, RegisterBudgetOnlyWhereAskedFor) {
 
 /// Warp specialization is asked for too: it adds a producer warpgroup's 128 threads, takes two
 /// consumer warpgroups (Br = 128; three at d64 with Q in shared memory) unless Br is set, and
-/// needs warpgroup MMAs on sm_90a. At d64 it is the default for padded batches whose row blocks
-/// are equal work, not under a causal-like mask (rowBlocksUnequal).
+/// needs warpgroup MMAs on sm_90a. At d64 it is the default for padded batches, under a
+/// causal-like mask (rowBlocksUnequal) except for short sequences.
 TEST(TileConfig, WarpSpecializeAddsAProducerWarpgroup) {
   auto plain = resolveTileConfig(parsed(""), 64, "sm_90a", KeyLayout::Tensors, 0,
-                                 /*rowBlocksUnequal=*/true);
+                                 /*rowBlocksUnequal=*/true, /*shortSequences=*/true);
   ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
   EXPECT_FALSE(plain->warpSpecialize);
   EXPECT_EQ(plain->print().find("warp_specialize"), std::string::npos);
+  auto longCausal = resolveTileConfig(parsed(""), 64, "sm_90a", KeyLayout::Tensors, 0,
+                                      /*rowBlocksUnequal=*/true);
+  ASSERT_TRUE(bool(longCausal)) << llvm::toString(longCausal.takeError());
+  EXPECT_EQ(longCausal->warpSpecialize, true);
+  EXPECT_EQ(longCausal->threads(), 384 + 128);
   auto ws = resolveTileConfig(parsed("warp_specialize=true,q=registers"), 64, "sm_90a");
   ASSERT_TRUE(bool(ws)) << llvm::toString(ws.takeError());
   EXPECT_EQ(ws->blockM, 128);
@@ -249,30 +254,31 @@ TEST(TileConfig, PingPongAndPersistentNeedWarpSpecialization) {
   EXPECT_NE(hash_value(*both), hash_value(*plain));
   for (const char *bad :
        {"persistent=true", "pingpong=true", "warp_specialize=true,Br=64,pingpong=true"}) {
-    // d64 under a causal mask: the one-warpgroup default.
+    // d64 under a causal mask, short sequences: the one-warpgroup default.
     auto config = resolveTileConfig(parsed(bad), 64, "sm_90a", KeyLayout::Tensors, 0,
-                                    /*rowBlocksUnequal=*/true);
+                                    /*rowBlocksUnequal=*/true, /*shortSequences=*/true);
     ASSERT_FALSE(bool(config)) << bad;
     std::string message = llvm::toString(config.takeError());
     EXPECT_NE(message.find("needs warp_specialize=true"), std::string::npos) << message;
   }
 }
 
-/// persistent=true on the d64 causal default (one warpgroup, no warp roles) is refused for what
-/// was asked, not for the paired deal a persistent causal kernel would take by default.
+/// persistent=true on the d64 causal short-sequence default (one warpgroup, no warp roles) is
+/// refused for what was asked, not for the paired deal a persistent causal kernel would take by
+/// default.
 TEST(TileConfig, PersistenceWithoutWarpRolesRefusedAsAsked) {
   auto config = resolveTileConfig(parsed("persistent=true"), 64, "sm_90a", KeyLayout::Tensors, 0,
-                                  /*rowBlocksUnequal=*/true);
+                                  /*rowBlocksUnequal=*/true, /*shortSequences=*/true);
   ASSERT_FALSE(bool(config));
   std::string why = llvm::toString(config.takeError());
   EXPECT_NE(why.find("persistent=true needs warp_specialize=true"), std::string::npos) << why;
   EXPECT_EQ(why.find("paired"), std::string::npos) << why;
 }
 
-/// Persistent by default where the producer loads Q with TMA and the row blocks are equal work:
-/// d64 (Br = 192), d128 (Bc = 176), d192 and d256 full masks on padded batches; not under a
-/// causal-like mask, not at d96 or with Q in registers, not on packed batches, and not once a
-/// request takes Q by TMA away.
+/// Persistent by default where the producer loads Q with TMA: d64 (Br = 192), d128 (Bc = 176
+/// full, 128 causal), d192 and d256 on padded batches, under causal-like masks too (paired); not
+/// at d96 or with Q in registers, not d64's short-sequence causal kernel (one warpgroup), not on
+/// packed batches, and not once a request takes Q by TMA away.
 TEST(TileConfig, PersistentWhereQueryLoadsByTma) {
   auto resolved = [](const char *text, int64_t d, bool unequal = false,
                      KeyLayout keys = KeyLayout::Tensors) {
@@ -283,9 +289,13 @@ TEST(TileConfig, PersistentWhereQueryLoadsByTma) {
   for (int64_t d : {64, 128, 192, 256}) {
     EXPECT_EQ(resolved("", d).persistent, true) << d;
     EXPECT_EQ(defaultTileConfig(d, "sm_90a").persistent, true) << d;
-    // Causal-like masks: persistent from d128, whose Q is in shared memory there too (the
-    // tiles paired); d64's causal default has one warpgroup.
-    EXPECT_EQ(resolved("", d, /*unequal=*/true).persistent.value_or(false), d >= 128) << d;
+    // Causal-like masks: persistent, the tiles paired; d64's short-sequence causal default has
+    // one warpgroup.
+    EXPECT_EQ(resolved("", d, /*unequal=*/true).persistent, true) << d;
+    EXPECT_EQ(resolveTileConfig(parsed(""), d, "sm_90a", KeyLayout::Tensors, 0, true, true)
+                  ->persistent.value_or(false),
+              d >= 128)
+        << d;
     EXPECT_FALSE(resolved("q_tma=false", d).persistent) << d;
     EXPECT_EQ(resolved("persistent=false", d).persistent, false) << d;
   }
@@ -486,7 +496,7 @@ TEST(TileConfig, SoftmaxOverlapNeedsWarpSpecialization) {
   EXPECT_EQ(d96->blockN, 160);
   EXPECT_EQ(d96->softmaxOverlap, true);
   auto d64 = resolveTileConfig(parsed(""), 64, "sm_90a", KeyLayout::Tensors, 0,
-                                /*rowBlocksUnequal=*/true);
+                                /*rowBlocksUnequal=*/true, /*shortSequences=*/true);
   ASSERT_TRUE(bool(d64)) << llvm::toString(d64.takeError());
   EXPECT_FALSE(d64->softmaxOverlap);
   auto off = resolveTileConfig(parsed("softmax_overlap=false"), 128, "sm_90a");
@@ -499,10 +509,11 @@ TEST(TileConfig, SoftmaxOverlapNeedsWarpSpecialization) {
     std::string message = problemWith(bad);
     EXPECT_NE(message.find("softmax_overlap"), std::string::npos) << bad << ": " << message;
   }
-  // At d64 under a causal mask the default is not warp-specialized, so the rotation cannot be
-  // asked for alone.
+  // At d64 under a causal mask the short-sequence default is not warp-specialized, so the
+  // rotation cannot be asked for alone.
   auto alone = resolveTileConfig(parsed("softmax_overlap=true"), 64, "sm_90a",
-                                 KeyLayout::Tensors, 0, /*rowBlocksUnequal=*/true);
+                                 KeyLayout::Tensors, 0, /*rowBlocksUnequal=*/true,
+                                 /*shortSequences=*/true);
   ASSERT_FALSE(bool(alone));
   EXPECT_NE(llvm::toString(alone.takeError()).find("warp_specialize"), std::string::npos);
 }
@@ -656,6 +667,9 @@ TEST(TileConfig, UnequalRowBlocksRunLastFirstByDefault) {
   for (int64_t d : {64, 128, 256}) {
     SCOPED_TRACE("d" + std::to_string(d));
     EXPECT_EQ(defaultTileConfig(d, "sm_90a", KeyLayout::Tensors, 0, true).rowOrder,
+              RowOrder::Paired);
+    // d64's short-sequence kernel has one warpgroup and one tile a CTA.
+    EXPECT_EQ(defaultTileConfig(d, "sm_90a", KeyLayout::Tensors, 0, true, true).rowOrder,
               d == 64 ? RowOrder::Descending : RowOrder::Paired);
     EXPECT_EQ(defaultTileConfig(d, "sm_90a", KeyLayout::Tensors, 0, false).rowOrder, std::nullopt);
     EXPECT_EQ(defaultTileConfig(d, "sm_90a", KeyLayout::PackedRows, 0, true).rowOrder,
@@ -793,13 +807,21 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
   EXPECT_EQ(resolved("", 64, "sm_90a"),
             "Br=192,Bc=128,rows_per_warp=16,mma=wgmma,q=shared,copy_issue=eager,stages=2,"
             "pack_gqa=false,warp_specialize=true,softmax_overlap=true,persistent=true");
-  auto causal = [](llvm::StringRef text, int64_t d) {
-    auto c = resolveTileConfig(parsed(text), d, "sm_90a", KeyLayout::Tensors, 0, true);
+  auto causal = [](llvm::StringRef text, int64_t d, bool shortSequences = false) {
+    auto c = resolveTileConfig(parsed(text), d, "sm_90a", KeyLayout::Tensors, 0, true,
+                               shortSequences);
     return c ? c->print() : llvm::toString(c.takeError());
   };
-  EXPECT_EQ(causal("", 64),
+  EXPECT_EQ(causal("", 64, /*shortSequences=*/true),
             "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false,row_order=descending");
+  EXPECT_EQ(causal("", 64),
+            "Br=192,Bc=128,rows_per_warp=16,mma=wgmma,q=shared,copy_issue=eager,stages=2,"
+            "pack_gqa=false,warp_specialize=true,softmax_overlap=true,persistent=true,"
+            "row_order=paired,row_align=end");
+  // An explicit power-of-two Br takes the end alignment away, an explicit alignment stays.
+  EXPECT_EQ(causal("Br=128", 64).find("row_align"), std::string::npos);
+  EXPECT_NE(causal("row_align=start", 64).find("row_align=start"), std::string::npos);
   // A Q operand other than the default's is the one-warpgroup kernel (as q=shared at d128).
   EXPECT_EQ(resolved("q=registers", 64, "sm_90a"),
             "Br=64,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
@@ -882,7 +904,7 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
   // Warp roles asked for under a causal-like mask drop the one-warpgroup kernel's budget.
   EXPECT_EQ(packed("mma=wgmma,warp_specialize=true,q=shared", 64, 0, /*rowBlocksUnequal=*/true),
             "Br=192,Bc=128,rows_per_warp=16,mma=wgmma,q=shared,copy_issue=eager,stages=2,"
-            "pack_gqa=false,warp_specialize=true,softmax_overlap=true");
+            "pack_gqa=false,warp_specialize=true,softmax_overlap=true,row_align=end");
   EXPECT_EQ(resolved("pack_gqa=true", 128, "sm_90a"),
             "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=true");

@@ -41,9 +41,12 @@
 #include "tilefuse/runtime/cuda/CudaBackwardKernel.h"
 #include "tilefuse/runtime/cuda/CudaKernel.h"
 #include "tilefuse/runtime/device/LaunchAbi.h"
+#include "tilefuse/runtime/jit/TuningDatabase.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -187,6 +190,13 @@ static cl::opt<bool> cVarlen("varlen",
                              cl::desc("Varlen (tile-varlen): packed batches of variable-length "
                                       "sequences read through cumulative offsets (cu_seqlens)"),
                              cl::init(false), cl::sub(compileCmd), cl::cat(compileCategory));
+static cl::opt<int64_t> cSeqLen(
+    "seq-len",
+    cl::desc("The defaults for sequences of this many keys: up to 1024 the short-sequence "
+             "kernel where it differs (d64 under a causal-like mask: one warpgroup); the sidecar "
+             "records its seq_bucket, which bench.py matches a row's length against (0: any "
+             "length, the long-sequence defaults)"),
+    cl::init(0), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<bool> cDeterministic(
     "deterministic",
     cl::desc("--backward: dQ by the ordered loop over key blocks (bitwise reproducible; on "
@@ -1321,6 +1331,12 @@ static int compileMain() {
   opts.pagedKv = cPagedKv;
   opts.pageSize = cPageSize;
   opts.varlen = cVarlen;
+  if (cSeqLen < 0) {
+    fmt::print(stderr, "error: --seq-len must be positive (or 0: any length), not {}\n",
+               cSeqLen.getValue());
+    return 1;
+  }
+  opts.shortSequences = isShortSequence(cSeqLen);
   // The single options first: TileConfig's fields, the choices read by TileConfig::set under
   // the option's own name, so their values are checked and named like --config's.
   if (cBlockM)
@@ -1421,6 +1437,15 @@ static int compileMain() {
       for (const CompiledKernel &phase : *built)
         phases.push_back(phase.metadataJson());
       metadata = "[\n" + llvm::join(phases, ",\n") + "\n]";
+    } else if (cSeqLen > 0) {
+      // The length bucket it was compiled for, as the tuner's winners record theirs.
+      auto sidecar = llvm::json::parse(metadata);
+      if (!sidecar) {
+        fmt::print(stderr, "error: {}\n", llvm::toString(sidecar.takeError()));
+        return 1;
+      }
+      (*sidecar->getAsObject())["seq_bucket"] = jit::sequenceBucket(cSeqLen);
+      metadata = llvm::formatv("{0:2}", *sidecar).str();
     }
     if (!writeOutput(json, metadata + "\n", /*text=*/true))
       return 1;

@@ -251,9 +251,25 @@ enum class KeyLayout { Tensors, PackedRows, Gathered };
 /// running alone at the end of the launch, +5.5-5.7% at d128 N = 16k causal on the H200, within
 /// -1.5..+1.2% elsewhere (docs/perf.md, 2026-12-01, fifteenth session). Packed batches keep the
 /// ascending order (measured -0.9..+2.3%).
+///
+/// `shortSequences`: the kernel is compiled for sequences of at most kShortSequenceKeys keys
+/// (isShortSequence of the length a runtime launch or `compile --seq-len` gives); false where
+/// the length is unknown. Only d64 under a causal-like mask tells the two apart: its
+/// three-warpgroup tile (Br = 192) gains 8.8% at 4k and 16k over the one-warpgroup kernel and
+/// loses 6.7% at 1k, where a 192-row block visits 14% more key blocks (H100, docs/perf.md,
+/// 2026-12-06, thirtieth session).
 TileConfig defaultTileConfig(int64_t headDim, llvm::StringRef chip = "sm_90a",
                              KeyLayout keys = KeyLayout::Tensors, int64_t regionRegisters = 0,
-                             bool rowBlocksUnequal = false);
+                             bool rowBlocksUnequal = false, bool shortSequences = false);
+
+/// The longest sequence (keys) that defaultTileConfig's `shortSequences` covers: eight key blocks
+/// of 128, where a tile's fixed costs and the diagonal's blocks weigh most.
+inline constexpr int64_t kShortSequenceKeys = 1024;
+/// Whether a kernel for sequences of `length` keys takes the short-sequence defaults (0:
+/// unknown, the long ones).
+inline bool isShortSequence(int64_t length) {
+  return length > 0 && length <= kShortSequenceKeys;
+}
 
 /// The warp-specialized kernel's tuned key block (Bc) at `headDim` with Q in `q`, before the
 /// score and mask regions' registers shrink it (defaultTileConfig): with Q in shared memory at
@@ -286,7 +302,8 @@ llvm::Expected<TileConfig> resolveTileConfig(const TileConfig &requested, int64_
                                              llvm::StringRef chip,
                                              KeyLayout keys = KeyLayout::Tensors,
                                              int64_t regionRegisters = 0,
-                                             bool rowBlocksUnequal = false);
+                                             bool rowBlocksUnequal = false,
+                                             bool shortSequences = false);
 
 } // namespace tilefuse
 

@@ -40,6 +40,11 @@ struct PtxCompileOptions {
   /// LaunchAbi.h's varlen parameters. With pagedKv only the queries pack (chunked prefill over a
   /// paged cache). With splitKv (and pack_gqa) too: FlashDecoding on a packed batch.
   bool varlen = false;
+  /// The defaults for sequences of at most kShortSequenceKeys keys (defaultTileConfig's
+  /// `shortSequences`; isShortSequence of the launch's length): where the caller sets no
+  /// configuration, the kernel for short sequences may differ from the long-sequence one. Any
+  /// kernel runs at any length.
+  bool shortSequences = false;
   /// compileBackwardToPTX: dQ by an ordered loop over key blocks (bitwise reproducible)
   /// instead of atomic adds into an f32 accumulator.
   bool deterministic = false;

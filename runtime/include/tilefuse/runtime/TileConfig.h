@@ -13,6 +13,8 @@ namespace tilefuse::runtime {
 using tilefuse::CopyIssue;
 using tilefuse::copyIssueName;
 using tilefuse::defaultTileConfig;
+using tilefuse::isShortSequence;
+using tilefuse::kShortSequenceKeys;
 using tilefuse::KeyLayout;
 using tilefuse::MmaKind;
 using tilefuse::mmaKindName;
