@@ -584,12 +584,23 @@ static std::optional<RowOrder> persistentRowOrder(std::optional<RowOrder> order)
 /// 8 bytes under it, ptxas -v). Its short tiles (causal row blocks average half the keys) are
 /// where idle tensor cores across a boundary cost most: +7.3% at 1k, +3.7% at 4k, -0.9% at 16k
 /// against the same kernel without (H100, docs/perf.md, 2026-12-06, twenty-eighth session).
+///
+/// Under full masks for short sequences (`shortSequences`: tiles of at most eight key blocks)
+/// too: d64's 192 x 128 tile +7.2% at 1k (-0.1% at 4k, -2.7% at 16k), d128 at Bc = 128
+/// (whose second Q stage fits, where 176 leaves no room) +2.6% at 1k over the Bc = 176 default
+/// (-1.4% at 4k) (H100, docs/perf.md, twenty-eighth and twenty-ninth sessions).
 static bool overlapTilesByDefault(const TileConfig &c, int64_t headDim, KeyLayout keys,
-                                  bool rowBlocksUnequal, int64_t regionRegisters) {
+                                  bool rowBlocksUnequal, int64_t regionRegisters,
+                                  bool shortSequences) {
   // (A varlen kernel's tile loops run per sequence: tgpu-overlap-tiles refuses them.)
-  if (keys != KeyLayout::Tensors || headDim != 128 || !rowBlocksUnequal || regionRegisters != 0 ||
-      c.qOperand != QOperand::Shared || c.qTma == false || c.blockM != 128 ||
-      c.blockN != 128 || c.stages != 2)
+  if (keys != KeyLayout::Tensors || regionRegisters != 0 || c.qOperand != QOperand::Shared ||
+      c.qTma == false || c.stages != 2)
+    return false;
+  bool causalD128 = rowBlocksUnequal && headDim == 128 && c.blockM == 128 && c.blockN == 128;
+  bool shortFull = shortSequences && !rowBlocksUnequal &&
+                   ((headDim > 48 && headDim <= 64 && c.blockM == 192 && c.blockN == 128) ||
+                    (headDim == 128 && c.blockM == 128 && c.blockN == 128));
+  if (!causalD128 && !shortFull)
     return false;
   TileConfig overlapped = c;
   overlapped.overlapTiles = true;
@@ -623,10 +634,16 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
       warpSpecializedTiles(c, headDim,
                            warpSpecializedQuery(headDim, keys, rowBlocksUnequal, regionRegisters),
                            regionRegisters, rowBlocksUnequal);
+      // d128 under a full mask for short sequences: the causal mask's key block, whose tile
+      // boundaries can overlap (overlapTilesByDefault).
+      if (shortSequences && !rowBlocksUnequal && headDim == 128 && keys == KeyLayout::Tensors &&
+          regionRegisters == 0 && c.qOperand == QOperand::Shared)
+        c.blockN = warpSpecializedKeyBlock(headDim, QOperand::Shared, /*rowBlocksUnequal=*/true);
       if (persistentByDefault(c, headDim, keys, rowBlocksUnequal, regionRegisters)) {
         c.persistent = true;
         c.rowOrder = persistentRowOrder(c.rowOrder);
-        if (overlapTilesByDefault(c, headDim, keys, rowBlocksUnequal, regionRegisters))
+        if (overlapTilesByDefault(c, headDim, keys, rowBlocksUnequal, regionRegisters,
+                                  shortSequences))
           c.overlapTiles = true;
       }
       if (alignRowsByDefault(c, rowBlocksUnequal))
@@ -774,7 +791,8 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   // (a request for another key block, one tile a CTA, ping-pong or O by TMA takes them away).
   if (!requested.overlapTiles)
     tiles.overlapTiles =
-        overlapTilesByDefault(tiles, headDim, keys, rowBlocksUnequal, regionRegisters)
+        overlapTilesByDefault(tiles, headDim, keys, rowBlocksUnequal, regionRegisters,
+                              shortSequences)
             ? std::optional<bool>(true)
             : std::nullopt;
   // Row blocks aligned to the end where the tile actually built is the default's shape for it

@@ -417,6 +417,46 @@ TEST(TileConfig, OverlapTilesSwitch) {
             std::string::npos);
 }
 
+/// The short-sequence defaults (up to 1024 keys): d64 under a causal-like mask keeps the
+/// one-warpgroup kernel; under full masks d64's tile and d128 at Bc = 128 overlap their tile
+/// boundaries; nothing else changes (regions, packed batches, other head dims, long sequences).
+TEST(TileConfig, ShortSequenceDefaults) {
+  auto resolved = [](int64_t d, bool unequal, bool shortSequences, int64_t regions = 0,
+                     KeyLayout keys = KeyLayout::Tensors) {
+    auto c = resolveTileConfig(parsed(""), d, "sm_90a", keys, regions, unequal, shortSequences);
+    EXPECT_TRUE(bool(c)) << llvm::toString(c.takeError());
+    return *c;
+  };
+  EXPECT_TRUE(isShortSequence(1));
+  EXPECT_TRUE(isShortSequence(kShortSequenceKeys));
+  EXPECT_FALSE(isShortSequence(kShortSequenceKeys + 1));
+  EXPECT_FALSE(isShortSequence(0)); // unknown: the long defaults
+  TileConfig d64 = resolved(64, false, true);
+  EXPECT_EQ(d64.blockM, 192);
+  EXPECT_EQ(d64.overlapTiles, true);
+  EXPECT_EQ(d64, defaultTileConfig(64, "sm_90a", KeyLayout::Tensors, 0, false, true));
+  EXPECT_FALSE(resolved(64, false, false).overlapTiles);
+  TileConfig d128 = resolved(128, false, true);
+  EXPECT_EQ(d128.blockN, 128);
+  EXPECT_EQ(d128.overlapTiles, true);
+  EXPECT_EQ(d128.persistent, true);
+  EXPECT_EQ(resolved(128, false, false).blockN, 176);
+  EXPECT_FALSE(resolved(128, false, false).overlapTiles);
+  // The causal d128 default is the same for both.
+  EXPECT_EQ(resolved(128, true, true), resolved(128, true, false));
+  // Regions that take registers, packed batches and d192 keep the long defaults.
+  EXPECT_EQ(resolved(64, false, true, 27), resolved(64, false, false, 27));
+  EXPECT_EQ(resolved(128, false, true, 0, KeyLayout::PackedRows),
+            resolved(128, false, false, 0, KeyLayout::PackedRows));
+  EXPECT_EQ(resolved(192, false, true), resolved(192, false, false));
+  // An explicit key block keeps its own (176 has no room for Q's second stage).
+  auto wide = resolveTileConfig(parsed("Bc=176"), 128, "sm_90a", KeyLayout::Tensors, 0, false,
+                                true);
+  ASSERT_TRUE(bool(wide)) << llvm::toString(wide.takeError());
+  EXPECT_EQ(wide->blockN, 176);
+  EXPECT_FALSE(wide->overlapTiles);
+}
+
 /// Row blocks aligned to the rows' end (row_align=end|start): a switch of its own that prints
 /// last, keys the kernel, is kept by the resolution where asked, and is refused beside O by
 /// TMA (whose box would store the first row block's rows the second owns).
