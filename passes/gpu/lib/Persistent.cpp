@@ -222,15 +222,7 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
     Value head = arith::DivUIOp::create(b, loc, u, rowBlocks);
     Value row = arith::RemUIOp::create(b, loc, u, rowBlocks);
 
-    Block *body = grid.getBody();
-    Block *loopBody = tileLoop.getBody();
-    Operation *yield = loopBody->getTerminator();
-    body->getTerminator()->erase();
-    loopBody->getOperations().splice(yield->getIterator(), body->getOperations());
-    for (auto [arg, value] : llvm::zip(grid.getInductionVars(),
-                                       ValueRange{sequence, head, row}))
-      arg.replaceAllUsesWith(value);
-    grid.erase();
+    moveBodyIntoTileLoop(grid, tileLoop, {sequence, head, row});
   }
 
   void loopOverTiles(scf::ForallOp grid, TileOrder order) {
@@ -349,14 +341,18 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
     Value batch = arith::DivUIOp::create(b, loc, head, heads);
     Value headInBatch = arith::RemUIOp::create(b, loc, head, heads);
 
-    // The body moves into the tile loop with its indices bound to the tile's.
+    moveBodyIntoTileLoop(grid, tileLoop, {batch, headInBatch, row});
+  }
+
+  /// Moves the grid's body into the tile loop, its induction variables bound to the tile's
+  /// `indices` (batch or sequence, head, row block), and erases the grid.
+  static void moveBodyIntoTileLoop(scf::ForallOp grid, scf::ForOp tileLoop, ValueRange indices) {
     Block *body = grid.getBody();
     Block *loopBody = tileLoop.getBody();
     Operation *yield = loopBody->getTerminator();
     body->getTerminator()->erase();
     loopBody->getOperations().splice(yield->getIterator(), body->getOperations());
-    for (auto [arg, value] : llvm::zip(grid.getInductionVars(),
-                                       ValueRange{batch, headInBatch, row}))
+    for (auto [arg, value] : llvm::zip(grid.getInductionVars(), indices))
       arg.replaceAllUsesWith(value);
     grid.erase();
   }
