@@ -134,6 +134,9 @@ TEST(KernelCache, KeyChangesWithEveryOption) {
   o = base;
   o.params = {"window_left=7"};
   add("params", o, text);
+  o = base;
+  o.shortSequences = true; // the short-sequence defaults may be another kernel
+  add("short_sequences", o, text);
   add("source", base, text + " ");
   std::set<std::string> distinct;
   for (auto &[what, key] : keys) {

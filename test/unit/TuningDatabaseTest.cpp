@@ -172,6 +172,12 @@ TEST(TuningDatabase, KernelIdentityIgnoresTheConfigurationOnly) {
   EXPECT_EQ(tuningKeyFor(causal.text, explicitShape, *compiled, 4000, gpu).digest(),
             base.digest());
   EXPECT_NE(tuningKeyFor(causal.text, other, *compiled, 4096, gpu).digest(), base.digest());
+  // The short-sequence defaults follow the length, which the bucket already keys: one key for
+  // a 1k bucket, whether the caller compiled its default for short sequences or not.
+  PtxCompileOptions shortDefaults;
+  shortDefaults.shortSequences = true;
+  EXPECT_EQ(tuningKeyFor(causal.text, shortDefaults, *compiled, 1024, gpu).digest(),
+            tuningKeyFor(causal.text, asWritten, *compiled, 1024, gpu).digest());
   EXPECT_NE(tuningKeyFor(causal.text, asWritten, *compiled, 8192, gpu).digest(), base.digest());
   EXPECT_NE(tuningKeyFor(std::string(causal.text) + " ", asWritten, *compiled, 4096, gpu).digest(),
             base.digest());

@@ -61,7 +61,8 @@ typedef struct tilefuse_spec {
                                default off. Only a spec without block_m, block_n and config is
                                tuned. */
   int64_t seq_len;          /* the sequence length it will mostly run at (picks the tuning
-                               bucket); 0: 4096 */
+                               bucket, 0: 4096; and up to 1024 the default configuration's
+                               short-sequence form, 0: the long one) */
   int deterministic;        /* the backward (tilefuse_host_attention, tilefuse_backward_get):
                                nonzero accumulates dQ across key blocks in a fixed order,
                                bitwise the same on every run, instead of by atomic adds; zero

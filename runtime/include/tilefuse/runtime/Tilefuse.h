@@ -106,7 +106,10 @@ struct KernelSpec {
   /// Autotuning for this kernel; empty: the runtime's (RuntimeOptions::autotune).
   std::optional<AutotuneMode> autotune;
   /// The sequence length (the larger of M and N) the kernel will mostly run at: picks the
-  /// tuning database's bucket (the next power of two, 512 ... 65536). 0: 4096.
+  /// tuning database's bucket (the next power of two, 512 ... 65536; 0: 4096) and, without a
+  /// configuration or a tuned one, the default's short-sequence form up to 1024 keys
+  /// (isShortSequence: defaultTileConfig's `shortSequences`; 0: the long one). Any kernel runs
+  /// at any length.
   int64_t seqLen = 0;
   /// The backward (HostAttention, getBackward): dQ accumulated across key blocks in a fixed
   /// order (bitwise the same on every run) instead of by atomic adds. Unset, the GPU backward
