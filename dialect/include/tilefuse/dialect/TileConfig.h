@@ -253,7 +253,7 @@ enum class KeyLayout { Tensors, PackedRows, Gathered };
 /// ascending order (measured -0.9..+2.3%).
 ///
 /// `shortSequences`: the kernel is compiled for sequences of at most kShortSequenceKeys keys
-/// (isShortSequence of the length a runtime launch or `compile --seq-len` gives); false where
+/// (isShortSequence of a runtime kernel spec's seqLen or of `compile --seq-len`); false where
 /// the length is unknown. Only d64 under a causal-like mask tells the two apart: its
 /// three-warpgroup tile (Br = 192) gains 8.8% at 4k and 16k over the one-warpgroup kernel and
 /// loses 6.7% at 1k, where a 192-row block visits 14% more key blocks (H100, docs/perf.md,

@@ -41,7 +41,7 @@ struct PtxCompileOptions {
   /// paged cache). With splitKv (and pack_gqa) too: FlashDecoding on a packed batch.
   bool varlen = false;
   /// The defaults for sequences of at most kShortSequenceKeys keys (defaultTileConfig's
-  /// `shortSequences`; isShortSequence of the launch's length): where the caller sets no
+  /// `shortSequences`; isShortSequence of the kernel spec's seqLen): where the caller sets no
   /// configuration, the kernel for short sequences may differ from the long-sequence one. Any
   /// kernel runs at any length.
   bool shortSequences = false;
