@@ -72,8 +72,8 @@ if [ "${KERNEL_SET:-full}" = head-dims ]; then
 fi
 if [ "${KERNEL_SET:-full}" = persist ]; then
   # The persistent set (KERNEL_SET=persist): persistent=true on the defaults of attention and
-  # causal at head dims 64 to 256 (the d64 causal default has no warp roles: its persistent form
-  # is the 192-row warp-specialized tile). Its CTAs run several tiles, so it is what takes Q's
+  # causal at head dims 64 to 256 (asked for with warp roles at d64 causal, whose short-sequence
+  # default has none: its persistent form is the 192-row warp-specialized tile). Its CTAs run several tiles, so it is what takes Q's
   # one-stage ring through more than one phase. PERSIST_CONFIG adds settings to the
   # configuration (mma=wgmma,q=shared,warp_specialize=true for the d128 shared-Q set).
   for d in ${HEAD_DIMS:-64 128 192 256}; do
