@@ -565,8 +565,11 @@ static bool persistentByDefault(const TileConfig &c, int64_t headDim, KeyLayout 
 /// the most keys. Aligned to the end the partial block is the first: 12.5% fewer key blocks at
 /// 1k, 5.2% at 4k, 1.5% at 16k, measured +7.1% / +3.4% / +0.4% on the d64 paired persistent
 /// tile (H100, docs/perf.md, 2026-12-06, thirtieth session). Not beside O by TMA (verify).
-static bool alignRowsByDefault(const TileConfig &c, bool rowBlocksUnequal) {
-  return rowBlocksUnequal && c.blockM && !llvm::isPowerOf2_64(*c.blockM) && c.oTma != true;
+/// Padded batches only, where it was measured and run on the GPU: a packed batch's kernels take
+/// it per sequence when asked (row_align=end), tested on the CPU.
+static bool alignRowsByDefault(const TileConfig &c, KeyLayout keys, bool rowBlocksUnequal) {
+  return keys == KeyLayout::Tensors && rowBlocksUnequal && c.blockM &&
+         !llvm::isPowerOf2_64(*c.blockM) && c.oTma != true;
 }
 
 /// A persistent kernel's longest-first default dealt paired (tgpu-persistent): each program
@@ -646,7 +649,7 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
                                   shortSequences))
           c.overlapTiles = true;
       }
-      if (alignRowsByDefault(c, rowBlocksUnequal))
+      if (alignRowsByDefault(c, keys, rowBlocksUnequal))
         c.alignRowsToEnd = true;
     } else if (regionRegisters > 0 && keys != KeyLayout::Gathered) {
       // Gathered (paged) keys keep their key block: its page-size constraints are their own.
@@ -799,7 +802,8 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   // (an explicit Br, or O by TMA, may take it away), unless asked.
   if (!requested.alignRowsToEnd)
     tiles.alignRowsToEnd =
-        alignRowsByDefault(tiles, rowBlocksUnequal) ? std::optional<bool>(true) : std::nullopt;
+        alignRowsByDefault(tiles, keys, rowBlocksUnequal) ? std::optional<bool>(true)
+                                                          : std::nullopt;
   if (!requested.rowsPerWarp && *tiles.blockM % *tiles.rowsPerWarp)
     tiles.rowsPerWarp = 16; // an explicit Br the default rows-per-warp does not divide
   // The chip is left to convert-tgpu-to-nvvm, whose message names it.

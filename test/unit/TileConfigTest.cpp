@@ -944,7 +944,7 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
   // Warp roles asked for under a causal-like mask drop the one-warpgroup kernel's budget.
   EXPECT_EQ(packed("mma=wgmma,warp_specialize=true,q=shared", 64, 0, /*rowBlocksUnequal=*/true),
             "Br=192,Bc=128,rows_per_warp=16,mma=wgmma,q=shared,copy_issue=eager,stages=2,"
-            "pack_gqa=false,warp_specialize=true,softmax_overlap=true,row_align=end");
+            "pack_gqa=false,warp_specialize=true,softmax_overlap=true");
   EXPECT_EQ(resolved("pack_gqa=true", 128, "sm_90a"),
             "Br=64,Bc=64,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=true");
