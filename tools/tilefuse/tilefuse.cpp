@@ -1037,6 +1037,8 @@ static int runOnGpu(const std::string &text, const std::string &bufferName,
   opts.pageSize = runPagedKv ? runPageSize.getValue() : 0;
   opts.varlen = runVarlen;
   opts.chip = gpu->chip;
+  // The defaults for the lengths it runs (as the runtime picks them from a spec's seqLen).
+  opts.shortSequences = isShortSequence(std::max(optM.getValue(), optN.getValue()));
   auto t0 = std::chrono::steady_clock::now();
   auto compiled = compileToPTX(text, bufferName, opts);
   if (!compiled) {
