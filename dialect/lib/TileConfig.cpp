@@ -547,15 +547,12 @@ static void warpSpecializedTiles(TileConfig &c, int64_t headDim, QOperand q,
 /// eighteenth session). Dealt paired (persistentRowOrder) the causal tiles are persistent from
 /// d128: against the one-tile grid, d192 and d256 +2.6-3.5% at 1k and +4.6-8.4% at 4k, -3% at
 /// 16k (H100, docs/perf.md, 2026-12-06), which brings every causal row from 4k over cuDNN there.
-static bool persistentByDefault(const TileConfig &c, int64_t headDim, KeyLayout keys,
-                                bool rowBlocksUnequal, int64_t regionRegisters) {
+static bool persistentByDefault(const TileConfig &c, KeyLayout keys, int64_t regionRegisters) {
   // Packed batches load Q with TMA too, but their tile loop deals every row block of the
   // longest sequence's grid, the empty ones included: 5-35% slower than one tile a CTA (H100,
   // docs/perf.md, twenty-ninth session). Under a causal-like mask d64's three-warpgroup tile is
   // persistent and paired too (the tuner's form measured so, +5-8% from 4k; twenty-ninth and
   // thirtieth sessions); d96 holds Q in registers.
-  (void)headDim;
-  (void)rowBlocksUnequal;
   return regionRegisters == 0 && keys == KeyLayout::Tensors && c.loadsQWithTma();
 }
 
@@ -642,7 +639,7 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
       if (shortSequences && !rowBlocksUnequal && headDim == 128 && keys == KeyLayout::Tensors &&
           regionRegisters == 0 && c.qOperand == QOperand::Shared)
         c.blockN = warpSpecializedKeyBlock(headDim, QOperand::Shared, /*rowBlocksUnequal=*/true);
-      if (persistentByDefault(c, headDim, keys, rowBlocksUnequal, regionRegisters)) {
+      if (persistentByDefault(c, keys, regionRegisters)) {
         c.persistent = true;
         c.rowOrder = persistentRowOrder(c.rowOrder);
         if (overlapTilesByDefault(c, headDim, keys, rowBlocksUnequal, regionRegisters,
@@ -781,7 +778,7 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   else if (!requested.persistent)
     tiles.persistent =
         requested.rowOrder != RowOrder::Grouped &&
-                persistentByDefault(tiles, headDim, keys, rowBlocksUnequal, regionRegisters)
+                persistentByDefault(tiles, keys, regionRegisters)
             ? std::optional<bool>(true)
             : std::nullopt;
   // The default row order of what turned out persistent; one-tile grids keep descending (and

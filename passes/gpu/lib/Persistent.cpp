@@ -182,12 +182,7 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
     SmallVector<Value> bounds =
         getValueOrCreateConstantIndexOp(b, loc, grid.getMixedUpperBound());
     Value sequences = bounds[0], heads = bounds[1];
-    Value programs = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
-    auto persistent = scf::ForallOp::create(
-        b, loc, ArrayRef<OpFoldResult>{programs}, ValueRange{},
-        ArrayAttr::get(ctx, {tile::GridDimAttr::get(ctx, tile::GridDim::Program)}));
-    persistent->setDiscardableAttrs(grid->getDiscardableAttrDictionary());
-
+    auto [persistent, programs] = programGrid(b, grid);
     b.setInsertionPointToStart(persistent.getBody());
     Value program = persistent.getInductionVar(0);
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
@@ -232,12 +227,7 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
     SmallVector<Value> bounds =
         getValueOrCreateConstantIndexOp(b, loc, grid.getMixedUpperBound());
     Value batches = bounds[0], heads = bounds[1], rowBlocks = bounds[2];
-    Value programs = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
-    auto persistent = scf::ForallOp::create(
-        b, loc, ArrayRef<OpFoldResult>{programs}, ValueRange{},
-        ArrayAttr::get(ctx, {tile::GridDimAttr::get(ctx, tile::GridDim::Program)}));
-    persistent->setDiscardableAttrs(grid->getDiscardableAttrDictionary());
-
+    auto [persistent, programs] = programGrid(b, grid);
     b.setInsertionPointToStart(persistent.getBody());
     Value tiles = arith::MulIOp::create(
         b, loc, arith::MulIOp::create(b, loc, batches, heads), rowBlocks);
@@ -342,6 +332,19 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
     Value headInBatch = arith::RemUIOp::create(b, loc, head, heads);
 
     moveBodyIntoTileLoop(grid, tileLoop, {batch, headInBatch, row});
+  }
+
+  /// The persistent grid that replaces `grid` (built before it): one program per CTA the launch
+  /// starts (gridDim.x), with `grid`'s attributes; and that program count.
+  static std::pair<scf::ForallOp, Value> programGrid(OpBuilder &b, scf::ForallOp grid) {
+    MLIRContext *ctx = grid.getContext();
+    Location loc = grid.getLoc();
+    Value programs = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+    auto persistent = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{programs}, ValueRange{},
+        ArrayAttr::get(ctx, {tile::GridDimAttr::get(ctx, tile::GridDim::Program)}));
+    persistent->setDiscardableAttrs(grid->getDiscardableAttrDictionary());
+    return {persistent, programs};
   }
 
   /// Moves the grid's body into the tile loop, its induction variables bound to the tile's
