@@ -596,11 +596,11 @@ static bool overlapTilesByDefault(const TileConfig &c, int64_t headDim, KeyLayou
   if (keys != KeyLayout::Tensors || regionRegisters != 0 || c.qOperand != QOperand::Shared ||
       c.qTma == false || c.stages != 2)
     return false;
-  bool causalD128 = rowBlocksUnequal && headDim == 128 && c.blockM == 128 && c.blockN == 128;
-  bool shortFull = shortSequences && !rowBlocksUnequal &&
-                   ((headDim > 48 && headDim <= 64 && c.blockM == 192 && c.blockN == 128) ||
-                    (headDim == 128 && c.blockM == 128 && c.blockN == 128));
-  if (!causalD128 && !shortFull)
+  // The measured tiles: d128's 128 x 128 (causal, or full for short sequences) and d64's
+  // 192 x 128 (full, short sequences).
+  bool d128Tile = headDim == 128 && c.blockM == 128 && c.blockN == 128;
+  bool d64Tile = headDim > 48 && headDim <= 64 && c.blockM == 192 && c.blockN == 128;
+  if (rowBlocksUnequal ? !d128Tile : !(shortSequences && (d128Tile || d64Tile)))
     return false;
   TileConfig overlapped = c;
   overlapped.overlapTiles = true;
