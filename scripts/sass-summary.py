@@ -12,7 +12,8 @@ above every exp2 and the overlap covers only the row max; "-" means no rotated b
 
 ptxas and cuobjdump come from $PTXAS / $CUOBJDUMP, else PATH, else /usr/local/cuda/bin. The
 development machine's CUDA toolkit may lack cuobjdump; the one in a Triton wheel
-(triton/backends/nvidia/bin) works without a GPU.
+(triton/backends/nvidia/bin) or in NVIDIA's `nvidia-cuda-cuobjdump` wheel (`pip download
+--no-deps nvidia-cuda-cuobjdump`, unzip, nvidia/cu13/bin/cuobjdump) works without a GPU.
 """
 import argparse
 import os
