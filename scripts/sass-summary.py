@@ -8,7 +8,9 @@ Columns: registers, spill bytes (ptxas -v), HGMMA, HMMA, LDL, STL, BAR, instruct
 alone, up to the next `DEPBAR.LE gsb0, 0x0`, the wait for the pending P·V), how many MUFU.EX2
 ptxas left between the two waits: the softmax exponentials that run while the tensor cores
 compute the pending P·V (tgpu-overlap-softmax's intent). "0" means ptxas hoisted the P·V wait
-above every exp2 and the overlap covers only the row max; "-" means no rotated body.
+above every exp2 and the overlap covers only the row max; "-" means no rotated body. "kloop":
+the instructions of the consumers' key loop (every body of it; see key_loop), which compares
+two forms of one kernel where the whole-kernel count does not (LLVM may merge the bodies' tails).
 
 ptxas and cuobjdump come from $PTXAS / $CUOBJDUMP, else PATH, else /usr/local/cuda/bin. The
 development machine's CUDA toolkit may lack cuobjdump; the one in a Triton wheel
@@ -37,7 +39,27 @@ def tool(name):
     sys.exit(f"sass-summary: no {name} (set ${name.upper()} or put it on PATH)")
 
 
-INSTRUCTION = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")
+INSTRUCTION = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
+BACKWARD = re.compile(r"BRA\s+0x([0-9a-f]+)")
+
+
+def key_loop(addresses, code):
+    """The consumers' key loop: the largest range [target, branch] of a backward branch that
+    holds HGMMA and MUFU.EX2 but no global store, TMA load or shared store (those put the range
+    into the tile loop, or into a barrier retry placed after the code it returns to). Its
+    instruction count covers every body of the loop (rotated and first, each way through the
+    mask), so it compares forms of one kernel, not time a block."""
+    best = 0
+    for i, c in enumerate(code):
+        m = BACKWARD.search(c)
+        if not m or int(m.group(1), 16) >= addresses[i]:
+            continue
+        start = int(m.group(1), 16)
+        body = [code[j] for j in range(len(code)) if start <= addresses[j] <= addresses[i]]
+        has = lambda k: any(k in b for b in body)
+        if has("HGMMA") and has("MUFU.EX2") and not (has("STG") or has("UTMALDG") or has("STS")):
+            best = max(best, len(body))
+    return best or "-"
 
 
 def summarize(ptx, ptxas, cuobjdump, keep):
@@ -57,7 +79,9 @@ def summarize(ptx, ptxas, cuobjdump, keep):
             out.write(listing)
     regs = re.search(r"Used (\d+) registers", info.stderr)
     spills = re.search(r"(\d+) bytes spill stores", info.stderr)
-    code = [m.group(1) for m in map(INSTRUCTION.match, listing.splitlines()) if m]
+    matches = [m for m in map(INSTRUCTION.match, listing.splitlines()) if m]
+    addresses = [int(m.group(1), 16) for m in matches]
+    code = [m.group(2) for m in matches]
     opcode = [re.sub(r"^@!?U?P\w+\s+", "", c).split()[0] if c else "" for c in code]
 
     def count(prefix):
@@ -76,6 +100,7 @@ def summarize(ptx, ptxas, cuobjdump, keep):
         "HGMMA": count("HGMMA"), "HMMA": count("HMMA"), "LDL": count("LDL"),
         "STL": count("STL"), "BAR": count("BAR"), "insts": len(code),
         "exp||pv": ",".join(map(str, overlapped)) if overlapped else "-",
+        "kloop": key_loop(addresses, code),
     }
     return row, info.stderr.strip().splitlines()
 
@@ -88,7 +113,7 @@ def main():
     ptxas, cuobjdump = tool("ptxas"), tool("cuobjdump")
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
-    columns = ["regs", "spill", "HGMMA", "HMMA", "LDL", "STL", "BAR", "insts", "exp||pv"]
+    columns = ["regs", "spill", "HGMMA", "HMMA", "LDL", "STL", "BAR", "insts", "exp||pv", "kloop"]
     print(f"{'kernel':40} " + " ".join(f"{c:>7}" for c in columns))
     failed = 0
     for ptx in args.ptx:
