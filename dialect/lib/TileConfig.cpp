@@ -47,7 +47,8 @@ bool TileConfig::isComplete() const {
 bool TileConfig::empty() const {
   return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue && !stages &&
          !packGqa && !ctasPerSm && !warpSpecialize && !softmaxOverlap && !pingpong && !persistent &&
-         !rowOrder && !qTma && !prefetchValues && !oTma && !overlapTiles && !alignRowsToEnd;
+         !rowOrder && !qTma && !prefetchValues && !oTma && !overlapTiles && !alignRowsToEnd &&
+         !rowSumMma;
 }
 
 bool TileConfig::operator==(const TileConfig &other) const {
@@ -58,7 +59,8 @@ bool TileConfig::operator==(const TileConfig &other) const {
          pingpong == other.pingpong && persistent == other.persistent &&
          rowOrder == other.rowOrder && qTma == other.qTma &&
          prefetchValues == other.prefetchValues && oTma == other.oTma &&
-         overlapTiles == other.overlapTiles && alignRowsToEnd == other.alignRowsToEnd;
+         overlapTiles == other.overlapTiles && alignRowsToEnd == other.alignRowsToEnd &&
+         rowSumMma == other.rowSumMma;
 }
 
 llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
@@ -67,7 +69,7 @@ llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
                             config.ctasPerSm, config.warpSpecialize, config.softmaxOverlap,
                             config.pingpong, config.persistent, config.rowOrder, config.qTma,
                             config.prefetchValues, config.oTma, config.overlapTiles,
-                            config.alignRowsToEnd);
+                            config.alignRowsToEnd, config.rowSumMma);
 }
 
 std::string TileConfig::print() const {
@@ -104,6 +106,8 @@ std::string TileConfig::print() const {
     items.push_back(*prefetchValues ? "prefetch_values=true" : "prefetch_values=false");
   if (oTma)
     items.push_back(*oTma ? "o_tma=true" : "o_tma=false");
+  if (rowSumMma)
+    items.push_back(*rowSumMma ? "row_sum_mma=true" : "row_sum_mma=false");
   if (ctasPerSm)
     items.push_back("ctas_per_sm=" + std::to_string(*ctasPerSm));
   if (overlapTiles)
@@ -178,10 +182,12 @@ llvm::Error TileConfig::set(llvm::StringRef key, llvm::StringRef value) {
     return choice(overlapTiles, false, "false", true, "true");
   if (key == "row_align" || key == "row-align")
     return choice(alignRowsToEnd, false, "start", true, "end");
+  if (key == "row_sum_mma" || key == "row-sum-mma")
+    return choice(rowSumMma, false, "false", true, "true");
   return fail("unknown setting '" + key +
               "' (Br, Bc, rows_per_warp, mma, q, copy_issue, stages, pack_gqa, ctas_per_sm, "
               "warp_specialize, softmax_overlap, pingpong, persistent, row_order, q_tma, "
-              "prefetch_values, o_tma, overlap_tiles, row_align)");
+              "prefetch_values, o_tma, overlap_tiles, row_align, row_sum_mma)");
 }
 
 llvm::Expected<TileConfig> TileConfig::parse(llvm::StringRef text) {
@@ -238,6 +244,8 @@ TileConfig TileConfig::overriddenBy(const TileConfig &other) const {
     out.overlapTiles = other.overlapTiles;
   if (other.alignRowsToEnd)
     out.alignRowsToEnd = other.alignRowsToEnd;
+  if (other.rowSumMma)
+    out.rowSumMma = other.rowSumMma;
   return out;
 }
 
@@ -306,6 +314,9 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
     return fail("overlap_tiles=true does not go with pingpong=true or o_tma=true");
   // O's map stores a tile's whole box: the first row block's box would also write the rows
   // the second stores.
+  // The sums are a second product on P's registers, beside P·V's wgmma.
+  if (rowSumMma == true && !warpSpecialize.value_or(false))
+    return fail("row_sum_mma=true needs warp_specialize=true");
   if (alignRowsToEnd == true && oTma == true)
     return fail("row_align=end does not go with o_tma=true (the first row block's box would "
                 "overwrite the second's rows)");
@@ -609,6 +620,10 @@ static bool overlapTilesByDefault(const TileConfig &c, int64_t headDim, KeyLayou
     return false;
   }
   return true;
+}
+
+bool TileConfig::sumsRowsOnTensorCores() const {
+  return rowSumMma.value_or(false) && warpSpecialize.value_or(false);
 }
 
 TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, KeyLayout keys,

@@ -283,8 +283,30 @@ LogicalResult WgmmaOp::verify() {
   if (!accLayout || !result.getElementType().isF32())
     return emitOpError() << "the result must be an f32 block in #tgpu.wgmma_acc, got " << result;
   BufferType rhs = getRhs().getType();
+  // With row sums the result has 8 columns more than the product: the rhs's are the first N.
+  RankedTensorType product = result;
+  if (BufferType ones = getRowSums() ? getRowSums().getType() : BufferType()) {
+    if (result.getDimSize(1) <= 8)
+      return emitOpError() << "with row sums the result has the product's columns and 8 more, "
+                              "got "
+                           << result;
+    product = RankedTensorType::get({result.getDimSize(0), result.getDimSize(1) - 8},
+                                    result.getElementType(), result.getEncoding());
+    if (ones.getRows() != 8 || ones.getCols() != 64 ||
+        ones.getLayout().getSwizzle() != SharedSwizzle::Canonical128B ||
+        ones.getElementType() != rhs.getElementType())
+      return emitOpError() << "the row sums' ones must be an 8x64 canonical_128b buffer of the "
+                              "rhs's element type ("
+                           << rhs.getElementType() << "), got " << ones;
+    if (isa<BufferType>(getLhs().getType()))
+      return emitOpError("sums the rows of a register lhs (P), not of a shared one");
+    if (getAcc() && getAcc().getType() != result)
+      return emitOpError() << "the accumulator's type " << getAcc().getType()
+                           << " differs from the result's " << result;
+  }
   FailureOr<int64_t> k = verifyProductRhs(
-      *this, result, getAcc(), rhs, getTransposeRhs(), SharedSwizzle::Canonical128B,
+      *this, product, getRowSums() ? Value() : getAcc(), rhs, getTransposeRhs(),
+      SharedSwizzle::Canonical128B,
       "the rhs is read by a 128-byte-swizzle descriptor: its layout must be canonical_128b, not ");
   if (failed(k))
     return failure();
@@ -315,7 +337,7 @@ LogicalResult WgmmaOp::verify() {
                            << ", rows_per_warp = 16> (the warpgroups' fragments), got " << lhs;
     lhsRows = lhs.getDimSize(0), lhsK = lhs.getDimSize(1), lhsElt = lhs.getElementType();
   }
-  if (failed(verifyProductLhs(*this, result, lhsElt, rhs.getElementType(), lhsRows, lhsK, *k)))
+  if (failed(verifyProductLhs(*this, product, lhsElt, rhs.getElementType(), lhsRows, lhsK, *k)))
     return failure();
 
   // A register lhs is in flight with the accumulators; a shared one is not a register.
@@ -474,6 +496,38 @@ LogicalResult PackOperandAOp::verify() {
     return emitOpError() << "the result holds bf16 or f16, not " << result.getElementType();
   if (result.getShape() != input.getShape())
     return emitOpError() << "the result's shape differs from the input's";
+  return success();
+}
+
+LogicalResult SplitRowSumsOp::verify() {
+  auto input = cast<RankedTensorType>(getInput().getType());
+  auto product = cast<RankedTensorType>(getProduct().getType());
+  auto sums = cast<RankedTensorType>(getSums().getType());
+  auto layout = dyn_cast_or_null<WgmmaAccumulatorLayoutAttr>(input.getEncoding());
+  if (!layout || !input.getElementType().isF32() || input.getDimSize(1) <= 8)
+    return emitOpError() << "takes an f32 #tgpu.wgmma_acc accumulator with row sums (the "
+                            "product's columns and 8 more), got "
+                         << input;
+  if (product.getEncoding() != input.getEncoding() || !product.getElementType().isF32() ||
+      product.getDimSize(0) != input.getDimSize(0) ||
+      product.getDimSize(1) != input.getDimSize(1) - 8)
+    return emitOpError() << "the product must be the input's first "
+                         << input.getDimSize(1) - 8 << " columns in its layout, got " << product;
+  auto rows = dyn_cast_or_null<AccumulatorRowsLayoutAttr>(sums.getEncoding());
+  if (!rows || rows.getParent() != layout || sums.getRank() != 1 ||
+      sums.getDimSize(0) != input.getDimSize(0))
+    return emitOpError() << "the sums must be a row vector of " << input.getDimSize(0)
+                         << " in #tgpu.acc_rows<" << layout << ">, got " << sums;
+  return success();
+}
+
+LogicalResult FillOp::verify() {
+  BufferType buffer = getBuffer().getType();
+  if (!is16BitFloat(buffer.getElementType()))
+    return emitOpError() << "fills a buffer of bf16 or f16 (pairs of them a 32-bit word), not "
+                         << buffer.getElementType();
+  if (buffer.getRows() * buffer.getCols() % 2)
+    return emitOpError("fills whole 32-bit words: the buffer needs an even element count");
   return success();
 }
 

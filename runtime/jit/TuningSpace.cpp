@@ -44,6 +44,9 @@ ResourceEstimate jit::estimateResources(const TileConfig &config, int64_t headDi
   // P·V is in flight) and its two mbarriers.
   if (config.overlapTiles.value_or(false) && config.qOperand == QOperand::Shared)
     e.sharedBytes += buffer(br * d * elementBytes) + 2 * 8;
+  // P's row sums on the tensor cores: an 8 x 64 block of ones.
+  if (config.sumsRowsOnTensorCores())
+    e.sharedBytes += buffer(8 * 64 * elementBytes);
   e.seedSharedBytes = 4 * br * d + 4 * bc * d + 2 * br * bc + 8 * br;
   int64_t accumulator = rows * d / 32, scores = rows * bc / 32;
   int64_t query = config.qOperand == QOperand::Shared ? 0 : rows * d / 64;

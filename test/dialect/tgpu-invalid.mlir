@@ -838,3 +838,63 @@ func.func @tma_store_box_rows(%map: !map, %i: index) {
   tgpu.tma_store %buf[%i] into %map[%i, %i, %i, %i] : !buf, !map
   return
 }
+
+// -----
+
+func.func @row_sums_ones(%p: tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>,
+                         %acc: tensor<64x72xf32, #tgpu.wgmma_acc<warpgroups = 1>>) {
+  %v = tgpu.alloc : !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+  %ones = tgpu.alloc : !tgpu.buffer<16x64xbf16, #tgpu.shared<canonical_128b>>
+  // expected-error @+1 {{the row sums' ones must be an 8x64 canonical_128b buffer of the rhs's element type}}
+  %o, %pf = tgpu.wgmma %p, %v acc %acc row_sums(%ones : !tgpu.buffer<16x64xbf16, #tgpu.shared<canonical_128b>>)
+      : tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>,
+        !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>,
+        tensor<64x72xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+        -> tensor<64x72xf32, #tgpu.wgmma_acc<warpgroups = 1>>,
+           tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+  return
+}
+
+// -----
+
+func.func @row_sums_columns(%p: tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>,
+                            %acc: tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>) {
+  %v = tgpu.alloc : !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+  %ones = tgpu.alloc : !tgpu.buffer<8x64xbf16, #tgpu.shared<canonical_128b>>
+  // expected-error @+1 {{the rhs has 64 columns of the product (columns), the result 56}}
+  %o, %pf = tgpu.wgmma %p, %v acc %acc row_sums(%ones : !tgpu.buffer<8x64xbf16, #tgpu.shared<canonical_128b>>)
+      : tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>,
+        !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>,
+        tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+        -> tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>,
+           tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+  return
+}
+
+// -----
+
+func.func @split_row_sums_product(%acc: tensor<64x72xf32, #tgpu.wgmma_acc<warpgroups = 1>>) {
+  // expected-error @+1 {{the product must be the input's first 64 columns in its layout}}
+  %o, %l = tgpu.split_row_sums %acc : tensor<64x72xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+      -> tensor<64x72xf32, #tgpu.wgmma_acc<warpgroups = 1>>,
+         tensor<64xf32, #tgpu.acc_rows<#tgpu.wgmma_acc<warpgroups = 1>>>
+  return
+}
+
+// -----
+
+func.func @split_row_sums_rows(%acc: tensor<64x72xf32, #tgpu.wgmma_acc<warpgroups = 1>>) {
+  // expected-error @+1 {{the sums must be a row vector of 64 in #tgpu.acc_rows<#tgpu.wgmma_acc<warpgroups = 1>>}}
+  %o, %l = tgpu.split_row_sums %acc : tensor<64x72xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+      -> tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>, tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @fill_f32() {
+  %b = tgpu.alloc : !tgpu.buffer<8x64xf32, #tgpu.shared<canonical_128b>>
+  // expected-error @+1 {{fills a buffer of bf16 or f16}}
+  tgpu.fill %b, 1.0 : !tgpu.buffer<8x64xf32, #tgpu.shared<canonical_128b>>
+  return
+}

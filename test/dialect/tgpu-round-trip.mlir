@@ -249,3 +249,28 @@ func.func @tensor_map_and_barriers(%k: memref<?x?x?x64xbf16>) {
   %map = tgpu.tensor_map %k : memref<?x?x?x64xbf16> -> !nvgpu.tensormap.descriptor<tensor = memref<1x1x64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
   return
 }
+
+// -----
+
+// The row sums on the tensor cores: the ones filled, the product with 8 more columns, split.
+// CHECK-LABEL: func.func @row_sums
+// CHECK:         tgpu.fill %{{.+}}, 1.000000e+00 : <8x64xbf16, #tgpu.shared<canonical_128b>>
+// CHECK:         tgpu.wgmma %{{.+}}, %{{.+}} acc %{{.+}} row_sums(%{{.+}} : !tgpu.buffer<8x64xbf16, #tgpu.shared<canonical_128b>>) : tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>, <64x64xbf16, #tgpu.shared<canonical_128b>>, tensor<64x72xf32, #tgpu.wgmma_acc<warpgroups = 1>> -> tensor<64x72xf32, #tgpu.wgmma_acc<warpgroups = 1>>, tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+// CHECK:         tgpu.split_row_sums %{{.+}} : tensor<64x72xf32, #tgpu.wgmma_acc<warpgroups = 1>> -> tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>, tensor<64xf32, #tgpu.acc_rows<#tgpu.wgmma_acc<warpgroups = 1>>>
+func.func @row_sums(%p: tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>,
+                    %acc: tensor<64x72xf32, #tgpu.wgmma_acc<warpgroups = 1>>) {
+  %v = tgpu.alloc : !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+  %ones = tgpu.alloc : !tgpu.buffer<8x64xbf16, #tgpu.shared<canonical_128b>>
+  tgpu.fill %ones, 1.0 : !tgpu.buffer<8x64xbf16, #tgpu.shared<canonical_128b>>
+  %o, %pf = tgpu.wgmma %p, %v acc %acc row_sums(%ones : !tgpu.buffer<8x64xbf16, #tgpu.shared<canonical_128b>>)
+      : tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>,
+        !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>,
+        tensor<64x72xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+        -> tensor<64x72xf32, #tgpu.wgmma_acc<warpgroups = 1>>,
+           tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+  %w:2 = tgpu.wgmma_wait %o, %pf pending 0 : tensor<64x72xf32, #tgpu.wgmma_acc<warpgroups = 1>>, tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+  %out, %l = tgpu.split_row_sums %w#0 : tensor<64x72xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+      -> tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>,
+         tensor<64xf32, #tgpu.acc_rows<#tgpu.wgmma_acc<warpgroups = 1>>>
+  return
+}

@@ -758,6 +758,34 @@ TEST(TileConfig, UnequalRowBlocksRunLastFirstByDefault) {
   EXPECT_EQ(reversed, plain);
 }
 
+/// row_sum_mma: P's row sums on the tensor cores, on request only (measured slower: docs/perf.md,
+/// thirty-fourth session). It round-trips, keys the kernel apart and needs warp roles.
+TEST(TileConfig, RowSumMmaSwitch) {
+  auto plain = resolveTileConfig(parsed(""), 128, "sm_90a");
+  ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
+  EXPECT_FALSE(plain->rowSumMma);
+  EXPECT_FALSE(plain->sumsRowsOnTensorCores());
+  auto sums = resolveTileConfig(parsed("row_sum_mma=true"), 128, "sm_90a");
+  ASSERT_TRUE(bool(sums)) << llvm::toString(sums.takeError());
+  EXPECT_EQ(sums->rowSumMma, true);
+  EXPECT_TRUE(sums->sumsRowsOnTensorCores());
+  EXPECT_EQ(parsed(sums->print()), *sums);
+  EXPECT_EQ(sums->print(), plain->print() + ",row_sum_mma=true");
+  EXPECT_NE(hash_value(*sums), hash_value(*plain));
+  EXPECT_NE(*sums, *plain);
+  EXPECT_EQ(parsed("row-sum-mma=false").rowSumMma, false);
+  EXPECT_FALSE(parsed("row_sum_mma=false").empty());
+  // It prints before the register budget, as the fields' order says.
+  EXPECT_EQ(parsed("ctas_per_sm=2,row_sum_mma=true").print(), "row_sum_mma=true,ctas_per_sm=2");
+  // Without warp roles it is refused.
+  auto refused = resolveTileConfig(parsed("warp_specialize=false,row_sum_mma=true"), 128,
+                                   "sm_90a");
+  ASSERT_FALSE(bool(refused));
+  EXPECT_NE(llvm::toString(refused.takeError()).find("row_sum_mma=true needs warp_specialize"),
+            std::string::npos);
+  EXPECT_FALSE(parsed("row_sum_mma=true").sumsRowsOnTensorCores());
+}
+
 /// row_order=grouped: descending within L2-sized groups of (batch, head) pairs. It round-trips,
 /// keys the kernel apart from descending, is replaced by another row_order, refuses persistent
 /// tiles (and takes the persistent default away), and names its values when misspelt.

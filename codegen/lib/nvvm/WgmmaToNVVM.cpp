@@ -2,7 +2,9 @@
 //
 // tgpu.wgmma: wgmma.fence, one wgmma.mma_async.m64nNk16 per k-step (f32 accumulators, A from
 // registers or by a descriptor, K-major or, transposed, MN-major; B by a 128-byte-swizzle
-// matrix descriptor), wgmma.commit_group. tgpu.wgmma_wait: wgmma.wait_group N. MLIR's
+// matrix descriptor; with row sums an m64n8k16 against the ones after each), wgmma.commit_group.
+// tgpu.wgmma_wait: wgmma.wait_group N. The row sums' two ends are here too: tgpu.fill (the
+// ones) and tgpu.split_row_sums. MLIR's
 // nvvm.wgmma.mma_async takes A only by descriptor, so the register-A form is inline PTX here,
 // in this one file (shared/DESIGN.md), and the descriptor-A form beside it.
 //
@@ -152,6 +154,14 @@ struct WgmmaToPtx : OpConversionPattern<tgpu::WgmmaOp> {
     int64_t k = transposed ? rhsType.getCols() : rhsType.getRows();
     int64_t kTiles = k / 16;
     Value base = rematerializedPerIteration(b, loc, adaptor.getRhs(), op);
+    // With row sums: the product's N columns, then an m64n8 of the same A against the ones
+    // (tgpu-row-sum-on-tensor-cores), K-major: any k-step of the 8 x 64 block reads ones.
+    Value onesDesc;
+    if (op.getRowSums()) {
+      cols -= 8;
+      Value ones = rematerializedPerIteration(b, loc, adaptor.getRowSums(), op);
+      onesDesc = tileDescriptor(b, loc, ones, /*kMajor=*/true, /*rows=*/8);
+    }
 
     SmallVector<Value> acc;
     if (adaptor.getAcc())
@@ -197,7 +207,22 @@ struct WgmmaToPtx : OpConversionPattern<tgpu::WgmmaOp> {
       } else {
         a.registers = ArrayRef<Value>(aRegs).slice(4 * kt, 4);
       }
-      acc = wgmmaAsync(b, loc, acc, cols, a, desc, /*transB=*/!transposed, elt);
+      if (!onesDesc) {
+        acc = wgmmaAsync(b, loc, acc, cols, a, desc, /*transB=*/!transposed, elt);
+        continue;
+      }
+      // Both read the same A registers in one commit group; every accumulator register is
+      // written here and read after the wait (split_row_sums reads all four sums' copies).
+      ArrayRef<Value> all(acc);
+      SmallVector<Value> product =
+          wgmmaAsync(b, loc, all.take_front(acc.empty() ? 0 : cols / 2), cols, a, desc,
+                     /*transB=*/!transposed, elt);
+      SmallVector<Value> sums = wgmmaAsync(
+          b, loc, all.drop_front(acc.empty() ? 0 : cols / 2), 8, a,
+          kStepDescriptor(b, loc, onesDesc, /*kMajor=*/true, /*rows=*/8, kt % 4),
+          /*transB=*/false, elt);
+      acc = std::move(product);
+      acc.append(sums);
     }
     inlinePtx(b, loc, {}, {}, "wgmma.commit_group.sync.aligned;", "");
     // The A registers in flight are the fenced copies the instructions read: the wait keeps
@@ -206,6 +231,66 @@ struct WgmmaToPtx : OpConversionPattern<tgpu::WgmmaOp> {
     if (op.getLhsInFlight())
       results.push_back(fromValues(b, loc, b.getI32Type(), aRegs));
     rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+/// O and l out of an accumulator with row sums: its first N / 2 values a thread, and each row's
+/// sum as the larger of its two copies (all four copies are read, since a wgmma accumulator
+/// register nothing reads makes ptxas serialize the wgmma pipeline: C7511).
+struct SplitRowSumsToNVVM : OpConversionPattern<tgpu::SplitRowSumsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tgpu::SplitRowSumsOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<Value> values = elementsOf(rewriter, loc, adaptor.getInput());
+    int64_t productValues = cast<RankedTensorType>(op.getProduct().getType()).getDimSize(1) / 2;
+    // One m64n8 tile: values (row g, cols 2c, 2c + 1), (row g + 8, the same columns).
+    ArrayRef<Value> sums = ArrayRef<Value>(values).drop_front(productValues);
+    if (sums.size() != 4)
+      return rewriter.notifyMatchFailure(op, "one m64n8 tile of sums a thread");
+    Value rowG = arith::MaxNumFOp::create(rewriter, loc, sums[0], sums[1]);
+    Value rowG8 = arith::MaxNumFOp::create(rewriter, loc, sums[2], sums[3]);
+    Type f32 = rewriter.getF32Type();
+    rewriter.replaceOp(
+        op, {fromValues(rewriter, loc, f32, ArrayRef<Value>(values).take_front(productValues)),
+             fromValues(rewriter, loc, f32, {rowG, rowG8})});
+    return success();
+  }
+};
+
+/// Every 32-bit word of the buffer by the CTA's threads in turn (thread t: words t, t + ntid,
+/// ...), then the async-proxy fence that lets a wgmma read them after the next barrier.
+struct FillToNVVM : OpConversionPattern<tgpu::FillOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tgpu::FillOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    tgpu::BufferType buffer = op.getBuffer().getType();
+    Type elt = buffer.getElementType();
+    float value = op.getValue().convertToFloat();
+    // The element's 16 bits, twice.
+    APFloat half(value);
+    bool lost = false;
+    half.convert(elt.isBF16() ? APFloat::BFloat() : APFloat::IEEEhalf(),
+                 APFloat::rmNearestTiesToEven, &lost);
+    uint32_t bits = uint32_t(half.bitcastToAPInt().getZExtValue());
+    uint32_t word = bits | bits << 16;
+    int64_t words = buffer.getRows() * buffer.getCols() / 2;
+    Value base = LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI32Type(),
+                                          adaptor.getBuffer());
+    std::string text =
+        "{\n\t.reg .pred %fill_p;\n\t.reg .u32 %fill_i, %fill_a, %fill_n;\n"
+        "\tmov.u32 %fill_i, %tid.x;\n\tmov.u32 %fill_n, %ntid.x;\n"
+        "FILL_${:uid}:\n\tsetp.ge.u32 %fill_p, %fill_i, " +
+        std::to_string(words) +
+        ";\n\t@%fill_p bra FILLED_${:uid};\n\tmad.lo.u32 %fill_a, %fill_i, 4, $0;\n"
+        "\tst.shared.b32 [%fill_a], " +
+        std::to_string(word) +
+        ";\n\tadd.u32 %fill_i, %fill_i, %fill_n;\n\tbra FILL_${:uid};\n"
+        "FILLED_${:uid}:\n\tfence.proxy.async.shared::cta;\n\t}";
+    inlinePtx(rewriter, loc, {}, {base}, text, "r");
+    rewriter.eraseOp(op);
     return success();
   }
 };
@@ -250,5 +335,6 @@ struct WgmmaWaitToPtx : OpConversionPattern<tgpu::WgmmaWaitOp> {
 
 void tilefuse::nvvm::populateWgmmaToNVVMPatterns(TGPUToNVVMTypeConverter &converter,
                                                  RewritePatternSet &patterns) {
-  patterns.add<WgmmaToPtx, WgmmaWaitToPtx>(converter, patterns.getContext());
+  patterns.add<WgmmaToPtx, WgmmaWaitToPtx, SplitRowSumsToNVVM, FillToNVVM>(
+      converter, patterns.getContext());
 }

@@ -387,12 +387,21 @@ struct TGPUOverlapSoftmax
       cloneAll(then, {body.product.getOperation()}, pending, block);
       auto wait = cast<WgmmaWaitOp>(then.clone(*body.scoresWait, rest));
       wait.setPendingAttr(then.getI32IntegerAttr(1));
-      // What only the next P·V reads (P packed into A registers) waits for this one: ptxas
-      // serializes the groups when a wgmma's input registers are written while a group is in
-      // flight (FlashAttention-3 converts P after its wait too).
+      // What only the next P·V reads and writes its A registers (P packed) waits for this
+      // one: ptxas serializes the groups when a wgmma's input registers are written while a
+      // group is in flight (FlashAttention-3 converts P after its wait too). Only the packing:
+      // the exponentials before it stay beside the pending P·V also where nothing but the
+      // packing reads P (its row sums on the tensor cores), which would otherwise defer them
+      // too, and LLVM then merged the bodies' tails (docs/perf.md, thirty-third session).
+      auto writesOperandA = [](Operation *op) {
+        return llvm::all_of(op->getResultTypes(), [](Type t) {
+          auto block = dyn_cast<RankedTensorType>(t);
+          return block && isa_and_nonnull<OperandALayoutAttr>(block.getEncoding());
+        });
+      };
       llvm::SetVector<Operation *> deferred;
       for (Operation *op : llvm::reverse(afterScoresWait)) {
-        bool forTheProduct = isPure(op) && op->getNumResults() &&
+        bool forTheProduct = isPure(op) && op->getNumResults() && writesOperandA(op) &&
                              llvm::all_of(op->getUsers(), [&](Operation *user) {
                                return body.part.contains(user) || deferred.contains(user);
                              });

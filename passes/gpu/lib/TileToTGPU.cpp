@@ -542,7 +542,7 @@ struct TileToTGPU : public tilefuse::tgpu::impl::TileToTGPUBase<TileToTGPU> {
         Type inFlight = isa<RankedTensorType>(lhs.getType()) ? lhs.getType() : Type();
         auto product =
             WgmmaOp::create(rewriter, loc, resultType, inFlight, lhs, dot.getRhs(), dot.getAcc(),
-                            dot.getTransposeLhs(), dot.getTransposeRhs());
+                            /*row_sums=*/Value(), dot.getTransposeLhs(), dot.getTransposeRhs());
         SmallVector<Value> guarded = {product.getResult()};
         if (product.getLhsInFlight())
           guarded.push_back(product.getLhsInFlight());

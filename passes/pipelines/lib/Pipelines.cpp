@@ -105,6 +105,9 @@ static void buildForwardToTGPU(OpPassManager &pm, const GpuPipelineOptions &opti
   // The layouts, the copy issue and the tile sizes come from the module's tile.config.
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUAssignLayouts());
   pm.addNestedPass<func::FuncOp>(tgpu::createTileToTGPU());
+  // The softmax's row sums as 8 more columns of P·V (row_sum_mma), before any pass that
+  // reorders the key loop, so that those see one product and one accumulator.
+  pm.addNestedPass<func::FuncOp>(tgpu::createTGPURowSumOnTensorCores());
   // The ring's stages come from the module's tile.config (stages=N).
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUPipeline());
   // Persistent programs looping over the tiles (persistent), then the producer and consumer

@@ -22,7 +22,8 @@
 // cp.async kernel's value blocks in a ring as deep as its key blocks') and ctas_per_sm=N (the
 // register budget: not part of a complete configuration, whose kernels get no budget beyond the
 // hardware's), then overlap_tiles=true|false (a persistent consumer's tile boundaries overlapped:
-// tgpu-overlap-tiles).
+// tgpu-overlap-tiles) and row_align=start|end. row_sum_mma=true|false (P's row sums by wgmma:
+// tgpu-row-sum-on-tensor-cores) prints after o_tma.
 //
 // A field may be unset ("the tuned default": defaultTileConfig for the head dimension and chip);
 // print() leaves unset fields out, so "" is the all-default configuration. parse() also takes the
@@ -166,7 +167,18 @@ struct TileConfig {
   /// 1k, 5.2% at 4k and 1.5% at 16k. Per sequence on a packed batch. Unset (and outside
   /// isComplete): start (row block r at r·Br).
   std::optional<bool> alignRowsToEnd;
+  /// Row sums on the tensor cores (tgpu-row-sum-on-tensor-cores; warp-specialized kernels): the
+  /// softmax's l' = alpha·l + rowsum(P) becomes 8 more columns of P·V's accumulator, an
+  /// m64n8k16 wgmma of the same P registers against a block of ones after each k-step, rescaled
+  /// with O and read once after the key loop, instead of an add a score and shuffles a row in the
+  /// softmax. The sum is of P as P·V reads it (rounded to bf16 / f16). Unset (and outside
+  /// isComplete): off, the default: the key loop runs 8-14% fewer instructions, yet the kernels
+  /// measured 0-6% slower at every head dim from 4k (H100, docs/perf.md, thirty-fourth
+  /// session). The overlapped d128 tiles spill with it (384 bytes).
+  std::optional<bool> rowSumMma;
 
+  /// Whether P's row sums go to the tensor cores (row_sum_mma in a warp-specialized kernel).
+  bool sumsRowsOnTensorCores() const;
   /// Every field set (ctasPerSm aside) (what compileToPTX compiles, what the tuner enumerates and stores).
   bool isComplete() const;
   /// Nothing set.

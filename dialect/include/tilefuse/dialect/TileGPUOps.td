@@ -207,7 +207,7 @@ def TGPU_TmaStoreOp : TGPU_Op<"tma_store"> {
 // Warpgroup MMA
 //===----------------------------------------------------------------------===//
 
-def TGPU_WgmmaOp : TGPU_Op<"wgmma"> {
+def TGPU_WgmmaOp : TGPU_Op<"wgmma", [AttrSizedOperandSegments]> {
   let summary = "acc + A x B (or A x B^T) issued on the tensor cores, asynchronously";
   let description = [{
     One commit group of `wgmma.mma_async.m64nNk16` instructions, one per k-step of 16, each
@@ -233,13 +233,21 @@ def TGPU_WgmmaOp : TGPU_Op<"wgmma"> {
         : tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>,
           tensor<64x128xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
     ```
+
+    With `row_sums %ones` (tgpu-row-sum-on-tensor-cores) the product also sums A's rows: the
+    result has 8 columns more than B, and after each k-step's m64nNk16 an m64n8k16 multiplies
+    the same A registers by `%ones`, an 8 x 64 buffer of ones (`tgpu.fill`), into those 8
+    columns, each of which then holds the row sums of A (added to the accumulator's, as the
+    product is). Both are in the op's one commit group, so the sums are rescaled, waited for
+    and carried with the product; `tgpu.split_row_sums` takes them apart after the loop.
   }];
   let arguments = (ins AnyTypeOf<[TGPU_Block, TGPU_Buffer]>:$lhs, TGPU_Buffer:$rhs,
-                       Optional<TGPU_Block>:$acc, UnitAttr:$transpose_lhs,
-                       UnitAttr:$transpose_rhs);
+                       Optional<TGPU_Block>:$acc, Optional<TGPU_Buffer>:$row_sums,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
   let results = (outs TGPU_Block:$result, Optional<TGPU_Block>:$lhs_in_flight);
   let assemblyFormat = [{
-    $lhs `,` $rhs (`acc` $acc^)? (`transpose_lhs` $transpose_lhs^)?
+    $lhs `,` $rhs (`acc` $acc^)? (`row_sums` `(` $row_sums^ `:` type($row_sums) `)`)?
+    (`transpose_lhs` $transpose_lhs^)?
     (`transpose_rhs` $transpose_rhs^)? attr-dict `:` type($lhs)
     `,` type($rhs) (`,` type($acc)^)? `->` type($result) (`,` type($lhs_in_flight)^)?
   }];
@@ -336,6 +344,47 @@ def TGPU_PackOperandAOp : TGPU_Op<"pack_operand_a", [Pure]> {
   let arguments = (ins TGPU_Block:$input);
   let results = (outs TGPU_Block:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def TGPU_SplitRowSumsOp : TGPU_Op<"split_row_sums", [Pure]> {
+  let summary = "a product's accumulator with row sums (`tgpu.wgmma ... row_sums`) taken apart";
+  let description = [{
+    The input is an M x (N + 8) `#tgpu.wgmma_acc` accumulator whose last 8 columns hold one
+    row sum each (every column the same); the results are its first N columns and the row
+    sums as a row vector. A thread holds each row's sum four times (two rows, two columns);
+    the lowering reads all four (the larger of each pair), because a wgmma accumulator
+    register that nothing reads makes ptxas serialize the wgmma pipeline (C7511; docs/perf.md,
+    thirty-second session).
+
+    ```mlir
+    %o, %l = tgpu.split_row_sums %acc : tensor<128x136xf32, #tgpu.wgmma_acc<warpgroups = 2>>
+        -> tensor<128x128xf32, #tgpu.wgmma_acc<warpgroups = 2>>,
+           tensor<128xf32, #tgpu.acc_rows<#tgpu.wgmma_acc<warpgroups = 2>>>
+    ```
+  }];
+  let arguments = (ins TGPU_Block:$input);
+  let results = (outs TGPU_Block:$product, RankedTensorOf<[F32]>:$sums);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($product) `,` type($sums)";
+  let hasVerifier = 1;
+}
+
+def TGPU_FillOp : TGPU_Op<"fill"> {
+  let summary = "every element of a shared buffer set to one value, by the whole CTA";
+  let description = [{
+    Each thread of the CTA writes its share of the buffer's 32-bit words (two 16-bit
+    elements), then fences its writes for the async proxy (`fence.proxy.async.shared::cta`),
+    so that a wgmma may read them after the next CTA-wide barrier. It goes where every thread
+    runs, before the program grid (tgpu-row-sum-on-tensor-cores puts it there), whose warp
+    roles start with that barrier (tgpu-warp-specialize): the constant operands of the tensor
+    cores (the ones of `tgpu.wgmma ... row_sums`).
+
+    ```mlir
+    tgpu.fill %ones, 1.0 : !tgpu.buffer<8x64xbf16, #tgpu.shared<canonical_128b>>
+    ```
+  }];
+  let arguments = (ins Arg<TGPU_Buffer, "", [MemWrite]>:$buffer, F32Attr:$value);
+  let assemblyFormat = "$buffer `,` $value attr-dict `:` type($buffer)";
   let hasVerifier = 1;
 }
 

@@ -148,6 +148,27 @@ def TGPUPipeline : Pass<"tgpu-pipeline", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
 }
 
+def TGPURowSumOnTensorCores : Pass<"tgpu-row-sum-on-tensor-cores", "mlir::func::FuncOp"> {
+  let summary = "Computes the online softmax's row sums on the tensor cores, as 8 more columns "
+                "of P·V";
+  let description = [{
+    row_sum_mma=true in the module's tile.config, or the `force` option. On tile-to-tgpu's
+    output: in each key loop (`tile.kv_loop`) whose every P·V (`tgpu.wgmma` of
+    `tgpu.pack_operand_a %p` into alpha·O) sits beside l's update alpha·l + `tile.reduce sum
+    %p` (same alpha), the product takes `row_sums %ones` and 8 more accumulator columns, which
+    the wgmma fills with the rows' sums of P (an m64n8k16 a k-step against a block of ones that
+    `tgpu.fill` writes once, before the warp roles split); O's carried type widens through the
+    loop's branches, l's update goes, and after the loop `tgpu.split_row_sums` gives the
+    epilogue O and l. A loop of another form is left as it is. Runs before tgpu-pipeline and
+    tgpu-warp-specialize, so every later pass sees one P·V and one accumulator.
+  }];
+  let options = [
+    Option<"force", "force", "bool", "false",
+           "Rewrite even when the module's tile.config does not ask for it (lit tests)">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
+}
+
 def TGPUPersistent : Pass<"tgpu-persistent", "mlir::func::FuncOp"> {
   let summary = "Persistent programs: a one-dimensional grid whose programs loop over the tiles";
   let description = [{
