@@ -330,14 +330,19 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
     otherKeyBlock.overlapTiles = unequalRows ? std::nullopt : std::optional<bool>(true);
     EXPECT_EQ(defaults.blockN, unequalRows ? 128 : 176);
     EXPECT_EQ(count(otherKeyBlock), 1);
+    // The overlapped causal default also at the widest key block whose overlapped boundaries
+    // fit (Bc = 160: Q's second stage beside it; 176 has no room).
+    TileConfig wider = defaults;
+    wider.blockN = 160;
+    EXPECT_EQ(count(wider), unequalRows ? 1 : 0);
     // The default (persistent, which is no axis: no enumerated candidate) joins, with its
     // other row order, its persistence toggled, ping-pong toggled, the other key block and,
-    // under a causal-like mask, its tiles dealt serpentine and its tile boundaries not
-    // overlapped.
-    EXPECT_EQ(space.size(), enumerated + 5 + (pairable ? 2 : 0));
+    // under a causal-like mask, its tiles dealt serpentine, its tile boundaries not
+    // overlapped and the wider overlapped key block.
+    EXPECT_EQ(space.size(), enumerated + 5 + (pairable ? 3 : 0));
     // Those and the default are the ones the tuner times first.
     EXPECT_EQ(llvm::count_if(space, [](const Candidate &c) { return c.nearDefault; }),
-              5 + (pairable ? 2 : 0));
+              5 + (pairable ? 3 : 0));
     for (const TileConfig &near : {defaults, reversed, toggled, pingponged, otherKeyBlock})
       EXPECT_TRUE(llvm::any_of(space, [&](const Candidate &c) {
         return c.nearDefault && c.config == near;
