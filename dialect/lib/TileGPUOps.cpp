@@ -286,13 +286,13 @@ LogicalResult WgmmaOp::verify() {
   // With row sums the result has 8 columns more than the product: the rhs's are the first N.
   RankedTensorType product = result;
   if (BufferType ones = getRowSums() ? getRowSums().getType() : BufferType()) {
-    if (result.getDimSize(1) <= 8)
+    if (result.getDimSize(1) <= kRowSumColumns)
       return emitOpError() << "with row sums the result has the product's columns and 8 more, "
                               "got "
                            << result;
-    product = RankedTensorType::get({result.getDimSize(0), result.getDimSize(1) - 8},
+    product = RankedTensorType::get({result.getDimSize(0), result.getDimSize(1) - kRowSumColumns},
                                     result.getElementType(), result.getEncoding());
-    if (ones.getRows() != 8 || ones.getCols() != 64 ||
+    if (ones.getRows() != kRowSumColumns || ones.getCols() != 64 ||
         ones.getLayout().getSwizzle() != SharedSwizzle::Canonical128B ||
         ones.getElementType() != rhs.getElementType())
       return emitOpError() << "the row sums' ones must be an 8x64 canonical_128b buffer of the "
@@ -504,15 +504,15 @@ LogicalResult SplitRowSumsOp::verify() {
   auto product = cast<RankedTensorType>(getProduct().getType());
   auto sums = cast<RankedTensorType>(getSums().getType());
   auto layout = dyn_cast_or_null<WgmmaAccumulatorLayoutAttr>(input.getEncoding());
-  if (!layout || !input.getElementType().isF32() || input.getDimSize(1) <= 8)
+  if (!layout || !input.getElementType().isF32() || input.getDimSize(1) <= WgmmaOp::kRowSumColumns)
     return emitOpError() << "takes an f32 #tgpu.wgmma_acc accumulator with row sums (the "
                             "product's columns and 8 more), got "
                          << input;
   if (product.getEncoding() != input.getEncoding() || !product.getElementType().isF32() ||
       product.getDimSize(0) != input.getDimSize(0) ||
-      product.getDimSize(1) != input.getDimSize(1) - 8)
+      product.getDimSize(1) != input.getDimSize(1) - WgmmaOp::kRowSumColumns)
     return emitOpError() << "the product must be the input's first "
-                         << input.getDimSize(1) - 8 << " columns in its layout, got " << product;
+                         << input.getDimSize(1) - WgmmaOp::kRowSumColumns << " columns in its layout, got " << product;
   auto rows = dyn_cast_or_null<AccumulatorRowsLayoutAttr>(sums.getEncoding());
   if (!rows || rows.getParent() != layout || sums.getRank() != 1 ||
       sums.getDimSize(0) != input.getDimSize(0))

@@ -158,9 +158,9 @@ struct WgmmaToPtx : OpConversionPattern<tgpu::WgmmaOp> {
     // (tgpu-row-sum-on-tensor-cores), K-major: any k-step of the 8 x 64 block reads ones.
     Value onesDesc;
     if (op.getRowSums()) {
-      cols -= 8;
+      cols -= tgpu::WgmmaOp::kRowSumColumns;
       Value ones = rematerializedPerIteration(b, loc, adaptor.getRowSums(), op);
-      onesDesc = tileDescriptor(b, loc, ones, /*kMajor=*/true, /*rows=*/8);
+      onesDesc = tileDescriptor(b, loc, ones, /*kMajor=*/true, tgpu::WgmmaOp::kRowSumColumns);
     }
 
     SmallVector<Value> acc;
@@ -218,8 +218,9 @@ struct WgmmaToPtx : OpConversionPattern<tgpu::WgmmaOp> {
           wgmmaAsync(b, loc, all.take_front(acc.empty() ? 0 : cols / 2), cols, a, desc,
                      /*transB=*/!transposed, elt);
       SmallVector<Value> sums = wgmmaAsync(
-          b, loc, all.drop_front(acc.empty() ? 0 : cols / 2), 8, a,
-          kStepDescriptor(b, loc, onesDesc, /*kMajor=*/true, /*rows=*/8, kt % 4),
+          b, loc, all.drop_front(acc.empty() ? 0 : cols / 2), tgpu::WgmmaOp::kRowSumColumns, a,
+          kStepDescriptor(b, loc, onesDesc, /*kMajor=*/true, tgpu::WgmmaOp::kRowSumColumns,
+                          kt % 4),
           /*transB=*/false, elt);
       acc = std::move(product);
       acc.append(sums);

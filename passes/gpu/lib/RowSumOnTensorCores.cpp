@@ -37,8 +37,7 @@ using namespace tilefuse::tgpu;
 
 namespace {
 
-/// The columns the row sums add to the accumulator: one m64n8 tile.
-constexpr int64_t kRowSumColumns = 8;
+constexpr int64_t kRowSumColumns = WgmmaOp::kRowSumColumns;
 
 /// One key block's P·V and l update, as tile-to-tgpu writes them.
 struct BlockUpdate {
@@ -47,7 +46,7 @@ struct BlockUpdate {
   arith::MulFOp rescaledO; ///< alpha·O
   Value previousO;         ///< O before the block
   Value previousL;         ///< l before the block
-  Operation *newL;         ///< alpha·l + rowsum(P), yielded
+  Value alpha;             ///< the rescale factor of both
   scf::YieldOp yield;      ///< the block's yield of both
   unsigned oIndex, lIndex; ///< their positions in it
 };
@@ -92,7 +91,7 @@ static std::optional<BlockUpdate> matchBlock(WgmmaOp product) {
     return std::nullopt;
   u.rescaledO = product.getAcc().getDefiningOp<arith::MulFOp>();
   u.previousO = scaledO->first;
-  Value alpha = scaledO->second;
+  u.alpha = scaledO->second;
   // Its wait, and the block's yield of the waited accumulator and of l's update.
   if (!product.getResult().hasOneUse())
     return std::nullopt;
@@ -108,10 +107,9 @@ static std::optional<BlockUpdate> matchBlock(WgmmaOp product) {
   u.oIndex = o.getUses().begin()->getOperandNumber();
   for (OpOperand &operand : u.yield->getOpOperands()) {
     auto update = rowSumUpdate(operand.get(), p);
-    if (!update || update->second != alpha)
+    if (!update || update->second != u.alpha)
       continue;
     u.previousL = update->first;
-    u.newL = operand.get().getDefiningOp();
     u.lIndex = operand.getOperandNumber();
     return u;
   }
@@ -210,6 +208,9 @@ struct TGPURowSumOnTensorCores
     // An m64nN accumulator holds N <= 256 columns: at D = 256 there is no room for 8 more.
     if (oType.getDimSize(1) + kRowSumColumns > 256)
       return success();
+    // O starts at zero (tile-online-softmax), so the 8 more columns start at zero too.
+    if (!matchPattern(loop.getInitArgs()[*oCarried], m_AnyZeroFloat()))
+      return success();
     Type elt = cast<BufferType>(blocks.front().product.getRhs().getType()).getElementType();
     Value ones = onesFor(kernel, grid, elt);
     RankedTensorType wide = widened(oType);
@@ -218,18 +219,17 @@ struct TGPURowSumOnTensorCores
     // and l passed on unchanged (its update goes; the loop's l is replaced below).
     for (BlockUpdate &u : blocks) {
       OpBuilder b(u.rescaledO);
-      auto [previous, factor] = *scaledByBroadcast(u.rescaledO.getResult());
-      Value wideFactor = tile::BroadcastOp::create(b, u.rescaledO.getLoc(), wide, factor);
+      Value wideFactor = tile::BroadcastOp::create(b, u.rescaledO.getLoc(), wide, u.alpha);
       Value wideRescaled =
-          arith::MulFOp::create(b, u.rescaledO.getLoc(), wide, previous, wideFactor).getResult();
+          arith::MulFOp::create(b, u.rescaledO.getLoc(), wide, u.previousO, wideFactor)
+              .getResult();
       u.product.getAccMutable().assign(wideRescaled);
       u.product.getRowSumsMutable().assign(ones);
       u.product.getResult().setType(wide);
       u.productWait.getResult(0).setType(wide);
       u.yield->setOperand(u.lIndex, u.previousL);
     }
-    // The carried O, through the branches to the loop, gets the wider type; its start is zero
-    // in all 8 more columns too (tile-online-softmax starts O at zero).
+    // The carried O, through the branches to the loop, gets the wider type.
     if (failed(widenCarried(loop, *oCarried, wide)))
       return failure();
 
@@ -279,10 +279,7 @@ struct TGPURowSumOnTensorCores
     BlockArgument arg = body->getArgument(1 + index);
     arg.setType(wide);
     loop.getResult(index).setType(wide);
-    // The init: zeros of the wider type.
-    Value init = loop.getInitArgs()[index];
-    if (!matchPattern(init, m_AnyZeroFloat()))
-      return loop.emitError("row sums on the tensor cores: O's start is not zero");
+    // The init (zeros, checked before any change): zeros of the wider type.
     OpBuilder b(loop);
     Value zeros = arith::ConstantOp::create(
         b, loop.getLoc(), wide, DenseElementsAttr::get(wide, b.getF32FloatAttr(0.0f)));

@@ -252,6 +252,10 @@ def TGPU_WgmmaOp : TGPU_Op<"wgmma", [AttrSizedOperandSegments]> {
     `,` type($rhs) (`,` type($acc)^)? `->` type($result) (`,` type($lhs_in_flight)^)?
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The columns `row_sums` adds to the result: one m64n8 tile.
+    static constexpr int64_t kRowSumColumns = 8;
+  }];
 }
 
 def TGPU_WgmmaWaitOp : TGPU_Op<"wgmma_wait", [DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
