@@ -37,6 +37,8 @@
 #              racecheck and synccheck on small cases
 #   ncu        Nsight Compute on one launch of tilefuse's forward and one of cuDNN's
 #              (NCU_SHAPE="--head-dims 128 --seq 4096 --causal no" by default)
+#   ncu-source the same launches under warp-state sampling, per SASS instruction
+#              (ncu-source-IMPL.csv; scripts/ncu-source-phases.py reads it)
 #   ablation   bench.py on the defaults beside each technique switched alone
 #              (build-gpu/ablation/NAME: nows, noov, noqtma, nopersist, persist, pp,
 #              asc), FA2 and cuDNN, in one run (ABLATION_ARGS: the shapes; ablation.json)
@@ -449,8 +451,27 @@ for step in "${steps[@]}"; do
           ${NCU_SHAPE:---head-dims 128 --seq 4096 --causal no}
       done
       ;;
+    ncu-source)
+      # Where each kernel's warps spend their time, instruction by instruction: one launch each of
+      # tilefuse's forward and cuDNN's (NCU_SHAPE as above) under Nsight Compute's warp-state
+      # sampling, exported as the SASS source page (ncu-source-IMPL.csv: address, instruction,
+      # samples by stall reason). scripts/ncu-source-phases.py splits the samples into the key
+      # loop and the rest of a tile (prologue, epilogue, the producer).
+      for impl in tilefuse sdpa-cudnn; do
+        # shellcheck disable=SC2086 # NCU_SHAPE is a list of options
+        run_step "ncu-source-$impl" bash -c '
+          ncu --clock-control none --target-processes all -f -o "$0/ncu-source-$1" \
+            -k "regex:attention|causal|sdpa|fmha|flash|cudnn" --launch-skip 3 --launch-count 1 \
+            --section SourceCounters --section WarpStateStats --section SpeedOfLight \
+            python3 tools/bench/bench.py --ptx-dir build-gpu/kernels \
+            --lib build-gpu/libtilefuse_cuda.so --impls "$1" --reps 20 --warmup 3 "${@:2}" &&
+          ncu -i "$0/ncu-source-$1.ncu-rep" --page source --csv --print-source sass \
+            >"$0/ncu-source-$1.csv" && wc -l "$0/ncu-source-$1.csv" && head -3 "$0/ncu-source-$1.csv"
+        ' "$out" "$impl" ${NCU_SHAPE:---head-dims 128 --seq 4096 --causal no}
+      done
+      ;;
     *)
-      echo "gpu-run: unknown step '$step' (tests, sanitize, bench, ablation, tests-backward, bench-backward, runtime, tune, tune-split, sass, ncu)" >&2
+      echo "gpu-run: unknown step '$step' (tests, sanitize, bench, ablation, tests-backward, bench-backward, runtime, tune, tune-split, sass, ncu, ncu-source)" >&2
       status=1
       ;;
   esac

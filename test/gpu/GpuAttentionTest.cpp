@@ -608,6 +608,13 @@ void runCase(const KernelFiles &files, const KernelMetadata &metadata, const Cas
     strides.kN = strides.vN = p.Hkv * D;
     strides.lseH = p.M + lsePadding;
     strides.lseB = p.H * strides.lseH;
+    // At odd M, O's rows two elements apart from 16 bytes (the ABI's 4-byte alignment): the
+    // kernel's 16-byte stores of whole rows give way to its pairs' stores. A map that stores
+    // O (o_tma) needs 16-byte strides, so those kernels keep the interleaved rows.
+    if (p.M % 2 == 1 && !metadata.oTma) {
+      strides.oM = p.H * D + 2;
+      strides.oB = p.M * strides.oM;
+    }
   }
   Layout qLayout{{p.B, p.H, p.M, D}, {strides.qB, strides.qH, strides.qM}};
   Layout kLayout{{p.B, p.Hkv, p.N, D}, {strides.kB, strides.kH, strides.kN}};

@@ -255,40 +255,147 @@ struct BlockStoreFromRegisters : OpConversionPattern<tile::BlockStoreOp> {
     ThreadCoordinates t = threadCoordinates(b, op);
     bool rowVector = layout->getKind() == Kind::AccumulatorRows;
     int64_t nTiles = rowVector ? 0 : layout->getCols() / 8;
-    // Slot = (m-tile, half): rows g and g + 8 of each m-tile.
-    for (int64_t slot = 0; slot < 2 * (rowsPerWarp / 16); ++slot) {
+    int64_t slots = 2 * (rowsPerWarp / 16);
+    // Slot = (m-tile, half): rows g and g + 8 of each m-tile. The four lanes of a quad hold the
+    // same rows.
+    auto rowOf = [&](int64_t slot) {
       int64_t mt = slot / 2, h = slot % 2;
-      Value row = addIndex(b, loc, row0,
-                           addIndex(b, loc, rowBase, indexConstant(b, loc, 16 * mt + 8 * h)));
-      Value ok = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, row, bound);
-      if (rowVector) // the four lanes of a quad hold the row; one writes it
-        ok = arith::AndIOp::create(b, loc, ok,
-                                   arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t.c,
-                                                         indexConstant(b, loc, 0)));
-      auto guard = scf::IfOp::create(b, loc, ok, /*withElseRegion=*/false);
+      return addIndex(b, loc, row0,
+                      addIndex(b, loc, rowBase, indexConstant(b, loc, 16 * mt + 8 * h)));
+    };
+    auto inBounds = [&](Value row) {
+      return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, row, bound);
+    };
+    // Each thread's pairs, a 4- or 8-byte store each: a warp's instruction writes 16 bytes of
+    // each of 8 rows (32 bytes of f32).
+    auto storePairs = [&] {
+      for (int64_t slot = 0; slot < slots; ++slot) {
+        int64_t mt = slot / 2, h = slot % 2;
+        Value row = rowOf(slot);
+        Value ok = inBounds(row);
+        if (rowVector) // the four lanes of a quad hold the row; one writes it
+          ok = arith::AndIOp::create(b, loc, ok,
+                                     arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                                           t.c, indexConstant(b, loc, 0)));
+        auto guard = scf::IfOp::create(b, loc, ok, /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(guard.thenBlock());
+        SmallVector<Value> rowAt = rows.at(b, loc, row);
+        if (rowVector) {
+          Value x = extractValue(b, loc, val, slot);
+          if (view.elementType != x.getType())
+            x = arith::TruncFOp::create(b, loc, view.elementType, x);
+          LLVM::StoreOp::create(b, loc, x, view.address(b, loc, rowAt), 4);
+          continue;
+        }
+        for (int64_t j = 0; j < nTiles; ++j) {
+          SmallVector<Value> at(rowAt);
+          at.push_back(addIndex(b, loc, mulIndex(b, loc, t.c, indexConstant(b, loc, 2)),
+                                indexConstant(b, loc, 8 * j)));
+          int64_t e = 4 * (mt * nTiles + j) + 2 * h;
+          Value x = extractValue(b, loc, val, e), y = extractValue(b, loc, val, e + 1);
+          Value addr = view.address(b, loc, at);
+          if (view.elementType.isF32())
+            LLVM::StoreOp::create(b, loc, fromValues(b, loc, b.getF32Type(), {x, y}), addr, 8);
+          else
+            LLVM::StoreOp::create(b, loc, packPair(b, loc, x, y, view.elementType), addr, 4);
+        }
+      }
+    };
+    // 16-bit elements, 8-column tiles in fours: the quad's 4 x 4 packed pairs transposed by two
+    // rounds of xor-shuffles, so that lane c holds all 16 bytes of tile 4q + c in its row and
+    // stores them at once. A warp's instruction then writes 64 whole bytes of each of 8 rows,
+    // a quarter of the instructions through the LSU, whose queue the 4-byte stores filled at
+    // the end of every tile (ncu: stall_lg on them, stall_long_sb on the next writes of their
+    // address registers; docs/perf.md, 2026-12-07, thirty-fifth session).
+    auto storeRows16 = [&] {
+      Type i32 = b.getI32Type();
+      auto laneBit = [&](int64_t mask) -> Value {
+        return arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::ne,
+            arith::AndIOp::create(b, loc, t.c, indexConstant(b, loc, mask)),
+            indexConstant(b, loc, 0));
+      };
+      Value hi = laneBit(2), odd = laneBit(1);
+      auto select = [&](Value p, Value x, Value y) -> Value {
+        return arith::SelectOp::create(b, loc, p, x, y);
+      };
+      auto xorShuffle = [&](Value x, int64_t offset) -> Value {
+        return gpu::ShuffleOp::create(b, loc, x, i32Constant(b, loc, offset),
+                                      i32Constant(b, loc, 32), gpu::ShuffleMode::XOR)
+            .getShuffleResult();
+      };
+      // w[k]: this lane's pair of tile 4q + k. Round 1 (lanes c and c ^ 2) swaps the
+      // off-diagonal 2 x 2 blocks, round 2 (c and c ^ 1) the off-diagonal pairs within each.
+      auto transpose = [&](std::array<Value, 4> w) {
+        for (int64_t k = 0; k < 2; ++k) {
+          Value got = xorShuffle(select(hi, w[k], w[2 + k]), 2);
+          w[k] = select(hi, got, w[k]);
+          w[2 + k] = select(hi, w[2 + k], got);
+        }
+        for (int64_t k = 0; k < 2; ++k) {
+          Value got = xorShuffle(select(odd, w[2 * k], w[2 * k + 1]), 1);
+          w[2 * k] = select(odd, got, w[2 * k]);
+          w[2 * k + 1] = select(odd, w[2 * k + 1], got);
+        }
+        return w;
+      };
+      for (int64_t slot = 0; slot < slots; ++slot) {
+        int64_t mt = slot / 2, h = slot % 2;
+        // Every lane shuffles (the shuffles are the warp's, the bound is the row's); then the
+        // row's guard.
+        SmallVector<Value> vectors;
+        for (int64_t q = 0; q < nTiles / 4; ++q) {
+          std::array<Value, 4> w;
+          for (int64_t k = 0; k < 4; ++k) {
+            int64_t e = 4 * (mt * nTiles + 4 * q + k) + 2 * h;
+            w[k] = packPair(b, loc, extractValue(b, loc, val, e),
+                            extractValue(b, loc, val, e + 1), view.elementType);
+          }
+          vectors.push_back(fromValues(b, loc, i32, transpose(w)));
+        }
+        Value row = rowOf(slot);
+        auto guard = scf::IfOp::create(b, loc, inBounds(row), /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(guard.thenBlock());
+        SmallVector<Value> rowAt = rows.at(b, loc, row);
+        for (int64_t q = 0; q < nTiles / 4; ++q) {
+          SmallVector<Value> at(rowAt);
+          at.push_back(addIndex(b, loc, mulIndex(b, loc, t.c, indexConstant(b, loc, 8)),
+                                indexConstant(b, loc, 32 * q)));
+          LLVM::StoreOp::create(b, loc, vectors[q], view.address(b, loc, at), 16);
+        }
+      }
+    };
+    if (rowVector || view.elementType.getIntOrFloatBitWidth() != 16 || nTiles % 4 != 0) {
+      storePairs();
+    } else {
+      // 16-byte stores need 16-byte rows: a base aligned to 16, strides of whole 8 elements and
+      // contiguous columns. The launch ABI promises O 4-byte alignment only, so the kernel
+      // checks (the same answer in every thread: no shuffle diverges) and keeps the pairs'
+      // stores for other views.
+      Type i64 = b.getI64Type();
+      Value misaligned = arith::AndIOp::create(
+          b, loc, LLVM::PtrToIntOp::create(b, loc, i64, view.pointer),
+          arith::ConstantIntOp::create(b, loc, i64, 15));
+      for (size_t d = 0; d + 1 < view.strides.size(); ++d)
+        misaligned = arith::OrIOp::create(
+            b, loc, misaligned,
+            arith::IndexCastOp::create(
+                b, loc, i64,
+                arith::AndIOp::create(b, loc, view.strides[d], indexConstant(b, loc, 7))));
+      Value aligned = arith::AndIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, misaligned,
+                                arith::ConstantIntOp::create(b, loc, i64, 0)),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, view.strides.back(),
+                                indexConstant(b, loc, 1)));
+      auto choice = scf::IfOp::create(b, loc, aligned, /*withElseRegion=*/true);
       OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(guard.thenBlock());
-      SmallVector<Value> rowAt = rows.at(b, loc, row);
-      if (rowVector) {
-        SmallVector<Value> at(rowAt);
-        Value x = extractValue(b, loc, val, slot);
-        if (view.elementType != x.getType())
-          x = arith::TruncFOp::create(b, loc, view.elementType, x);
-        LLVM::StoreOp::create(b, loc, x, view.address(b, loc, at), 4);
-        continue;
-      }
-      for (int64_t j = 0; j < nTiles; ++j) {
-        SmallVector<Value> at(rowAt);
-        at.push_back(addIndex(b, loc, mulIndex(b, loc, t.c, indexConstant(b, loc, 2)),
-                              indexConstant(b, loc, 8 * j)));
-        int64_t e = 4 * (mt * nTiles + j) + 2 * h;
-        Value x = extractValue(b, loc, val, e), y = extractValue(b, loc, val, e + 1);
-        Value addr = view.address(b, loc, at);
-        if (view.elementType.isF32())
-          LLVM::StoreOp::create(b, loc, fromValues(b, loc, b.getF32Type(), {x, y}), addr, 8);
-        else
-          LLVM::StoreOp::create(b, loc, packPair(b, loc, x, y, view.elementType), addr, 4);
-      }
+      b.setInsertionPointToStart(choice.thenBlock());
+      storeRows16();
+      b.setInsertionPointToStart(choice.elseBlock());
+      storePairs();
     }
     rewriter.eraseOp(op);
     return success();
