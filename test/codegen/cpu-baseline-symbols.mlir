@@ -28,3 +28,18 @@
 // REFERENCE-DAG: exp
 // REFERENCE-DAG: log
 // REFERENCE-DAG: tanh
+
+// After LLVM's own IR optimizations too (the JIT's): InstCombine re-forms a guarded bf16 load's
+// bits into a `phi bfloat`, which codegen rounds through __truncsfbf2 (split-KV over a packed
+// batch did, on an AMD host); the module's weak definitions (tile-define-conversion-libcalls)
+// leave nothing undefined.
+// RUN: tilefuse-opt %kernels/gqa.mlir \
+// RUN:   --pass-pipeline='builtin.module(tile-to-cpu{split-kv varlen})' \
+// RUN:   | mlir-translate --mlir-to-llvmir \
+// RUN:   | opt -O2 -mtriple=x86_64-unknown-linux-gnu -mcpu=x86-64 \
+// RUN:   | llc -O2 -mtriple=x86_64-unknown-linux-gnu -mcpu=x86-64 -filetype=obj -o %t.split.o
+// RUN: llvm-nm --undefined-only --format=just-symbols %t.split.o \
+// RUN:   | FileCheck %s --check-prefix=KERNEL --implicit-check-not=__
+// RUN: llvm-nm --defined-only --format=just-symbols %t.split.o \
+// RUN:   | FileCheck %s --check-prefix=DEFINED
+// DEFINED: __truncsfbf2

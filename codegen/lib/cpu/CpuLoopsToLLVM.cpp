@@ -25,6 +25,9 @@ void tilefuse::buildCpuLoopsToLLVMPipeline(mlir::OpPassManager &pm) {
   pm.addPass(createLowerAffinePass());
   // bf16 and f16 conversions become integer ops: no host CPU feature (AVX512-BF16, F16C) and no
   // compiler-runtime call (__truncsfbf2, __truncsfhf2) is needed, whatever CPU the JIT targets.
+  // LLVM may still call them (a 16-bit phi it re-forms): the module defines them itself, in
+  // arith, expanded below with the kernel's conversions.
+  pm.addPass(createDefineConversionLibcalls());
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addNestedPass<func::FuncOp>(arith::createArithExpandOpsPass(expand));

@@ -18,6 +18,22 @@ def TileToCpuLoops : Pass<"tile-to-cpu-loops", "mlir::ModuleOp"> {
                            "mlir::arith::ArithDialect", "mlir::func::FuncDialect"];
 }
 
+def DefineConversionLibcalls : Pass<"tile-define-conversion-libcalls", "mlir::ModuleOp"> {
+  let summary = "CPU: the module defines the 16-bit float conversions LLVM may call";
+  let description = [{
+    Adds weak definitions of `__truncsfbf2`, `__truncsfhf2` and `__extendhfsf2` (f32 <-> bf16 and
+    f16), each one `arith.truncf` or `arith.extf` that the CPU pipeline's expansions then turn
+    into integer arithmetic. Expanding the conversions in IR is not enough: LLVM's InstCombine
+    turns a 16-bit value's bits that cross a branch (`load bfloat`, `bitcast`, `phi i16`) back
+    into a `phi bfloat`, and x86 without AVX512-BF16 carries that phi as f32 and rounds it back
+    with a call to `__truncsfbf2`, which a JIT'ing process (Debian 12's libgcc) may lack. With
+    the definitions in the module every such call resolves to the module's own code, on any CPU.
+    Weak, so that two reference objects linked together do not clash.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::func::FuncDialect",
+                           "mlir::LLVM::LLVMDialect"];
+}
+
 def ExpandF16Conversions : Pass<"tile-expand-f16-conversions"> {
   let summary = "CPU: f16 <-> f32 conversions as integer arithmetic (no compiler-runtime calls)";
   let description = [{
