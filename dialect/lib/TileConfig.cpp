@@ -320,6 +320,11 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   if (alignRowsToEnd == true && oTma == true)
     return fail("row_align=end does not go with o_tma=true (the first row block's box would "
                 "overwrite the second's rows)");
+  // The grouped order permutes a one-tile-per-CTA grid's programs; a persistent kernel's tile
+  // loop has an order of its own (tgpu-persistent).
+  if (rowOrder == RowOrder::Grouped && persistent == true)
+    return fail("row_order=grouped orders a one-tile-per-CTA grid: a persistent kernel's tile "
+                "loop has its own order (persistent=false, or row_order=descending)");
   // The paired order deals a persistent kernel's tile loop; a one-tile-per-CTA grid has none.
   if (rowOrder == RowOrder::Paired && persistent != true)
     return fail("row_order=paired orders a persistent kernel's tile loop (persistent=true)");

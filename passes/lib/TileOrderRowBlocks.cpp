@@ -74,10 +74,6 @@ struct TileOrderRowBlocksPass
     if (failed(config))
       return signalPassFailure();
     bool grouped = forceGrouped || config->rowOrder == RowOrder::Grouped;
-    // A persistent kernel's tile loop deals the grouped order itself (tgpu-persistent: groups
-    // of heads, each row block ascending), so its grid keeps the row blocks' own order.
-    if (grouped && !forceGrouped && config->persistent == true)
-      return;
     if (!force && !grouped && !config->longestFirst())
       return;
     bool failed = false;

@@ -50,12 +50,6 @@
 //   row blocks, not equal), and a varlen grid's row blocks past a sequence's end are empty, so
 //   the pairing does not balance those.
 //
-// - Grouped (row_order=grouped, full masks): the ascending list with kHeadsPerGroup heads' row
-//   blocks interleaved, so the programs in flight spread over that many heads. Ascending puts
-//   all 132 on one head at d128 16k, and 8 a head (the descending deal's at 16 heads) measured
-//   3.5% faster there; descending at 4k (64 heads, two programs a head) read K and V from DRAM
-//   once per row block and lost 15% (docs/perf.md, thirty-fifth session).
-//
 // Without the paired order, a static schedule has either balance (serpentine) or L2 reuse
 // (head-major); a dynamic one (an atomic tile counter) can have both under any mask.
 //
@@ -124,10 +118,9 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
                        "row block)");
       return signalPassFailure();
     }
-    TileOrder order = config->rowOrder == RowOrder::Paired    ? TileOrder::Paired
-                      : config->rowOrder == RowOrder::Grouped ? TileOrder::HeadGroups
-                      : config->longestFirst()                ? TileOrder::Serpentine
-                                                              : TileOrder::HeadMajor;
+    TileOrder order = config->rowOrder == RowOrder::Paired ? TileOrder::Paired
+                      : config->longestFirst()             ? TileOrder::Serpentine
+                                                           : TileOrder::HeadMajor;
     if (kernel->hasAttr(tile::kVarlenAttr)) {
       // The tile list holds each sequence's own row blocks (not the longest one's), counted
       // from the queries' offsets; its orders are the ascending one's.
@@ -153,12 +146,7 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
   }
 
   /// How the tile loop deals the tiles (the file comment has the why of each).
-  enum class TileOrder { HeadMajor, Serpentine, Paired, HeadGroups };
-
-  /// Heads a group of the grouped deal spans: with 132 programs about 8 share a head, as the
-  /// descending deal had them at d128 16k full (16 heads), 3.5% faster than all 132 on one
-  /// head (docs/perf.md, thirty-fifth session); 16 heads' K and V at d128 4k are 32 MiB.
-  static constexpr int64_t kHeadsPerGroup = 16;
+  enum class TileOrder { HeadMajor, Serpentine, Paired };
 
   /// A varlen kernel's cu_seqlens_q: its first memref<?xi32> argument, after the views
   /// (LaunchAbi.h's varlen form: the queries' offsets, then the keys').
@@ -332,26 +320,6 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
       Value batchHeads = arith::MulIOp::create(b, loc, batches, heads);
       row = arith::DivUIOp::create(b, loc, t, batchHeads);
       head = arith::RemUIOp::create(b, loc, t, batchHeads);
-    } else if (order == TileOrder::HeadGroups) {
-      // The list runs kHeadsPerGroup (batch, head) pairs at a time, row block by row block:
-      // tile t is in group g = t / (G·R), whose G' = min(G, B·H - g·G) heads take its row
-      // blocks in turn (head g·G + i mod G', row block i / G' for i = t mod (G·R)). Dealt
-      // t = p, p + P, ... as head by head, so the P tiles in flight share G heads' K and V,
-      // about P / G programs on each, instead of all of them on one or two heads.
-      Value group = arith::ConstantIndexOp::create(b, loc, kHeadsPerGroup);
-      Value batchHeads = arith::MulIOp::create(b, loc, batches, heads);
-      Value groupTiles = arith::MulIOp::create(b, loc, group, rowBlocks);
-      tileLoop = scf::ForOp::create(b, loc, program, tiles, programs);
-      b.setInsertionPointToStart(tileLoop.getBody());
-      Value t = tileLoop.getInductionVar();
-      Value g = arith::DivUIOp::create(b, loc, t, groupTiles);
-      Value i = arith::RemUIOp::create(b, loc, t, groupTiles);
-      Value firstHead = arith::MulIOp::create(b, loc, g, group);
-      Value groupHeads = arith::MinUIOp::create(
-          b, loc, group, arith::SubIOp::create(b, loc, batchHeads, firstHead));
-      head = arith::AddIOp::create(b, loc, firstHead,
-                                   arith::RemUIOp::create(b, loc, i, groupHeads));
-      row = arith::DivUIOp::create(b, loc, i, groupHeads);
     } else {
       tileLoop = scf::ForOp::create(b, loc, program, tiles, programs);
       b.setInsertionPointToStart(tileLoop.getBody());

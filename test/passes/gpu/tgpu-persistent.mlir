@@ -61,56 +61,6 @@ func.func @kernel(%q: !view, %o: !view, %n: index) {
 !view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
 !acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
 
-// row_order=grouped: the head-major list with 16 heads' row blocks interleaved. Tile t is in
-// group g = t / (16·R); the group's G' = min(16, B·H - 16·g) heads take its row blocks in turn:
-// head 16·g + i mod G', row block i / G', i = t mod (16·R). Dealt t = p, p + P, ...
-// CHECK-LABEL: func.func @grouped
-// CHECK-DAG:     %[[B:.+]] = memref.dim %arg0, %c0
-// CHECK-DAG:     %[[H:.+]] = memref.dim %arg0, %c1
-// CHECK:         %[[PROGRAMS:.+]] = gpu.grid_dim x
-// CHECK:         scf.forall (%[[P:.+]]) in (%[[PROGRAMS]]) {
-// CHECK:           %[[BH0:.+]] = arith.muli %[[B]], %[[H]]
-// CHECK-NEXT:      %[[TILES:.+]] = arith.muli %[[BH0]], %[[R:.+]] : index
-// CHECK:           %[[BH:.+]] = arith.muli %[[B]], %[[H]]
-// CHECK-NEXT:      %[[GT:.+]] = arith.muli %[[G:.+]], %[[R]]
-// CHECK-NEXT:      scf.for %[[T:.+]] = %[[P]] to %[[TILES]] step %[[PROGRAMS]] {
-// CHECK-NEXT:        %[[GI:.+]] = arith.divui %[[T]], %[[GT]]
-// CHECK-NEXT:        %[[I:.+]] = arith.remui %[[T]], %[[GT]]
-// CHECK-NEXT:        %[[FIRST:.+]] = arith.muli %[[GI]], %[[G]]
-// CHECK-NEXT:        %[[LEFT:.+]] = arith.subi %[[BH]], %[[FIRST]]
-// CHECK-NEXT:        %[[GH:.+]] = arith.minui %[[G]], %[[LEFT]]
-// CHECK-NEXT:        %[[AT:.+]] = arith.remui %[[I]], %[[GH]]
-// CHECK-NEXT:        %[[HEAD:.+]] = arith.addi %[[FIRST]], %[[AT]]
-// CHECK-NEXT:        %[[ROW:.+]] = arith.divui %[[I]], %[[GH]]
-// CHECK-NEXT:        %[[BATCH:.+]] = arith.divui %[[HEAD]], %[[H]]
-// CHECK-NEXT:        %[[HB:.+]] = arith.remui %[[HEAD]], %[[H]]
-// CHECK-NEXT:        %[[ROW0:.+]] = arith.muli %[[ROW]], %c64
-// CHECK:             tile.block_store %{{.+}}, %arg1[%[[BATCH]], %[[HB]], %[[ROW0]]]
-// CHECK:           } {tgpu.tile_loop}
-module attributes {tile.config = #tile.config<"row_order=grouped">} {
-  func.func @grouped(%q: !view, %o: !view) {
-    %c0 = arith.constant 0 : index
-    %c1 = arith.constant 1 : index
-    %c2 = arith.constant 2 : index
-    %c64 = arith.constant 64 : index
-    %B = memref.dim %q, %c0 : !view
-    %H = memref.dim %q, %c1 : !view
-    %M = memref.dim %q, %c2 : !view
-    %R = arith.ceildivui %M, %c64 : index
-    scf.forall (%b, %h, %r) in (%B, %H, %R) {
-      %row = arith.muli %r, %c64 : index
-      %zero = arith.constant dense<0.0> : !acc
-      tile.block_store %zero, %o[%b, %h, %row] bound %M : !acc, !view
-    } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
-    return
-  }
-}
-
-// -----
-
-!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
-!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
-
 // row_order=descending: the row block index is t / (B·H), the (batch, head) t mod (B·H), and the
 // list is dealt serpentine: program p's k-th tile is t = k·P + p in even rounds and
 // k·P + (P - 1 - p) in odd ones; it runs the full rounds, and the last partial one where its
