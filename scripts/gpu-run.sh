@@ -455,8 +455,8 @@ for step in "${steps[@]}"; do
       # Where each kernel's warps spend their time, instruction by instruction: one launch each of
       # tilefuse's forward and cuDNN's (NCU_SHAPE as above) under Nsight Compute's warp-state
       # sampling, exported as the SASS source page (ncu-source-IMPL.csv: address, instruction,
-      # samples by stall reason). scripts/ncu-source-phases.py splits the samples into the key
-      # loop and the rest of a tile (prologue, epilogue, the producer).
+      # samples by stall reason). scripts/ncu-source-phases.py groups the samples by how often
+      # each instruction ran: the key loop, a tile's own code (prologue, epilogue), the producer.
       for impl in tilefuse sdpa-cudnn; do
         # shellcheck disable=SC2086 # NCU_SHAPE is a list of options
         run_step "ncu-source-$impl" bash -c '

@@ -1,132 +1,85 @@
 #!/usr/bin/env python3
-"""Splits Nsight Compute's warp-state samples of one kernel into the key loop and the rest.
+"""Splits Nsight Compute's warp-state samples of one kernel by how often each instruction ran.
 
 Reads the SASS source page that `scripts/gpu-run.sh ncu-source` exports
-(`ncu -i REPORT --page source --csv --print-source sass`): one row an instruction, its address,
-its text and its samples. A backward branch closes a loop [target, branch]; the loops holding a
-warpgroup MMA (HGMMA) and no other such loop are the key loops (the consumers' mainloop, each
-rotated or peeled copy), loops holding bulk tensor copies (UTMALDG) and no HGMMA are the
-producer's. Everything else is a tile's fixed cost: the prologue (Q's wait, the first Q·Kᵀ and
-softmax), the epilogue (the last P·V, O's normalization and store), the scheduler.
+(`ncu -i REPORT --page source --csv --print-source sass`): one row an instruction, with its
+address, text, samples and execution count. Instructions that ran equally often belong to one
+phase: the key loop runs tiles x consumer warps x iterations times, a tile's own code (the
+peeled first and last key blocks, the epilogue, the tile index) tiles x consumer warps times,
+the producer's per-block code tiles x key blocks, the prologue once a warp. Backward branches
+do not delimit these in a persistent kernel (ptxas interleaves the loops' bodies), counts do.
 
-  python3 scripts/ncu-source-phases.py ncu-source-tilefuse.csv [--top 30]
+  python3 scripts/ncu-source-phases.py ncu-source-tilefuse.csv [--top 12] [--show COUNT]
 
-Prints the share of samples in each phase and the instructions outside the key loops that hold
-the most samples, with their stall reasons: the per-tile cost that tile-cost-fit.py prices in
-key blocks, located.
+Prints the execution counts holding the most samples (count, instructions, samples, share, the
+opcodes holding most of them) and, with --show COUNT, that group's instructions with their
+samples and main stall reasons: where a tile's fixed cost (tile-cost-fit.py) goes.
 """
 import argparse
+import collections
 import csv
-import re
 import sys
 
 
-def parse_int(text):
-    text = (text or "").strip().replace(",", "")
-    if not text:
-        return 0
+def number(text):
     try:
-        return int(float(text))
+        return int(float((text or "0").replace(",", "")))
     except ValueError:
         return 0
 
 
 def read_rows(path):
-    """The instruction rows of the page: (address, text, samples, not-issued, reasons)."""
     with open(path, newline="") as f:
-        lines = [l for l in f if l.strip()]
-    # The page may start with lines naming the kernel; the header is the first with "Address".
-    start = next(i for i, l in enumerate(lines) if "Address" in l and "Source" in l)
-    reader = csv.DictReader(lines[start:])
-    cols = reader.fieldnames
-    all_col = next(c for c in cols if "Sampling" in c and "All" in c)
-    not_issued_col = next((c for c in cols if "Sampling" in c and "Not" in c), None)
-    reason_cols = [c for c in cols if c.startswith("stall_") or c.startswith("smsp__pcsamp")]
+        lines = [line for line in f if line.strip()]
+    # The page starts with the kernel's name; the header is the line that begins "Address".
+    start = next(i for i, line in enumerate(lines) if line.startswith('"Address"'))
     rows = []
-    for r in reader:
-        addr_text = (r.get("Address") or "").strip()
+    for r in csv.DictReader(lines[start:]):
         try:
-            addr = int(addr_text, 16)
-        except ValueError:
-            continue  # a kernel's title or a summary row
-        reasons = {c: parse_int(r.get(c)) for c in reason_cols}
-        rows.append((addr, (r.get("Source") or "").strip(), parse_int(r.get(all_col)),
-                     parse_int(r.get(not_issued_col)) if not_issued_col else 0, reasons))
-    rows.sort()
+            r["addr"] = int(r["Address"], 16)
+        except (KeyError, ValueError):
+            continue
+        r["samples"] = number(r.get("Warp Stall Sampling (All Samples)"))
+        r["executed"] = number(r.get("Instructions Executed"))
+        rows.append(r)
     return rows
 
 
 def opcode(text):
-    parts = text.split()
-    if parts and parts[0].startswith("@"):
-        parts = parts[1:]
+    parts = [p for p in text.split() if not p.startswith("@")]
     return parts[0].split(".")[0] if parts else ""
-
-
-def loops(rows):
-    """[lo, hi] of each backward branch, in addresses of the page."""
-    addrs = [a for a, *_ in rows]
-    lo_addr, hi_addr = addrs[0], addrs[-1]
-    found = []
-    for addr, text, *_ in rows:
-        if opcode(text) not in ("BRA", "BRX"):
-            continue
-        for m in re.findall(r"0x[0-9a-fA-F]+", text):
-            target = int(m, 16)
-            if not lo_addr <= target <= hi_addr:
-                target += lo_addr  # printed as an offset from the function's start
-            if lo_addr <= target < addr:
-                found.append((target, addr))
-    return found
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv")
-    ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--top", type=int, default=12)
+    ap.add_argument("--show", type=int, help="list the instructions executed this many times")
     args = ap.parse_args()
     rows = read_rows(args.csv)
     if not rows:
         sys.exit(f"{args.csv}: no instruction rows")
-    total = sum(r[2] for r in rows) or 1
-
-    def holds(loop, op):
-        return any(loop[0] <= a <= loop[1] and opcode(t) == op for a, t, *_ in rows)
-
-    mma_loops = [l for l in loops(rows) if holds(l, "HGMMA")]
-    key = [l for l in mma_loops
-           if not any(o != l and l[0] <= o[0] and o[1] <= l[1] for o in mma_loops)]
-    producer = [l for l in loops(rows) if holds(l, "UTMALDG") and not holds(l, "HGMMA")]
-    producer = [l for l in producer
-                if not any(o != l and o[0] <= l[0] and l[1] <= o[1] for o in producer)]
-
-    def phase(addr):
-        if any(lo <= addr <= hi for lo, hi in key):
-            return "key loop"
-        if any(lo <= addr <= hi for lo, hi in producer):
-            return "producer loop"
-        return "rest"
-
-    by_phase = {}
-    for addr, text, samples, not_issued, _ in rows:
-        p = by_phase.setdefault(phase(addr), [0, 0, 0])
-        p[0] += samples
-        p[1] += not_issued
-        p[2] += 1
+    total = sum(r["samples"] for r in rows) or 1
+    groups = collections.defaultdict(list)
+    for r in rows:
+        groups[r["executed"]].append(r)
     print(f"{args.csv}: {len(rows)} instructions, {total} samples")
-    for lo, hi in key:
-        n = sum(1 for a, *_ in rows if lo <= a <= hi)
-        s = sum(r[2] for r in rows if lo <= r[0] <= hi)
-        print(f"  key loop {lo:#x}-{hi:#x}: {n} instructions, {s} samples ({100 * s / total:.1f}%)")
-    for name, (s, ni, n) in sorted(by_phase.items()):
-        print(f"  {name:14s} {n:6d} instructions {s:9d} samples ({100 * s / total:5.1f}%), "
-              f"not issued {ni}")
-    print(f"Instructions outside the key and producer loops, by samples (top {args.top}):")
-    rest = sorted((r for r in rows if phase(r[0]) == "rest"), key=lambda r: -r[2])
-    for addr, text, samples, _, reasons in rest[:args.top]:
-        top = sorted(((v, k) for k, v in reasons.items() if v), reverse=True)[:3]
-        why = ", ".join(f"{k.replace('stall_', '')} {v}" for v, k in top)
-        print(f"  {addr:#8x} {samples:7d} ({100 * samples / total:4.1f}%)  {text[:60]:60s} {why}")
+    ranked = sorted(groups.items(), key=lambda g: -sum(r["samples"] for r in g[1]))
+    for executed, members in ranked[:args.top]:
+        samples = sum(r["samples"] for r in members)
+        ops = collections.Counter()
+        for r in members:
+            ops[opcode(r["Source"])] += r["samples"]
+        top = ", ".join(f"{o} {s}" for o, s in ops.most_common(4))
+        print(f"  executed {executed:10d}: {len(members):5d} instructions {samples:8d} samples "
+              f"({100 * samples / total:5.1f}%)  {top}")
+    if args.show is None:
+        return
+    for r in groups.get(args.show, []):
+        reasons = sorted(((number(v), k) for k, v in r.items()
+                          if k.startswith("stall_") and "Not Issued" not in k), reverse=True)
+        why = ", ".join(f"{k[6:]} {v}" for v, k in reasons[:2] if v)
+        print(f"  {r['addr']:#x} {r['samples']:6d}  {r['Source'][:64]:64s} {why}")
 
 
 if __name__ == "__main__":
