@@ -36,7 +36,18 @@
 // CHECK:           wgmma.commit_group.sync.aligned;
 // CHECK:           wgmma.wait_group.sync.aligned 0;
 // CHECK-COUNT-4:   gpu.shuffle  xor
-// CHECK:           llvm.store {{.+}} : i32, !llvm.ptr<1>
+// The O store (bf16, 8 tiles of 8 columns): where the view's base and strides allow 16-byte
+// rows (checked once), each row slot's quad transposed by xor-shuffles (lanes c ^ 2, then
+// c ^ 1) into one 16-byte store per four tiles; else the pairs' 4-byte stores.
+// CHECK:           llvm.ptrtoint %{{.+}} : !llvm.ptr<1> to i64
+// CHECK:           scf.if
+// CHECK-COUNT-2:     gpu.shuffle  xor %{{.+}}, %c2_i32, %c32_i32 : i32
+// CHECK-COUNT-2:     gpu.shuffle  xor %{{.+}}, %c1_i32, %c32_i32 : i32
+// CHECK:             vector.from_elements {{.+}} : vector<4xi32>
+// CHECK:             llvm.store {{.+}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// CHECK:           } else {
+// CHECK-NOT:         vector<4xi32>
+// CHECK:             llvm.store {{.+}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
 // CHECK:           llvm.store {{.+}} : f32, !llvm.ptr<1>
 // CHECK:           gpu.return
 module attributes {tilefuse.threads = {kernel = 128 : i64}} {
