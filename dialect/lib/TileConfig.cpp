@@ -567,6 +567,21 @@ static bool persistentByDefault(const TileConfig &c, KeyLayout keys, int64_t reg
   return regionRegisters == 0 && keys == KeyLayout::Tensors && c.loadsQWithTma();
 }
 
+/// Ping-pong between the two consumer warpgroups (tgpu-pingpong) by default on the d128 full-mask
+/// tile for longer sequences (Br = 128, Bc = 176, Q in shared memory by TMA, persistent, no
+/// overlapped boundaries): since O leaves in 16-byte stores it measured +3.2 / +2.3 / +1.2 /
+/// +0.8% and +5.4 / +1.9 / +2.1 / +0.5% at 2k / 4k / 8k / 16k in two runs beside the same
+/// kernel without it (H100, docs/perf.md, thirty-fifth session; before the stores change it
+/// lost up to 4% from 4k). Not measured on other tiles: the tuner toggles it everywhere.
+static bool pingpongByDefault(const TileConfig &c, int64_t headDim, KeyLayout keys,
+                              bool rowBlocksUnequal, int64_t regionRegisters,
+                              bool shortSequences) {
+  return headDim == 128 && keys == KeyLayout::Tensors && !rowBlocksUnequal && !shortSequences &&
+         regionRegisters == 0 && c.blockM == 128 && c.blockN == 176 &&
+         c.qOperand == QOperand::Shared && c.warpSpecialize == true && c.persistent == true &&
+         c.overlapTiles != true;
+}
+
 /// Row blocks aligned to the rows' end (row_align=end) by default under a causal-like mask
 /// where Br is not a power of two (192: three consumer warpgroups at d64): at lengths that are
 /// powers of two its last row block is the partial one and, aligned to the start, the one with
@@ -660,6 +675,9 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
         if (overlapTilesByDefault(c, headDim, keys, rowBlocksUnequal, regionRegisters,
                                   shortSequences))
           c.overlapTiles = true;
+        if (pingpongByDefault(c, headDim, keys, rowBlocksUnequal, regionRegisters,
+                              shortSequences))
+          c.pingpong = true;
       }
       if (alignRowsByDefault(c, keys, rowBlocksUnequal))
         c.alignRowsToEnd = true;
@@ -810,6 +828,12 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
                               shortSequences)
             ? std::optional<bool>(true)
             : std::nullopt;
+  // Ping-pong where the kernel built is the measured d128 tile, unless asked.
+  if (!requested.pingpong)
+    tiles.pingpong = pingpongByDefault(tiles, headDim, keys, rowBlocksUnequal, regionRegisters,
+                                       shortSequences)
+                         ? std::optional<bool>(true)
+                         : std::nullopt;
   // Row blocks aligned to the end where the tile actually built is the default's shape for it
   // (an explicit Br, or O by TMA, may take it away), unless asked.
   if (!requested.alignRowsToEnd)

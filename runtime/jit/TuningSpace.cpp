@@ -225,6 +225,7 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
   // them, and Q's second stage fits.
   auto overlapFits = [&](TileConfig config) {
     config.overlapTiles = true;
+    config.pingpong.reset(); // (verify: the two do not go together)
     if (llvm::Error error = config.verify(chip)) {
       llvm::consumeError(std::move(error));
       return false;
@@ -284,6 +285,8 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
     if (overlapFits(defaults)) {
       TileConfig overlapped = defaults;
       overlapped.overlapTiles = !defaults.overlapTiles.value_or(false);
+      if (*overlapped.overlapTiles)
+        overlapped.pingpong.reset();
       addVariant(overlapped);
     }
     // A default holding Q in registers (d96, d128) with Q in shared memory, loaded by the
@@ -327,8 +330,10 @@ void jit::addDefaultCandidates(std::vector<Candidate> &space, const TileConfig &
         TileConfig otherKeyBlock = defaults;
         otherKeyBlock.blockN = *defaults.blockN == equalRows ? unequalRows : equalRows;
         otherKeyBlock.overlapTiles.reset();
-        if (overlapFits(otherKeyBlock))
+        if (overlapFits(otherKeyBlock)) {
           otherKeyBlock.overlapTiles = true;
+          otherKeyBlock.pingpong.reset();
+        }
         addVariant(otherKeyBlock);
         // An overlapped default at the narrower key block (the causal d128 one, Bc = 128) also
         // at the widest key block below the other whose overlapped boundaries fit (Bc = 160:

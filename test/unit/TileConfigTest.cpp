@@ -387,7 +387,12 @@ TEST(TileConfig, OverlapTilesSwitch) {
   ASSERT_TRUE(bool(overlapped)) << llvm::toString(overlapped.takeError());
   EXPECT_EQ(overlapped->overlapTiles, true);
   EXPECT_EQ(parsed(overlapped->print()), *overlapped);
-  EXPECT_EQ(overlapped->print(), plain->print() + ",overlap_tiles=true");
+  // (The plain tile's default ping-pong does not go with overlapped boundaries: the
+  // overlapped one is the plain one without it.)
+  EXPECT_EQ(plain->pingpong, true);
+  TileConfig unpingponged = *plain;
+  unpingponged.pingpong.reset();
+  EXPECT_EQ(overlapped->print(), unpingponged.print() + ",overlap_tiles=true");
   EXPECT_NE(hash_value(*overlapped), hash_value(*plain));
   EXPECT_NE(*overlapped, *plain);
   EXPECT_EQ(plain->overriddenBy(parsed("overlap_tiles=true")).overlapTiles, true);
@@ -755,6 +760,10 @@ TEST(TileConfig, UnequalRowBlocksRunLastFirstByDefault) {
   EXPECT_EQ(reversed.overlapTiles, true);
   EXPECT_EQ(plain.overlapTiles, std::nullopt);
   reversed.overlapTiles = std::nullopt;
+  // (and ping-pong, the default of the full mask's d128 tile only)
+  EXPECT_EQ(reversed.pingpong, std::nullopt);
+  EXPECT_EQ(plain.pingpong, true);
+  reversed.pingpong = plain.pingpong;
   EXPECT_EQ(reversed, plain);
 }
 
@@ -896,10 +905,13 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
             "pack_gqa=false");
   // Head dims 96 to 192 on sm_90a: the warp-specialized kernel; off, the one-warpgroup one. At
   // d128 under a full mask FlashAttention-3's 128 x 176 tile with Q in shared memory, loaded by
-  // TMA, persistent; Q asked for in registers keeps the warp roles (either is a d128 default).
+  // TMA, persistent, its two consumer warpgroups ping-ponged; Q asked for in registers keeps
+  // the warp roles (either is a d128 default); one tile a CTA drops the ping-pong.
   EXPECT_EQ(resolved("", 128, "sm_90a"),
             "Br=128,Bc=176,rows_per_warp=16,mma=wgmma,q=shared,copy_issue=eager,stages=2,"
-            "pack_gqa=false,warp_specialize=true,softmax_overlap=true,persistent=true");
+            "pack_gqa=false,warp_specialize=true,softmax_overlap=true,pingpong=true,"
+            "persistent=true");
+  EXPECT_EQ(resolved("persistent=false", 128, "sm_90a").find("pingpong"), std::string::npos);
   EXPECT_EQ(resolved("q=registers", 128, "sm_90a"),
             "Br=128,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false,warp_specialize=true,softmax_overlap=true");

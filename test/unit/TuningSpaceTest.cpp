@@ -325,9 +325,12 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
     EXPECT_EQ(defaults.persistent, true);
     // And with the other mask's key block: 176 under a causal-like mask, 128 without one.
     // (The full mask's default at Bc = 128 with overlapped tile boundaries, which fit there.)
+    // (Overlapped, without the full mask's default ping-pong: verify refuses the two together.)
     TileConfig otherKeyBlock = defaults;
     otherKeyBlock.blockN = unequalRows ? 176 : 128;
     otherKeyBlock.overlapTiles = unequalRows ? std::nullopt : std::optional<bool>(true);
+    EXPECT_EQ(defaults.pingpong, unequalRows ? std::nullopt : std::optional<bool>(true));
+    otherKeyBlock.pingpong.reset();
     EXPECT_EQ(defaults.blockN, unequalRows ? 128 : 176);
     EXPECT_EQ(count(otherKeyBlock), 1);
     // The overlapped causal default also at the widest key block whose overlapped boundaries
@@ -353,6 +356,7 @@ TEST(TuningSpace, DefaultCandidatesInBothRowOrders) {
   persistent.qOperand = QOperand::Registers;
   persistent.blockN = 128;
   persistent.persistent = true;
+  persistent.pingpong.reset(); // (the default of the Q-in-shared-memory Bc = 176 tile only)
   std::vector<Candidate> space;
   addDefaultCandidates(space, persistent, 128, "sm_90a");
   ASSERT_EQ(space.size(), 6u);
