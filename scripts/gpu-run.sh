@@ -146,6 +146,13 @@ run_sharded() {
   failed=$(grep -ohE '^\[  FAILED  \] [0-9]+ tests?,' "$out/$name.log" |
     awk '{s += $(NF - 1)} END {print s + 0}')
   echo "=== $name: $passed passed, $failed failed in $shards shards" | tee -a "$out/$name.log"
+  # No case at all is a failure too: a kernel directory without NAME.reference.so beside each
+  # PTX (a --variant directory compiled with --emit ptx only) gives the tests nothing to check.
+  if ((passed + failed == 0)); then
+    echo "=== $name: no test ran (TILEFUSE_PTX_DIR holds no kernel with its reference?)" |
+      tee -a "$out/$name.log"
+    rc=1
+  fi
   echo "=== $name: exit $rc after $((SECONDS - start)) s" | tee -a "$out/$name.log"
   ((rc == 0)) || status=1
 }
