@@ -4,8 +4,10 @@
 // each thread loads its 32-bit pairs straight from global memory; rows at or past the bound
 // read the view's first element and are replaced by zeros. tile.block_store of an accumulator
 // (#tgpu.mma_acc, #tgpu.wgmma_acc) or of its rows (#tgpu.acc_rows: the logsumexp): each
-// thread stores its pairs (rounded to the view's type), guarded by the bound; a row vector is
-// written by lane c == 0 of each quad. tile.block_load of an accumulator or its rows from an
+// thread stores its pairs (rounded to the view's type), guarded by the bound; to a 16-bit view
+// whose rows are 16-byte aligned the quad first transposes its pairs (xor-shuffles), so that
+// each lane stores 16 whole bytes of its row; a row vector is written by lane c == 0 of each
+// quad. tile.block_load of an accumulator or its rows from an
 // f32 view (tile-split-kv's partial results, written by other CTAs) is the store's mirror:
 // each thread loads the elements it holds, volatile (coherent at system scope, so no stale
 // L1 line of another CTA's write), rows past the bound read row 0 and are replaced by zeros;
