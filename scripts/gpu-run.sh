@@ -473,7 +473,8 @@ for step in "${steps[@]}"; do
             python3 tools/bench/bench.py --ptx-dir build-gpu/kernels \
             --lib build-gpu/libtilefuse_cuda.so --impls "$1" --reps 20 --warmup 3 "${@:2}" &&
           ncu -i "$0/ncu-source-$1.ncu-rep" --page source --csv --print-source sass \
-            >"$0/ncu-source-$1.csv" && wc -l "$0/ncu-source-$1.csv" && head -3 "$0/ncu-source-$1.csv"
+            >"$0/ncu-source-$1.csv" &&
+          python3 scripts/ncu-source-phases.py "$0/ncu-source-$1.csv" --top 6
         ' "$out" "$impl" ${NCU_SHAPE:---head-dims 128 --seq 4096 --causal no}
       done
       ;;
