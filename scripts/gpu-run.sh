@@ -172,6 +172,30 @@ unpack_full() {
 }
 cli=$full/prefix/bin/tilefuse
 
+# ncu_one_launch IMPL NCU_OPTION...: Nsight Compute on one launch (the fourth) of IMPL's forward
+# under bench.py at NCU_SHAPE (bench.py options, default d128 4k full), clocks left alone
+# (METHOD.md).
+ncu_one_launch() {
+  local impl=$1
+  shift
+  # shellcheck disable=SC2086 # NCU_SHAPE is a list of options
+  ncu --clock-control none --target-processes all \
+    -k 'regex:attention|causal|sdpa|fmha|flash|cudnn' --launch-skip 3 --launch-count 1 "$@" \
+    python3 tools/bench/bench.py --ptx-dir build-gpu/kernels \
+    --lib build-gpu/libtilefuse_cuda.so --impls "$impl" --reps 20 --warmup 3 \
+    ${NCU_SHAPE:---head-dims 128 --seq 4096 --causal no}
+}
+
+# ncu_source IMPL: ncu_one_launch under warp-state sampling, its SASS source page as
+# $out/ncu-source-IMPL.csv, and that page's phases (scripts/ncu-source-phases.py).
+ncu_source() {
+  local report=$out/ncu-source-$1
+  ncu_one_launch "$1" -f -o "$report" \
+    --section SourceCounters --section WarpStateStats --section SpeedOfLight &&
+    ncu -i "$report.ncu-rep" --page source --csv --print-source sass >"$report.csv" &&
+    python3 scripts/ncu-source-phases.py "$report.csv" --top 6
+}
+
 # kernel_set_tests NAME DIR: the GPU tests on the kernels of DIR against float64, then memcheck
 # and racecheck on their small cases; logs gpu-tests-NAME, memcheck-NAME, racecheck-NAME.
 kernel_set_tests() {
@@ -444,38 +468,22 @@ for step in "${steps[@]}"; do
         ((${#variants[@]} == 0)) || python3 scripts/sass-summary.py "${variants[@]}"' "$out"
       ;;
     ncu)
-      # One launch each of tilefuse's forward and cuDNN's at one shape (NCU_SHAPE: bench.py
-      # options, default d128 4k full), Nsight Compute's speed of light, warp states, compute
-      # and memory sections (clocks left alone: METHOD.md); ncu-tilefuse.log, ncu-sdpa-cudnn.log.
+      # One launch each of tilefuse's forward and cuDNN's, Nsight Compute's speed of light,
+      # warp states, compute and memory sections; ncu-tilefuse.log, ncu-sdpa-cudnn.log.
       for impl in tilefuse sdpa-cudnn; do
-        # shellcheck disable=SC2086 # NCU_SHAPE is a list of options
-        run_step "ncu-$impl" ncu --clock-control none --target-processes all \
-          -k 'regex:attention|causal|sdpa|fmha|flash|cudnn' --launch-skip 3 --launch-count 1 \
+        run_step "ncu-$impl" ncu_one_launch "$impl" \
           --section SpeedOfLight --section WarpStateStats --section ComputeWorkloadAnalysis \
-          --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
-          python3 tools/bench/bench.py --ptx-dir build-gpu/kernels \
-          --lib build-gpu/libtilefuse_cuda.so --impls "$impl" --reps 20 --warmup 3 \
-          ${NCU_SHAPE:---head-dims 128 --seq 4096 --causal no}
+          --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis
       done
       ;;
     ncu-source)
-      # Where each kernel's warps spend their time, instruction by instruction: one launch each of
-      # tilefuse's forward and cuDNN's (NCU_SHAPE as above) under Nsight Compute's warp-state
-      # sampling, exported as the SASS source page (ncu-source-IMPL.csv: address, instruction,
-      # samples by stall reason). scripts/ncu-source-phases.py groups the samples by how often
-      # each instruction ran: the key loop, a tile's own code (prologue, epilogue), the producer.
+      # Where each kernel's warps spend their time, instruction by instruction: the same launches
+      # under Nsight Compute's warp-state sampling, exported as the SASS source page
+      # (ncu-source-IMPL.csv: address, instruction, execution count, samples by stall reason).
+      # scripts/ncu-source-phases.py groups the samples by how often each instruction ran: the
+      # key loop, a tile's own code (prologue, epilogue), the producer.
       for impl in tilefuse sdpa-cudnn; do
-        # shellcheck disable=SC2086 # NCU_SHAPE is a list of options
-        run_step "ncu-source-$impl" bash -c '
-          ncu --clock-control none --target-processes all -f -o "$0/ncu-source-$1" \
-            -k "regex:attention|causal|sdpa|fmha|flash|cudnn" --launch-skip 3 --launch-count 1 \
-            --section SourceCounters --section WarpStateStats --section SpeedOfLight \
-            python3 tools/bench/bench.py --ptx-dir build-gpu/kernels \
-            --lib build-gpu/libtilefuse_cuda.so --impls "$1" --reps 20 --warmup 3 "${@:2}" &&
-          ncu -i "$0/ncu-source-$1.ncu-rep" --page source --csv --print-source sass \
-            >"$0/ncu-source-$1.csv" &&
-          python3 scripts/ncu-source-phases.py "$0/ncu-source-$1.csv" --top 6
-        ' "$out" "$impl" ${NCU_SHAPE:---head-dims 128 --seq 4096 --causal no}
+        run_step "ncu-source-$impl" ncu_source "$impl"
       done
       ;;
     *)

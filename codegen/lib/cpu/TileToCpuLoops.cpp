@@ -166,7 +166,8 @@ struct BlockLoadLowering : OpConversionPattern<BlockLoadOp> {
     Type elt = ty.getElementType();
     // The guarded element leaves the scf.if as its bits: a bf16 that crosses a branch (an LLVM
     // phi) is promoted to f32 and rounded back by a compiler-runtime call (__truncsfbf2) on
-    // CPUs without bf16 instructions; an integer never is.
+    // CPUs without bf16 instructions; an integer is not. (LLVM's InstCombine may still fold the
+    // bits back into a bf16 phi: tile-define-conversion-libcalls gives the module that call.)
     Type bits = floatBitsType(elt);
     // A paged cache's page size, and for one given at launch its reciprocal, once where the
     // view is defined (the function's entry), as the GPU's lowering computes them: not per
