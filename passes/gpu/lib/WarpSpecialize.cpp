@@ -34,10 +34,14 @@
 // one stage (TileConfig::loadsQWithTma, the launch ABI's q_map): the producer loads each tile's
 // Q with TMA, the consumers wait on its full barrier where they waited for their copy, and
 // release it once every wgmma that read it has completed, after the last op of the tile's body
-// that holds one (the key loops). In a persistent kernel the producer's next fill of Q waits
-// for that release, so the next tile's Q (and keys) load while the consumers finish this tile:
-// normalize and store O. With q_tma=false (the ablation's kernel) the consumers copy Q
-// themselves, shared by their threads alone (the copy's `threads`).
+// that holds one (the key loops). The producer fills a tile's Q after the tile's first K block
+// (FlashAttention-3's order; a flag bit of Q's fill counter says the fill is owed, and a tile
+// without key blocks fills it at its end; beside three consumer warpgroups the producer keeps
+// the old order, deferQueryFill): in a persistent kernel the next tile's first K block then
+// loads as soon as its ring stage is free, during this tile's last blocks, and only Q waits for
+// the release, loading while the consumers finish this tile (normalize, store O).
+// With q_tma=false (the ablation's kernel) the consumers copy Q themselves, shared by their
+// threads alone (the copy's `threads`).
 //
 // A varlen kernel (tile.varlen: a packed batch) reads Q, K and V as packed tensors: their
 // copies' batch index is the sequence's first row `start` and their bound the sequence's length
@@ -94,6 +98,9 @@ constexpr int64_t kPersistentProducerRegisters = 32;
 /// The most a producer keeps: one thread issuing TMA needs no more.
 constexpr int64_t kMaxProducerRegisters = 56;
 constexpr int64_t kWarpgroupThreads = 128;
+/// The bit of Q's fill counter, in the producer, that says the tile's Q fill is still owed
+/// (cloneProducer): far above any count of fills, within a 32-bit index.
+constexpr int64_t kQueryOwed = int64_t(1) << 30;
 
 /// One pipelined buffer: the cp.async buffer it replaces and what stands for it now.
 struct Channel {
@@ -170,6 +177,13 @@ struct TGPUWarpSpecialize
   /// The carriers' own loop-carried integers that the producer needs (producerSlice): it
   /// carries them beside its counters.
   llvm::SetVector<BlockArgument> carriedArgs;
+  /// Whether the producer fills Q after the tile's first K block (cloneProducer): not where it
+  /// keeps only the persistent least of registers (three consumer warpgroups), where Q's
+  /// coordinates, live through the key loop until the fill, spilled (ptxas, chunked_local at
+  /// d64: 4 bytes).
+  bool deferQueryFill = false;
+  /// Q's copy while its fill waits for the tile's first K fill (cloneProducer).
+  AsyncCopyOp deferredQuery;
 
   LogicalResult run(func::FuncOp kernel) {
     if (kernel->hasAttr(tile::kPagedKVAttr))
@@ -513,13 +527,29 @@ struct TGPUWarpSpecialize
   }
 
   /// Clones `block` into the producer: the needed ops, the carriers (as loops and branches
-  /// carrying the producer's counters), and each copy as a TMA fill.
+  /// carrying the producer's counters), and each copy as a TMA fill. Q's fill is deferred
+  /// behind the tile's first K fill (deferQueryFill).
   void cloneProducer(Block &block, OpBuilder &b, IRMapping &map,
                      const llvm::SetVector<Operation *> &needed, SmallVector<Value> &counters) {
+    bool defersHere = false;
     for (Operation &op : block) {
       if (auto copy = dyn_cast<AsyncCopyOp>(op); copy && channelOf.count(copy)) {
         unsigned c = channelOf.lookup(copy);
+        if (channels[c].query && deferQueryFill) {
+          // The next tile's first K block can load while this tile's consumers still hold Q:
+          // FlashAttention-3's producer order (K, then the wait for Q's release, then Q). Q's
+          // counter carries the owed fill as a flag bit (kQueryOwed): a value carried beside
+          // it through the key loop spilled the persistent producer's 32 registers (ptxas,
+          // chunked_local's three consumer warpgroups).
+          deferredQuery = copy;
+          Value owedBit = arith::ConstantIndexOp::create(b, copy.getLoc(), kQueryOwed);
+          counters[c] = arith::OrIOp::create(b, copy.getLoc(), counters[c], owedBit);
+          defersHere = true;
+          continue;
+        }
         emitFill(b, copy, map, channels[c], counters[c]);
+        if (deferredQuery && channels[c].view.getArgNumber() == 1)
+          emitOwedQueryFill(b, map, counters);
         continue;
       }
       if (carriers.contains(&op)) {
@@ -574,6 +604,33 @@ struct TGPUWarpSpecialize
       if (needed.contains(&op))
         b.clone(op, map);
     }
+    // A tile without key blocks still owes its consumers Q (they wait for it before the loops).
+    if (defersHere) {
+      emitOwedQueryFill(b, map, counters);
+      deferredQuery = nullptr;
+    }
+  }
+
+  /// Fills Q's stage if its counter's flag bit says the tile's fill is still owed; the fill
+  /// counts from the counter without the bit and leaves it cleared.
+  void emitOwedQueryFill(OpBuilder &b, IRMapping &map, SmallVector<Value> &counters) {
+    Location loc = deferredQuery.getLoc();
+    unsigned q = channelOf.lookup(deferredQuery);
+    Value owedBit = arith::ConstantIndexOp::create(b, loc, kQueryOwed);
+    Value flag = arith::AndIOp::create(b, loc, counters[q], owedBit);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value owed = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, flag, zero);
+    auto branch = scf::IfOp::create(b, loc, TypeRange{b.getIndexType()}, owed,
+                                    /*withElseRegion=*/true);
+    {
+      OpBuilder then = OpBuilder::atBlockBegin(branch.thenBlock());
+      Value counter = arith::XOrIOp::create(then, loc, counters[q], owedBit);
+      emitFill(then, deferredQuery, map, channels[q], counter);
+      scf::YieldOp::create(then, loc, counter);
+      OpBuilder otherwise = OpBuilder::atBlockBegin(branch.elseBlock());
+      scf::YieldOp::create(otherwise, loc, counters[q]);
+    }
+    counters[q] = branch.getResult(0);
   }
 
   /// Waits for the stage to be empty, arms its full barrier with the tile's bytes and loads it.
@@ -674,6 +731,7 @@ struct TGPUWarpSpecialize
       consumerRegisters = share; // no room to move: keep the launch share
       producerRegisters = std::min(kProducerRegisters, share);
     }
+    deferQueryFill = producerRegisters > kPersistentProducerRegisters;
     SmallVector<int32_t> registers = {int32_t(consumerRegisters), int32_t(producerRegisters)};
     auto ws = WarpSpecializeOp::create(b, loc, b.getDenseI32ArrayAttr(warps),
                                        b.getDenseI32ArrayAttr(registers), /*partitions=*/2);

@@ -193,7 +193,10 @@ func.func @output(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
 // the stage, and after the key loop, the last op holding one of their waits, each consumer
 // thread releases it, having waited for the fill first: where the key loop ran no block (a
 // sliding window's rows past its band) nothing else waited, and the producer's next fill of Q
-// must not arm the full barrier while this one's bytes are in flight.
+// must not arm the full barrier while this one's bytes are in flight. The producer fills Q after
+// the tile's first K block (FlashAttention-3's order: that block loads while the consumers still
+// hold the previous tile's Q): a flag bit of Q's fill counter (1 << 30), set where the copy was,
+// says Q is owed; the first K fill pays it, and a tile without key blocks after its loops.
 // CHECK-LABEL: func.func @shared_query
 // CHECK-DAG:     %[[QRING:.+]] = tgpu.alloc : !tgpu.ring<1 x 64x64xbf16, #tgpu.shared<canonical_128b>>
 // CHECK-DAG:     %[[QMAP:.+]] = tgpu.tensor_map %arg0 : {{.+}} -> <tensor = memref<1x1x64x64xbf16, 3>, swizzle = swizzle_128b
@@ -217,11 +220,25 @@ func.func @output(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
 // CHECK-NEXT:      tile.block_store
 // CHECK:         } partition warps 4 registers 56 {
 // CHECK-NOT:       tgpu.async_copy
-// CHECK:           nvgpu.mbarrier.try_wait.parity %[[QEMPTY]]
-// CHECK:           nvgpu.mbarrier.arrive.expect_tx %[[QFULL]][%{{.+}}], %c8192
-// CHECK:           tgpu.tma_load %[[QMAP]][%{{.+}}, %c0{{.*}}, %{{.+}}, %{{.+}}], %[[QFULL]]
-// CHECK:           scf.for
+// CHECK-NOT:       tgpu.tma_load
+// CHECK:           %[[OWEDN:.+]] = arith.ori %{{.+}}, %c1073741824
+// CHECK:           %[[OWES:.+]]:2 = scf.for {{.+}} iter_args(%[[QN:.+]] = %[[OWEDN]], %{{.+}} = %{{.+}}) -> (index, index)
 // CHECK:             tgpu.tma_load %[[KMAP]]
+// CHECK:             %[[FLAG:.+]] = arith.andi %[[QN]], %c1073741824
+// CHECK:             %[[PAY:.+]] = arith.cmpi ne, %[[FLAG]], %c0
+// CHECK:             scf.if %[[PAY]] -> (index) {
+// CHECK:               %[[PAID:.+]] = arith.xori %[[QN]], %c1073741824
+// CHECK:               arith.remui %[[PAID]], %c1
+// CHECK:               nvgpu.mbarrier.try_wait.parity %[[QEMPTY]]
+// CHECK:               nvgpu.mbarrier.arrive.expect_tx %[[QFULL]][%{{.+}}], %c8192
+// CHECK:               tgpu.tma_load %[[QMAP]][%{{.+}}, %c0{{.*}}, %{{.+}}, %{{.+}}], %[[QFULL]]
+// CHECK:             } else {
+// CHECK:               scf.yield %[[QN]] : index
+// CHECK:           %[[LEFTFLAG:.+]] = arith.andi %[[OWES]]#0, %c1073741824
+// CHECK:           %[[LEFT:.+]] = arith.cmpi ne, %[[LEFTFLAG]], %c0
+// CHECK:           scf.if %[[LEFT]] -> (index) {
+// CHECK:             nvgpu.mbarrier.try_wait.parity %[[QEMPTY]]
+// CHECK:             tgpu.tma_load %[[QMAP]]
 func.func @shared_query(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
   %qbuf = tgpu.alloc : !buf
   %kbuf = tgpu.alloc : !buf
@@ -530,7 +547,9 @@ func.func @carried_position(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !l
 // CHECK-NOT:       tgpu.async_copy
 // CHECK:           %[[START:.+]] = arith.index_castui %{{.+}} : i32 to index
 // CHECK:           %[[LEN:.+]] = arith.subi %{{.+}}, %[[START]] : index
-// CHECK:           nvgpu.mbarrier.try_wait.parity %[[QEMPTY]]
+// CHECK:           scf.for
+// CHECK:             tgpu.tma_load
+// CHECK:             nvgpu.mbarrier.try_wait.parity %[[QEMPTY]]
 // CHECK:           nvgpu.mbarrier.arrive.expect_tx %[[QFULL]][%{{.+}}], %c8192
 // CHECK:           %[[M:.+]] = memref.dim %arg0, %c2
 // CHECK-NEXT:      %[[SHIFTED:.+]] = arith.addi %c0, %[[M]] : index
@@ -541,8 +560,6 @@ func.func @carried_position(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !l
 // CHECK-NEXT:      %[[AQ:.+]] = arith.minui %[[A]], %[[LAST]] : index
 // CHECK-NEXT:      %[[ZERO:.+]] = arith.constant 0 : index
 // CHECK-NEXT:      tgpu.tma_load %[[QMAP]][%[[ZERO]], %[[AQ]], %{{.+}}, %[[B]]], %[[QFULL]]
-// CHECK:           scf.for
-// CHECK:             tgpu.tma_load
 func.func @packed_shared_query(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse,
                                %cu_q: memref<?xi32>, %cu_k: memref<?xi32>)
     attributes {tile.varlen} {
