@@ -187,12 +187,15 @@ done
 compile attention_d128 --kernel attention --head-dim 128 "$@"
 compile causal_d128 --kernel causal --head-dim 128 "$@"
 # The short-sequence forms where the defaults differ (up to 1024 keys: d64 under a causal-like
-# mask without region registers, one warpgroup; d64 and d128 under full masks, tile boundaries
-# overlapped); their sidecars' seq_bucket is what bench.py matches a row's length against.
+# mask without region registers, one warpgroup; d64 and d128 under full masks and d96 under
+# either, tile boundaries overlapped); their sidecars' seq_bucket is what bench.py matches a
+# row's length against.
 for kernel in attention causal sliding_window prefix_lm; do
   compile "${kernel}_short" --kernel "$kernel" --seq-len 1024 "$@"
 done
 compile attention_d128_short --kernel attention --head-dim 128 --seq-len 1024 "$@"
+compile attention_d96_short --kernel attention --head-dim 96 --seq-len 1024 "$@"
+compile causal_d96_short --kernel causal --head-dim 96 --seq-len 1024 "$@"
 compile chunked_local_short test/variants/chunked_local.mlir --seq-len 1024 "$@"
 # Every head dimension class: a 128-byte swizzle panel used in part (32, 96), several (192, 256).
 for d in 32 96 192 256; do

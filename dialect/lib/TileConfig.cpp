@@ -381,6 +381,14 @@ static bool warpSpecializedByDefault(int64_t headDim, llvm::StringRef chip, KeyL
   return headDim >= 96 && (headDim <= 192 || (headDim <= 256 && keys == KeyLayout::Tensors));
 }
 
+/// The short-sequence d96 form (warpSpecializedQuery): Q in shared memory by TMA, Bc = 128,
+/// persistent, tile boundaries overlapped, for kernels whose regions take no registers.
+static bool d96ShortTile(int64_t headDim, KeyLayout keys, int64_t regionRegisters,
+                         bool shortSequences) {
+  return shortSequences && headDim > 64 && headDim <= 96 && keys == KeyLayout::Tensors &&
+         regionRegisters == 0;
+}
+
 /// Where the warp-specialized default keeps Q: in shared memory from head dim 192 for padded
 /// batches (the consumers copy it, wgmma reads it by descriptor), which frees D / 4 registers
 /// a consumer thread for a wider key block: on the H200 d192 at Bc = 112 is +4-9% over Q in
@@ -398,8 +406,13 @@ static bool warpSpecializedByDefault(int64_t headDim, llvm::StringRef chip, KeyL
 /// at Bc = 128, persistent (the tile loop longest first), is +6% at 1k and +9% at 4k over Q in
 /// registers and within 1% at 16k (docs/perf.md, 2026-12-03, twentieth session), so masks whose
 /// row blocks differ in work take it too.
+///
+/// At d96 for short sequences (`shortSequences`) Q in shared memory takes the tile boundaries
+/// overlapped at Bc = 128, persistent (d96ShortTile): +11.4% full and +16.8% causal at 1k over Q
+/// in registers at Bc = 160 one tile a CTA, which stays the default beyond (the same tile lost
+/// 1-9% from 4k; H100, docs/perf.md, thirty-sixth session).
 static QOperand warpSpecializedQuery(int64_t headDim, KeyLayout keys, bool rowBlocksUnequal,
-                                     int64_t regionRegisters) {
+                                     int64_t regionRegisters, bool shortSequences = false) {
   // Packed batches: the d64 tile as padded (Q by TMA through the packed q_map); at d128 Q in
   // shared memory measured within ±3% of Q in registers (H100, twenty-ninth session) and stays
   // in registers, as it does from d192, where packed batches were not measured with it.
@@ -407,6 +420,8 @@ static QOperand warpSpecializedQuery(int64_t headDim, KeyLayout keys, bool rowBl
     return QOperand::Shared;
   if (keys != KeyLayout::Tensors)
     return QOperand::Registers;
+  if (d96ShortTile(headDim, keys, regionRegisters, shortSequences))
+    return QOperand::Shared;
   if (headDim >= 192 || headDim <= 64)
     return QOperand::Shared;
   return headDim == 128 && regionRegisters == 0 ? QOperand::Shared : QOperand::Registers;
@@ -572,14 +587,22 @@ static bool persistentByDefault(const TileConfig &c, KeyLayout keys, int64_t reg
 /// overlapped boundaries): since O leaves in 16-byte stores it measured +3.2 / +2.3 / +1.2 /
 /// +0.8% and +5.4 / +1.9 / +2.1 / +0.5% at 2k / 4k / 8k / 16k in two runs beside the same
 /// kernel without it (H100, docs/perf.md, thirty-fifth session; before the stores change it
-/// lost up to 4% from 4k). Not measured on other tiles: the tuner toggles it everywhere.
+/// lost up to 4% from 4k). On the d192 and d256 full-mask tiles too (below); under causal masks
+/// it measured -0.3..-1.2% from 4k at d128 to d256 (thirty-sixth session), and the tuner
+/// toggles it everywhere.
 static bool pingpongByDefault(const TileConfig &c, int64_t headDim, KeyLayout keys,
                               bool rowBlocksUnequal, int64_t regionRegisters,
                               bool shortSequences) {
-  return headDim == 128 && keys == KeyLayout::Tensors && !rowBlocksUnequal && !shortSequences &&
-         regionRegisters == 0 && c.blockM == 128 && c.blockN == 176 &&
-         c.qOperand == QOperand::Shared && c.warpSpecialize == true && c.persistent == true &&
-         c.overlapTiles != true;
+  if (keys != KeyLayout::Tensors || rowBlocksUnequal || regionRegisters != 0 ||
+      c.blockM != 128 || c.qOperand != QOperand::Shared || c.warpSpecialize != true ||
+      c.persistent != true || c.overlapTiles == true)
+    return false;
+  // d192 and d256 at their tuned key blocks (112, 80), any length: +3.9% / +2.4% at 1k, +1.2% /
+  // -0.3% at 4k, +0.1% / +0.2% at 16k (H100, docs/perf.md, thirty-sixth session).
+  if ((headDim == 192 || headDim == 256) &&
+      c.blockN == warpSpecializedKeyBlock(headDim, QOperand::Shared, /*rowBlocksUnequal=*/false))
+    return true;
+  return headDim == 128 && !shortSequences && c.blockN == 176;
 }
 
 /// Row blocks aligned to the rows' end (row_align=end) by default under a causal-like mask
@@ -614,7 +637,8 @@ static std::optional<RowOrder> persistentRowOrder(std::optional<RowOrder> order)
 /// Under full masks for short sequences (`shortSequences`: tiles of at most eight key blocks)
 /// too: d64's 192 x 128 tile +7.2% at 1k (-0.1% at 4k, -2.7% at 16k), d128 at Bc = 128
 /// (whose second Q stage fits, where 176 leaves no room) +2.6% at 1k over the Bc = 176 default
-/// (-1.4% at 4k) (H100, docs/perf.md, twenty-eighth and twenty-ninth sessions).
+/// (-1.4% at 4k) (H100, docs/perf.md, twenty-eighth and twenty-ninth sessions); d96's short
+/// form (d96ShortTile) under either mask, +11.4% full and +16.8% causal at 1k (thirty-sixth).
 static bool overlapTilesByDefault(const TileConfig &c, int64_t headDim, KeyLayout keys,
                                   bool rowBlocksUnequal, int64_t regionRegisters,
                                   bool shortSequences) {
@@ -622,11 +646,13 @@ static bool overlapTilesByDefault(const TileConfig &c, int64_t headDim, KeyLayou
   if (keys != KeyLayout::Tensors || regionRegisters != 0 || c.qOperand != QOperand::Shared ||
       c.qTma == false || c.stages != 2)
     return false;
-  // The measured tiles: d128's 128 x 128 (causal, or full for short sequences) and d64's
-  // 192 x 128 (full, short sequences).
+  // The measured tiles: d128's 128 x 128 (causal, or full for short sequences), d64's 192 x
+  // 128 (full, short sequences) and d96's 128 x 128 (short sequences).
   bool d128Tile = headDim == 128 && c.blockM == 128 && c.blockN == 128;
   bool d64Tile = headDim > 48 && headDim <= 64 && c.blockM == 192 && c.blockN == 128;
-  if (rowBlocksUnequal ? !d128Tile : !(shortSequences && (d128Tile || d64Tile)))
+  bool d96Tile = d96ShortTile(headDim, keys, regionRegisters, shortSequences) &&
+                 c.blockM == 128 && c.blockN == 128;
+  if (!d96Tile && (rowBlocksUnequal ? !d128Tile : !(shortSequences && (d128Tile || d64Tile))))
     return false;
   TileConfig overlapped = c;
   overlapped.overlapTiles = true;
@@ -662,13 +688,17 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
     if (warpSpecializedByDefault(headDim, chip, keys, rowBlocksUnequal, regionRegisters,
                                  shortSequences)) {
       warpSpecializedTiles(c, headDim,
-                           warpSpecializedQuery(headDim, keys, rowBlocksUnequal, regionRegisters),
+                           warpSpecializedQuery(headDim, keys, rowBlocksUnequal, regionRegisters,
+                                                shortSequences),
                            regionRegisters, rowBlocksUnequal);
       // d128 under a full mask for short sequences: the causal mask's key block, whose tile
       // boundaries can overlap (overlapTilesByDefault).
       if (shortSequences && !rowBlocksUnequal && headDim == 128 && keys == KeyLayout::Tensors &&
           regionRegisters == 0 && c.qOperand == QOperand::Shared)
         c.blockN = warpSpecializedKeyBlock(headDim, QOperand::Shared, /*rowBlocksUnequal=*/true);
+      // d96 for short sequences: the key block whose overlapped boundaries were measured.
+      if (d96ShortTile(headDim, keys, regionRegisters, shortSequences))
+        c.blockN = 128;
       if (persistentByDefault(c, keys, regionRegisters)) {
         c.persistent = true;
         c.rowOrder = persistentRowOrder(c.rowOrder);
@@ -759,7 +789,7 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   QOperand defaultQuery = requested.packGqa == true
                               ? QOperand::Registers
                               : warpSpecializedQuery(headDim, keys, rowBlocksUnequal,
-                                                     regionRegisters);
+                                                     regionRegisters, shortSequences);
   // Where the default operand depends on the kernel (d128: Q in shared memory without regions
   // that take registers, in registers with them) either one is a warp-specialized default, so
   // asking for the other keeps the warp roles and takes that operand's tiles.

@@ -241,6 +241,35 @@ TEST(TileConfig, SharedQueryWithWarpgroupMmas) {
 
 /// Ping-pong and persistent programs are warp-specialized kernels' options: they round-trip, and
 /// without warp specialization (or, for ping-pong, with one consumer warpgroup) are refused.
+/// Ping-pong by default on the persistent full-mask tiles where it measured ahead: d128 at Bc =
+/// 176 beyond short sequences, d192 and d256 at their tuned key blocks at any length; not under
+/// causal masks, with regions that take registers, or on packed batches.
+TEST(TileConfig, PingPongDefaults) {
+  auto resolved = [](int64_t d, bool unequal, bool shortSequences, int64_t regions = 0,
+                     KeyLayout keys = KeyLayout::Tensors) {
+    auto c = resolveTileConfig(parsed(""), d, "sm_90a", keys, regions, unequal, shortSequences);
+    EXPECT_TRUE(bool(c)) << llvm::toString(c.takeError());
+    return *c;
+  };
+  EXPECT_EQ(resolved(128, false, false).pingpong, true);
+  EXPECT_FALSE(resolved(128, false, true).pingpong);
+  for (int64_t d : {192, 256})
+    for (bool shortSequences : {false, true}) {
+      TileConfig full = resolved(d, false, shortSequences);
+      EXPECT_EQ(full.pingpong, true) << d;
+      EXPECT_EQ(full.blockN, d == 192 ? 112 : 80);
+      EXPECT_EQ(full, defaultTileConfig(d, "sm_90a", KeyLayout::Tensors, 0, false,
+                                        shortSequences));
+      EXPECT_FALSE(resolved(d, true, shortSequences).pingpong) << d;
+      EXPECT_FALSE(resolved(d, false, shortSequences, 27).pingpong) << d;
+      EXPECT_FALSE(resolved(d, false, shortSequences, 0, KeyLayout::PackedRows).pingpong) << d;
+    }
+  // Another key block asked for leaves it off.
+  auto narrow = resolveTileConfig(parsed("Bc=64"), 192, "sm_90a");
+  ASSERT_TRUE(bool(narrow)) << llvm::toString(narrow.takeError());
+  EXPECT_FALSE(narrow->pingpong);
+}
+
 TEST(TileConfig, PingPongAndPersistentNeedWarpSpecialization) {
   auto both = resolveTileConfig(parsed("pingpong=true,persistent=true"), 128, "sm_90a");
   ASSERT_TRUE(bool(both)) << llvm::toString(both.takeError());
@@ -424,7 +453,8 @@ TEST(TileConfig, OverlapTilesSwitch) {
 
 /// The short-sequence defaults (up to 1024 keys): d64 under a causal-like mask keeps the
 /// one-warpgroup kernel; under full masks d64's tile and d128 at Bc = 128 overlap their tile
-/// boundaries; nothing else changes (regions, packed batches, other head dims, long sequences).
+/// boundaries, and d96 under either mask takes Q in shared memory at Bc = 128, persistent and
+/// overlapped; nothing else changes (regions, packed batches, other head dims, long sequences).
 TEST(TileConfig, ShortSequenceDefaults) {
   auto resolved = [](int64_t d, bool unequal, bool shortSequences, int64_t regions = 0,
                      KeyLayout keys = KeyLayout::Tensors) {
@@ -449,6 +479,23 @@ TEST(TileConfig, ShortSequenceDefaults) {
   EXPECT_FALSE(resolved(128, false, false).overlapTiles);
   // The causal d128 default is the same for both.
   EXPECT_EQ(resolved(128, true, true), resolved(128, true, false));
+  for (bool unequal : {false, true}) {
+    TileConfig d96 = resolved(96, unequal, true);
+    EXPECT_EQ(d96.qOperand, QOperand::Shared);
+    EXPECT_EQ(d96.blockM, 128);
+    EXPECT_EQ(d96.blockN, 128);
+    EXPECT_EQ(d96.persistent, true);
+    EXPECT_EQ(d96.overlapTiles, true);
+    EXPECT_EQ(d96.rowOrder, unequal ? std::optional(RowOrder::Paired) : std::nullopt);
+    EXPECT_EQ(d96, defaultTileConfig(96, "sm_90a", KeyLayout::Tensors, 0, unequal, true));
+    TileConfig d96Long = resolved(96, unequal, false);
+    EXPECT_EQ(d96Long.qOperand, QOperand::Registers);
+    EXPECT_EQ(d96Long.blockN, 160);
+    EXPECT_FALSE(d96Long.persistent);
+    EXPECT_FALSE(d96Long.overlapTiles);
+    // Regions that take registers keep the long form.
+    EXPECT_EQ(resolved(96, unequal, true, 27), resolved(96, unequal, false, 27));
+  }
   // Regions that take registers, packed batches and d192 keep the long defaults.
   EXPECT_EQ(resolved(64, false, true, 27), resolved(64, false, false, 27));
   EXPECT_EQ(resolved(128, false, true, 0, KeyLayout::PackedRows),
