@@ -36,8 +36,8 @@
 // release it once every wgmma that read it has completed, after the last op of the tile's body
 // that holds one (the key loops). The producer fills a tile's Q after the tile's first K block
 // (FlashAttention-3's order; a flag bit of Q's fill counter says the fill is owed, and a tile
-// without key blocks fills it at its end; beside three consumer warpgroups the producer keeps
-// the old order, deferQueryFill): in a persistent kernel the next tile's first K block then
+// without key blocks fills it at its end; beside three consumer warpgroups or a second Q stage
+// the producer keeps the old order, deferQueryFill): in a persistent kernel the next tile's first K block then
 // loads as soon as its ring stage is free, during this tile's last blocks, and only Q waits for
 // the release, loading while the consumers finish this tile (normalize, store O).
 // With q_tma=false (the ablation's kernel) the consumers copy Q themselves, shared by their
@@ -180,7 +180,8 @@ struct TGPUWarpSpecialize
   /// Whether the producer fills Q after the tile's first K block (cloneProducer): not where it
   /// keeps only the persistent least of registers (three consumer warpgroups), where Q's
   /// coordinates, live through the key loop until the fill, spilled (ptxas, chunked_local at
-  /// d64: 4 bytes).
+  /// d64: 4 bytes), nor where Q has a second stage (overlapped tile boundaries), whose fill
+  /// does not wait for this tile's release.
   bool deferQueryFill = false;
   /// Q's copy while its fill waits for the tile's first K fill (cloneProducer).
   AsyncCopyOp deferredQuery;
@@ -731,7 +732,7 @@ struct TGPUWarpSpecialize
       consumerRegisters = share; // no room to move: keep the launch share
       producerRegisters = std::min(kProducerRegisters, share);
     }
-    deferQueryFill = producerRegisters > kPersistentProducerRegisters;
+    deferQueryFill = producerRegisters > kPersistentProducerRegisters && queryStages == 1;
     SmallVector<int32_t> registers = {int32_t(consumerRegisters), int32_t(producerRegisters)};
     auto ws = WarpSpecializeOp::create(b, loc, b.getDenseI32ArrayAttr(warps),
                                        b.getDenseI32ArrayAttr(registers), /*partitions=*/2);
