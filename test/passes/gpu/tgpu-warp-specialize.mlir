@@ -275,6 +275,57 @@ func.func @shared_query(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) 
 !acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
 !buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
 
+// Q in two stages (overlap_tiles=true): its fill never waits for this tile's release, so the
+// producer keeps Q first, ahead of the tile's first K block.
+// CHECK-LABEL: func.func @shared_query_two_stages
+// CHECK-DAG:     %[[QRING:.+]] = tgpu.alloc : !tgpu.ring<2 x 64x64xbf16, #tgpu.shared<canonical_128b>>
+// CHECK-DAG:     %[[QMAP:.+]] = tgpu.tensor_map %arg0
+// CHECK-DAG:     %[[KMAP:.+]] = tgpu.tensor_map %arg1
+// CHECK:         } partition warps 4 registers 56 {
+// CHECK-NOT:       arith.ori
+// CHECK:           tgpu.tma_load %[[QMAP]]
+// CHECK:           scf.for
+// CHECK:             tgpu.tma_load %[[KMAP]]
+// CHECK-NOT:         tgpu.tma_load %[[QMAP]]
+// CHECK:           }
+module attributes {tile.config = #tile.config<"mma=wgmma,warp_specialize=true,softmax_overlap=true,persistent=true,overlap_tiles=true,q=shared">} {
+  func.func @shared_query_two_stages(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
+    %qbuf = tgpu.alloc : !buf
+    %kbuf = tgpu.alloc : !buf
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c64 = arith.constant 64 : index
+    %M = memref.dim %q, %c2 : !view
+    %N = memref.dim %k, %c2 : !view
+    %blocks = arith.ceildivui %N, %c64 : index
+    %zero = arith.constant dense<0.0> : !acc
+    scf.forall (%b, %h, %r) in (%c1, %c1, %c1) {
+      %tq = tgpu.async_copy %q[%b, %h, %c0] bound %M into %qbuf : !view, !buf
+      %gq = nvgpu.device_async_create_group %tq
+      nvgpu.device_async_wait %gq
+      %out = scf.for %j = %c0 to %blocks step %c1 iter_args(%acc = %zero) -> (!acc) {
+        %row = arith.muli %j, %c64 : index
+        %tk = tgpu.async_copy %k[%b, %h, %row] bound %N into %kbuf : !view, !buf
+        %gk = nvgpu.device_async_create_group %tk
+        nvgpu.device_async_wait %gk
+        %s = tgpu.wgmma %qbuf, %kbuf acc %acc transpose_rhs : !buf, !buf, !acc -> !acc
+        %sw = tgpu.wgmma_wait %s pending 0 : !acc
+        scf.yield %sw : !acc
+      }
+      tile.block_store %out, %o[%b, %h, %c0] bound %M : !acc, !view
+    } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+    return
+  }
+}
+
+// -----
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+
 // q_tma=false (the ablation's kernel): a padded batch's Q stays the consumers' own copy, as on a
 // packed batch; no q_map, and the producer issues nothing for Q.
 // CHECK-LABEL: func.func @shared_query_copied
