@@ -711,11 +711,20 @@ func.func @two_consumers(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse)
 
 // A persistent program (tgpu-persistent's tile loop): the producer carries the loop's state
 // through its key loop and keeps at least 32 registers; the consumers take 232 and the
-// producer the 40 they leave.
+// producer the 40 they leave. Each tile's Q fill is owed (its counter's flag bit) until the
+// tile's first K fill has gone out.
 // CHECK-LABEL: func.func @two_consumers_persistent
 // CHECK:         tgpu.warp_specialize partition warps 8 registers 232 {
 // CHECK:           } {tgpu.tile_loop}
 // CHECK:         } partition warps 4 registers 40 {
+// CHECK:           scf.for
+// CHECK-NOT:         tgpu.tma_load
+// CHECK:             arith.ori %{{.+}}, %c1073741824
+// CHECK-NOT:         tgpu.tma_load
+// CHECK:             scf.for
+// CHECK:               tgpu.tma_load
+// CHECK:               scf.if
+// CHECK:                 tgpu.tma_load
 func.func @two_consumers_persistent(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
   %qbuf = tgpu.alloc : !qbuf
   %kbuf = tgpu.alloc : !buf
@@ -758,10 +767,15 @@ func.func @two_consumers_persistent(%q: !view, %k: !view, %v: !view, %o: !view, 
 !qbuf = !tgpu.buffer<192x64xbf16, #tgpu.shared<canonical_128b>>
 
 // Three consumer warpgroups (512 threads: 128 each at launch) take 160; the producer keeps the
-// 32 they leave (FA3's split for three).
+// 32 they leave (FA3's split for three), and with them Q's fill first: deferred behind the first
+// K block, Q's coordinates live through the key loop spilled (ptxas, chunked_local at d64).
 // CHECK-LABEL: func.func @three_consumers
 // CHECK:         tgpu.warp_specialize partition warps 12 registers 160 {
 // CHECK:         } partition warps 4 registers 32 {
+// CHECK-NOT:       c1073741824
+// CHECK:           tgpu.tma_load
+// CHECK:           scf.for
+// CHECK:             tgpu.tma_load
 func.func @three_consumers(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
   %qbuf = tgpu.alloc : !qbuf
   %kbuf = tgpu.alloc : !buf
