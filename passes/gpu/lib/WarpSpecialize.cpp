@@ -37,9 +37,9 @@
 // that holds one (the key loops). The producer fills a tile's Q after the tile's first K block
 // (FlashAttention-3's order; a flag bit of Q's fill counter says the fill is owed, and a tile
 // without key blocks fills it at its end; beside three consumer warpgroups or a second Q stage
-// the producer keeps the old order, deferQueryFill): in a persistent kernel the next tile's first K block then
-// loads as soon as its ring stage is free, during this tile's last blocks, and only Q waits for
-// the release, loading while the consumers finish this tile (normalize, store O).
+// the producer keeps Q first, deferQueryFill): in a persistent kernel the next tile's first K
+// block then loads as soon as its ring stage is free, during this tile's last blocks, and only
+// Q waits for the release, loading while the consumers finish this tile (normalize, store O).
 // With q_tma=false (the ablation's kernel) the consumers copy Q themselves, shared by their
 // threads alone (the copy's `threads`).
 //
@@ -539,9 +539,8 @@ struct TGPUWarpSpecialize
         if (channels[c].query && deferQueryFill) {
           // The next tile's first K block can load while this tile's consumers still hold Q:
           // FlashAttention-3's producer order (K, then the wait for Q's release, then Q). Q's
-          // counter carries the owed fill as a flag bit (kQueryOwed): a value carried beside
-          // it through the key loop spilled the persistent producer's 32 registers (ptxas,
-          // chunked_local's three consumer warpgroups).
+          // counter carries the owed fill as a flag bit (kQueryOwed) rather than a value of
+          // its own, which would take the producer another register through the key loop.
           deferredQuery = copy;
           Value owedBit = arith::ConstantIndexOp::create(b, copy.getLoc(), kQueryOwed);
           counters[c] = arith::OrIOp::create(b, copy.getLoc(), counters[c], owedBit);
@@ -549,7 +548,8 @@ struct TGPUWarpSpecialize
           continue;
         }
         emitFill(b, copy, map, channels[c], counters[c]);
-        if (deferredQuery && channels[c].view.getArgNumber() == 1)
+        bool keys = channels[c].view.getArgNumber() == 1; // (Q, K, V: the kernel's arguments)
+        if (deferredQuery && keys)
           emitOwedQueryFill(b, map, counters);
         continue;
       }
