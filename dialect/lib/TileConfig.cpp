@@ -557,10 +557,10 @@ static void warpSpecializedTiles(TileConfig &c, int64_t headDim, QOperand q,
   c.softmaxOverlap = rotated != 0;
 }
 
-/// Persistent programs by default (tgpu-persistent) where the producer loads Q with TMA
-/// on a padded batch (loadsQWithTma with Q in shared memory, the d64 Br = 192, d128 Bc = 176, d192
-/// and d256 defaults) and every row block is the same work (no causal-like mask). There the next tile's Q
-/// and first key blocks load while the consumers finish this one. Measured on the H200 against
+/// Persistent programs by default (tgpu-persistent) where the producer loads Q with TMA on a
+/// padded batch (loadsQWithTma with Q in shared memory, the d64 Br = 192, d128 Bc = 176, d192
+/// and d256 defaults) and every row block is the same work (no causal-like mask). There the
+/// next tile's Q and first key blocks load while the consumers finish this one. Measured on the H200 against
 /// the one-tile-per-CTA grid (docs/perf.md, 2026-12-02, eighteenth session, two runs), full
 /// masks: +9% at d64 and +4% at d192 and d256 at 1k; +0.5 to +3.5% at 4k; d64 +2% and d192, d256
 /// -0.7% at 16k. Under a causal mask the static schedule loses 3-13% at 1k (its longest-first
