@@ -35,6 +35,16 @@ static std::string parseError(llvm::StringRef text) {
   return llvm::toString(config.takeError());
 }
 
+/// The sm_90a default at head dim `d` as resolveTileConfig gives it for an empty request.
+static TileConfig resolvedDefault(int64_t d, bool rowBlocksUnequal, bool shortSequences,
+                                  int64_t regionRegisters = 0,
+                                  KeyLayout keys = KeyLayout::Tensors) {
+  auto c = resolveTileConfig(parsed(""), d, "sm_90a", keys, regionRegisters, rowBlocksUnequal,
+                             shortSequences);
+  EXPECT_TRUE(bool(c)) << llvm::toString(c.takeError());
+  return c ? *c : TileConfig();
+}
+
 /// Why `text` is not a valid configuration: its parse error, else its verify() error, else "".
 static std::string problemWith(llvm::StringRef text) {
   auto config = TileConfig::parse(text);
@@ -239,30 +249,24 @@ TEST(TileConfig, SharedQueryWithWarpgroupMmas) {
   EXPECT_NE(llvm::toString(sync.takeError()).find("mma=wgmma"), std::string::npos);
 }
 
-/// Ping-pong and persistent programs are warp-specialized kernels' options: they round-trip, and
-/// without warp specialization (or, for ping-pong, with one consumer warpgroup) are refused.
 /// Ping-pong by default on the persistent full-mask tiles where it measured ahead: d128 at Bc =
 /// 176 beyond short sequences, d192 and d256 at their tuned key blocks at any length; not under
 /// causal masks, with regions that take registers, or on packed batches.
 TEST(TileConfig, PingPongDefaults) {
-  auto resolved = [](int64_t d, bool unequal, bool shortSequences, int64_t regions = 0,
-                     KeyLayout keys = KeyLayout::Tensors) {
-    auto c = resolveTileConfig(parsed(""), d, "sm_90a", keys, regions, unequal, shortSequences);
-    EXPECT_TRUE(bool(c)) << llvm::toString(c.takeError());
-    return *c;
-  };
-  EXPECT_EQ(resolved(128, false, false).pingpong, true);
-  EXPECT_FALSE(resolved(128, false, true).pingpong);
+  EXPECT_EQ(resolvedDefault(128, false, false).pingpong, true);
+  EXPECT_FALSE(resolvedDefault(128, false, true).pingpong);
   for (int64_t d : {192, 256})
     for (bool shortSequences : {false, true}) {
-      TileConfig full = resolved(d, false, shortSequences);
+      TileConfig full = resolvedDefault(d, false, shortSequences);
       EXPECT_EQ(full.pingpong, true) << d;
       EXPECT_EQ(full.blockN, d == 192 ? 112 : 80);
       EXPECT_EQ(full, defaultTileConfig(d, "sm_90a", KeyLayout::Tensors, 0, false,
                                         shortSequences));
-      EXPECT_FALSE(resolved(d, true, shortSequences).pingpong) << d;
-      EXPECT_FALSE(resolved(d, false, shortSequences, 27).pingpong) << d;
-      EXPECT_FALSE(resolved(d, false, shortSequences, 0, KeyLayout::PackedRows).pingpong) << d;
+      EXPECT_FALSE(resolvedDefault(d, true, shortSequences).pingpong) << d;
+      EXPECT_FALSE(resolvedDefault(d, false, shortSequences, 27).pingpong) << d;
+      EXPECT_FALSE(
+          resolvedDefault(d, false, shortSequences, 0, KeyLayout::PackedRows).pingpong)
+          << d;
     }
   // Another key block asked for leaves it off.
   auto narrow = resolveTileConfig(parsed("Bc=64"), 192, "sm_90a");
@@ -270,6 +274,8 @@ TEST(TileConfig, PingPongDefaults) {
   EXPECT_FALSE(narrow->pingpong);
 }
 
+/// Ping-pong and persistent programs are warp-specialized kernels' options: they round-trip, and
+/// without warp specialization (or, for ping-pong, with one consumer warpgroup) are refused.
 TEST(TileConfig, PingPongAndPersistentNeedWarpSpecialization) {
   auto both = resolveTileConfig(parsed("pingpong=true,persistent=true"), 128, "sm_90a");
   ASSERT_TRUE(bool(both)) << llvm::toString(both.takeError());
@@ -456,31 +462,25 @@ TEST(TileConfig, OverlapTilesSwitch) {
 /// boundaries, and d96 under either mask takes Q in shared memory at Bc = 128, persistent and
 /// overlapped; nothing else changes (regions, packed batches, other head dims, long sequences).
 TEST(TileConfig, ShortSequenceDefaults) {
-  auto resolved = [](int64_t d, bool unequal, bool shortSequences, int64_t regions = 0,
-                     KeyLayout keys = KeyLayout::Tensors) {
-    auto c = resolveTileConfig(parsed(""), d, "sm_90a", keys, regions, unequal, shortSequences);
-    EXPECT_TRUE(bool(c)) << llvm::toString(c.takeError());
-    return *c;
-  };
   EXPECT_TRUE(isShortSequence(1));
   EXPECT_TRUE(isShortSequence(kShortSequenceKeys));
   EXPECT_FALSE(isShortSequence(kShortSequenceKeys + 1));
   EXPECT_FALSE(isShortSequence(0)); // unknown: the long defaults
-  TileConfig d64 = resolved(64, false, true);
+  TileConfig d64 = resolvedDefault(64, false, true);
   EXPECT_EQ(d64.blockM, 192);
   EXPECT_EQ(d64.overlapTiles, true);
   EXPECT_EQ(d64, defaultTileConfig(64, "sm_90a", KeyLayout::Tensors, 0, false, true));
-  EXPECT_FALSE(resolved(64, false, false).overlapTiles);
-  TileConfig d128 = resolved(128, false, true);
+  EXPECT_FALSE(resolvedDefault(64, false, false).overlapTiles);
+  TileConfig d128 = resolvedDefault(128, false, true);
   EXPECT_EQ(d128.blockN, 128);
   EXPECT_EQ(d128.overlapTiles, true);
   EXPECT_EQ(d128.persistent, true);
-  EXPECT_EQ(resolved(128, false, false).blockN, 176);
-  EXPECT_FALSE(resolved(128, false, false).overlapTiles);
+  EXPECT_EQ(resolvedDefault(128, false, false).blockN, 176);
+  EXPECT_FALSE(resolvedDefault(128, false, false).overlapTiles);
   // The causal d128 default is the same for both.
-  EXPECT_EQ(resolved(128, true, true), resolved(128, true, false));
+  EXPECT_EQ(resolvedDefault(128, true, true), resolvedDefault(128, true, false));
   for (bool unequal : {false, true}) {
-    TileConfig d96 = resolved(96, unequal, true);
+    TileConfig d96 = resolvedDefault(96, unequal, true);
     EXPECT_EQ(d96.qOperand, QOperand::Shared);
     EXPECT_EQ(d96.blockM, 128);
     EXPECT_EQ(d96.blockN, 128);
@@ -488,19 +488,19 @@ TEST(TileConfig, ShortSequenceDefaults) {
     EXPECT_EQ(d96.overlapTiles, true);
     EXPECT_EQ(d96.rowOrder, unequal ? std::optional(RowOrder::Paired) : std::nullopt);
     EXPECT_EQ(d96, defaultTileConfig(96, "sm_90a", KeyLayout::Tensors, 0, unequal, true));
-    TileConfig d96Long = resolved(96, unequal, false);
+    TileConfig d96Long = resolvedDefault(96, unequal, false);
     EXPECT_EQ(d96Long.qOperand, QOperand::Registers);
     EXPECT_EQ(d96Long.blockN, 160);
     EXPECT_FALSE(d96Long.persistent);
     EXPECT_FALSE(d96Long.overlapTiles);
     // Regions that take registers keep the long form.
-    EXPECT_EQ(resolved(96, unequal, true, 27), resolved(96, unequal, false, 27));
+    EXPECT_EQ(resolvedDefault(96, unequal, true, 27), resolvedDefault(96, unequal, false, 27));
   }
   // Regions that take registers, packed batches and d192 keep the long defaults.
-  EXPECT_EQ(resolved(64, false, true, 27), resolved(64, false, false, 27));
-  EXPECT_EQ(resolved(128, false, true, 0, KeyLayout::PackedRows),
-            resolved(128, false, false, 0, KeyLayout::PackedRows));
-  EXPECT_EQ(resolved(192, false, true), resolved(192, false, false));
+  EXPECT_EQ(resolvedDefault(64, false, true, 27), resolvedDefault(64, false, false, 27));
+  EXPECT_EQ(resolvedDefault(128, false, true, 0, KeyLayout::PackedRows),
+            resolvedDefault(128, false, false, 0, KeyLayout::PackedRows));
+  EXPECT_EQ(resolvedDefault(192, false, true), resolvedDefault(192, false, false));
   // An explicit key block keeps its own (176 has no room for Q's second stage).
   auto wide = resolveTileConfig(parsed("Bc=176"), 128, "sm_90a", KeyLayout::Tensors, 0, false,
                                 true);
