@@ -48,7 +48,7 @@ bool TileConfig::empty() const {
   return !blockM && !blockN && !rowsPerWarp && !mma && !qOperand && !copyIssue && !stages &&
          !packGqa && !ctasPerSm && !warpSpecialize && !softmaxOverlap && !pingpong && !persistent &&
          !rowOrder && !qTma && !prefetchValues && !oTma && !overlapTiles && !alignRowsToEnd &&
-         !rowSumMma;
+         !rowSumMma && !keyTail;
 }
 
 bool TileConfig::operator==(const TileConfig &other) const {
@@ -60,7 +60,7 @@ bool TileConfig::operator==(const TileConfig &other) const {
          rowOrder == other.rowOrder && qTma == other.qTma &&
          prefetchValues == other.prefetchValues && oTma == other.oTma &&
          overlapTiles == other.overlapTiles && alignRowsToEnd == other.alignRowsToEnd &&
-         rowSumMma == other.rowSumMma;
+         rowSumMma == other.rowSumMma && keyTail == other.keyTail;
 }
 
 llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
@@ -69,7 +69,7 @@ llvm::hash_code tilefuse::hash_value(const TileConfig &config) {
                             config.ctasPerSm, config.warpSpecialize, config.softmaxOverlap,
                             config.pingpong, config.persistent, config.rowOrder, config.qTma,
                             config.prefetchValues, config.oTma, config.overlapTiles,
-                            config.alignRowsToEnd, config.rowSumMma);
+                            config.alignRowsToEnd, config.rowSumMma, config.keyTail);
 }
 
 std::string TileConfig::print() const {
@@ -114,6 +114,8 @@ std::string TileConfig::print() const {
     items.push_back(*overlapTiles ? "overlap_tiles=true" : "overlap_tiles=false");
   if (alignRowsToEnd)
     items.push_back(*alignRowsToEnd ? "row_align=end" : "row_align=start");
+  if (keyTail)
+    items.push_back("key_tail=" + std::to_string(*keyTail));
   return llvm::join(items, ",");
 }
 
@@ -184,10 +186,12 @@ llvm::Error TileConfig::set(llvm::StringRef key, llvm::StringRef value) {
     return choice(alignRowsToEnd, false, "start", true, "end");
   if (key == "row_sum_mma" || key == "row-sum-mma")
     return choice(rowSumMma, false, "false", true, "true");
+  if (key == "key_tail" || key == "key-tail")
+    return integer(keyTail);
   return fail("unknown setting '" + key +
               "' (Br, Bc, rows_per_warp, mma, q, copy_issue, stages, pack_gqa, ctas_per_sm, "
               "warp_specialize, softmax_overlap, pingpong, persistent, row_order, q_tma, "
-              "prefetch_values, o_tma, overlap_tiles, row_align, row_sum_mma)");
+              "prefetch_values, o_tma, overlap_tiles, row_align, row_sum_mma, key_tail)");
 }
 
 llvm::Expected<TileConfig> TileConfig::parse(llvm::StringRef text) {
@@ -246,6 +250,8 @@ TileConfig TileConfig::overriddenBy(const TileConfig &other) const {
     out.alignRowsToEnd = other.alignRowsToEnd;
   if (other.rowSumMma)
     out.rowSumMma = other.rowSumMma;
+  if (other.keyTail)
+    out.keyTail = other.keyTail;
   return out;
 }
 
@@ -317,6 +323,18 @@ llvm::Error TileConfig::verify(llvm::StringRef chip) const {
   // The sums are a second product on P's registers, beside P·V's wgmma.
   if (rowSumMma == true && !warpSpecialize.value_or(false))
     return fail("row_sum_mma=true needs warp_specialize=true");
+  // The narrow columns are whole m16k16 A fragments and fewer than the block's; the layouts
+  // that keep an element's place when columns are dropped are the accumulators' (wgmma's here:
+  // the mma.sync kernels keep their one softmax).
+  if (keyTail && *keyTail != 0) {
+    if (*keyTail < 0 || *keyTail % 16)
+      return fail("key_tail must be 0 or a positive multiple of 16, got " + llvm::Twine(*keyTail));
+    if (blockN && *keyTail >= *blockN)
+      return fail("key_tail (" + llvm::Twine(*keyTail) + ") must be below Bc (" +
+                  llvm::Twine(*blockN) + ")");
+    if (mma && *mma != MmaKind::Wgmma)
+      return fail("key_tail needs mma=wgmma");
+  }
   if (alignRowsToEnd == true && oTma == true)
     return fail("row_align=end does not go with o_tma=true (the first row block's box would "
                 "overwrite the second's rows)");

@@ -499,6 +499,36 @@ LogicalResult PackOperandAOp::verify() {
   return success();
 }
 
+/// tgpu.leading_columns and tgpu.pad_columns: `narrow` is the first columns of `wide`, both
+/// in one accumulator encoding, of the same rows and element type.
+static LogicalResult verifyColumnPrefix(Operation *op, RankedTensorType narrow,
+                                        RankedTensorType wide) {
+  if (!isa_and_nonnull<MmaAccumulatorLayoutAttr, WgmmaAccumulatorLayoutAttr>(wide.getEncoding()))
+    return op->emitOpError() << "takes an accumulator (#tgpu.mma_acc or #tgpu.wgmma_acc), got "
+                             << wide;
+  if (narrow.getEncoding() != wide.getEncoding() ||
+      narrow.getElementType() != wide.getElementType())
+    return op->emitOpError() << "keeps the encoding and element type: " << narrow << " and "
+                             << wide;
+  if (narrow.getRank() != 2 || wide.getRank() != 2 ||
+      narrow.getDimSize(0) != wide.getDimSize(0))
+    return op->emitOpError() << "keeps the rows of a 2-D block: " << narrow << " and " << wide;
+  if (narrow.getDimSize(1) >= wide.getDimSize(1))
+    return op->emitOpError() << "the narrow block has fewer columns than the wide one: "
+                             << narrow.getDimSize(1) << " against " << wide.getDimSize(1);
+  return success();
+}
+
+LogicalResult LeadingColumnsOp::verify() {
+  return verifyColumnPrefix(*this, cast<RankedTensorType>(getResult().getType()),
+                            cast<RankedTensorType>(getInput().getType()));
+}
+
+LogicalResult PadColumnsOp::verify() {
+  return verifyColumnPrefix(*this, cast<RankedTensorType>(getInput().getType()),
+                            cast<RankedTensorType>(getResult().getType()));
+}
+
 LogicalResult SplitRowSumsOp::verify() {
   auto input = cast<RankedTensorType>(getInput().getType());
   auto product = cast<RankedTensorType>(getProduct().getType());

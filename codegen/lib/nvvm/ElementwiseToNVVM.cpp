@@ -185,6 +185,58 @@ struct PackOperandAInPlace : OpConversionPattern<tgpu::PackOperandAOp> {
   }
 };
 
+/// For each value of a thread's share of `narrow`, the index of the same element among its
+/// values of `wide`, a block of more columns in the same layout: the layouts place an element
+/// by its row and column alone, so a thread holds the same elements of the first columns in
+/// both, and thread 0's placement gives every thread's.
+static SmallVector<int64_t> valuesInWiderBlock(const tgpu::RegisterLayout &narrow,
+                                               const tgpu::RegisterLayout &wide) {
+  SmallVector<int64_t> map;
+  for (int64_t v = 0; v < narrow.getValuesPerThread(); ++v) {
+    tgpu::RowCol element = narrow.elementOf(/*thread=*/0, v);
+    map.push_back(wide.holdersOf(element).front().value);
+  }
+  return map;
+}
+
+/// tgpu.leading_columns: the wide block's values at the narrow one's elements.
+struct LeadingColumnsInPlace : OpConversionPattern<tgpu::LeadingColumnsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tgpu::LeadingColumnsOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    std::optional<tgpu::RegisterLayout> narrow = registerLayoutOf(op.getType());
+    std::optional<tgpu::RegisterLayout> wide = registerLayoutOf(op.getInput().getType());
+    if (!narrow || !wide)
+      return rewriter.notifyMatchFailure(op, "blocks without register layouts");
+    SmallVector<Value> out;
+    for (int64_t w : valuesInWiderBlock(*narrow, *wide))
+      out.push_back(extractValue(rewriter, loc, adaptor.getInput(), w));
+    rewriter.replaceOp(op, fromValues(rewriter, loc, op.getType().getElementType(), out));
+    return success();
+  }
+};
+
+/// tgpu.pad_columns: the narrow block's values where its elements are, zero elsewhere.
+struct PadColumnsInPlace : OpConversionPattern<tgpu::PadColumnsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(tgpu::PadColumnsOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    std::optional<tgpu::RegisterLayout> narrow = registerLayoutOf(op.getInput().getType());
+    std::optional<tgpu::RegisterLayout> wide = registerLayoutOf(op.getType());
+    if (!narrow || !wide)
+      return rewriter.notifyMatchFailure(op, "blocks without register layouts");
+    Type elt = op.getType().getElementType();
+    Value zero = arith::ConstantOp::create(rewriter, loc, elt, rewriter.getZeroAttr(elt));
+    SmallVector<Value> out(wide->getValuesPerThread(), zero);
+    for (auto [v, w] : llvm::enumerate(valuesInWiderBlock(*narrow, *wide)))
+      out[w] = extractValue(rewriter, loc, adaptor.getInput(), v);
+    rewriter.replaceOp(op, fromValues(rewriter, loc, elt, out));
+    return success();
+  }
+};
+
 /// math ops on f32 (scalars or vectors) to the NVVM approximate intrinsics.
 struct MathToIntrinsics : RewritePattern {
   MathToIntrinsics(MLIRContext *ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
@@ -249,7 +301,7 @@ void tilefuse::nvvm::populateElementwiseToNVVMPatterns(TGPUToNVVMTypeConverter &
   patterns.add<ElementRegionPerValue<tile::BlockMaskOp>,
                ElementRegionPerValue<tile::BlockScoreModOp>,
                ElementRegionPerValue<tile::BlockScoreModGradOp>, BlockMapPerValue,
-               PackOperandAInPlace>(
+               PackOperandAInPlace, LeadingColumnsInPlace, PadColumnsInPlace>(
       converter, patterns.getContext());
 }
 

@@ -15,7 +15,8 @@
 //   WgmmaToNVVM.cpp         tgpu.wgmma, tgpu.wgmma_wait
 //   ReductionToNVVM.cpp     tile.reduce, tile.broadcast
 //   ElementwiseToNVVM.cpp   arith/math on blocks, block constants, tile.block_mask,
-//                           tile.block_score_mod, tgpu.pack_operand_a; math to intrinsics
+//                           tile.block_score_mod, tgpu.pack_operand_a, tgpu.leading_columns,
+//                           tgpu.pad_columns; math to intrinsics
 //   WarpRolesToNVVM.cpp     tgpu.warp_specialize
 //
 //===----------------------------------------------------------------------===//

@@ -179,9 +179,10 @@ struct TGPUOverlapSoftmax
           return refuse(product, "its block body holds a wgmma other than one Q·Kᵀ");
         body.scores = mma;
       }
-      // Regions of ops that compute per element (masks, score functions) are straight-line;
-      // control flow would carry the wgmma results in flight across it.
-      if (isa<RegionBranchOpInterface>(op))
+      // Regions of ops that compute per element (masks, score functions) are straight-line,
+      // and so is a branch that only computes (overlap::isComputeBranch); other control flow
+      // would carry the wgmma results in flight across it.
+      if (isa<RegionBranchOpInterface>(op) && !overlap::isComputeBranch(&op))
         return refuse(&op, "the key block's body is not straight-line code");
     }
     if (!body.scores || !body.scores->isBeforeInBlock(product))

@@ -384,7 +384,7 @@ struct TGPUOverlapTiles : public tilefuse::tgpu::impl::TGPUOverlapTilesBase<TGPU
           return refuse(&op, "a first key block's body holds a wgmma other than one Q·Kᵀ");
         scores = mma;
       }
-      if (isa<RegionBranchOpInterface>(op))
+      if (isa<RegionBranchOpInterface>(op) && !overlap::isComputeBranch(&op))
         return refuse(&op, "a first key block's body is not straight-line code");
     }
     if (!scores)

@@ -1,8 +1,8 @@
 //===- OverlapUtils.h - helpers of the overlap passes -----------*- C++ -*-===//
 //
 // What tgpu-overlap-softmax and tgpu-overlap-tiles both do: clone parts of a block in a new
-// order (with the constants they read), and stand in a value for carried state that is never
-// read before it is set.
+// order (with the constants they read), stand in a value for carried state that is never read
+// before it is set, and tell a branch of the softmax from control flow they cannot reorder.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TILEFUSE_PASSES_GPU_LIB_OVERLAPUTILS_H
@@ -13,6 +13,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "tilefuse/dialect/TileGPUOps.h"
 
 namespace tilefuse::tgpu::overlap {
 
@@ -53,6 +55,21 @@ inline mlir::Value placeholder(mlir::OpBuilder &b, mlir::Location loc, mlir::Typ
 inline bool hasPlaceholder(mlir::Type type) {
   return mlir::isa<mlir::RankedTensorType, mlir::IndexType, mlir::FloatType,
                    mlir::IntegerType>(type);
+}
+
+/// Whether `op`, a region branch in a key block's body, only computes: no memory effects, no
+/// GEMM and no wait inside (tgpu-narrow-key-tail's two forms of the softmax). Such a branch
+/// reads and yields registers that no wgmma in flight writes, so the body around it may be
+/// reordered as if it were straight-line code; any other control flow would carry a wgmma's
+/// results in flight across it.
+inline bool isComputeBranch(mlir::Operation *op) {
+  if (!mlir::isMemoryEffectFree(op))
+    return false;
+  bool gemm = op->walk([](mlir::Operation *inner) {
+                  return mlir::isa<WgmmaOp, WgmmaWaitOp>(inner) ? mlir::WalkResult::interrupt()
+                                                                : mlir::WalkResult::advance();
+                }).wasInterrupted();
+  return !gemm;
 }
 
 } // namespace tilefuse::tgpu::overlap

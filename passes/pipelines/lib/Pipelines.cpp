@@ -108,6 +108,9 @@ static void buildForwardToTGPU(OpPassManager &pm, const GpuPipelineOptions &opti
   // The softmax's row sums as 8 more columns of P·V (row_sum_mma), before any pass that
   // reorders the key loop, so that those see one product and one accumulator.
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPURowSumOnTensorCores());
+  // A partial last key block's softmax on its first columns (key_tail), while the key block's
+  // copy still sits beside its Q·Kᵀ.
+  pm.addNestedPass<func::FuncOp>(tgpu::createTGPUNarrowKeyTail());
   // The ring's stages come from the module's tile.config (stages=N).
   pm.addNestedPass<func::FuncOp>(tgpu::createTGPUPipeline());
   // Persistent programs looping over the tiles (persistent), then the producer and consumer

@@ -23,7 +23,8 @@
 // register budget: not part of a complete configuration, whose kernels get no budget beyond the
 // hardware's), then overlap_tiles=true|false (a persistent consumer's tile boundaries overlapped:
 // tgpu-overlap-tiles) and row_align=start|end. row_sum_mma=true|false (P's row sums by wgmma:
-// tgpu-row-sum-on-tensor-cores) prints after o_tma.
+// tgpu-row-sum-on-tensor-cores) prints after o_tma; key_tail=N (a key block's softmax on its first
+// N columns where the keys past them are out of range: tgpu-narrow-key-tail) prints last.
 //
 // A field may be unset ("the tuned default": defaultTileConfig for the head dimension and chip);
 // print() leaves unset fields out, so "" is the all-default configuration. parse() also takes the
@@ -176,6 +177,14 @@ struct TileConfig {
   /// measured 0-6% slower at every head dim from 4k (H100, docs/perf.md, thirty-fourth
   /// session). The overlapped d128 tiles spill with it (384 bytes).
   std::optional<bool> rowSumMma;
+  /// The narrow key tail (tgpu-narrow-key-tail; wgmma kernels): a masked key block whose keys
+  /// from column N on are all past the key bound (the last block of a length that Bc does not
+  /// divide, with at most N keys left) runs its mask and softmax on its first N columns alone
+  /// (a multiple of 16 below Bc) and hands P·V zeros for the others. The softmax bounds the key
+  /// loop, and a partial last block costs a full block's softmax and mask: 1.4 full blocks at
+  /// d128, N = 4096, Bc = 176 (docs/perf.md, thirtieth session). 0 or unset (and outside
+  /// isComplete): off.
+  std::optional<int64_t> keyTail;
 
   /// Whether P's row sums go to the tensor cores (row_sum_mma in a warp-specialized kernel).
   bool sumsRowsOnTensorCores() const;

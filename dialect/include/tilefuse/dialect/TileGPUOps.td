@@ -373,6 +373,44 @@ def TGPU_SplitRowSumsOp : TGPU_Op<"split_row_sums", [Pure]> {
   let hasVerifier = 1;
 }
 
+def TGPU_LeadingColumnsOp : TGPU_Op<"leading_columns", [Pure]> {
+  let summary = "the first columns of an accumulator block, in place";
+  let description = [{
+    The result is the input's first N columns (N the result's column count, a multiple of 8)
+    in the same accumulator layout (`#tgpu.mma_acc` or `#tgpu.wgmma_acc`, the same encoding):
+    every element stays in its thread, so the lowering only drops the other values. A key
+    block whose keys past the first N are all out of range runs its softmax on these columns
+    (tgpu-narrow-key-tail).
+
+    ```mlir
+    %s64 = tgpu.leading_columns %s : tensor<128x176xf32, #tgpu.wgmma_acc<warpgroups = 2>>
+        -> tensor<128x64xf32, #tgpu.wgmma_acc<warpgroups = 2>>
+    ```
+  }];
+  let arguments = (ins TGPU_Block:$input);
+  let results = (outs TGPU_Block:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def TGPU_PadColumnsOp : TGPU_Op<"pad_columns", [Pure]> {
+  let summary = "an accumulator block widened by zero columns on the right, in place";
+  let description = [{
+    The inverse of `tgpu.leading_columns`: the result's first columns are the input's, the
+    others zero, in the same accumulator layout. What a narrowed softmax hands to a P·V whose
+    operand keeps the key block's width (tgpu-narrow-key-tail): zero probabilities add nothing.
+
+    ```mlir
+    %p = tgpu.pad_columns %p64 : tensor<128x64xf32, #tgpu.wgmma_acc<warpgroups = 2>>
+        -> tensor<128x176xf32, #tgpu.wgmma_acc<warpgroups = 2>>
+    ```
+  }];
+  let arguments = (ins TGPU_Block:$input);
+  let results = (outs TGPU_Block:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def TGPU_FillOp : TGPU_Op<"fill"> {
   let summary = "every element of a shared buffer set to one value, by the whole CTA";
   let description = [{

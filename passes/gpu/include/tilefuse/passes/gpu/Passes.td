@@ -169,6 +169,28 @@ def TGPURowSumOnTensorCores : Pass<"tgpu-row-sum-on-tensor-cores", "mlir::func::
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
 }
 
+def TGPUNarrowKeyTail : Pass<"tgpu-narrow-key-tail", "mlir::func::FuncOp"> {
+  let summary = "Runs a partial last key block's softmax on its first N columns";
+  let description = [{
+    key_tail=N in the module's tile.config, or the `width` option. On tile-to-tgpu's output:
+    in each key loop (`tile.kv_loop`), the masked body's softmax (the scores' forward slice up
+    to P's tgpu.pack_operand_a) becomes an scf.if on `key0 + N >= bound` (the key block's copy's
+    first row and bound): where every key from column N on is past the bound, the mask and
+    softmax run on `tgpu.leading_columns` of the scores and P goes to P·V through
+    `tgpu.pad_columns` (zero columns); elsewhere they run as before. The GEMMs, copies and
+    P·V do not move. A body whose softmax this cannot narrow (an unknown op on the scores'
+    blocks, a prefetched key block) is left as it is. Runs before tgpu-pipeline and
+    tgpu-warp-specialize.
+  }];
+  let options = [
+    Option<"width", "width", "int64_t", "0",
+           "Narrow to this many columns whatever the module's tile.config says (lit tests)">,
+    Option<"explain", "explain", "bool", "false",
+           "A remark on each masked body left whole, saying why (lit tests)">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
+}
+
 def TGPUPersistent : Pass<"tgpu-persistent", "mlir::func::FuncOp"> {
   let summary = "Persistent programs: a one-dimensional grid whose programs loop over the tiles";
   let description = [{
