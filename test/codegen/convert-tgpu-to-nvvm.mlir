@@ -757,3 +757,41 @@ module attributes {tilefuse.threads = {held_wait = 128 : i64}} {
     return
   }
 }
+
+// -----
+
+// tgpu.leading_columns and tgpu.pad_columns move no data: an m64nN accumulator's thread holds
+// columns 8j + 2c, 8j + 2c + 1 of rows g and g + 8 in values 4j .. 4j + 3, so the first 32
+// columns are the first 16 of the 32 values of a 64-column block, and padding puts them back
+// with zeros in values 16 .. 31: only the first 16 values leave the wgmma, and the rest of
+// the stored block is zero.
+!qkv = memref<?x?x?x64xbf16>
+!lse = memref<?x?x?xf32>
+!wide = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+!narrow = tensor<64x32xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+!qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+!tile = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+// CHECK-LABEL: gpu.func @columns
+// CHECK:         %[[ZERO:.+]] = arith.constant dense<0.000000e+00> : vector<2xbf16>
+// CHECK:         %[[S:.+]] = llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 0;"
+// CHECK:         llvm.extractvalue %[[S]][15]
+// CHECK-NOT:     llvm.extractvalue %[[S]][16]
+// CHECK:         llvm.bitcast %[[ZERO]] : vector<2xbf16> to i32
+// CHECK:         gpu.return
+module attributes {tilefuse.threads = {columns = 128 : i64}} {
+  func.func @columns(%Q: !qkv, %K: !qkv, %V: !qkv, %O: !qkv, %LSE: !lse) {
+    %c0 = arith.constant 0 : index
+    %ring = tgpu.alloc {offset = 0 : i64} : !tgpu.ring<1 x 64x64xbf16, #tgpu.shared<canonical_128b>>
+    %m = memref.dim %Q, %c0 : !qkv
+    scf.forall (%b, %h, %r) in (%m, %m, %m) {
+      %q = tile.block_load %Q[%b, %h, %r] bound %m : !qkv -> !qa
+      %buf = tgpu.stage %ring[%c0] : !tgpu.ring<1 x 64x64xbf16, #tgpu.shared<canonical_128b>>
+      %s, %qf = tgpu.wgmma %q, %buf transpose_rhs : !qa, !tile -> !wide, !qa
+      %s1, %q1 = tgpu.wgmma_wait %s, %qf pending 0 : !wide, !qa
+      %n = tgpu.leading_columns %s1 : !wide -> !narrow
+      %p = tgpu.pad_columns %n : !narrow -> !wide
+      tile.block_store %p, %O[%b, %h, %r] bound %m : !wide, !qkv
+    } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+    return
+  }
+}

@@ -898,3 +898,27 @@ func.func @fill_f32() {
   tgpu.fill %b, 1.0 : !tgpu.buffer<8x64xf32, #tgpu.shared<canonical_128b>>
   return
 }
+
+// -----
+
+func.func @leading_columns_wider(%s: tensor<128x64xf32, #tgpu.wgmma_acc<warpgroups = 2>>) {
+  // expected-error @+1 {{the narrow block has fewer columns than the wide one: 64 against 64}}
+  %n = tgpu.leading_columns %s : tensor<128x64xf32, #tgpu.wgmma_acc<warpgroups = 2>> -> tensor<128x64xf32, #tgpu.wgmma_acc<warpgroups = 2>>
+  return
+}
+
+// -----
+
+func.func @leading_columns_layout(%s: tensor<128x176xf32, #tgpu.wgmma_acc<warpgroups = 2>>) {
+  // expected-error @+1 {{keeps the encoding and element type}}
+  %n = tgpu.leading_columns %s : tensor<128x176xf32, #tgpu.wgmma_acc<warpgroups = 2>> -> tensor<128x64xf32, #tgpu.mma_acc<warps = 8, rows_per_warp = 16>>
+  return
+}
+
+// -----
+
+func.func @pad_columns_not_accumulator(%p: tensor<64x32xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>) {
+  // expected-error @+1 {{takes an accumulator (#tgpu.mma_acc or #tgpu.wgmma_acc)}}
+  %w = tgpu.pad_columns %p : tensor<64x32xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>> -> tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+  return
+}

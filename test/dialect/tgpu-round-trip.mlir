@@ -239,6 +239,21 @@ func.func @pack_wgmma(%p: tensor<128x64xf32, #tgpu.wgmma_acc<warpgroups = 2>>)
 
 // -----
 
+// A block's first columns and the inverse, zero columns on the right (tgpu-narrow-key-tail).
+// CHECK-LABEL: func.func @columns
+// CHECK:         %[[N:.+]] = tgpu.leading_columns %{{.+}} : tensor<128x176xf32, #tgpu.wgmma_acc<warpgroups = 2>> -> tensor<128x64xf32, #tgpu.wgmma_acc<warpgroups = 2>>
+// CHECK:         tgpu.pad_columns %[[N]] : tensor<128x64xf32, #tgpu.wgmma_acc<warpgroups = 2>> -> tensor<128x176xf32, #tgpu.wgmma_acc<warpgroups = 2>>
+func.func @columns(%s: tensor<128x176xf32, #tgpu.wgmma_acc<warpgroups = 2>>)
+    -> tensor<128x176xf32, #tgpu.wgmma_acc<warpgroups = 2>> {
+  %n = tgpu.leading_columns %s : tensor<128x176xf32, #tgpu.wgmma_acc<warpgroups = 2>>
+      -> tensor<128x64xf32, #tgpu.wgmma_acc<warpgroups = 2>>
+  %p = tgpu.pad_columns %n : tensor<128x64xf32, #tgpu.wgmma_acc<warpgroups = 2>>
+      -> tensor<128x176xf32, #tgpu.wgmma_acc<warpgroups = 2>>
+  return %p : tensor<128x176xf32, #tgpu.wgmma_acc<warpgroups = 2>>
+}
+
+// -----
+
 // The warp-specialized kernel's pieces: an mbarrier group allocated like a buffer (8 bytes a
 // barrier) and the tensor map of a kernel argument.
 // CHECK-LABEL: func.func @tensor_map_and_barriers

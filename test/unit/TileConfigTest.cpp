@@ -842,6 +842,33 @@ TEST(TileConfig, RowSumMmaSwitch) {
   EXPECT_FALSE(parsed("row_sum_mma=true").sumsRowsOnTensorCores());
 }
 
+/// key_tail=N: a partial last key block's softmax on its first N columns. It round-trips, keys
+/// the kernel apart, prints last, and needs a multiple of 16 below Bc on wgmma kernels.
+TEST(TileConfig, KeyTailSwitch) {
+  auto plain = resolveTileConfig(parsed("key_tail=0"), 128, "sm_90a");
+  ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
+  auto tail = resolveTileConfig(parsed("key_tail=64"), 128, "sm_90a");
+  ASSERT_TRUE(bool(tail)) << llvm::toString(tail.takeError());
+  EXPECT_EQ(tail->keyTail, 64);
+  EXPECT_EQ(parsed(tail->print()), *tail);
+  EXPECT_NE(hash_value(*tail), hash_value(*plain));
+  EXPECT_NE(*tail, *plain);
+  EXPECT_EQ(parsed("key-tail=32").keyTail, 32);
+  EXPECT_EQ(parsed("key_tail=48,ctas_per_sm=2,row_align=end").print(),
+            "ctas_per_sm=2,row_align=end,key_tail=48");
+  auto refusal = [](llvm::StringRef text, int64_t headDim, llvm::StringRef chip) {
+    auto config = resolveTileConfig(parsed(text), headDim, chip);
+    return config ? std::string() : llvm::toString(config.takeError());
+  };
+  EXPECT_NE(refusal("key_tail=40", 128, "sm_90a").find("key_tail must be 0 or a positive "
+                                                      "multiple of 16, got 40"),
+            std::string::npos);
+  EXPECT_NE(refusal("Bc=64,key_tail=64", 128, "sm_90a").find("key_tail (64) must be below Bc (64)"),
+            std::string::npos);
+  EXPECT_NE(refusal("key_tail=32", 64, "sm_80").find("key_tail needs mma=wgmma"),
+            std::string::npos);
+}
+
 /// row_order=grouped: descending within L2-sized groups of (batch, head) pairs. It round-trips,
 /// keys the kernel apart from descending, is replaced by another row_order, refuses persistent
 /// tiles (and takes the persistent default away), and names its values when misspelt.

@@ -161,7 +161,8 @@ static cl::opt<std::string> cConfig(
              "stages, pack_gqa, warp_specialize=true|false, softmax_overlap=true|false, "
              "pingpong=true|false, persistent=true|false, "
              "row_order=ascending|descending|grouped|paired, q_tma=true|false, o_tma=true|false, "
-             "prefetch_values=true|false, ctas_per_sm, overlap_tiles=true|false; e.g. --config Br=128,Bc=64 or --config "
+             "prefetch_values=true|false, ctas_per_sm, overlap_tiles=true|false, "
+             "row_align=start|end, row_sum_mma=true|false, key_tail=N; e.g. --config Br=128,Bc=64 or --config "
              "warp_specialize=false)"),
     cl::init(""), cl::sub(compileCmd), cl::cat(compileCategory));
 static cl::opt<std::string> cEmit("emit",
