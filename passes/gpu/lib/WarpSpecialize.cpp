@@ -95,6 +95,12 @@ constexpr int64_t kProducerRegisters = TileConfig::kProducerRegisters;
 constexpr int64_t kMaxConsumerRegisters = 240;
 /// The least a persistent producer keeps (its tile loop's state; see buildPartitions).
 constexpr int64_t kPersistentProducerRegisters = 32;
+/// The least a producer keeps whose tile loop runs inside a loop over a packed batch's
+/// sequences (tgpu-persistent's varlen tile list): the sequence loop's start, length and tile
+/// count beside the tile loop's state; at 40 it spilled 32 bytes (ptxas, d128; SASS: stores
+/// and loads after the producer's setmaxnreg), at 56 (what two consumer warpgroups at 224
+/// leave) none, nor do the consumers at 224.
+constexpr int64_t kNestedTileLoopProducerRegisters = 48;
 /// The most a producer keeps: one thread issuing TMA needs no more.
 constexpr int64_t kMaxProducerRegisters = 56;
 constexpr int64_t kWarpgroupThreads = 128;
@@ -716,9 +722,20 @@ struct TGPUWarpSpecialize
     // tile's coordinates) through its key loop: at 24 registers it spilled 4-24 bytes there
     // (ptxas, every persistent kernel), at 32 or more none (ptxas: 32 beside three consumer
     // warpgroups at 160, 40 beside two at 232).
-    bool tileLoop = false;
-    grid.walk([&](scf::ForOp loop) { tileLoop |= loop->hasAttr(kTileLoopAttr); });
-    int64_t producerLeast = tileLoop ? kPersistentProducerRegisters : kProducerRegisters;
+    bool tileLoop = false, nestedTileLoop = false;
+    grid.walk([&](scf::ForOp loop) {
+      if (!loop->hasAttr(kTileLoopAttr))
+        return;
+      tileLoop = true;
+      nestedTileLoop |= bool(loop->getParentOfType<scf::ForOp>());
+    });
+    // Beside three consumer warpgroups (d64) the nested loop's producer keeps the persistent
+    // least: its 8 more registers would cost each consumer thread 8 (160 -> 152: 128-244 bytes
+    // of spills in the consumers' key loop, ptxas).
+    bool roomForNestedLoop = consumerThreads <= 2 * kWarpgroupThreads;
+    int64_t producerLeast = nestedTileLoop && roomForNestedLoop ? kNestedTileLoopProducerRegisters
+                            : tileLoop                          ? kPersistentProducerRegisters
+                                                                : kProducerRegisters;
     int64_t consumerRegisters =
         std::min<int64_t>(kMaxConsumerRegisters,
                           (pool - kWarpgroupThreads * producerLeast) / consumerThreads / 8 * 8);

@@ -762,6 +762,56 @@ func.func @two_consumers_persistent(%q: !view, %k: !view, %v: !view, %o: !view, 
 
 !view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
 !lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+!acc = tensor<128x64xf32, #tgpu.wgmma_acc<warpgroups = 2>>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+!qbuf = !tgpu.buffer<128x64xbf16, #tgpu.shared<canonical_128b>>
+
+// A tile loop inside a loop over a packed batch's sequences (tgpu-persistent's varlen tile
+// list): the producer carries the sequence loop's state too and keeps at least 48 registers;
+// the consumers take 224 and the producer the 56 they leave.
+// CHECK-LABEL: func.func @tile_loop_in_sequence_loop
+// CHECK:         tgpu.warp_specialize partition warps 8 registers 224 {
+// CHECK:         } partition warps 4 registers 56 {
+func.func @tile_loop_in_sequence_loop(%q: !view, %k: !view, %v: !view, %o: !view, %lse: !lse) {
+  %qbuf = tgpu.alloc : !qbuf
+  %kbuf = tgpu.alloc : !buf
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %M = memref.dim %q, %c2 : !view
+  %N = memref.dim %k, %c2 : !view
+  %tiles = memref.dim %q, %c0 : !view
+  %sequences = memref.dim %q, %c1 : !view
+  %blocks = arith.ceildivui %N, %c64 : index
+  %zero = arith.constant dense<0.0> : !acc
+  %programs = gpu.grid_dim x
+  scf.forall (%p) in (%programs) {
+    scf.for %s = %c0 to %sequences step %c1 {
+      scf.for %t = %p to %tiles step %programs {
+        %tq = tgpu.async_copy %q[%t, %s, %c0] bound %M into %qbuf : !view, !qbuf
+        %gq = nvgpu.device_async_create_group %tq
+        nvgpu.device_async_wait %gq
+        %out = scf.for %j = %c0 to %blocks step %c1 iter_args(%acc = %zero) -> (!acc) {
+          %row = arith.muli %j, %c64 : index
+          %tk = tgpu.async_copy %k[%t, %s, %row] bound %N into %kbuf : !view, !buf
+          %gk = nvgpu.device_async_create_group %tk
+          nvgpu.device_async_wait %gk
+          %sc = tgpu.wgmma %qbuf, %kbuf acc %acc transpose_rhs : !qbuf, !buf, !acc -> !acc
+          %sw = tgpu.wgmma_wait %sc pending 0 : !acc
+          scf.yield %sw : !acc
+        }
+        tile.block_store %out, %o[%t, %s, %c0] bound %M : !acc, !view
+      } {tgpu.tile_loop}
+    }
+  } {mapping = [#tile.grid<program>]}
+  return
+}
+
+// -----
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
 !acc = tensor<192x64xf32, #tgpu.wgmma_acc<warpgroups = 3>>
 !buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
 !qbuf = !tgpu.buffer<192x64xbf16, #tgpu.shared<canonical_128b>>
