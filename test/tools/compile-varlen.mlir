@@ -55,7 +55,13 @@
 // RUN: not tilefuse compile --kernel causal --head-dim 128 --varlen \
 // RUN:   --config mma=wgmma,warp_specialize=true,q=shared,persistent=true,row_order=paired \
 // RUN:   --emit ptx -o %t/wsqpaired.ptx 2>&1 | FileCheck %s --check-prefix=WSQPAIRED
-// WSQPAIRED: error: persistent: a varlen kernel's tile list runs each sequence's row blocks in ascending order
+// WSQPAIRED: error: persistent: a varlen kernel's tile list runs each sequence's row blocks in ascending or descending order (row_order=ascending or descending), not paired
+// Descending, each sequence's row blocks run last first.
+// RUN: tilefuse compile --kernel causal --head-dim 128 --varlen \
+// RUN:   --config mma=wgmma,warp_specialize=true,q=shared,persistent=true,row_order=descending \
+// RUN:   --emit ptx -o %t/wsqdesc.ptx
+// RUN: FileCheck %s --check-prefix=WSQDESC --input-file %t/wsqdesc.json
+// WSQDESC: persistent=true,row_order=descending"
 
 // RUN: tilefuse compile --kernel attention --head-dim 128 --varlen \
 // RUN:   --config ctas_per_sm=3,warp_specialize=false --emit ptx -o %t/budget.ptx

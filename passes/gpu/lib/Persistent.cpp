@@ -58,8 +58,9 @@
 //   bench's mixes), which persistence measured 5-35% slower for. The list is each sequence's
 //   own row blocks instead, head by head (loopOverSequences): a loop over the sequences carries
 //   the count of tiles before each, and a tile loop per sequence takes the program's share.
-//   Ascending only (the row orders that reverse the body's row block count from the longest
-//   sequence's last block).
+//   Ascending or descending within each sequence (descending: tile-order-row-blocks counts the
+//   body's row block from the longest sequence's last, so the list passes the index that
+//   lands on the sequence's own); not paired.
 //
 // Run before tgpu-warp-specialize, the tile loop is a loop holding the copies like the key loop:
 // the producer clones it and the fill counters run through it, so a CTA's rings, barriers and
@@ -123,10 +124,12 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
                                                            : TileOrder::HeadMajor;
     if (kernel->hasAttr(tile::kVarlenAttr)) {
       // The tile list holds each sequence's own row blocks (not the longest one's), counted
-      // from the queries' offsets; its orders are the ascending one's.
-      if (order != TileOrder::HeadMajor) {
+      // from the queries' offsets, in ascending or descending order within each sequence. The
+      // paired order balances twos of a grid's row blocks, which a sequence's are not.
+      if (order == TileOrder::Paired) {
         kernel.emitError("persistent: a varlen kernel's tile list runs each sequence's row "
-                         "blocks in ascending order (row_order=ascending)");
+                         "blocks in ascending or descending order (row_order=ascending or "
+                         "descending), not paired");
         return signalPassFailure();
       }
       if (!config->blockM) {
@@ -139,7 +142,8 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
                          "(memref<?xi32>) after its views");
         return signalPassFailure();
       }
-      loopOverSequences(grids.front(), offsets, *config->blockM);
+      loopOverSequences(grids.front(), offsets, *config->blockM,
+                        /*lastFirst=*/order == TileOrder::Serpentine);
       return;
     }
     loopOverTiles(grids.front(), order);
@@ -175,7 +179,12 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
   ///
   /// Every program walks the B sequences (two loads of the offsets each); the producer of
   /// tgpu-warp-specialize carries %before as the consumers do.
-  void loopOverSequences(scf::ForallOp grid, Value offsets, int64_t blockM) {
+  ///
+  /// `lastFirst` (row_order=descending): tile-order-row-blocks has made the body run row block
+  /// R - 1 - x for the grid's x (R: the longest sequence's row blocks), so local tile u passes
+  /// x = R - n + (u mod n) (n = ceil(len_b / Br)) and the sequence's row blocks run from n - 1
+  /// down to 0: no sequence's longest tiles come last.
+  void loopOverSequences(scf::ForallOp grid, Value offsets, int64_t blockM, bool lastFirst) {
     MLIRContext *ctx = grid.getContext();
     Location loc = grid.getLoc();
     OpBuilder b(grid);
@@ -216,6 +225,11 @@ struct TGPUPersistent : public tilefuse::tgpu::impl::TGPUPersistentBase<TGPUPers
     Value u = tileLoop.getInductionVar();
     Value head = arith::DivUIOp::create(b, loc, u, rowBlocks);
     Value row = arith::RemUIOp::create(b, loc, u, rowBlocks);
+    if (lastFirst) {
+      Value gridRowBlocks = bounds[2];
+      row = arith::AddIOp::create(
+          b, loc, arith::SubIOp::create(b, loc, gridRowBlocks, rowBlocks), row);
+    }
 
     moveBodyIntoTileLoop(grid, tileLoop, {sequence, head, row});
   }

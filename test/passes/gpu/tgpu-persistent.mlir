@@ -264,6 +264,55 @@ func.func @varlen(%q: !view, %o: !view, %cu: memref<?xi32>) attributes {tile.var
 // -----
 
 !view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+
+// row_order=descending on a varlen grid: tile-order-row-blocks has made the body run row block
+// R - 1 - x (R: the longest sequence's row blocks), so the list passes x = R - n + (u mod n)
+// (n: the sequence's own row blocks) and each sequence's row blocks run from n - 1 down to 0.
+// CHECK-LABEL: func.func @varlen_descending
+// CHECK-DAG:     %[[R:.+]] = arith.ceildivui %{{.+}}, %c64
+// CHECK:           scf.for
+// CHECK:             %[[RB:.+]] = arith.ceildivui %{{.+}}, %{{.+}}
+// CHECK:             scf.for %[[U:.+]] = %{{.+}} to %{{.+}} step %{{.+}} {
+// CHECK-NEXT:          arith.divui %[[U]], %[[RB]]
+// CHECK-NEXT:          %[[LOCAL:.+]] = arith.remui %[[U]], %[[RB]]
+// CHECK-NEXT:          %[[SKIP:.+]] = arith.subi %[[R]], %[[RB]]
+// CHECK-NEXT:          %[[X:.+]] = arith.addi %[[SKIP]], %[[LOCAL]]
+// CHECK:               %[[LAST:.+]] = arith.subi %[[R]], %c1
+// CHECK:               %[[ROW:.+]] = arith.subi %[[LAST]], %[[X]]
+// CHECK:               arith.muli %[[ROW]], %c64
+// CHECK:             } {tgpu.tile_loop}
+module attributes {tile.config = #tile.config<"Br=64,row_order=descending">} {
+func.func @varlen_descending(%q: !view, %o: !view, %cu: memref<?xi32>) attributes {tile.varlen} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %n = memref.dim %cu, %c0 : memref<?xi32>
+  %S = arith.subi %n, %c1 : index
+  %H = memref.dim %q, %c1 : !view
+  %M = memref.dim %q, %c2 : !view
+  %R = arith.ceildivui %M, %c64 : index
+  scf.forall (%s, %h, %x) in (%S, %H, %R) {
+    %last = arith.subi %R, %c1 : index
+    %r = arith.subi %last, %x : index
+    %row = arith.muli %r, %c64 : index
+    %start = memref.load %cu[%s] : memref<?xi32>
+    %s1 = arith.addi %s, %c1 : index
+    %end = memref.load %cu[%s1] : memref<?xi32>
+    %len32 = arith.subi %end, %start : i32
+    %len = arith.index_castui %len32 : i32 to index
+    %first = arith.index_castui %start : i32 to index
+    %zero = arith.constant dense<0.0> : !acc
+    tile.block_store %zero, %o[%first, %h, %row] bound %len : !acc, !view
+  } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+  return
+}
+}
+
+// -----
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
 
 // A split-KV grid (batch, head, row block, split) is not made persistent.
 // expected-error @below {{persistent: paged and split-KV kernels are not persistent yet (use persistent=false)}}
