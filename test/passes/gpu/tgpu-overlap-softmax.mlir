@@ -215,3 +215,58 @@ func.func @branchy(%q: !view, %n: index, %flag: i1) {
   } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
   return
 }
+
+// -----
+
+
+!view = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!acc = tensor<64x64xf32, #tgpu.wgmma_acc<warpgroups = 1>>
+!qa = tensor<64x64xbf16, #tgpu.operand_a<warps = 4, rows_per_warp = 16>>
+!buf = !tgpu.buffer<64x64xbf16, #tgpu.shared<canonical_128b>>
+!ring = !tgpu.ring<2 x 64x64xbf16, #tgpu.shared<canonical_128b>>
+
+// A branch that only computes (no GEMM, no wait, no memory effect: tgpu-narrow-key-tail's two
+// forms of the softmax) is straight-line code to the rotation: it goes with the softmax, beside
+// the pending P·V.
+// CHECK-LABEL: func.func @compute_branch
+// CHECK:         scf.for
+// CHECK:           tgpu.wgmma %{{.+}}, %{{.+}} transpose_rhs
+// CHECK-NEXT:      tgpu.wgmma %{{.+}}, %{{.+}} acc
+// CHECK-NEXT:      tgpu.wgmma_wait %{{.+}}, %{{.+}} pending 1
+// CHECK:           scf.if %{{.+}} -> (tensor<64x64xf32
+// CHECK:             math.exp2
+// CHECK:           } else {
+// CHECK:           tgpu.wgmma_wait %{{.+}}, %{{.+}} pending 0
+func.func @compute_branch(%q: !view, %n: index, %flag: i1) {
+  %kbuf = tgpu.alloc : !buf
+  %vring = tgpu.alloc : !ring
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %zero = arith.constant dense<0.0> : !acc
+  scf.forall (%b, %h, %r) in (%c1, %c1, %c1) {
+    tgpu.warp_specialize partition warps 4 registers 240 {
+      %qb = tile.block_load %q[%b, %h, %c0] bound %n : !view -> !qa
+      %res:2 = scf.for %j = %c0 to %n step %c1 iter_args(%acc = %zero, %vn = %c0) -> (!acc, index) {
+        %s:2 = tgpu.wgmma %qb, %kbuf transpose_rhs : !qa, !buf -> !acc, !qa
+        %sw:2 = tgpu.wgmma_wait %s#0, %s#1 pending 0 : !acc, !qa
+        %t = scf.if %flag -> (!acc) {
+          %e = math.exp2 %sw#0 : !acc
+          scf.yield %e : !acc
+        } else {
+          scf.yield %zero : !acc
+        }
+        %pa = tgpu.pack_operand_a %t : !acc -> !qa
+        %vs = arith.remui %vn, %c2 : index
+        %vstage = tgpu.stage %vring[%vs] : !ring
+        %pv:2 = tgpu.wgmma %pa, %vstage acc %acc : !qa, !buf, !acc -> !acc, !qa
+        %pvw:2 = tgpu.wgmma_wait %pv#0, %pv#1 pending 0 : !acc, !qa
+        %vn1 = arith.addi %vn, %c1 : index
+        scf.yield %pvw#0, %vn1 : !acc, index
+      }
+      tile.block_store %res#0, %q[%b, %h, %c0] bound %n : !acc, !view
+    } partition warps 4 registers 24 {
+    }
+  } {mapping = [#tile.grid<batch>, #tile.grid<head>, #tile.grid<row_block>]}
+  return
+}
