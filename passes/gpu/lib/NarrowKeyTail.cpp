@@ -125,10 +125,8 @@ FailureOr<Softmax> findSoftmax(WgmmaWaitOp scoresWait, WgmmaOp scoresProduct,
   // The softmax: the key-indexed blocks, the row broadcasts they combine with, and the row
   // vectors. A 2-D block of the slice that no key-indexed op reads (alpha broadcast to O's
   // shape, O's rescale) stays outside, after the branch.
-  auto readByKeyIndexed = [&](Value v) {
-    return llvm::any_of(v.getUsers(), [&](Operation *user) {
-      return user->getNumResults() == 1 && softmax.keyIndexed.contains(user->getResult(0));
-    });
+  auto computesKeyIndexed = [&](Operation *user) {
+    return user->getNumResults() == 1 && softmax.keyIndexed.contains(user->getResult(0));
   };
   for (Operation *op : slice) {
     if (op->getNumResults() != 1) {
@@ -139,12 +137,13 @@ FailureOr<Softmax> findSoftmax(WgmmaWaitOp scoresWait, WgmmaOp scoresProduct,
     bool keyIndexed = softmax.keyIndexed.contains(result);
     bool rowVector = isa<RankedTensorType>(result.getType()) &&
                      cast<RankedTensorType>(result.getType()).getRank() == 1;
-    bool rowBroadcast = isa<tile::BroadcastOp>(op) && readByKeyIndexed(result);
+    // A row broadcast belongs to the softmax when key-indexed ops read it, and then only
+    // they may (it is narrowed with them, so it never leaves the softmax).
+    bool rowBroadcast =
+        isa<tile::BroadcastOp>(op) && llvm::any_of(result.getUsers(), computesKeyIndexed);
     if (!keyIndexed && !rowVector && !rowBroadcast)
       continue;
-    if (rowBroadcast && !llvm::all_of(result.getUsers(), [&](Operation *user) {
-          return user->getNumResults() == 1 && softmax.keyIndexed.contains(user->getResult(0));
-        })) {
+    if (rowBroadcast && !llvm::all_of(result.getUsers(), computesKeyIndexed)) {
       why = "a row broadcast is read by both the scores' blocks and others";
       return failure();
     }
@@ -223,10 +222,6 @@ FailureOr<Softmax> findSoftmax(WgmmaWaitOp scoresWait, WgmmaOp scoresProduct,
           return inSoftmax.contains(user) || isa<PackOperandAOp>(user);
         })) {
       why = "a key-indexed block leaves the softmax for something other than P's packing";
-      return failure();
-    }
-    if (isa<tile::BroadcastOp>(op)) {
-      why = "a row broadcast of the softmax is read after it";
       return failure();
     }
     softmax.escaping.push_back(result);
