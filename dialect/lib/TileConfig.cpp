@@ -623,6 +623,26 @@ static bool pingpongByDefault(const TileConfig &c, int64_t headDim, KeyLayout ke
   return headDim == 128 && !shortSequences && c.blockN == 176;
 }
 
+/// The narrow key tail's columns by default (key_tail; tgpu-narrow-key-tail), or 0: the
+/// warp-specialized full-mask tiles without score regions, of keys in tensors, where it was
+/// measured (docs/perf.md, thirty-seventh session): Q in shared memory at d128-d256 (Bc = 176,
+/// 112, 80) with 64 columns, and d96's Q in registers (Bc = 160) with 96. Not the overlapped
+/// short-sequence forms (d96 and d128 at Bc = 128), nor packed batches, which were not measured
+/// with it.
+static int64_t keyTailByDefault(const TileConfig &c, int64_t headDim, KeyLayout keys,
+                                bool rowBlocksUnequal, int64_t regionRegisters) {
+  if (keys != KeyLayout::Tensors || rowBlocksUnequal || regionRegisters != 0 ||
+      c.overlapTiles == true || c.mma != MmaKind::Wgmma || c.warpSpecialize != true ||
+      !c.blockN)
+    return 0;
+  int64_t columns = 0;
+  if (headDim == 96 && c.qOperand == QOperand::Registers)
+    columns = 96;
+  else if (headDim >= 128 && c.qOperand == QOperand::Shared)
+    columns = 64;
+  return columns < *c.blockN ? columns : 0;
+}
+
 /// Row blocks aligned to the rows' end (row_align=end) by default under a causal-like mask
 /// where Br is not a power of two (192: three consumer warpgroups at d64): at lengths that are
 /// powers of two its last row block is the partial one and, aligned to the start, the one with
@@ -729,6 +749,8 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
       }
       if (alignRowsByDefault(c, keys, rowBlocksUnequal))
         c.alignRowsToEnd = true;
+      if (int64_t columns = keyTailByDefault(c, headDim, keys, rowBlocksUnequal, regionRegisters))
+        c.keyTail = columns;
     } else if (regionRegisters > 0 && keys != KeyLayout::Gathered) {
       // Gathered (paged) keys keep their key block: its page-size constraints are their own.
       c.blockN = oneWarpgroupKeyBlock(headDim, *c.blockN, regionRegisters);
@@ -888,6 +910,11 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
     tiles.alignRowsToEnd =
         alignRowsByDefault(tiles, keys, rowBlocksUnequal) ? std::optional<bool>(true)
                                                           : std::nullopt;
+  // The narrow key tail where the kernel built is a measured shape for it, unless asked.
+  if (!requested.keyTail) {
+    int64_t columns = keyTailByDefault(tiles, headDim, keys, rowBlocksUnequal, regionRegisters);
+    tiles.keyTail = columns ? std::optional<int64_t>(columns) : std::nullopt;
+  }
   if (!requested.rowsPerWarp && *tiles.blockM % *tiles.rowsPerWarp)
     tiles.rowsPerWarp = 16; // an explicit Br the default rows-per-warp does not divide
   // The chip is left to convert-tgpu-to-nvvm, whose message names it.

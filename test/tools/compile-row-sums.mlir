@@ -24,7 +24,7 @@
 // CHECK:       wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, {{.+}}, p, 1, 1, 0;
 // CHECK:       max.f32
 // CHECK:       max.f32
-// CONFIG: "tile_config": "{{.*}}warp_specialize=true{{.*}},row_sum_mma=true"
+// CONFIG: "tile_config": "{{.*}}warp_specialize=true{{.*}},row_sum_mma=true{{(,key_tail=64)?}}"
 // D256-NOT: m64n8k16
 // D256-NOT: FILL_
 // REFUSED: row_sum_mma=true needs warp_specialize=true
