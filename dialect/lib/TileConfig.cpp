@@ -407,6 +407,19 @@ static bool d96ShortTile(int64_t headDim, KeyLayout keys, int64_t regionRegister
          regionRegisters == 0;
 }
 
+/// A packed batch's persistent tile list by default (tgpu-persistent's loop over the
+/// sequences, each sequence's row blocks dealt in turn, no empty ones): at d128 under a full
+/// mask (Q in shared memory by TMA, Bc = 176, two consumer warpgroups) it measured +9.1% / +6.4%
+/// / +0.3% over one tile a CTA at max lengths 1024 / 4096 / 16384 (H100, docs/perf.md,
+/// thirty-eighth session). Not under causal-like masks, where its static deal of tiles of
+/// unequal work lost 8-20% from max 4096 (ascending or each sequence's longest first), nor at
+/// d64, whose producer beside three consumer warpgroups spills the sequence loop's state (32
+/// bytes, ptxas), nor with score or mask regions that take registers (not measured).
+static bool packedTileListByDefault(int64_t headDim, bool rowBlocksUnequal,
+                                    int64_t regionRegisters) {
+  return headDim == 128 && !rowBlocksUnequal && regionRegisters == 0;
+}
+
 /// Where the warp-specialized default keeps Q: in shared memory from head dim 192 for padded
 /// batches (the consumers copy it, wgmma reads it by descriptor), which frees D / 4 registers
 /// a consumer thread for a wider key block: on the H200 d192 at Bc = 112 is +4-9% over Q in
@@ -431,10 +444,13 @@ static bool d96ShortTile(int64_t headDim, KeyLayout keys, int64_t regionRegister
 /// 1-9% from 4k; H100, docs/perf.md, thirty-sixth session).
 static QOperand warpSpecializedQuery(int64_t headDim, KeyLayout keys, bool rowBlocksUnequal,
                                      int64_t regionRegisters, bool shortSequences = false) {
-  // Packed batches: the d64 tile as padded (Q by TMA through the packed q_map); at d128 Q in
-  // shared memory measured within ±3% of Q in registers (H100, twenty-ninth session) and stays
-  // in registers, as it does from d192, where packed batches were not measured with it.
-  if (keys == KeyLayout::PackedRows && headDim <= 64)
+  // Packed batches: the d64 tile as padded (Q by TMA through the packed q_map). At d128 Q in
+  // shared memory one tile a CTA measured within ±3% of Q in registers (H100, twenty-ninth
+  // session); under a full mask it is the persistent tile list's (persistentByDefault), which
+  // needs Q by TMA. Registers elsewhere, as from d192, where packed batches were not measured
+  // with Q in shared memory.
+  if (keys == KeyLayout::PackedRows &&
+      (headDim <= 64 || packedTileListByDefault(headDim, rowBlocksUnequal, regionRegisters)))
     return QOperand::Shared;
   if (keys != KeyLayout::Tensors)
     return QOperand::Registers;
@@ -591,12 +607,16 @@ static void warpSpecializedTiles(TileConfig &c, int64_t headDim, QOperand q,
 /// eighteenth session). Dealt paired (persistentRowOrder) the causal tiles are persistent from
 /// d128: against the one-tile grid, d192 and d256 +2.6-3.5% at 1k and +4.6-8.4% at 4k, -3% at
 /// 16k (H100, docs/perf.md, 2026-12-06), which brings every causal row from 4k over cuDNN there.
-static bool persistentByDefault(const TileConfig &c, KeyLayout keys, int64_t regionRegisters) {
-  // Packed batches load Q with TMA too, but their tile loop deals every row block of the
-  // longest sequence's grid, the empty ones included: 5-35% slower than one tile a CTA (H100,
-  // docs/perf.md, twenty-ninth session). Under a causal-like mask d64's three-warpgroup tile is
-  // persistent and paired too (the tuner's form measured so, +5-8% from 4k; twenty-ninth and
-  // thirtieth sessions); d96 holds Q in registers.
+///
+/// Packed batches (varlen) at d128 under a full mask take the persistent tile list
+/// (packedTileListByDefault).
+static bool persistentByDefault(const TileConfig &c, KeyLayout keys, int64_t regionRegisters,
+                                bool rowBlocksUnequal, int64_t headDim) {
+  // Under a causal-like mask d64's three-warpgroup tile is persistent and paired too (the
+  // tuner's form measured so, +5-8% from 4k; twenty-ninth and thirtieth sessions); d96 holds Q
+  // in registers.
+  if (keys == KeyLayout::PackedRows)
+    return c.loadsQWithTma() && packedTileListByDefault(headDim, rowBlocksUnequal, regionRegisters);
   return regionRegisters == 0 && keys == KeyLayout::Tensors && c.loadsQWithTma();
 }
 
@@ -624,11 +644,13 @@ static bool pingpongByDefault(const TileConfig &c, int64_t headDim, KeyLayout ke
 }
 
 /// The narrow key tail's columns by default (key_tail; tgpu-narrow-key-tail), or 0: the
-/// warp-specialized full-mask tiles without score regions, of keys in tensors, where it was
-/// measured (docs/perf.md, thirty-seventh session): Q in shared memory at d128-d256 (Bc = 176,
-/// 112, 80) with 64 columns, and d96's Q in registers (Bc = 160) with 96. Not the overlapped
-/// short-sequence forms (d96 and d128 at Bc = 128), nor packed batches, which were not measured
-/// with it.
+/// warp-specialized full-mask tiles without score regions, of keys in tensors, where it measured
+/// ahead (H100, docs/perf.md, thirty-eighth session, against the same kernels without it): Q in
+/// shared memory at d128 (Bc = 176: +0.9% / +0.8% at 4k / 16k) and d192 (Bc = 112: +1.2 / +0.8 /
+/// +0.4% at 1k / 4k / 16k) with 64 columns, d96's Q in registers (Bc = 160: +0.7% / +0.4%) with
+/// 96. Not d256 (Bc = 80: within ±0.1%, so not worth a second softmax body), nor the overlapped
+/// short-sequence forms (d96 and d128 at Bc = 128), nor packed batches (varlen: -2% to -7% at
+/// d128, the same run).
 static int64_t keyTailByDefault(const TileConfig &c, int64_t headDim, KeyLayout keys,
                                 bool rowBlocksUnequal, int64_t regionRegisters) {
   if (keys != KeyLayout::Tensors || rowBlocksUnequal || regionRegisters != 0 ||
@@ -638,7 +660,7 @@ static int64_t keyTailByDefault(const TileConfig &c, int64_t headDim, KeyLayout 
   int64_t columns = 0;
   if (headDim == 96 && c.qOperand == QOperand::Registers)
     columns = 96;
-  else if (headDim >= 128 && c.qOperand == QOperand::Shared)
+  else if ((headDim == 128 || headDim == 192) && c.qOperand == QOperand::Shared)
     columns = 64;
   return columns < *c.blockN ? columns : 0;
 }
@@ -737,7 +759,7 @@ TileConfig tilefuse::defaultTileConfig(int64_t headDim, llvm::StringRef chip, Ke
       // d96 for short sequences: the key block whose overlapped boundaries were measured.
       if (d96ShortTile(headDim, keys, regionRegisters, shortSequences))
         c.blockN = 128;
-      if (persistentByDefault(c, keys, regionRegisters)) {
+      if (persistentByDefault(c, keys, regionRegisters, rowBlocksUnequal, headDim)) {
         c.persistent = true;
         c.rowOrder = persistentRowOrder(c.rowOrder);
         if (overlapTilesByDefault(c, headDim, keys, rowBlocksUnequal, regionRegisters,
@@ -881,7 +903,7 @@ llvm::Expected<TileConfig> tilefuse::resolveTileConfig(const TileConfig &request
   else if (!requested.persistent)
     tiles.persistent =
         requested.rowOrder != RowOrder::Grouped &&
-                persistentByDefault(tiles, keys, regionRegisters)
+                persistentByDefault(tiles, keys, regionRegisters, rowBlocksUnequal, headDim)
             ? std::optional<bool>(true)
             : std::nullopt;
   // The default row order of what turned out persistent; one-tile grids keep descending (and

@@ -32,6 +32,10 @@
 // RUN:   -o %t/causal-d64-short.cubin 2>&1 | FileCheck %s
 // RUN: tilefuse compile --kernel causal --dtype f16 --emit cubin --Xptxas=-v \
 // RUN:   -o %t/causal-f16.cubin 2>&1 | FileCheck %s
+// The packed (varlen) d128 full-mask default: the persistent tile list, whose producer keeps
+// the loop over the sequences in registers beside two consumer warpgroups.
+// RUN: tilefuse compile --kernel attention --head-dim 128 --varlen --emit cubin --Xptxas=-v \
+// RUN:   -o %t/attention-d128-varlen.cubin 2>&1 | FileCheck %s
 // CHECK-NOT: C7511
 // CHECK: 0 bytes spill stores, 0 bytes spill loads
 // CHECK-NOT: C7511

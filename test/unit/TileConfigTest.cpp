@@ -1035,12 +1035,21 @@ TEST(TileConfig, ResolveKeepsTheDefaultsOfTheOldOptions) {
     EXPECT_TRUE(bool(config)) << llvm::toString(config.takeError());
     return config ? config->print() : std::string();
   };
-  // (Packed, Q stays in registers at d128 by default; Q in shared memory, loaded by the
-  // producer's TMA through the packed q_map, is asked for, one tile a CTA unless asked.)
-  EXPECT_EQ(packed("", 128, 0), resolved("q=registers", 128, "sm_90a"));
-  EXPECT_EQ(packed("mma=wgmma,warp_specialize=true,q=shared", 128, 0),
+  // Packed at d128 under a full mask: Q in shared memory, loaded by the producer's TMA through
+  // the packed q_map, and the persistent tile list (no ping-pong, no key tail: padded only).
+  // Under a causal-like mask or with regions that take registers Q stays in registers, one
+  // tile a CTA, as padded d128 with regions.
+  EXPECT_EQ(packed("", 128, 0),
             "Br=128,Bc=176,rows_per_warp=16,mma=wgmma,q=shared,copy_issue=eager,stages=2,"
+            "pack_gqa=false,warp_specialize=true,softmax_overlap=true,persistent=true");
+  EXPECT_EQ(packed("mma=wgmma,warp_specialize=true,q=shared", 128, 0), packed("", 128, 0));
+  EXPECT_EQ(packed("persistent=false", 128, 0),
+            "Br=128,Bc=176,rows_per_warp=16,mma=wgmma,q=shared,copy_issue=eager,stages=2,"
+            "pack_gqa=false,warp_specialize=true,softmax_overlap=true,persistent=false");
+  EXPECT_EQ(packed("", 128, 0, /*rowBlocksUnequal=*/true),
+            "Br=128,Bc=128,rows_per_warp=16,mma=wgmma,q=registers,copy_issue=eager,stages=2,"
             "pack_gqa=false,warp_specialize=true,softmax_overlap=true");
+  EXPECT_EQ(packed("q=registers", 128, 0), resolved("q=registers", 128, "sm_90a"));
   auto packedShared = resolveTileConfig(parsed("mma=wgmma,warp_specialize=true,q=shared"), 128,
                                         "sm_90a", KeyLayout::PackedRows);
   ASSERT_TRUE(bool(packedShared));
