@@ -409,7 +409,7 @@ static bool d96ShortTile(int64_t headDim, KeyLayout keys, int64_t regionRegister
 
 /// A packed batch's persistent tile list by default (tgpu-persistent's loop over the
 /// sequences, each sequence's row blocks dealt in turn, no empty ones): at d128 under a full
-/// mask (Q in shared memory by TMA, Bc = 176, two consumer warpgroups) it measured +9.1% / +6.4%
+/// mask (Q in shared memory by TMA, Bc = 176, two consumer warpgroups) it measured +9.0% / +6.4%
 /// / +0.3% over one tile a CTA at max lengths 1024 / 4096 / 16384 (H100, docs/perf.md,
 /// thirty-eighth session). Not under causal-like masks, where its static deal of tiles of
 /// unequal work lost 8-20% from max 4096 (ascending or each sequence's longest first), nor at
