@@ -3,9 +3,10 @@
 // A key length that Bc does not divide leaves a last key block with fewer keys than columns:
 // at d128, N = 4096, Bc = 176 it holds 48. The masked body still runs the mask and the softmax
 // on all 176 columns, and since the softmax's instructions bound the key loop that block costs
-// 1.4 full blocks (docs/perf.md, thirtieth session). With key_tail=N (the module's tile.config,
-// or the `width` option), the masked body of each key loop branches on whether every key from
-// column N on is past the key bound:
+// 1.4 full blocks by the thirtieth session's probe (narrowed, the kernel measured +0.9% there,
+// +0.4-1.2% from 4k at d96-d192: docs/perf.md, thirty-eighth session). With key_tail=N (the
+// module's tile.config, or the `width` option), the masked body of each key loop branches on
+// whether every key from column N on is past the key bound:
 //
 //   S = Q·Kᵀ (all Bc columns, as before)
 //   (stats, P) = scf.if (key0 + N >= bound) {

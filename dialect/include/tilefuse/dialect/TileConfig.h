@@ -181,9 +181,10 @@ struct TileConfig {
   /// from column N on are all past the key bound (the last block of a length that Bc does not
   /// divide, with at most N keys left) runs its mask and softmax on its first N columns alone
   /// (a multiple of 16 below Bc) and hands P·V zeros for the others. The softmax bounds the key
-  /// loop, and a partial last block costs a full block's softmax and mask: 1.4 full blocks at
-  /// d128, N = 4096, Bc = 176 (docs/perf.md, thirtieth session). 0 or unset (and outside
-  /// isComplete): off.
+  /// loop, and a partial last block costs a full block's softmax and mask (1.4 full blocks at
+  /// d128, N = 4096, Bc = 176 by the thirtieth session's probe; narrowed, the kernel measured
+  /// +0.9% there, thirty-eighth session). 0 or unset (and outside isComplete): off; the
+  /// defaults set it where it measured ahead (keyTailByDefault).
   std::optional<int64_t> keyTail;
 
   /// Whether P's row sums go to the tensor cores (row_sum_mma in a warp-specialized kernel).
